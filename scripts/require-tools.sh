@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Checks (and, as root with apt-get, installs) the Debian tools the tests use.
+set -euo pipefail
+need=()
+command -v git >/dev/null || need+=(git)
+command -v python3 >/dev/null || need+=(python3)
+if [ "${#need[@]}" -eq 0 ]; then exit 0; fi
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+else
+  echo "make test needs these Debian packages: ${need[*]} (sudo apt-get install -y ${need[*]})" >&2
+  exit 1
+fi
