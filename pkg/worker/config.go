@@ -1,0 +1,463 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/strictjson"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// ConfigVersion is the only worker.json version this Worker reads.
+const ConfigVersion = 1
+
+// Bounds this Worker puts on its configuration. They keep a config file and
+// everything derived from it small; none of them comes from the spec.
+const (
+	MaxConfigBytes     = 1 << 20 // worker.json
+	MaxConcurrency     = 256     // lanes (wire allows slots 0..255)
+	MaxPlugins         = 64
+	MaxRepositories    = 1024
+	MaxRoots           = 64
+	MaxEnvNames        = 256
+	MaxArgv            = 64   // argv elements per plugin
+	MaxArgBytes        = 4096 // bytes per argv element and per path
+	MaxTokenBytes      = 4096 // worker token value
+	MaxIDBytes         = 64   // worker, plugin and repository ids
+	MaxEnvNameBytes    = 128  // environment variable names
+	MinHeartbeat       = 10 * time.Millisecond
+	MaxHeartbeat       = time.Hour
+	MaxCeilingDuration = 24 * time.Hour
+	MaxCeilingBytes    = 1 << 30
+)
+
+// fileConfig mirrors worker.json field for field; strictjson rejects
+// anything else. Optional fields are the ones whose zero value means absent.
+type fileConfig struct {
+	Version                   int           `json:"version"`
+	GateURL                   string        `json:"gate_url"`
+	ID                        string        `json:"id"`
+	TokenEnv                  string        `json:"token_env"`
+	HeartbeatInterval         string        `json:"heartbeat_interval"`
+	Concurrency               int           `json:"concurrency"`
+	RepositoryRoots           []string      `json:"repository_roots"`
+	WorktreeRoot              string        `json:"worktree_root"`
+	RuntimeRoot               string        `json:"runtime_root"`
+	Repositories              []fileRepo    `json:"repositories"`
+	Plugins                   []filePlugin  `json:"plugins"`
+	EnvironmentAllowlist      []string      `json:"environment_allowlist"`
+	CheckEnvironmentAllowlist []string      `json:"check_environment_allowlist"`
+	Ceilings                  *fileCeilings `json:"ceilings"`
+}
+
+type fileRepo struct {
+	ID   string `json:"id"`
+	Path string `json:"path"`
+}
+
+type filePlugin struct {
+	ID     string   `json:"id"`
+	Argv   []string `json:"argv"`
+	SHA256 string   `json:"sha256"`
+}
+
+type fileCeilings struct {
+	PluginTimeout     string `json:"plugin_timeout"`
+	CheckTimeout      string `json:"check_timeout"`
+	GitTimeout        string `json:"git_timeout"`
+	CleanupTimeout    string `json:"cleanup_timeout"`
+	PluginOutputBytes int64  `json:"plugin_output_bytes"`
+	CheckOutputBytes  int64  `json:"check_output_bytes"`
+	GitOutputBytes    int64  `json:"git_output_bytes"`
+}
+
+// Config is a validated worker.json. It holds names of secrets, never
+// their values.
+type Config struct {
+	GateURL                   *url.URL
+	ID                        string
+	TokenEnv                  string
+	HeartbeatInterval         time.Duration
+	Concurrency               int
+	RepositoryRoots           []string
+	WorktreeRoot              string
+	RuntimeRoot               string
+	Repositories              []Repository
+	Plugins                   []Plugin
+	EnvironmentAllowlist      []string
+	CheckEnvironmentAllowlist []string
+	Ceilings                  Ceilings
+}
+
+// Repository is a static repository registration.
+type Repository struct {
+	ID   string
+	Path string
+}
+
+// Plugin is a configured plugin executable. SHA256 is empty or 64
+// lowercase hex digits that the executable must match before each run.
+type Plugin struct {
+	ID     string
+	Argv   []string
+	SHA256 string
+}
+
+// Ceilings are the local upper bounds on every limit a Gate policy sets.
+type Ceilings struct {
+	PluginTimeout     time.Duration
+	CheckTimeout      time.Duration
+	GitTimeout        time.Duration
+	CleanupTimeout    time.Duration
+	PluginOutputBytes int64
+	CheckOutputBytes  int64
+	GitOutputBytes    int64
+}
+
+// ConfigError is a rejected configuration. Field is a JSON-path-like name
+// ("plugins[1].id"); Reason is fixed text. Neither contains a value from the
+// file or the environment.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Field == "" {
+		return "worker config: " + e.Reason
+	}
+	return "worker config: " + e.Field + ": " + e.Reason
+}
+
+func fieldErr(field, reason string) error { return &ConfigError{Field: field, Reason: reason} }
+
+// ParseConfig strictly decodes and validates worker.json bytes. It checks
+// shape only; CheckHost checks the environment and the filesystem.
+func ParseConfig(data []byte) (*Config, error) {
+	if len(data) > MaxConfigBytes {
+		return nil, fieldErr("", "file too large")
+	}
+	var fc fileConfig
+	if err := strictjson.Decode(data, &fc); err != nil {
+		var se *strictjson.Error
+		if errors.As(err, &se) {
+			return nil, fieldErr(jsonPathField(se.Path), se.Reason)
+		}
+		return nil, fieldErr("", "malformed JSON")
+	}
+	if fc.Version != ConfigVersion {
+		return nil, fieldErr("version", "must be 1")
+	}
+	c := &Config{}
+	var err error
+	if c.GateURL, err = parseGateURL(fc.GateURL); err != nil {
+		return nil, err
+	}
+	if !wire.ValidID(fc.ID) {
+		return nil, fieldErr("id", "missing or not a safe id")
+	}
+	c.ID = fc.ID
+	if !validEnvName(fc.TokenEnv) {
+		return nil, fieldErr("token_env", "missing or not an environment variable name")
+	}
+	c.TokenEnv = fc.TokenEnv
+	if c.HeartbeatInterval, err = parseDuration("heartbeat_interval", fc.HeartbeatInterval, MinHeartbeat, MaxHeartbeat); err != nil {
+		return nil, err
+	}
+	if fc.Concurrency < 1 || fc.Concurrency > MaxConcurrency {
+		return nil, fieldErr("concurrency", fmt.Sprintf("must be 1..%d", MaxConcurrency))
+	}
+	c.Concurrency = fc.Concurrency
+	if err := parseLayout(c, &fc); err != nil {
+		return nil, err
+	}
+	if err := parsePlugins(c, fc.Plugins); err != nil {
+		return nil, err
+	}
+	if c.EnvironmentAllowlist, err = parseEnvList("environment_allowlist", fc.EnvironmentAllowlist); err != nil {
+		return nil, err
+	}
+	if c.CheckEnvironmentAllowlist, err = parseEnvList("check_environment_allowlist", fc.CheckEnvironmentAllowlist); err != nil {
+		return nil, err
+	}
+	for i, name := range c.CheckEnvironmentAllowlist {
+		if !slices.Contains(c.EnvironmentAllowlist, name) {
+			return nil, fieldErr(fmt.Sprintf("check_environment_allowlist[%d]", i), "not in environment_allowlist")
+		}
+	}
+	if fc.Ceilings == nil {
+		return nil, fieldErr("ceilings", "missing")
+	}
+	if c.Ceilings, err = parseCeilings(fc.Ceilings); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func parseGateURL(s string) (*url.URL, error) {
+	const field = "gate_url"
+	if s == "" {
+		return nil, fieldErr(field, "missing")
+	}
+	if len(s) > MaxArgBytes || strings.ContainsAny(s, " \t\r\n\\") {
+		return nil, fieldErr(field, "not a ws:// or wss:// origin")
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" || u.Hostname() == "" ||
+		u.User != nil || u.Opaque != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#") ||
+		(u.Path != "" && u.Path != "/") || u.RawPath != "" {
+		return nil, fieldErr(field, "not a ws:// or wss:// origin")
+	}
+	u.Path = ""
+	return u, nil
+}
+
+func parseLayout(c *Config, fc *fileConfig) error {
+	if len(fc.RepositoryRoots) > MaxRoots {
+		return fieldErr("repository_roots", "too many entries")
+	}
+	for i, root := range fc.RepositoryRoots {
+		field := fmt.Sprintf("repository_roots[%d]", i)
+		if !canonicalAbs(root) || root == "/" {
+			return fieldErr(field, "not a canonical absolute path")
+		}
+		for j, prev := range c.RepositoryRoots {
+			if prev == root {
+				return fieldErr(field, fmt.Sprintf("duplicates repository_roots[%d]", j))
+			}
+			if within(root, prev) || within(prev, root) {
+				return fieldErr(field, fmt.Sprintf("overlaps repository_roots[%d]", j))
+			}
+		}
+		c.RepositoryRoots = append(c.RepositoryRoots, root)
+	}
+	for _, p := range []struct {
+		field string
+		src   string
+		dst   *string
+	}{{"worktree_root", fc.WorktreeRoot, &c.WorktreeRoot}, {"runtime_root", fc.RuntimeRoot, &c.RuntimeRoot}} {
+		if p.src == "" {
+			return fieldErr(p.field, "missing")
+		}
+		if !canonicalAbs(p.src) || p.src == "/" {
+			return fieldErr(p.field, "not a canonical absolute path")
+		}
+		for j, root := range c.RepositoryRoots {
+			if within(p.src, root) || within(root, p.src) {
+				return fieldErr(p.field, fmt.Sprintf("overlaps repository_roots[%d]", j))
+			}
+		}
+		*p.dst = p.src
+	}
+	if within(c.WorktreeRoot, c.RuntimeRoot) || within(c.RuntimeRoot, c.WorktreeRoot) {
+		return fieldErr("runtime_root", "overlaps worktree_root")
+	}
+	if len(fc.Repositories) > MaxRepositories {
+		return fieldErr("repositories", "too many entries")
+	}
+	for i, r := range fc.Repositories {
+		field := fmt.Sprintf("repositories[%d]", i)
+		if !wire.ValidID(r.ID) {
+			return fieldErr(field+".id", "missing or not a safe id")
+		}
+		if !canonicalAbs(r.Path) {
+			return fieldErr(field+".path", "not a canonical absolute path")
+		}
+		inside := false
+		for _, root := range c.RepositoryRoots {
+			if within(r.Path, root) && r.Path != root {
+				inside = true
+			}
+		}
+		if !inside {
+			return fieldErr(field+".path", "not inside any repository_roots entry")
+		}
+		for j, prev := range c.Repositories {
+			if prev.ID == r.ID {
+				return fieldErr(field+".id", fmt.Sprintf("duplicates repositories[%d]", j))
+			}
+			if prev.Path == r.Path {
+				return fieldErr(field+".path", fmt.Sprintf("duplicates repositories[%d]", j))
+			}
+		}
+		c.Repositories = append(c.Repositories, Repository{ID: r.ID, Path: r.Path})
+	}
+	return nil
+}
+
+func parsePlugins(c *Config, plugins []filePlugin) error {
+	if len(plugins) == 0 {
+		return fieldErr("plugins", "at least one plugin is required")
+	}
+	if len(plugins) > MaxPlugins {
+		return fieldErr("plugins", "too many entries")
+	}
+	for i, p := range plugins {
+		field := fmt.Sprintf("plugins[%d]", i)
+		if !wire.ValidID(p.ID) {
+			return fieldErr(field+".id", "missing or not a safe id")
+		}
+		for j, prev := range c.Plugins {
+			if prev.ID == p.ID {
+				return fieldErr(field+".id", fmt.Sprintf("duplicates plugins[%d]", j))
+			}
+		}
+		if len(p.Argv) == 0 || len(p.Argv) > MaxArgv {
+			return fieldErr(field+".argv", fmt.Sprintf("must have 1..%d elements", MaxArgv))
+		}
+		for k, a := range p.Argv {
+			if a == "" || len(a) > MaxArgBytes || strings.ContainsRune(a, 0) {
+				return fieldErr(fmt.Sprintf("%s.argv[%d]", field, k), "empty, too long or contains NUL")
+			}
+		}
+		if !canonicalAbs(p.Argv[0]) {
+			return fieldErr(field+".argv[0]", "not a canonical absolute path")
+		}
+		if p.SHA256 != "" && !isLowerHex(p.SHA256, 64) {
+			return fieldErr(field+".sha256", "must be 64 lowercase hex digits")
+		}
+		c.Plugins = append(c.Plugins, Plugin{ID: p.ID, Argv: slices.Clone(p.Argv), SHA256: p.SHA256})
+	}
+	return nil
+}
+
+func parseEnvList(field string, names []string) ([]string, error) {
+	if len(names) > MaxEnvNames {
+		return nil, fieldErr(field, "too many entries")
+	}
+	var out []string
+	for i, n := range names {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if !validEnvName(n) {
+			return nil, fieldErr(f, "not an environment variable name")
+		}
+		if j := slices.Index(out, n); j >= 0 {
+			return nil, fieldErr(f, fmt.Sprintf("duplicates %s[%d]", field, j))
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func parseCeilings(fc *fileCeilings) (Ceilings, error) {
+	var c Ceilings
+	var err error
+	for _, d := range []struct {
+		field string
+		src   string
+		dst   *time.Duration
+	}{
+		{"ceilings.plugin_timeout", fc.PluginTimeout, &c.PluginTimeout},
+		{"ceilings.check_timeout", fc.CheckTimeout, &c.CheckTimeout},
+		{"ceilings.git_timeout", fc.GitTimeout, &c.GitTimeout},
+		{"ceilings.cleanup_timeout", fc.CleanupTimeout, &c.CleanupTimeout},
+	} {
+		if *d.dst, err = parseDuration(d.field, d.src, time.Millisecond, MaxCeilingDuration); err != nil {
+			return Ceilings{}, err
+		}
+	}
+	for _, b := range []struct {
+		field string
+		v     int64
+		dst   *int64
+	}{
+		{"ceilings.plugin_output_bytes", fc.PluginOutputBytes, &c.PluginOutputBytes},
+		{"ceilings.check_output_bytes", fc.CheckOutputBytes, &c.CheckOutputBytes},
+		{"ceilings.git_output_bytes", fc.GitOutputBytes, &c.GitOutputBytes},
+	} {
+		if b.v < 1 || b.v > MaxCeilingBytes {
+			return Ceilings{}, fieldErr(b.field, fmt.Sprintf("must be 1..%d", MaxCeilingBytes))
+		}
+		*b.dst = b.v
+	}
+	return c, nil
+}
+
+func parseDuration(field, s string, lo, hi time.Duration) (time.Duration, error) {
+	if s == "" {
+		return 0, fieldErr(field, "missing")
+	}
+	if len(s) > 32 {
+		return 0, fieldErr(field, "not a duration")
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fieldErr(field, "not a duration")
+	}
+	if d < lo || d > hi {
+		return 0, fieldErr(field, fmt.Sprintf("must be between %v and %v", lo, hi))
+	}
+	return d, nil
+}
+
+// validEnvName accepts POSIX-portable names: [A-Za-z_][A-Za-z0-9_]*.
+func validEnvName(s string) bool {
+	if s == "" || len(s) > MaxEnvNameBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		switch {
+		case b >= 'A' && b <= 'Z', b >= 'a' && b <= 'z', b == '_':
+		case b >= '0' && b <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalAbs reports whether p is absolute and already in Clean form
+// (no "." or ".." segments, no doubled or trailing slashes).
+func canonicalAbs(p string) bool {
+	return p != "" && len(p) <= MaxArgBytes && !strings.ContainsRune(p, 0) &&
+		filepath.IsAbs(p) && filepath.Clean(p) == p
+}
+
+// within reports whether p equals dir or lies below it; both are clean.
+func within(p, dir string) bool {
+	if p == dir {
+		return true
+	}
+	if dir == "/" {
+		return true
+	}
+	return strings.HasPrefix(p, dir+"/")
+}
+
+// jsonPathField turns a strictjson path ("/plugins/0/argv") into this
+// package's field notation ("plugins[0].argv").
+func jsonPathField(p string) string {
+	var b strings.Builder
+	for _, seg := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		if seg == "" {
+			continue
+		}
+		if seg[0] >= '0' && seg[0] <= '9' {
+			b.WriteString("[" + seg + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(seg)
+	}
+	return b.String()
+}
