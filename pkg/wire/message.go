@@ -1,0 +1,217 @@
+package wire
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Protocol is the value of hello.protocol for this version.
+const Protocol = "forge-wire/v1"
+
+// Path is the Gate route a Worker lane dials.
+const Path = "/v1/worker/connect"
+
+// Bounds of the protocol. Sizes count bytes.
+const (
+	MaxMessageBytes   = 1 << 20 // one encoded Envelope (one WebSocket frame payload)
+	MaxIDBytes        = 64      // worker, plugin and repository ids
+	MaxRefBytes       = 64      // job and attempt ids
+	MaxSlot           = 255     // highest lane slot (concurrency ≤ 256)
+	MaxHelloPlugins   = 64      // plugin ids in hello
+	MaxHelloRepos     = 1024    // repository ids in hello
+	MaxEvidenceBatch  = 2       // evidence batches per attempt (1 = work, 2 = cleanup)
+	MaxEvidenceRecord = 34      // records per batch
+	GenerationHexLen  = 32      // hex digits of a connection generation
+)
+
+// Type names an Envelope's payload.
+type Type string
+
+// Message types. Worker → Gate: Hello, Heartbeat, Evidence, Result.
+// Gate → Worker: Welcome, Lease, Ack, Reject, Cancel.
+const (
+	TypeHello     Type = "hello"
+	TypeWelcome   Type = "welcome"
+	TypeLease     Type = "lease"
+	TypeHeartbeat Type = "heartbeat"
+	TypeEvidence  Type = "evidence"
+	TypeResult    Type = "result"
+	TypeAck       Type = "ack"
+	TypeReject    Type = "reject"
+	TypeCancel    Type = "cancel"
+)
+
+// Envelope is one WebSocket message: {"type":t,"seq":n,t:{…}}. Exactly one
+// payload pointer is set and it matches Type. Seq is zero (absent) except on
+// heartbeat, evidence, result and their ack or reject.
+type Envelope struct {
+	Type      Type       `json:"type"`
+	Seq       uint64     `json:"seq,omitempty"`
+	Hello     *Hello     `json:"hello,omitempty"`
+	Welcome   *Welcome   `json:"welcome,omitempty"`
+	Lease     *Lease     `json:"lease,omitempty"`
+	Heartbeat *Heartbeat `json:"heartbeat,omitempty"`
+	Evidence  *Evidence  `json:"evidence,omitempty"`
+	Result    *Result    `json:"result,omitempty"`
+	Ack       *Ack       `json:"ack,omitempty"`
+	Reject    *Reject    `json:"reject,omitempty"`
+	Cancel    *Cancel    `json:"cancel,omitempty"`
+}
+
+// Hello is a lane's first message: who it is and what it can run.
+type Hello struct {
+	Protocol     string   `json:"protocol"`
+	WorkerID     string   `json:"worker_id"`
+	Slot         int      `json:"slot"`
+	Plugins      []string `json:"plugins"`
+	Repositories []string `json:"repositories"`
+}
+
+// Welcome accepts a hello. Lane is the server-side lane name (worker-1,
+// worker-1#1, …); Generation is this connection's fencing token.
+type Welcome struct {
+	Lane       string `json:"lane"`
+	Generation string `json:"generation"`
+}
+
+// Kind is a job kind.
+type Kind string
+
+// Job kinds.
+const (
+	KindText   Kind = "text"
+	KindCoding Kind = "coding"
+)
+
+// Lease hands one attempt to an idle lane. Policy is the job's canonical
+// resolved policy document, byte for byte; Task is the submitted task
+// (TextTask or CodingTask by Kind).
+type Lease struct {
+	JobID      string          `json:"job_id"`
+	AttemptID  string          `json:"attempt_id"`
+	Ordinal    int             `json:"ordinal"`
+	DeadlineAt time.Time       `json:"deadline_at"`
+	Kind       Kind            `json:"kind"`
+	Policy     json.RawMessage `json:"policy"`
+	Task       json.RawMessage `json:"task"`
+}
+
+// Heartbeat asks the Gate to extend the lease of the named attempt.
+type Heartbeat struct {
+	JobID     string `json:"job_id"`
+	AttemptID string `json:"attempt_id"`
+}
+
+// Evidence binds one batch of evidence records to the named attempt. Batch 1
+// carries the work's records, batch 2 an optional cleanup record. The record
+// schema belongs to the evidence contract; here each record is a JSON object.
+type Evidence struct {
+	JobID     string            `json:"job_id"`
+	AttemptID string            `json:"attempt_id"`
+	Batch     int               `json:"batch"`
+	Records   []json.RawMessage `json:"records"`
+}
+
+// Outcome is how an attempt ended.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeSucceeded Outcome = "succeeded"
+	OutcomeFailed    Outcome = "failed"
+)
+
+// Disposition says whether a failed attempt may be retried.
+type Disposition string
+
+// Dispositions.
+const (
+	DispositionRetryable Disposition = "retryable"
+	DispositionTerminal  Disposition = "terminal"
+)
+
+// Failure codes a Worker may report, each with a fixed disposition.
+const (
+	FailureExecution        = "execution_failed"   // retryable
+	FailureInvalidTask      = "invalid_task"       // terminal
+	FailureScopedTestFailed = "scoped_test_failed" // terminal
+)
+
+// DispositionOf returns the disposition of a Worker failure code and
+// whether the code is known.
+func DispositionOf(code string) (Disposition, bool) {
+	switch code {
+	case FailureExecution:
+		return DispositionRetryable, true
+	case FailureInvalidTask, FailureScopedTestFailed:
+		return DispositionTerminal, true
+	}
+	return "", false
+}
+
+// Result ends an attempt. On success a text attempt sets Output and a
+// coding attempt sets CandidateSHA (and optionally AgentReport); on failure
+// Disposition and FailureCode are set and nothing else.
+type Result struct {
+	JobID        string       `json:"job_id"`
+	AttemptID    string       `json:"attempt_id"`
+	Outcome      Outcome      `json:"outcome"`
+	Output       *string      `json:"output,omitempty"`
+	CandidateSHA string       `json:"candidate_sha,omitempty"`
+	AgentReport  *AgentReport `json:"agent_report,omitempty"`
+	Disposition  Disposition  `json:"disposition,omitempty"`
+	FailureCode  string       `json:"failure_code,omitempty"`
+}
+
+// AgentReport is a coding plugin's self-reported summary. It is a claim,
+// never evidence.
+type AgentReport struct {
+	Summary string   `json:"summary"`
+	Changes []string `json:"changes"`
+}
+
+// Ack accepts a request. DeadlineAt is set on heartbeat acks only.
+type Ack struct {
+	DeadlineAt time.Time `json:"deadline_at,omitzero"`
+}
+
+// RejectCode says why the Gate refused a request.
+type RejectCode string
+
+// Reject codes.
+const (
+	// RejectStale: the attempt is not bound to this lane and generation
+	// (superseded connection, other lane, unknown or finished attempt).
+	RejectStale RejectCode = "stale"
+	// RejectExpired: the attempt's deadline has passed.
+	RejectExpired RejectCode = "expired"
+	// RejectConflict: a different result or evidence batch was already
+	// recorded for this attempt.
+	RejectConflict RejectCode = "conflict"
+	// RejectInvalid: well-formed but unusable (wrong kind of result, a
+	// hello for a slot or worker the token does not own, …).
+	RejectInvalid RejectCode = "invalid"
+	// RejectUnavailable: the Gate could not record the request; retry later.
+	RejectUnavailable RejectCode = "unavailable"
+)
+
+// Reject refuses a request (Seq set) or the whole connection (Seq zero).
+type Reject struct {
+	Code RejectCode `json:"code"`
+}
+
+// CancelReason says why a lease was withdrawn.
+type CancelReason string
+
+// Cancel reasons.
+const (
+	CancelExpired    CancelReason = "expired"
+	CancelSuperseded CancelReason = "superseded"
+)
+
+// Cancel tells a lane its lease is gone; the lane is idle again.
+type Cancel struct {
+	JobID     string       `json:"job_id"`
+	AttemptID string       `json:"attempt_id"`
+	Reason    CancelReason `json:"reason"`
+}
