@@ -1,0 +1,280 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The types below mirror docs/api.md. Optional fields are pointers so that a
+// decoded response re-encodes exactly as the Gate sent it: absent stays
+// absent, present stays present.
+
+// Job is the job object.
+type Job struct {
+	ID           string  `json:"id"`
+	Kind         string  `json:"kind"`
+	Status       string  `json:"status"`
+	FailureCode  *string `json:"failure_code,omitempty"`
+	Result       *string `json:"result,omitempty"`
+	CandidateSHA *string `json:"candidate_sha,omitempty"`
+	RepositoryID *string `json:"repository_id,omitempty"`
+	AttemptCount *int    `json:"attempt_count,omitempty"`
+	RetryAt      *string `json:"retry_at,omitempty"`
+	CreatedAt    string  `json:"created_at"`
+	UpdatedAt    string  `json:"updated_at"`
+}
+
+// Event is one entry of a job's ordered event list.
+type Event struct {
+	Seq     int64   `json:"seq"`
+	Type    string  `json:"type"`
+	At      string  `json:"at"`
+	Attempt *int    `json:"attempt,omitempty"`
+	Code    *string `json:"code,omitempty"`
+}
+
+// AgentReport is an attempt's self-reported, advisory agent report.
+type AgentReport struct {
+	SelfReported bool     `json:"self_reported"`
+	Summary      string   `json:"summary"`
+	Changes      []string `json:"changes"`
+}
+
+// Attempt is one lease of a job. Evidence records are passed through as
+// JSON objects; docs/api.md does not fix their fields yet.
+type Attempt struct {
+	ID           string             `json:"id"`
+	Ordinal      int                `json:"ordinal"`
+	Status       string             `json:"status"`
+	WorkerID     string             `json:"worker_id"`
+	LeasedAt     string             `json:"leased_at"`
+	DeadlineAt   *string            `json:"deadline_at,omitempty"`
+	CompletedAt  *string            `json:"completed_at,omitempty"`
+	Disposition  *string            `json:"disposition,omitempty"`
+	FailureCode  *string            `json:"failure_code,omitempty"`
+	CandidateSHA *string            `json:"candidate_sha,omitempty"`
+	AgentReport  *AgentReport       `json:"agent_report,omitempty"`
+	Evidence     *[]json.RawMessage `json:"evidence,omitempty"`
+}
+
+// Aggregate is a job with its ordered attempts and events.
+type Aggregate struct {
+	Job      Job       `json:"job"`
+	Attempts []Attempt `json:"attempts"`
+	Events   []Event   `json:"events"`
+}
+
+const (
+	statusSucceeded = "succeeded"
+	statusFailed    = "failed"
+)
+
+func terminal(status string) bool { return status == statusSucceeded || status == statusFailed }
+
+// maxIDBytes bounds job ids and other identifiers.
+const maxIDBytes = 128
+
+// checkJobID accepts 1..128 bytes of [A-Za-z0-9_-]; the id goes into a URL
+// path, so nothing else is allowed.
+func checkJobID(id string) error {
+	if id == "" || len(id) > maxIDBytes {
+		return fmt.Errorf("must be 1..%d bytes", maxIDBytes)
+	}
+	for i := 0; i < len(id); i++ {
+		if !idByte(id[i]) {
+			return errors.New("may contain only A-Z a-z 0-9 _ -")
+		}
+	}
+	return nil
+}
+
+func idByte(b byte) bool {
+	return b == '_' || b == '-' || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9')
+}
+
+// checkIdent accepts a Gate-assigned identifier (attempt id, lane,
+// repository id): 1..128 visible ASCII bytes.
+func checkIdent(s string) bool {
+	if s == "" || len(s) > maxIDBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkCode accepts a bounded machine code such as a failure code.
+func validCode(s string) bool {
+	if s == "" || len(s) > 64 || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if b != '_' && (b < 'a' || b > 'z') && (b < '0' || b > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func validSHA(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if (s[i] < '0' || s[i] > '9') && (s[i] < 'a' || s[i] > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func validTime(s string) bool {
+	if !strings.HasSuffix(s, "Z") || len(s) > 40 {
+		return false
+	}
+	_, err := time.Parse(time.RFC3339Nano, s)
+	return err == nil
+}
+
+// fieldErr names the offending field, never its value.
+func fieldErr(path string) error { return fmt.Errorf("%s is missing or invalid", path) }
+
+func optCode(p *string) bool { return p == nil || validCode(*p) }
+func optTime(p *string) bool { return p == nil || validTime(*p) }
+func optSHA(p *string) bool  { return p == nil || validSHA(*p) }
+
+// Validate checks a job object against docs/api.md.
+func (j *Job) Validate() error {
+	switch {
+	case checkJobID(j.ID) != nil:
+		return fieldErr("id")
+	case j.Kind != "text" && j.Kind != "coding":
+		return fieldErr("kind")
+	case !validJobStatus(j.Status):
+		return fieldErr("status")
+	case !optCode(j.FailureCode):
+		return fieldErr("failure_code")
+	case j.Result != nil && j.Kind != "text":
+		return fieldErr("result")
+	case !optSHA(j.CandidateSHA) || (j.CandidateSHA != nil && j.Kind != "coding"):
+		return fieldErr("candidate_sha")
+	case j.RepositoryID != nil && !checkIdent(*j.RepositoryID):
+		return fieldErr("repository_id")
+	case j.AttemptCount != nil && *j.AttemptCount < 0:
+		return fieldErr("attempt_count")
+	case !optTime(j.RetryAt):
+		return fieldErr("retry_at")
+	case !validTime(j.CreatedAt):
+		return fieldErr("created_at")
+	case !validTime(j.UpdatedAt):
+		return fieldErr("updated_at")
+	}
+	return nil
+}
+
+func validJobStatus(s string) bool {
+	switch s {
+	case "pending", "leased", "retry_wait", statusSucceeded, statusFailed:
+		return true
+	}
+	return false
+}
+
+// Validate checks one event.
+func (e *Event) Validate(path string) error {
+	switch {
+	case e.Seq < 1:
+		return fieldErr(path + "/seq")
+	case !validCode(e.Type):
+		return fieldErr(path + "/type")
+	case !validTime(e.At):
+		return fieldErr(path + "/at")
+	case e.Attempt != nil && *e.Attempt < 1:
+		return fieldErr(path + "/attempt")
+	case !optCode(e.Code):
+		return fieldErr(path + "/code")
+	}
+	return nil
+}
+
+// validateEvents checks every event and that seq strictly increases.
+func validateEvents(events []Event, path string) error {
+	if events == nil {
+		return fieldErr(path)
+	}
+	for i := range events {
+		p := fmt.Sprintf("%s/%d", path, i)
+		if err := events[i].Validate(p); err != nil {
+			return err
+		}
+		if i > 0 && events[i].Seq <= events[i-1].Seq {
+			return fmt.Errorf("%s is out of order", p)
+		}
+	}
+	return nil
+}
+
+// Validate checks one attempt.
+func (a *Attempt) Validate(path string) error {
+	switch {
+	case !checkIdent(a.ID):
+		return fieldErr(path + "/id")
+	case a.Ordinal < 1:
+		return fieldErr(path + "/ordinal")
+	case !validCode(a.Status):
+		return fieldErr(path + "/status")
+	case !checkIdent(a.WorkerID):
+		return fieldErr(path + "/worker_id")
+	case !validTime(a.LeasedAt):
+		return fieldErr(path + "/leased_at")
+	case !optTime(a.DeadlineAt):
+		return fieldErr(path + "/deadline_at")
+	case !optTime(a.CompletedAt):
+		return fieldErr(path + "/completed_at")
+	case !optCode(a.Disposition):
+		return fieldErr(path + "/disposition")
+	case !optCode(a.FailureCode):
+		return fieldErr(path + "/failure_code")
+	case !optSHA(a.CandidateSHA):
+		return fieldErr(path + "/candidate_sha")
+	}
+	if r := a.AgentReport; r != nil && (r.Summary == "" || len(r.Changes) == 0) {
+		return fieldErr(path + "/agent_report")
+	}
+	if a.Evidence != nil {
+		for i, rec := range *a.Evidence {
+			if len(rec) == 0 || rec[0] != '{' {
+				return fieldErr(fmt.Sprintf("%s/evidence/%d", path, i))
+			}
+		}
+	}
+	return nil
+}
+
+// Validate checks the aggregate: the job, attempts ordered by ordinal and
+// events ordered by seq.
+func (g *Aggregate) Validate() error {
+	if err := g.Job.Validate(); err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	if g.Attempts == nil {
+		return fieldErr("attempts")
+	}
+	for i := range g.Attempts {
+		p := fmt.Sprintf("attempts/%d", i)
+		if err := g.Attempts[i].Validate(p); err != nil {
+			return err
+		}
+		if i > 0 && g.Attempts[i].Ordinal <= g.Attempts[i-1].Ordinal {
+			return fmt.Errorf("%s is out of order", p)
+		}
+	}
+	return validateEvents(g.Events, "events")
+}
