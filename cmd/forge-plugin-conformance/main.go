@@ -1,0 +1,140 @@
+// Command forge-plugin-conformance checks a plugin executable against
+// plugin protocol v1: one valid session judged frame by frame plus
+// fresh-process malformed-request scenarios.
+//
+// Usage:
+//
+//	forge-plugin-conformance [-operation text|workspace_edit] [-timeout D] [-run REGEXP] PLUGIN [ARGS...]
+//
+// It prints "PASS name" or "FAIL name: reason" per scenario and a summary
+// line. Exit codes: 0 every scenario passed, 1 a scenario failed or the
+// suite could not run, 2 usage error.
+//
+// The plugin gets a minimal environment: PATH (the caller's, or a default
+// system PATH), plus CODEX_BIN and CODEX_HOME when the caller has them set.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"syscall"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/buildinfo"
+	"github.com/0k-lab/agent-forge/pkg/plugin"
+	"github.com/0k-lab/agent-forge/pkg/plugin/conformance"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err))
+}
+
+// usageError is a bad command line (exit 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// errFailed means at least one scenario failed (exit 1).
+var errFailed = errors.New("conformance failures")
+
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	return 1
+}
+
+// defaultPath is the plugin's PATH when the caller has none.
+const defaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("forge-plugin-conformance", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	op := fs.String("operation", string(plugin.OpText), "operation of the valid session: text or workspace_edit")
+	timeout := fs.Duration("timeout", conformance.DefaultTimeout, "bound of each scenario")
+	pattern := fs.String("run", "", "run only scenarios whose name matches this regular expression")
+	version := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: forge-plugin-conformance [-operation text|workspace_edit] [-timeout D] [-run REGEXP] PLUGIN [ARGS...]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{"invalid flags"}
+	}
+	if *version {
+		fmt.Fprintln(stdout, buildinfo.Line("forge-plugin-conformance"))
+		return nil
+	}
+	bad := func(msg string) error {
+		fmt.Fprintln(stderr, "forge-plugin-conformance: error: "+msg)
+		fs.Usage()
+		return usageError{msg}
+	}
+	operation := plugin.Operation(*op)
+	if !operation.Valid() {
+		return bad("-operation must be text or workspace_edit")
+	}
+	if *timeout <= 0 || *timeout > 24*time.Hour {
+		return bad("-timeout must be positive and at most 24h")
+	}
+	if fs.NArg() == 0 {
+		return bad("missing PLUGIN")
+	}
+	cfg := conformance.Config{
+		Command:   fs.Args(),
+		Operation: operation,
+		Timeout:   *timeout,
+		Env:       pluginEnv(),
+	}
+	if *pattern != "" {
+		re, err := regexp.Compile(*pattern)
+		if err != nil {
+			return bad("-run is not a valid regular expression")
+		}
+		cfg.Match = re.MatchString
+	}
+	sum, err := conformance.Run(ctx, cfg, func(r conformance.Result) {
+		fmt.Fprintln(stdout, r.Line())
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "forge-plugin-conformance: error: "+err.Error())
+		return err
+	}
+	fmt.Fprintln(stdout, sum.Line(operation))
+	if sum.Failed > 0 || sum.Total == 0 {
+		return errFailed
+	}
+	return nil
+}
+
+// pluginEnv is the plugin's whole environment: PATH, and the Codex
+// variables when set.
+func pluginEnv() []string {
+	path, ok := os.LookupEnv("PATH")
+	if !ok || path == "" {
+		path = defaultPath
+	}
+	env := []string{"PATH=" + path}
+	for _, k := range []string{"CODEX_BIN", "CODEX_HOME"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
