@@ -144,7 +144,7 @@ func framingScenarios() []Scenario {
 		onExec(c, "framing-oversized-execute", func(r *Request) string {
 			base := r.withPayload(`""`).json()
 			pad := plugin.FrameBytes + 1 - len(base)
-			return r.withPayload(`"`+strings.Repeat("a", pad)+`"`).line()
+			return r.withPayload(`"` + strings.Repeat("a", pad) + `"`).line()
 		}),
 		// No LF ever comes and stdin stays open: only a bounded reader
 		// rejects this.
