@@ -1,0 +1,41 @@
+// Package debugview is the Gate's read-only debug viewer: an embedded,
+// dependency-free HTML/CSS/JS shell and the owner-only JSON routes it reads.
+//
+// Mount the handler from New on both prefixes:
+//
+//	mux.Handle("/debug/", h)    // public static shell, no state
+//	mux.Handle("/v1/debug/", h) // owner-only JSON, GET only
+//
+// Routes:
+//
+//	GET /debug/                 index.html (also /debug/app.js, /debug/app.css)
+//	GET /v1/debug/jobs          {"jobs":[job…],"next_cursor"?,"as_of"}
+//	GET /v1/debug/workers       {"lanes":[lane…],"next_cursor"?,"as_of"}
+//	GET /v1/debug/jobs/{id}     {"job":job,"attempts":[attempt…],"events":[event…],"next_cursor"?,"as_of"}
+//
+// The JSON routes require the authenticate callback to accept the request
+// (the Gate checks the owner bearer token), otherwise 401. Any method but
+// GET is 405. Query parameters are limited to limit (1..100, default 25) and
+// cursor; anything else, a repeated parameter, or a cursor this process did
+// not issue for the same route is 400. Errors use the owner API's body
+// {"error":{"code":…,"message":…}}.
+//
+// Jobs are listed newest first; lanes by name; a job's timeline events by
+// sequence, where limit and cursor page the events and attempts are listed
+// in full (at most 100).
+//
+// Cursors are opaque and tamper-evident: base64url(position) "."
+// base64url(HMAC-SHA256(key, route tag || position)) with a random key made
+// per handler, so they stop working when the Gate restarts.
+//
+// Records are allowlists (see the view types): identifiers, kind/status,
+// bounded failure codes, timestamps (RFC 3339 UTC, microseconds),
+// connection state, exact SHAs, event type/time. Task inputs, instructions,
+// tests, repository paths, results, plugin or check output, evidence,
+// authorization values and event details never reach these types, so they
+// cannot be rendered. The routes only read.
+//
+// The page keeps the owner token in one JavaScript variable (the password
+// field is cleared at once) and sends it only as `Authorization: Bearer`;
+// it renders with textContent only, under a strict Content-Security-Policy.
+package debugview

@@ -1,0 +1,256 @@
+package debugview
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is what a Reader returns (possibly wrapped) for an unknown job.
+var ErrNotFound = errors.New("debugview: not found")
+
+// Reader is the read-only view of Gate state the viewer needs. pkg/store
+// (through the Gate) implements it; tests use a fake. Implementations
+// return at most limit records, already ordered.
+type Reader interface {
+	// DebugJobs lists jobs newest first (CreatedAt, then ID, descending),
+	// starting strictly after the given position; the zero position starts
+	// at the newest job.
+	DebugJobs(ctx context.Context, after JobPosition, limit int) ([]Job, error)
+	// DebugLanes lists Worker lanes ordered by Lane, strictly after the
+	// given lane name ("" starts at the first).
+	DebugLanes(ctx context.Context, after string, limit int) ([]Lane, error)
+	// DebugJob returns one job and its attempts ordered by ordinal, or
+	// ErrNotFound.
+	DebugJob(ctx context.Context, id string) (Job, []Attempt, error)
+	// DebugEvents lists a job's events ordered by Seq, strictly after
+	// afterSeq; ErrNotFound for an unknown job.
+	DebugEvents(ctx context.Context, jobID string, afterSeq int64, limit int) ([]Event, error)
+}
+
+// JobPosition is a place in the newest-first job order.
+type JobPosition struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// Job is the diagnostic part of a job. It has no field for the task, the
+// result or anything else the viewer must not show.
+type Job struct {
+	ID           string
+	Kind         string // text|coding
+	Status       string
+	FailureCode  string
+	RepositoryID string
+	BaseSHA      string
+	CandidateSHA string
+	AttemptCount int
+	RetryAt      time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Attempt is the diagnostic part of one attempt.
+type Attempt struct {
+	ID           string
+	Ordinal      int
+	Status       string
+	Lane         string // the Worker lane, e.g. worker-1#1
+	LeasedAt     time.Time
+	DeadlineAt   time.Time
+	CompletedAt  time.Time
+	Disposition  string
+	FailureCode  string
+	CandidateSHA string
+}
+
+// Event is one timeline entry: type and time, the attempt ordinal and a
+// bounded code where relevant. Event details and error text have no field.
+type Event struct {
+	Seq     int64
+	Type    string
+	At      time.Time
+	Attempt int
+	Code    string
+}
+
+// Lane is one Worker connection slot and its connection state.
+type Lane struct {
+	Lane           string // worker-1, worker-1#1, …
+	WorkerID       string
+	Pool           string
+	Connected      bool
+	ConnectedAt    time.Time
+	DisconnectedAt time.Time
+	JobID          string // current lease, if any
+	AttemptID      string
+}
+
+// The view types below are exactly what the JSON routes emit; tests pin
+// their field sets.
+
+type jobView struct {
+	ID           string `json:"id"`
+	Kind         string `json:"kind"`
+	Status       string `json:"status"`
+	FailureCode  string `json:"failure_code,omitempty"`
+	RepositoryID string `json:"repository_id,omitempty"`
+	BaseSHA      string `json:"base_sha,omitempty"`
+	CandidateSHA string `json:"candidate_sha,omitempty"`
+	AttemptCount int    `json:"attempt_count"`
+	RetryAt      string `json:"retry_at,omitempty"`
+	CreatedAt    string `json:"created_at"`
+	UpdatedAt    string `json:"updated_at"`
+}
+
+type attemptView struct {
+	ID           string `json:"id"`
+	Ordinal      int    `json:"ordinal"`
+	Status       string `json:"status"`
+	WorkerID     string `json:"worker_id"`
+	LeasedAt     string `json:"leased_at,omitempty"`
+	DeadlineAt   string `json:"deadline_at,omitempty"`
+	CompletedAt  string `json:"completed_at,omitempty"`
+	Disposition  string `json:"disposition,omitempty"`
+	FailureCode  string `json:"failure_code,omitempty"`
+	CandidateSHA string `json:"candidate_sha,omitempty"`
+}
+
+type eventView struct {
+	Seq     int64  `json:"seq"`
+	Type    string `json:"type"`
+	At      string `json:"at"`
+	Attempt int    `json:"attempt,omitempty"`
+	Code    string `json:"code,omitempty"`
+}
+
+type laneView struct {
+	Lane           string `json:"lane"`
+	WorkerID       string `json:"worker_id,omitempty"`
+	Pool           string `json:"pool,omitempty"`
+	Connected      bool   `json:"connected"`
+	ConnectedAt    string `json:"connected_at,omitempty"`
+	DisconnectedAt string `json:"disconnected_at,omitempty"`
+	JobID          string `json:"job_id,omitempty"`
+	AttemptID      string `json:"attempt_id,omitempty"`
+}
+
+type jobsPage struct {
+	Jobs       []jobView `json:"jobs"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+	AsOf       string    `json:"as_of"`
+}
+
+type lanesPage struct {
+	Lanes      []laneView `json:"lanes"`
+	NextCursor string     `json:"next_cursor,omitempty"`
+	AsOf       string     `json:"as_of"`
+}
+
+type timelinePage struct {
+	Job        jobView       `json:"job"`
+	Attempts   []attemptView `json:"attempts"`
+	Events     []eventView   `json:"events"`
+	NextCursor string        `json:"next_cursor,omitempty"`
+	AsOf       string        `json:"as_of"`
+}
+
+const timeLayout = "2006-01-02T15:04:05.000000Z"
+
+// stamp formats t as RFC 3339 UTC with microseconds; zero is "" (omitted).
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+// ident passes a diagnostic identifier through when it is 1..128 visible
+// ASCII bytes, and drops it otherwise.
+func ident(s string) string {
+	if len(s) > 128 {
+		return ""
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return ""
+		}
+	}
+	return s
+}
+
+// code passes a bounded machine code ([a-z][a-z0-9_]{0,63}) and drops
+// anything else, so free text can never travel in a code field.
+func code(s string) string {
+	if s == "" || len(s) > 64 || s[0] < 'a' || s[0] > 'z' {
+		return ""
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if b != '_' && (b < 'a' || b > 'z') && (b < '0' || b > '9') {
+			return ""
+		}
+	}
+	return s
+}
+
+// sha passes an exact 40- or 64-digit lowercase hex object id.
+func sha(s string) string {
+	if len(s) != 40 && len(s) != 64 {
+		return ""
+	}
+	for i := 0; i < len(s); i++ {
+		if (s[i] < '0' || s[i] > '9') && (s[i] < 'a' || s[i] > 'f') {
+			return ""
+		}
+	}
+	return s
+}
+
+func viewJob(j Job) jobView {
+	return jobView{
+		ID:           ident(j.ID),
+		Kind:         code(j.Kind),
+		Status:       code(j.Status),
+		FailureCode:  code(j.FailureCode),
+		RepositoryID: ident(j.RepositoryID),
+		BaseSHA:      sha(j.BaseSHA),
+		CandidateSHA: sha(j.CandidateSHA),
+		AttemptCount: max(j.AttemptCount, 0),
+		RetryAt:      stamp(j.RetryAt),
+		CreatedAt:    stamp(j.CreatedAt),
+		UpdatedAt:    stamp(j.UpdatedAt),
+	}
+}
+
+func viewAttempt(a Attempt) attemptView {
+	return attemptView{
+		ID:           ident(a.ID),
+		Ordinal:      a.Ordinal,
+		Status:       code(a.Status),
+		WorkerID:     ident(a.Lane),
+		LeasedAt:     stamp(a.LeasedAt),
+		DeadlineAt:   stamp(a.DeadlineAt),
+		CompletedAt:  stamp(a.CompletedAt),
+		Disposition:  code(a.Disposition),
+		FailureCode:  code(a.FailureCode),
+		CandidateSHA: sha(a.CandidateSHA),
+	}
+}
+
+func viewEvent(e Event) eventView {
+	return eventView{Seq: e.Seq, Type: code(e.Type), At: stamp(e.At), Attempt: max(e.Attempt, 0), Code: code(e.Code)}
+}
+
+func viewLane(l Lane) laneView {
+	return laneView{
+		Lane:           ident(l.Lane),
+		WorkerID:       ident(l.WorkerID),
+		Pool:           ident(l.Pool),
+		Connected:      l.Connected,
+		ConnectedAt:    stamp(l.ConnectedAt),
+		DisconnectedAt: stamp(l.DisconnectedAt),
+		JobID:          ident(l.JobID),
+		AttemptID:      ident(l.AttemptID),
+	}
+}
