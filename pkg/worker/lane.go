@@ -1,0 +1,322 @@
+package worker
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// lane is one concurrency slot: one connection at a time, one attempt at a
+// time. Nothing is shared between lanes except the read-only Worker.
+type lane struct {
+	w    *Worker
+	slot int
+	name string
+	seq  uint64 // last request seq on the current connection
+}
+
+// loop connects, serves, and reconnects with backoff until ctx ends.
+func (l *lane) loop(ctx context.Context) {
+	failures := 0
+	for ctx.Err() == nil {
+		if l.session(ctx) {
+			failures = 0
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		t := time.NewTimer(l.w.reconnectDelay(failures))
+		failures++
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// session runs one connection from dial to close and reports whether it
+// reached welcome. It returns only after any attempt it started is over.
+func (l *lane) session(ctx context.Context) bool {
+	log := l.w.log.With("lane", l.name)
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	conn, err := l.w.opt.Dial(dctx, l.w.opt.Config.GateURL.String(), l.w.opt.Token)
+	cancel()
+	if err != nil {
+		log.Warn("dial failed")
+		return false
+	}
+	defer conn.Close()
+	l.seq = 0
+
+	hello := &wire.Hello{
+		Protocol:     wire.Protocol,
+		WorkerID:     l.w.opt.Config.ID,
+		Slot:         l.slot,
+		Plugins:      l.w.pluginIDs(),
+		Repositories: l.w.repositoryIDs(),
+		// Issue #6 (live activity): offer activity_versions here once the
+		// wire Hello carries it.
+	}
+	if err := conn.SendDeadline(wire.Envelope{Type: wire.TypeHello, Hello: hello}, time.Now().Add(sendTimeout)); err != nil {
+		log.Warn("hello failed")
+		return false
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(welcomeTimeout))
+	first, err := conn.Receive()
+	_ = conn.SetReadDeadline(time.Time{})
+	if err != nil || first.Type != wire.TypeWelcome {
+		log.Warn("no welcome", "type", string(first.Type))
+		return false
+	}
+	log.Info("connected")
+	l.w.opt.Observe(Event{Slot: l.slot, Kind: EventConnected})
+	defer l.w.opt.Observe(Event{Slot: l.slot, Kind: EventDisconnected})
+
+	msgs := make(chan wire.Envelope)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(msgs)
+		for {
+			e, err := conn.Receive()
+			if err != nil {
+				return
+			}
+			select {
+			case msgs <- e:
+			case <-readerDone:
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(readerDone)
+		conn.Close()
+		for range msgs {
+		}
+	}()
+
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("stopping")
+			return true
+		case e, ok := <-msgs:
+			if !ok {
+				log.Warn("connection closed")
+				return true
+			}
+			if e.Type != wire.TypeLease {
+				// Only a lease may arrive on an idle lane; a stray cancel
+				// for an attempt already over is harmless.
+				if e.Type == wire.TypeCancel {
+					continue
+				}
+				log.Warn("unexpected message on idle lane", "type", string(e.Type))
+				return true
+			}
+			if !l.attempt(ctx, conn, msgs, e.Lease) {
+				return true
+			}
+		}
+	}
+}
+
+// attempt executes one lease: heartbeats while the executor runs, cancels
+// it when the lease is lost or ctx ends, and reports the outcome. It
+// returns whether the connection is still usable.
+func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.Envelope, lease *wire.Lease) bool {
+	w := l.w
+	log := w.log.With("lane", l.name, "job", lease.JobID, "attempt", lease.AttemptID)
+	log.Info("leased", "ordinal", lease.Ordinal, "kind", string(lease.Kind))
+	w.opt.Observe(Event{Slot: l.slot, Kind: EventLeased, JobID: lease.JobID})
+
+	execCtx, cancelExec := context.WithCancel(context.Background())
+	defer cancelExec()
+	done := make(chan Report, 1)
+	go func() { done <- w.execute(execCtx, lease) }()
+
+	ticker := time.NewTicker(w.opt.Config.HeartbeatInterval)
+	defer ticker.Stop()
+	pending := map[uint64]time.Time{} // unanswered heartbeats by seq
+	connOK, lost, stopping := true, false, false
+	stop := ctx.Done()
+	loseLease := func(code string) {
+		if !lost {
+			lost = true
+			log.Warn("lease lost", "reason", code)
+			w.opt.Observe(Event{Slot: l.slot, Kind: EventLeaseLost, JobID: lease.JobID, Code: code})
+		}
+		cancelExec()
+	}
+	dropConn := func() {
+		if connOK {
+			connOK = false
+			conn.Close()
+		}
+		loseLease("connection_lost")
+	}
+
+	for {
+		select {
+		case r := <-done:
+			if lost || !connOK {
+				return connOK
+			}
+			if r.Cancelled && stopping && !r.Succeeded {
+				r = Report{Code: CodeWorkerShutdown}
+			}
+			return l.report(conn, msgs, lease, r, log)
+		case <-stop:
+			stop = nil
+			stopping = true
+			log.Info("stopping: cancelling the attempt")
+			cancelExec()
+		case <-ticker.C:
+			if lost {
+				continue
+			}
+			now := w.opt.Now()
+			if oldest, ok := oldestPending(pending); ok && now.Sub(oldest) > w.replyWait() {
+				log.Warn("heartbeat unanswered")
+				dropConn()
+				continue
+			}
+			l.seq++
+			pending[l.seq] = now
+			hb := wire.Envelope{Type: wire.TypeHeartbeat, Seq: l.seq,
+				Heartbeat: &wire.Heartbeat{JobID: lease.JobID, AttemptID: lease.AttemptID}}
+			if err := conn.SendDeadline(hb, time.Now().Add(sendTimeout)); err != nil {
+				dropConn()
+			}
+		case e, ok := <-msgs:
+			if !ok {
+				msgs = nil
+				dropConn()
+				continue
+			}
+			switch {
+			case e.Type == wire.TypeAck && hasKey(pending, e.Seq):
+				delete(pending, e.Seq)
+			case e.Type == wire.TypeReject && hasKey(pending, e.Seq):
+				delete(pending, e.Seq)
+				if e.Reject.Code != wire.RejectUnavailable {
+					loseLease("heartbeat_" + string(e.Reject.Code))
+				}
+			case e.Type == wire.TypeCancel:
+				if e.Cancel.JobID == lease.JobID && e.Cancel.AttemptID == lease.AttemptID {
+					loseLease("cancel_" + string(e.Cancel.Reason))
+				}
+			default:
+				log.Warn("unexpected message while executing", "type", string(e.Type))
+				msgs = nil
+				dropConn()
+			}
+		}
+	}
+}
+
+// report sends the attempt's result and waits for Gate's answer. It
+// returns whether the connection is still usable.
+func (l *lane) report(conn *wire.Conn, msgs <-chan wire.Envelope, lease *wire.Lease, r Report, log interface {
+	Info(string, ...any)
+	Warn(string, ...any)
+}) bool {
+	w := l.w
+	res := &wire.Result{JobID: lease.JobID, AttemptID: lease.AttemptID}
+	if r.Succeeded {
+		res.Outcome = wire.OutcomeSucceeded
+		out := r.Output
+		res.Output = &out
+	} else {
+		res.Outcome = wire.OutcomeFailed
+		res.Disposition, res.FailureCode = wireFailure(r.Code)
+	}
+	l.seq++
+	seq := l.seq
+	if err := conn.SendDeadline(wire.Envelope{Type: wire.TypeResult, Seq: seq, Result: res}, time.Now().Add(sendTimeout)); err != nil {
+		log.Warn("result not sent")
+		return false
+	}
+	timer := time.NewTimer(w.replyWait())
+	defer timer.Stop()
+	for {
+		select {
+		case <-timer.C:
+			log.Warn("result unanswered")
+			return false
+		case e, ok := <-msgs:
+			if !ok {
+				log.Warn("connection closed before the result was acknowledged")
+				return false
+			}
+			switch {
+			case e.Seq == seq && e.Type == wire.TypeAck:
+				log.Info("reported", "outcome", string(res.Outcome), "code", r.Code)
+				w.opt.Observe(Event{Slot: l.slot, Kind: EventReported, JobID: lease.JobID, Code: r.Code})
+				return true
+			case e.Seq == seq && e.Type == wire.TypeReject:
+				log.Warn("result rejected", "reason", string(e.Reject.Code))
+				w.opt.Observe(Event{Slot: l.slot, Kind: EventRejected, JobID: lease.JobID, Code: string(e.Reject.Code)})
+				return true
+			case e.Type == wire.TypeAck || e.Type == wire.TypeReject || e.Type == wire.TypeCancel:
+				// a late heartbeat reply or a cancel racing the result
+			default:
+				log.Warn("unexpected message while reporting", "type", string(e.Type))
+				return false
+			}
+		}
+	}
+}
+
+// execute dispatches a lease to the executor of its kind.
+func (w *Worker) execute(ctx context.Context, lease *wire.Lease) Report {
+	x, ok := w.opt.Executors[lease.Kind]
+	if !ok {
+		return Report{Code: CodeUnsupportedKind}
+	}
+	return x.Execute(ctx, lease)
+}
+
+func (w *Worker) pluginIDs() []string {
+	ids := make([]string, 0, len(w.opt.Config.Plugins))
+	for _, p := range w.opt.Config.Plugins {
+		ids = append(ids, p.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// repositoryIDs lists the repositories a lane advertises: none until this
+// Worker has a coding executor (issue #5), so Gate never routes coding jobs
+// here.
+func (w *Worker) repositoryIDs() []string {
+	ids := []string{}
+	if _, ok := w.opt.Executors[wire.KindCoding]; !ok {
+		return ids
+	}
+	for _, r := range w.opt.Config.Repositories {
+		ids = append(ids, r.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func oldestPending(p map[uint64]time.Time) (time.Time, bool) {
+	var oldest time.Time
+	found := false
+	for _, t := range p {
+		if !found || t.Before(oldest) {
+			oldest, found = t, true
+		}
+	}
+	return oldest, found
+}
+
+func hasKey(m map[uint64]time.Time, k uint64) bool {
+	_, ok := m[k]
+	return ok
+}

@@ -1,0 +1,293 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// scriptedExec is an Executor the test controls: it announces each lease
+// and then either returns the next scripted report or, for "block", waits
+// until its context ends.
+type scriptedExec struct {
+	started   chan *wire.Lease
+	cancelled chan string // job ids whose ctx ended
+	reply     func(l *wire.Lease) (Report, bool)
+}
+
+func newScriptedExec(reply func(l *wire.Lease) (Report, bool)) *scriptedExec {
+	return &scriptedExec{started: make(chan *wire.Lease, 16), cancelled: make(chan string, 16), reply: reply}
+}
+
+func (x *scriptedExec) Execute(ctx context.Context, l *wire.Lease) Report {
+	x.started <- l
+	if r, ok := x.reply(l); ok {
+		return r
+	}
+	<-ctx.Done()
+	x.cancelled <- l.JobID
+	return Report{Cancelled: true, Code: CodePluginFailed}
+}
+
+func upper(l *wire.Lease) (Report, bool) {
+	var task wire.TextTask
+	if err := json.Unmarshal(l.Task, &task); err != nil {
+		return Report{Code: CodeInvalidTask}, true
+	}
+	if task.Input == "block" {
+		return Report{}, false
+	}
+	out := []byte(task.Input)
+	for i, b := range out {
+		if b >= 'a' && b <= 'z' {
+			out[i] = b - 32
+		}
+	}
+	return Report{Succeeded: true, Output: string(out)}, true
+}
+
+func laneConfig(t *testing.T, g *fakeGate, concurrency int) *Config {
+	t.Helper()
+	c, _ := hostFixture(t)
+	c.GateURL = g.url()
+	c.Concurrency = concurrency
+	c.HeartbeatInterval = 20 * time.Millisecond
+	return c
+}
+
+func recv[T any](t *testing.T, ch chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	var zero T
+	return zero
+}
+
+func TestLanesHelloAndTextResult(t *testing.T) {
+	g := newFakeGate(t)
+	x := newScriptedExec(upper)
+	startWorker(t, Options{Config: laneConfig(t, g, 2), Executors: map[wire.Kind]Executor{wire.KindText: x}})
+
+	c0, c1 := g.accept(), g.accept()
+	slots := []int{c0.hello.Slot, c1.hello.Slot}
+	slices.Sort(slots)
+	if !slices.Equal(slots, []int{0, 1}) {
+		t.Fatalf("slots %v, want [0 1]", slots)
+	}
+	for _, c := range []*gateConn{c0, c1} {
+		h := c.hello
+		if h.Protocol != wire.Protocol || h.WorkerID != "worker-1" || !slices.Equal(h.Plugins, []string{"reference"}) || len(h.Repositories) != 0 {
+			t.Fatalf("hello %+v", h)
+		}
+	}
+	for i, c := range []*gateConn{c0, c1} {
+		job := []string{"j_a", "j_b"}[i]
+		c.lease(t, textLease(job, "a_1", testPolicy("reference"), "hello agent forge"))
+		res := c.nextOf(t, wire.TypeResult)
+		r := res.Result
+		if r.JobID != job || r.AttemptID != "a_1" || r.Outcome != wire.OutcomeSucceeded || r.Output == nil || *r.Output != "HELLO AGENT FORGE" {
+			t.Fatalf("result %+v", r)
+		}
+		if res.Seq == 0 {
+			t.Fatal("result without seq")
+		}
+		c.reply(t, res.Seq, true)
+	}
+	// After the ack the lane is idle and takes the next lease.
+	c0.lease(t, textLease("j_c", "a_2", testPolicy("reference"), "again"))
+	res := c0.nextOf(t, wire.TypeResult)
+	if r := res.Result; *r.Output != "AGAIN" {
+		t.Fatalf("second result %+v", r)
+	}
+	c0.reply(t, res.Seq, true)
+}
+
+func TestLaneReconnectsAfterGateRestart(t *testing.T) {
+	g := newFakeGate(t)
+	obs, ev := events()
+	startWorker(t, Options{Config: laneConfig(t, g, 2), Executors: map[wire.Kind]Executor{wire.KindText: newScriptedExec(upper)}, Observe: obs})
+	g.accept()
+	g.accept()
+	waitEvent(t, ev, EventConnected)
+	waitEvent(t, ev, EventConnected)
+
+	g.restart()
+	waitEvent(t, ev, EventDisconnected)
+	waitEvent(t, ev, EventDisconnected)
+	c0, c1 := g.accept(), g.accept()
+	if c0.hello.Slot == c1.hello.Slot {
+		t.Fatal("two connections for one slot after reconnect")
+	}
+	c1.lease(t, textLease("j_r", "a_1", testPolicy("reference"), "back"))
+	res := c1.nextOf(t, wire.TypeResult)
+	if r := res.Result; *r.Output != "BACK" {
+		t.Fatalf("result after reconnect %+v", r)
+	}
+	c1.reply(t, res.Seq, true)
+}
+
+func TestHeartbeatsThenRejectCancelsAttempt(t *testing.T) {
+	g := newFakeGate(t)
+	x := newScriptedExec(upper)
+	obs, ev := events()
+	startWorker(t, Options{Config: laneConfig(t, g, 1), Executors: map[wire.Kind]Executor{wire.KindText: x}, Observe: obs})
+	c := g.accept()
+	c.lease(t, textLease("j_hb", "a_1", testPolicy("reference"), "block"))
+	recv(t, x.started, "execution start")
+
+	// Acked heartbeats keep the attempt running; each carries the attempt.
+	var last uint64
+	for i := 0; i < 3; i++ {
+		hb := c.next(t)
+		if hb.Type != wire.TypeHeartbeat || hb.Heartbeat.JobID != "j_hb" || hb.Heartbeat.AttemptID != "a_1" || hb.Seq <= last {
+			t.Fatalf("heartbeat %d: %+v", i, hb)
+		}
+		last = hb.Seq
+		c.reply(t, hb.Seq, true)
+	}
+	select {
+	case <-x.cancelled:
+		t.Fatal("attempt cancelled while heartbeats were acked")
+	default:
+	}
+	// The lease expired at Gate: the next heartbeat is rejected.
+	hb := c.nextOf(t, wire.TypeHeartbeat)
+	c.reply(t, hb.Seq, false)
+	if job := recv(t, x.cancelled, "cancellation"); job != "j_hb" {
+		t.Fatalf("cancelled %s", job)
+	}
+	if e := waitEvent(t, ev, EventLeaseLost); e.Code != "heartbeat_expired" {
+		t.Fatalf("lease lost code %q", e.Code)
+	}
+	// No result for a lost lease; the lane is idle and takes a new one.
+	c.lease(t, textLease("j_next", "a_2", testPolicy("reference"), "next"))
+	for {
+		e := c.next(t)
+		if e.Type == wire.TypeHeartbeat {
+			continue // a heartbeat in flight before the reject is harmless
+		}
+		if e.Type != wire.TypeResult || e.Result.JobID != "j_next" || *e.Result.Output != "NEXT" {
+			t.Fatalf("after a lost lease got %+v", e)
+		}
+		c.reply(t, e.Seq, true)
+		break
+	}
+}
+
+func TestGateCancelCancelsAttempt(t *testing.T) {
+	g := newFakeGate(t)
+	x := newScriptedExec(upper)
+	startWorker(t, Options{Config: laneConfig(t, g, 1), Executors: map[wire.Kind]Executor{wire.KindText: x}})
+	c := g.accept()
+	c.lease(t, textLease("j_c", "a_1", testPolicy("reference"), "block"))
+	recv(t, x.started, "execution start")
+	// A cancel for another attempt is ignored.
+	if err := c.Send(wire.Envelope{Type: wire.TypeCancel, Cancel: &wire.Cancel{JobID: "j_c", AttemptID: "a_0", Reason: wire.CancelSuperseded}}); err != nil {
+		t.Fatal(err)
+	}
+	c.reply(t, c.nextOf(t, wire.TypeHeartbeat).Seq, true)
+	select {
+	case <-x.cancelled:
+		t.Fatal("a cancel for another attempt stopped this one")
+	default:
+	}
+	if err := c.Send(wire.Envelope{Type: wire.TypeCancel, Cancel: &wire.Cancel{JobID: "j_c", AttemptID: "a_1", Reason: wire.CancelExpired}}); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, x.cancelled, "cancellation")
+}
+
+func TestConnectionDropCancelsAttemptAndReconnects(t *testing.T) {
+	g := newFakeGate(t)
+	x := newScriptedExec(upper)
+	startWorker(t, Options{Config: laneConfig(t, g, 1), Executors: map[wire.Kind]Executor{wire.KindText: x}})
+	c := g.accept()
+	c.lease(t, textLease("j_d", "a_1", testPolicy("reference"), "block"))
+	recv(t, x.started, "execution start")
+	close(c.quit) // Gate drops the connection (a takeover closes it the same way)
+	recv(t, x.cancelled, "cancellation")
+	c2 := g.accept()
+	if c2.hello.Slot != 0 {
+		t.Fatalf("reconnected slot %d", c2.hello.Slot)
+	}
+}
+
+func TestShutdownReportsCancelledAttempt(t *testing.T) {
+	g := newFakeGate(t)
+	x := newScriptedExec(upper)
+	stop := startWorker(t, Options{Config: laneConfig(t, g, 1), Executors: map[wire.Kind]Executor{wire.KindText: x}})
+	c := g.accept()
+	c.lease(t, textLease("j_s", "a_1", testPolicy("reference"), "block"))
+	recv(t, x.started, "execution start")
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	recv(t, x.cancelled, "cancellation")
+	res := c.nextOf(t, wire.TypeResult)
+	r := res.Result
+	if r.Outcome != wire.OutcomeFailed || r.Disposition != wire.DispositionRetryable || r.FailureCode != wire.FailureExecution {
+		t.Fatalf("shutdown result %+v", r)
+	}
+	c.reply(t, res.Seq, true)
+	c.waitClosed(t)
+	recv(t, stopped, "Run to return")
+}
+
+func TestUnsupportedKindFailsClosed(t *testing.T) {
+	g := newFakeGate(t)
+	startWorker(t, Options{Config: laneConfig(t, g, 1), Executors: map[wire.Kind]Executor{wire.KindText: newScriptedExec(upper)}})
+	c := g.accept()
+	task, _ := json.Marshal(wire.CodingTask{RepositoryID: "a", BaseSHA: "0123456789abcdef0123456789abcdef01234567", Instruction: "x"})
+	c.lease(t, wire.Envelope{Type: wire.TypeLease, Lease: &wire.Lease{JobID: "j_k", AttemptID: "a_1", Ordinal: 1,
+		DeadlineAt: time.Now().Add(time.Minute), Kind: wire.KindCoding, Policy: testPolicy("reference"), Task: task}})
+	res := c.nextOf(t, wire.TypeResult)
+	if r := res.Result; r.Outcome != wire.OutcomeFailed || r.Disposition != wire.DispositionTerminal || r.FailureCode != wire.FailureInvalidTask {
+		t.Fatalf("coding lease result %+v", r)
+	}
+	c.reply(t, res.Seq, true)
+}
+
+func TestUnansweredHeartbeatDropsConnection(t *testing.T) {
+	g := newFakeGate(t)
+	x := newScriptedExec(upper)
+	clock := make(chan time.Time, 1)
+	base := time.Now()
+	clock <- base
+	now := func() time.Time { t := <-clock; clock <- t; return t }
+	cfg := laneConfig(t, g, 1)
+	startWorker(t, Options{Config: cfg, Executors: map[wire.Kind]Executor{wire.KindText: x}, Now: now})
+	c := g.accept()
+	c.lease(t, textLease("j_u", "a_1", testPolicy("reference"), "block"))
+	recv(t, x.started, "execution start")
+	c.next(t) // a heartbeat, left unanswered
+	<-clock
+	clock <- base.Add(time.Hour) // the reply is now long overdue
+	recv(t, x.cancelled, "cancellation")
+	c.waitClosed(t)
+}
+
+func TestReconnectDelayIsCappedExponential(t *testing.T) {
+	w := New(Options{Config: &Config{}, Jitter: func(d time.Duration) time.Duration { return d }})
+	want := []time.Duration{100, 200, 400, 800, 1600, 3200, 5000, 5000}
+	for n, ms := range want {
+		if got := w.reconnectDelay(n); got != ms*time.Millisecond {
+			t.Fatalf("delay(%d) = %v, want %v", n, got, ms*time.Millisecond)
+		}
+	}
+	if w.reconnectDelay(1000) != ReconnectCap {
+		t.Fatal("no cap for large n")
+	}
+	r := New(Options{Config: &Config{}})
+	for i := 0; i < 100; i++ {
+		if d := r.reconnectDelay(3); d < 400*time.Millisecond || d > 800*time.Millisecond {
+			t.Fatalf("jittered delay %v outside [400ms, 800ms]", d)
+		}
+	}
+}
