@@ -1,0 +1,85 @@
+// Command forge-gate runs the Agent Forge Gate: the owner HTTP API, the
+// Worker WebSocket endpoint and the authoritative SQLite store.
+//
+// Usage: forge-gate -config gate.json | forge-gate --version
+//
+// Exit codes: 0 after a graceful shutdown (SIGTERM/SIGINT), 1 on a startup,
+// store or serving failure, 2 on a usage error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/buildinfo"
+	"github.com/0k-lab/agent-forge/pkg/gate"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err))
+}
+
+// errUsage marks a command-line mistake (exit 2).
+var errUsage = errors.New("usage: forge-gate -config gate.json | forge-gate --version")
+
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	return 1
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("forge-gate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	configPath := fs.String("config", "", "path to gate.json")
+	version := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "forge-gate: error:", errUsage)
+		return errUsage
+	}
+	if *version {
+		if *configPath != "" {
+			fmt.Fprintln(stderr, "forge-gate: error:", errUsage)
+			return errUsage
+		}
+		fmt.Fprintln(stdout, buildinfo.Line("forge-gate"))
+		return nil
+	}
+	if *configPath == "" {
+		fmt.Fprintln(stderr, "forge-gate: error:", errUsage)
+		return errUsage
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	f, err := os.Open(*configPath)
+	if err != nil {
+		log.Error("startup failed", "error", "cannot open the config file")
+		return errors.New("cannot open the config file")
+	}
+	cfg, sec, err := gate.LoadConfig(f, os.Getenv)
+	f.Close()
+	if err != nil {
+		log.Error("startup failed", "error", err.Error())
+		return err
+	}
+	if err := gate.Run(ctx, cfg, sec, log, time.Now); err != nil {
+		log.Error("gate stopped", "error", err.Error())
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

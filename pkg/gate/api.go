@@ -1,0 +1,178 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/0k-lab/agent-forge/pkg/store"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// MaxBodyBytes bounds every request body.
+const MaxBodyBytes = 1 << 20
+
+var errTooManyConns = &apiError{http.StatusTooManyRequests, "too_many_connections", "this worker has too many open connections"}
+
+// Handler returns the Gate's HTTP routes (docs/api.md).
+func (g *Gate) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/readyz", g.handleReady)
+	mux.HandleFunc("/v1/jobs", g.owner(http.MethodPost, g.handleSubmit))
+	mux.HandleFunc("/v1/jobs/{id}", g.owner(http.MethodGet, g.handleJob))
+	mux.HandleFunc("/v1/jobs/{id}/events", g.owner(http.MethodGet, g.handleEvents))
+	mux.HandleFunc("/v1/jobs/{id}/aggregate", g.owner(http.MethodGet, g.handleAggregate))
+	mux.HandleFunc(wire.Path, g.handleWorker)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, errRouteNotFound) })
+	return mux
+}
+
+// owner wraps an owner route: owner token first, then the method.
+func (g *Gate) owner(method string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !g.sec.identify(r).owner {
+			writeError(w, errUnauthorized)
+			return
+		}
+		if r.Method != method {
+			w.Header().Set("Allow", method)
+			writeError(w, errMethod)
+			return
+		}
+		if !g.ready.Load() {
+			writeError(w, errNotReady)
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (g *Gate) handleReady(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		writeError(w, errMethod)
+		return
+	}
+	if !g.ready.Load() {
+		writeError(w, errNotReady)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// handleSubmit validates a task, resolves its policy and persists the job.
+func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, errTooLarge)
+		} else {
+			writeError(w, errInvalidJSON)
+		}
+		return
+	}
+	kind, task, err := wire.ParseTask(body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	nj := store.NewJob{ID: newID(), Kind: string(kind), Task: task}
+	var plugin string
+	if kind == wire.KindCoding {
+		t, err := wire.DecodeCodingTask(task)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		repo, ok := g.repos[t.RepositoryID]
+		if !ok {
+			writeError(w, errUnknownRepo)
+			return
+		}
+		nj.RepositoryID, nj.Pool, nj.Policy, plugin = repo.ID, repo.WorkerPool, g.repoPolicy[repo.ID], repo.Execution.PluginID
+	} else {
+		nj.Pool, nj.Policy, plugin = g.cfg.DefaultPool, g.textPolicy, g.cfg.DefaultExecution.PluginID
+	}
+	job, err := g.st.Submit(r.Context(), nj, g.now())
+	if err != nil {
+		g.storeError(w, err)
+		return
+	}
+	g.wakeFor(nj.Pool, plugin, nj.RepositoryID)
+	writeJSON(w, http.StatusCreated, job)
+}
+
+func (g *Gate) handleJob(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !wire.ValidRef(id) {
+		writeError(w, errNotFound)
+		return
+	}
+	job, err := g.st.Job(r.Context(), id)
+	if err != nil {
+		g.storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, job)
+}
+
+func (g *Gate) handleEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !wire.ValidRef(id) {
+		writeError(w, errNotFound)
+		return
+	}
+	events, err := g.st.Events(r.Context(), id)
+	if err != nil {
+		g.storeError(w, err)
+		return
+	}
+	if events == nil {
+		events = []store.Event{}
+	}
+	writeJSON(w, http.StatusOK, events)
+}
+
+func (g *Gate) handleAggregate(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !wire.ValidRef(id) {
+		writeError(w, errNotFound)
+		return
+	}
+	agg, err := g.st.Aggregate(r.Context(), id)
+	if err != nil {
+		g.storeError(w, err)
+		return
+	}
+	if agg.Attempts == nil {
+		agg.Attempts = []store.Attempt{}
+	}
+	if agg.Events == nil {
+		agg.Events = []store.Event{}
+	}
+	for i := range agg.Attempts {
+		if agg.Attempts[i].Evidence == nil {
+			agg.Attempts[i].Evidence = []json.RawMessage{}
+		}
+	}
+	writeJSON(w, http.StatusOK, agg)
+}
+
+// storeError answers a failed store call; unexpected failures stop the Gate.
+func (g *Gate) storeError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, errNotFound)
+	case errors.Is(err, store.ErrInvalid):
+		writeError(w, invalidTask("task", "rejected by the store"))
+	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
+		writeError(w, errUnavailable)
+	default:
+		if storeFailure(err) {
+			g.fail(err)
+		}
+		writeError(w, errUnavailable)
+	}
+}

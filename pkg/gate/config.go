@@ -1,0 +1,363 @@
+package gate
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/strictjson"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// Config bounds.
+const (
+	MaxConfigBytes   = 1 << 20
+	MaxWorkers       = 256
+	MaxRepositories  = 1024
+	MaxConcurrency   = wire.MaxSlot + 1
+	MaxTokenBytes    = 4096
+	MinRecoveryEvery = 10 * time.Millisecond
+	MaxRecoveryEvery = time.Hour
+	MinLeasePoll     = time.Millisecond
+	MaxLeasePoll     = time.Hour
+	maxDatabaseBytes = 4096
+	maxBranchBytes   = 255
+)
+
+// Config is gate.json, version 1.
+type Config struct {
+	Version           int                `json:"version"`
+	Listen            string             `json:"listen"`
+	Database          string             `json:"database"`
+	OwnerTokenEnv     string             `json:"owner_token_env"`
+	RecoveryInterval  policy.Duration    `json:"recovery_interval"`
+	LeasePollInterval policy.Duration    `json:"lease_poll_interval"`
+	DefaultPool       string             `json:"default_pool"`
+	Lifecycle         policy.Lifecycle   `json:"lifecycle"`
+	DefaultExecution  policy.Execution   `json:"default_execution"`
+	Workers           []WorkerConfig     `json:"workers"`
+	Repositories      []RepositoryConfig `json:"repositories"`
+}
+
+// WorkerConfig registers one Worker: its pool, the environment variable
+// holding its token, and how many lanes (connections) it may open.
+type WorkerConfig struct {
+	ID          string `json:"id"`
+	Pool        string `json:"pool"`
+	TokenEnv    string `json:"token_env"`
+	Concurrency int    `json:"concurrency"`
+}
+
+// RepositoryConfig registers a repository coding jobs may name.
+type RepositoryConfig struct {
+	ID            string           `json:"id"`
+	DefaultBranch string           `json:"default_branch"`
+	WorkerPool    string           `json:"worker_pool"`
+	Execution     policy.Execution `json:"execution"`
+}
+
+// ConfigError names the offending field and why; never a value.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Field == "" {
+		return "config: " + e.Reason
+	}
+	return "config: " + e.Field + ": " + e.Reason
+}
+
+func cfgErr(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Secrets holds digests of the tokens named by a Config, never the tokens.
+type Secrets struct {
+	owner   [sha256.Size]byte
+	workers [][sha256.Size]byte // by index in Config.Workers
+}
+
+// LoadConfig strictly decodes gate.json from r (at most MaxConfigBytes),
+// validates it and reads the tokens it names through getenv.
+func LoadConfig(r io.Reader, getenv func(string) string) (*Config, *Secrets, error) {
+	var c Config
+	data, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
+	if err != nil {
+		return nil, nil, cfgErr("", "cannot read")
+	}
+	if err := strictjson.DecodeReader(bytes.NewReader(data), MaxConfigBytes, &c); err != nil {
+		if errors.Is(err, strictjson.ErrTooLarge) {
+			return nil, nil, cfgErr("", "file larger than %d bytes", MaxConfigBytes)
+		}
+		var se *strictjson.Error
+		if errors.As(err, &se) {
+			if se.Path == "" && len(data) > 0 {
+				if f := badDurationField(data); f != "" {
+					return nil, nil, cfgErr(f, "must be a Go duration such as \"30s\"")
+				}
+			}
+			return nil, nil, cfgErr(fieldPath(se.Path), "%s", se.Reason)
+		}
+		return nil, nil, cfgErr("", "cannot read")
+	}
+	if err := c.Validate(); err != nil {
+		return nil, nil, err
+	}
+	s, err := c.secrets(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &c, s, nil
+}
+
+// Validate checks everything in c that does not need the environment.
+func (c *Config) Validate() error {
+	if c.Version != 1 {
+		return cfgErr("version", "must be 1")
+	}
+	if err := validListen(c.Listen); err != nil {
+		return err
+	}
+	if c.Database == "" || len(c.Database) > maxDatabaseBytes || strings.IndexByte(c.Database, 0) >= 0 {
+		return cfgErr("database", "required, at most %d bytes", maxDatabaseBytes)
+	}
+	if !policy.ValidEnvName(c.OwnerTokenEnv) {
+		return cfgErr("owner_token_env", "must be an environment variable name")
+	}
+	if err := inRange("recovery_interval", c.RecoveryInterval.Std(), MinRecoveryEvery, MaxRecoveryEvery); err != nil {
+		return err
+	}
+	if err := inRange("lease_poll_interval", c.LeasePollInterval.Std(), MinLeasePoll, MaxLeasePoll); err != nil {
+		return err
+	}
+	if !wire.ValidID(c.DefaultPool) {
+		return cfgErr("default_pool", "must be a safe id")
+	}
+	if err := c.Lifecycle.Validate(); err != nil {
+		return cfgErr("lifecycle", "%v", err)
+	}
+	if err := c.DefaultExecution.Validate(); err != nil {
+		return cfgErr("default_execution", "%v", err)
+	}
+	if len(c.Workers) == 0 || len(c.Workers) > MaxWorkers {
+		return cfgErr("workers", "must list 1 to %d workers", MaxWorkers)
+	}
+	pools := map[string]bool{}
+	ids := map[string]bool{}
+	for i, w := range c.Workers {
+		f := "workers[" + strconv.Itoa(i) + "]"
+		if !wire.ValidID(w.ID) {
+			return cfgErr(f+".id", "must be a safe id")
+		}
+		if ids[w.ID] {
+			return cfgErr(f+".id", "duplicate worker id")
+		}
+		ids[w.ID] = true
+		if !wire.ValidID(w.Pool) {
+			return cfgErr(f+".pool", "must be a safe id")
+		}
+		pools[w.Pool] = true
+		if !policy.ValidEnvName(w.TokenEnv) {
+			return cfgErr(f+".token_env", "must be an environment variable name")
+		}
+		if w.TokenEnv == c.OwnerTokenEnv {
+			return cfgErr(f+".token_env", "must differ from owner_token_env")
+		}
+		if w.Concurrency < 1 || w.Concurrency > MaxConcurrency {
+			return cfgErr(f+".concurrency", "must be 1 to %d", MaxConcurrency)
+		}
+	}
+	if !pools[c.DefaultPool] {
+		return cfgErr("default_pool", "no worker serves this pool")
+	}
+	if len(c.Repositories) > MaxRepositories {
+		return cfgErr("repositories", "at most %d repositories", MaxRepositories)
+	}
+	repos := map[string]bool{}
+	for i, r := range c.Repositories {
+		f := "repositories[" + strconv.Itoa(i) + "]"
+		if !wire.ValidID(r.ID) {
+			return cfgErr(f+".id", "must be a safe id")
+		}
+		if repos[r.ID] {
+			return cfgErr(f+".id", "duplicate repository id")
+		}
+		repos[r.ID] = true
+		if !validBranch(r.DefaultBranch) {
+			return cfgErr(f+".default_branch", "must be a safe branch name")
+		}
+		if !wire.ValidID(r.WorkerPool) {
+			return cfgErr(f+".worker_pool", "must be a safe id")
+		}
+		if !pools[r.WorkerPool] {
+			return cfgErr(f+".worker_pool", "no worker serves this pool")
+		}
+		if err := r.Execution.Validate(); err != nil {
+			return cfgErr(f+".execution", "%v", err)
+		}
+	}
+	return nil
+}
+
+func inRange(field string, d, lo, hi time.Duration) error {
+	if d < lo || d > hi {
+		return cfgErr(field, "must be between %v and %v", lo, hi)
+	}
+	return nil
+}
+
+func validListen(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || len(s) > 512 {
+		return cfgErr("listen", "must be host:port")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 || strconv.Itoa(n) != port {
+		return cfgErr("listen", "port must be 0 to 65535")
+	}
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == ':') {
+			return cfgErr("listen", "host must be a name or IP address")
+		}
+	}
+	return nil
+}
+
+// validBranch accepts a conservative subset of Git branch names.
+func validBranch(b string) bool {
+	if b == "" || len(b) > maxBranchBytes || b[0] == '-' || b[0] == '/' || b[0] == '.' ||
+		strings.HasSuffix(b, "/") || strings.HasSuffix(b, ".") || strings.HasSuffix(b, ".lock") ||
+		strings.Contains(b, "..") || strings.Contains(b, "//") || strings.Contains(b, "/.") || strings.Contains(b, "@{") {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
+
+func validToken(t string) bool {
+	if t == "" || len(t) > MaxTokenBytes {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if t[i] <= ' ' || t[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// secrets reads every named token and checks it is set, header-safe and
+// unique; errors name the config field, never the value.
+func (c *Config) secrets(getenv func(string) string) (*Secrets, error) {
+	s := &Secrets{workers: make([][sha256.Size]byte, len(c.Workers))}
+	owner := getenv(c.OwnerTokenEnv)
+	if owner == "" {
+		return nil, cfgErr("owner_token_env", "environment variable is not set or empty")
+	}
+	if !validToken(owner) {
+		return nil, cfgErr("owner_token_env", "token must be 1 to %d printable ASCII bytes without spaces", MaxTokenBytes)
+	}
+	s.owner = sha256.Sum256([]byte(owner))
+	seen := map[[sha256.Size]byte]int{s.owner: -1}
+	for i, w := range c.Workers {
+		f := "workers[" + strconv.Itoa(i) + "].token_env"
+		tok := getenv(w.TokenEnv)
+		if tok == "" {
+			return nil, cfgErr(f, "environment variable is not set or empty")
+		}
+		if !validToken(tok) {
+			return nil, cfgErr(f, "token must be 1 to %d printable ASCII bytes without spaces", MaxTokenBytes)
+		}
+		d := sha256.Sum256([]byte(tok))
+		if j, dup := seen[d]; dup {
+			if j < 0 {
+				return nil, cfgErr(f, "token equals the owner token")
+			}
+			return nil, cfgErr(f, "token equals the token of workers[%d]", j)
+		}
+		seen[d] = i
+		s.workers[i] = d
+	}
+	return s, nil
+}
+
+// badDurationField finds the first duration field that does not parse, so
+// the error can name it (the JSON decoder reports such failures without a
+// path). The document is already known to be well-formed.
+func badDurationField(data []byte) string {
+	var top struct {
+		RecoveryInterval  json.RawMessage            `json:"recovery_interval"`
+		LeasePollInterval json.RawMessage            `json:"lease_poll_interval"`
+		Lifecycle         map[string]json.RawMessage `json:"lifecycle"`
+		DefaultExecution  map[string]json.RawMessage `json:"default_execution"`
+		Repositories      []struct {
+			Execution map[string]json.RawMessage `json:"execution"`
+		} `json:"repositories"`
+	}
+	if json.Unmarshal(data, &top) != nil {
+		return ""
+	}
+	bad := func(raw json.RawMessage) bool {
+		if raw == nil {
+			return false
+		}
+		var d policy.Duration
+		return json.Unmarshal(raw, &d) != nil
+	}
+	execFields := []string{"plugin_timeout", "check_timeout", "git_timeout", "cleanup_timeout"}
+	switch {
+	case bad(top.RecoveryInterval):
+		return "recovery_interval"
+	case bad(top.LeasePollInterval):
+		return "lease_poll_interval"
+	case bad(top.Lifecycle["lease_ttl"]):
+		return "lifecycle.lease_ttl"
+	case bad(top.Lifecycle["retry_base"]):
+		return "lifecycle.retry_base"
+	}
+	for _, f := range execFields {
+		if bad(top.DefaultExecution[f]) {
+			return "default_execution." + f
+		}
+	}
+	for i, r := range top.Repositories {
+		for _, f := range execFields {
+			if bad(r.Execution[f]) {
+				return "repositories[" + strconv.Itoa(i) + "].execution." + f
+			}
+		}
+	}
+	return ""
+}
+
+// fieldPath turns a strictjson path ("/workers/0/id") into the notation
+// config errors use ("workers[0].id").
+func fieldPath(p string) string {
+	var b strings.Builder
+	for i, part := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		if _, err := strconv.Atoi(part); err == nil && i > 0 {
+			b.WriteString("[" + part + "]")
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(part)
+	}
+	return b.String()
+}

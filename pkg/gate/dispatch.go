@@ -1,0 +1,172 @@
+package gate
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/0k-lab/agent-forge/pkg/store"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// Dispatch is push-based. A lane asks the store for work when it becomes
+// idle (welcome, result ACK, cancel), when a submit names a job it fits,
+// and on the sweeper's wake-ups (retry due, lease poll fallback). At most
+// one Lease call per lane is in flight; a wake that arrives meanwhile makes
+// it ask once more, so no job is missed between its SELECT and a submit.
+
+// wakeLane makes l ask for work if it is idle, or ask again if it is
+// already asking.
+func (g *Gate) wakeLane(l *lane) {
+	g.lanes.mu.Lock()
+	start := g.wakeLocked(l)
+	g.lanes.mu.Unlock()
+	if start {
+		g.wg.Add(1)
+		go g.leaseLoop(l)
+	}
+}
+
+// wakeLocked updates l's state for a wake and reports whether a lease loop
+// must be started. registry.mu is held.
+func (g *Gate) wakeLocked(l *lane) bool {
+	if l.closed {
+		return false
+	}
+	switch l.state {
+	case laneIdle:
+		l.state = laneLeasing
+		return true
+	case laneLeasing:
+		l.again = true
+	}
+	return false
+}
+
+// wakeAll wakes every idle lane.
+func (g *Gate) wakeAll() {
+	g.lanes.mu.Lock()
+	var start []*lane
+	for _, l := range g.lanes.order {
+		if g.wakeLocked(l) {
+			start = append(start, l)
+		}
+	}
+	g.lanes.mu.Unlock()
+	for _, l := range start {
+		g.wg.Add(1)
+		go g.leaseLoop(l)
+	}
+}
+
+// wakeFor wakes one idle lane that fits a new job (round robin), or, when
+// none is idle, makes every fitting lane that is asking ask again.
+func (g *Gate) wakeFor(pool, plugin, repo string) {
+	g.lanes.mu.Lock()
+	var start *lane
+	n := len(g.lanes.order)
+	for i := 0; i < n && start == nil; i++ {
+		l := g.lanes.order[(g.lanes.rr+i)%n]
+		if l.state == laneIdle && !l.closed && l.fits(pool, plugin, repo) {
+			start = l
+			g.lanes.rr = (g.lanes.rr + i + 1) % n
+		}
+	}
+	if start != nil {
+		g.wakeLocked(start)
+	} else {
+		for _, l := range g.lanes.order {
+			if l.state == laneLeasing && l.fits(pool, plugin, repo) {
+				l.again = true
+			}
+		}
+	}
+	g.lanes.mu.Unlock()
+	if start != nil {
+		g.wg.Add(1)
+		go g.leaseLoop(start)
+	}
+}
+
+// leaseLoop asks the store for one attempt for l and pushes it. It runs
+// while l is in the leasing state and leaves it idle or busy.
+func (g *Gate) leaseLoop(l *lane) {
+	defer g.wg.Done()
+	for {
+		ls, err := g.st.Lease(g.ctx, l.name, l.generation, l.pool, l.plugins, l.repos, g.now())
+		g.lanes.mu.Lock()
+		if err != nil {
+			l.state, l.again = laneIdle, false
+			g.lanes.mu.Unlock()
+			if storeFailure(err) && !errors.Is(err, store.ErrClosed) && g.ctx.Err() == nil {
+				g.fail(err)
+			}
+			return
+		}
+		if ls != nil {
+			l.state, l.again, l.jobID, l.attemptID = laneBusy, false, ls.JobID, ls.AttemptID
+			closed := l.closed
+			g.lanes.mu.Unlock()
+			if !closed {
+				// A failed send closes the connection; the attempt keeps its
+				// lease until it expires and is retried.
+				l.send(wire.Envelope{Type: wire.TypeLease, Lease: &wire.Lease{
+					JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
+					DeadlineAt: ls.DeadlineAt.UTC(), Kind: wire.Kind(ls.Kind),
+					Policy: ls.Policy, Task: ls.Task,
+				}})
+			}
+			return
+		}
+		if l.again && !l.closed {
+			l.again = false
+			g.lanes.mu.Unlock()
+			continue
+		}
+		l.state, l.again = laneIdle, false
+		g.lanes.mu.Unlock()
+		return
+	}
+}
+
+// cancelExpired tells the lane holding an attempt the sweep expired that
+// its lease is gone, and makes the lane idle.
+func (g *Gate) cancelExpired(e store.Expiry) {
+	if e.JobStatus == store.JobRetryWait {
+		g.noteDue(e.RetryAt)
+	}
+	g.lanes.mu.Lock()
+	l := g.lanes.lanes[e.Lane]
+	hit := l != nil && l.generation == e.Generation && l.state == laneBusy && l.attemptID == e.AttemptID
+	if hit {
+		l.state, l.jobID, l.attemptID = laneIdle, "", ""
+	}
+	g.lanes.mu.Unlock()
+	if !hit {
+		return
+	}
+	l.send(wire.Envelope{Type: wire.TypeCancel, Cancel: &wire.Cancel{JobID: e.JobID, AttemptID: e.AttemptID, Reason: wire.CancelExpired}})
+	g.wakeLane(l)
+}
+
+// agentReport is the stored (and served) form of a Worker's agent report.
+type agentReport struct {
+	SelfReported bool     `json:"self_reported"`
+	Summary      string   `json:"summary"`
+	Changes      []string `json:"changes"`
+}
+
+// outcome converts a validated wire result into the store's form.
+func outcome(r *wire.Result) (store.Outcome, error) {
+	if r.Outcome == wire.OutcomeFailed {
+		return store.Outcome{Disposition: string(r.Disposition), FailureCode: r.FailureCode}, nil
+	}
+	o := store.Outcome{Succeeded: true, Output: r.Output, CandidateSHA: r.CandidateSHA}
+	if r.AgentReport != nil {
+		b, err := json.Marshal(agentReport{SelfReported: true, Summary: r.AgentReport.Summary, Changes: r.AgentReport.Changes})
+		if err != nil {
+			return store.Outcome{}, err
+		}
+		o.AgentReport = b
+	}
+	return o, nil
+}

@@ -1,0 +1,88 @@
+package gate
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/0k-lab/agent-forge/pkg/strictjson"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// apiError is an owner-API failure: a stable code, an HTTP status and a
+// fixed message. Clients never see internal error text.
+type apiError struct {
+	status  int
+	code    string
+	message string
+}
+
+func (e *apiError) Error() string { return e.code }
+
+// The stable API error codes.
+var (
+	errUnauthorized  = &apiError{http.StatusUnauthorized, "unauthorized", "a valid owner token is required"}
+	errNotFound      = &apiError{http.StatusNotFound, "not_found", "no such job"}
+	errRouteNotFound = &apiError{http.StatusNotFound, "not_found", "no such route"}
+	errMethod        = &apiError{http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route"}
+	errTooLarge      = &apiError{http.StatusRequestEntityTooLarge, "too_large", "request body exceeds 1 MiB"}
+	errInvalidJSON   = &apiError{http.StatusBadRequest, "invalid_json", "request body is not acceptable strict JSON"}
+	errUnknownRepo   = &apiError{http.StatusBadRequest, "invalid_task", "repository_id is not registered"}
+	errNotReady      = &apiError{http.StatusServiceUnavailable, "not_ready", "gate is not ready"}
+	errUnavailable   = &apiError{http.StatusServiceUnavailable, "unavailable", "gate could not complete the request"}
+	errInternal      = &apiError{http.StatusInternalServerError, "internal", "internal error"}
+)
+
+// invalidTask builds an invalid_task error naming the field (a field name
+// from our own schema, never a value).
+func invalidTask(field, reason string) *apiError {
+	return &apiError{http.StatusBadRequest, "invalid_task", field + ": " + reason}
+}
+
+// toAPIError is the one place that maps errors to API errors.
+func toAPIError(err error) *apiError {
+	var ae *apiError
+	var fe *wire.FieldError
+	var se *strictjson.Error
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &mbe), errors.Is(err, strictjson.ErrTooLarge):
+		return errTooLarge
+	case errors.As(err, &fe):
+		return invalidTask(fe.Field, fe.Reason)
+	case errors.As(err, &se):
+		return errInvalidJSON
+	}
+	return errInternal
+}
+
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	ae := toAPIError(err)
+	var b errorBody
+	b.Error.Code, b.Error.Message = ae.code, ae.message
+	if ae.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="forge"`)
+	}
+	writeJSON(w, ae.status, b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"internal error"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}

@@ -1,0 +1,268 @@
+package gate
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/store"
+)
+
+// Timeouts of the HTTP server and the Worker endpoint.
+const (
+	helloTimeout      = 10 * time.Second
+	writeTimeout      = 10 * time.Second
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 120 * time.Second
+	shutdownTimeout   = 5 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
+
+// Gate serves the owner API and the Worker endpoint on one store. Create it
+// with New, call Start once, then Serve.
+type Gate struct {
+	cfg *Config
+	sec *Secrets
+	st  *store.Store
+	log *slog.Logger
+	now func() time.Time
+
+	repos       map[string]*RepositoryConfig
+	textPolicy  []byte            // canonical policy of text jobs
+	repoPolicy  map[string][]byte // canonical policy of coding jobs per repository
+	workerConns []atomic.Int32    // open connections per worker (by index)
+
+	ready atomic.Bool
+	lanes registry
+	due   chan time.Time // earlier wake-up requests for the sweeper
+
+	ctx     context.Context // cancelled when the Gate stops
+	stop    context.CancelFunc
+	failMu  sync.Mutex
+	failErr error
+	failed  chan struct{}
+	wg      sync.WaitGroup // lane and dispatch goroutines
+}
+
+// New builds a Gate. The store must be open; the Gate never closes it.
+// now is the clock (time.Now in production).
+func New(cfg *Config, sec *Secrets, st *store.Store, log *slog.Logger, now func() time.Time) (*Gate, error) {
+	g := &Gate{
+		cfg: cfg, sec: sec, st: st, log: log, now: now,
+		repos:       map[string]*RepositoryConfig{},
+		repoPolicy:  map[string][]byte{},
+		workerConns: make([]atomic.Int32, len(cfg.Workers)),
+		due:         make(chan time.Time, 1),
+		failed:      make(chan struct{}),
+	}
+	g.lanes.lanes = map[string]*lane{}
+	g.ctx, g.stop = context.WithCancel(context.Background())
+	p := policy.Resolve(cfg.Lifecycle, cfg.DefaultExecution)
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("gate: default policy: %w", err)
+	}
+	g.textPolicy = p.Canonical()
+	for i := range cfg.Repositories {
+		r := &cfg.Repositories[i]
+		p := policy.Resolve(cfg.Lifecycle, r.Execution)
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("gate: repository policy: %w", err)
+		}
+		g.repos[r.ID] = r
+		g.repoPolicy[r.ID] = p.Canonical()
+	}
+	return g, nil
+}
+
+// Start prepares the store for serving: every lane recorded as connected by
+// an earlier process is marked disconnected, and one expiry sweep runs.
+// Only then does /readyz report ready.
+func (g *Gate) Start(ctx context.Context) error {
+	now := g.now()
+	if _, err := g.st.MarkAllLanesDisconnected(ctx, now); err != nil {
+		return fmt.Errorf("gate: mark lanes disconnected: %w", err)
+	}
+	res, err := g.st.Sweep(ctx, now)
+	if err != nil {
+		return fmt.Errorf("gate: startup sweep: %w", err)
+	}
+	g.log.Info("recovered", "expired", len(res.Expired))
+	if res.HasNext {
+		g.noteDue(res.NextDue)
+	}
+	g.ready.Store(true)
+	return nil
+}
+
+// fail records the first fatal error (a store failure) and stops the Gate.
+func (g *Gate) fail(err error) {
+	g.failMu.Lock()
+	defer g.failMu.Unlock()
+	if g.failErr != nil {
+		return
+	}
+	g.failErr = err
+	g.ready.Store(false)
+	close(g.failed)
+}
+
+// storeFailure reports whether err is an unexpected store error (not a
+// typed rejection). Such errors stop the Gate.
+func storeFailure(err error) bool {
+	for _, typed := range []error{store.ErrNotFound, store.ErrStale, store.ErrExpired, store.ErrConflict,
+		store.ErrInvalid, store.ErrLaneBusy} {
+		if errors.Is(err, typed) {
+			return false
+		}
+	}
+	return err != nil
+}
+
+// Run opens the store named by cfg, listens on cfg.Listen (logging one
+// "listening" event with the bound address), and serves until ctx is
+// cancelled or a store failure stops the Gate.
+func Run(ctx context.Context, cfg *Config, sec *Secrets, log *slog.Logger, now func() time.Time) error {
+	st, err := store.Open(ctx, cfg.Database)
+	if err != nil {
+		return fmt.Errorf("gate: open store: %w", err)
+	}
+	defer st.Close()
+	g, err := New(cfg, sec, st, log, now)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return errors.New("gate: cannot listen on the configured address")
+	}
+	log.Info("listening", "addr", ln.Addr().String())
+	return g.Serve(ctx, ln)
+}
+
+// Serve runs the HTTP server on ln, performs Start (so /readyz turns ready
+// only after the startup sweep), then runs the sweeper until ctx is
+// cancelled (nil error) or a store failure occurs (that error). The
+// listener is closed on return.
+func (g *Gate) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           g.Handler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return g.ctx },
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	err := g.Start(ctx)
+	if err == nil {
+		g.wg.Add(1)
+		go g.sweeper()
+		select {
+		case <-ctx.Done():
+		case <-g.failed:
+		case err = <-serveErr:
+			err = fmt.Errorf("gate: serve: %w", err)
+		}
+	}
+	g.ready.Store(false)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	g.stop()
+	g.lanes.closeAll()
+	g.wg.Wait()
+	g.failMu.Lock()
+	defer g.failMu.Unlock()
+	if g.failErr != nil {
+		return fmt.Errorf("gate: stopped after a store failure: %w", g.failErr)
+	}
+	return err
+}
+
+// noteDue asks the sweeper to wake no later than t (a retry becoming due).
+func (g *Gate) noteDue(t time.Time) {
+	for {
+		select {
+		case g.due <- t:
+			return
+		default:
+		}
+		select {
+		case old := <-g.due:
+			if old.Before(t) {
+				t = old
+			}
+		default:
+		}
+	}
+}
+
+// sweeper expires overdue attempts every recovery_interval, or earlier when
+// a deadline or retry falls due, and wakes idle lanes afterwards. A lease
+// poll tick only wakes idle lanes (the fallback cadence).
+func (g *Gate) sweeper() {
+	defer g.wg.Done()
+	every := g.cfg.RecoveryInterval.Std()
+	next := g.now().Add(every)
+	timer := time.NewTimer(every)
+	defer timer.Stop()
+	poll := time.NewTicker(g.cfg.LeasePollInterval.Std())
+	defer poll.Stop()
+	arm := func(t time.Time) {
+		if !t.Before(next) {
+			return
+		}
+		next = t
+		timer.Reset(max(time.Until(t), 0))
+	}
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-g.failed:
+			return
+		case t := <-g.due:
+			arm(t)
+		case <-poll.C:
+			g.wakeAll()
+		case <-timer.C:
+			now := g.now()
+			res, err := g.st.Sweep(g.ctx, now)
+			if err != nil {
+				if g.ctx.Err() == nil {
+					g.fail(fmt.Errorf("sweep: %w", err))
+				}
+				return
+			}
+			for _, e := range res.Expired {
+				g.cancelExpired(e)
+			}
+			next = now.Add(every)
+			timer.Reset(every)
+			if res.HasNext {
+				arm(res.NextDue)
+			}
+			g.wakeAll()
+		}
+	}
+}
+
+// newID returns 32 random lowercase hex digits.
+func newID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("gate: crypto/rand failed: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,328 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/store"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+type laneState int
+
+const (
+	laneIdle    laneState = iota // may receive a lease
+	laneLeasing                  // a Lease call is in flight
+	laneBusy                     // holds attempt (jobID, attemptID)
+)
+
+// lane is one live Worker connection (one slot). Fields after mu's comment
+// are guarded by registry.mu.
+type lane struct {
+	name       string
+	worker     int
+	slot       int
+	generation string
+	pool       string
+	plugins    []string
+	repos      []string
+	pluginSet  map[string]bool
+	repoSet    map[string]bool
+	conn       *wire.Conn
+	sendMu     sync.Mutex
+
+	// guarded by registry.mu
+	state     laneState
+	again     bool // a wake arrived while leasing: lease once more
+	closed    bool
+	jobID     string
+	attemptID string
+}
+
+// registry maps lane names to their live connection.
+type registry struct {
+	mu    sync.Mutex
+	lanes map[string]*lane
+	rr    int // round-robin start for single wakes
+	order []*lane
+	all   map[*wire.Conn]struct{} // every open connection, hello or not
+	done  bool                    // closeAll ran: close newcomers at once
+}
+
+// track remembers c until untrack; it reports false (and c should be
+// closed) when the Gate is stopping.
+func (r *registry) track(c *wire.Conn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return false
+	}
+	if r.all == nil {
+		r.all = map[*wire.Conn]struct{}{}
+	}
+	r.all[c] = struct{}{}
+	return true
+}
+
+func (r *registry) untrack(c *wire.Conn) {
+	r.mu.Lock()
+	delete(r.all, c)
+	r.mu.Unlock()
+}
+
+// install makes l the live connection for its lane and returns the one it
+// replaced (nil if none).
+func (r *registry) install(l *lane) *lane {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.lanes[l.name]
+	if old != nil {
+		old.closed = true
+		r.dropOrder(old)
+	}
+	r.lanes[l.name] = l
+	r.order = append(r.order, l)
+	return old
+}
+
+// remove forgets l if it is still the live connection of its lane.
+func (r *registry) remove(l *lane) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l.closed = true
+	if r.lanes[l.name] == l {
+		delete(r.lanes, l.name)
+		r.dropOrder(l)
+	}
+}
+
+func (r *registry) dropOrder(l *lane) {
+	for i, x := range r.order {
+		if x == l {
+			r.order = append(r.order[:i], r.order[i+1:]...)
+			return
+		}
+	}
+}
+
+func (r *registry) closeAll() {
+	r.mu.Lock()
+	r.done = true
+	cs := make([]*wire.Conn, 0, len(r.all))
+	for c := range r.all {
+		cs = append(cs, c)
+	}
+	r.mu.Unlock()
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+// send writes one message to the lane with a write deadline. A failed send
+// closes the connection; its reader then cleans up.
+func (l *lane) send(e wire.Envelope) bool {
+	l.sendMu.Lock()
+	defer l.sendMu.Unlock()
+	if err := l.conn.SendDeadline(e, time.Now().Add(writeTimeout)); err != nil {
+		l.conn.Close()
+		return false
+	}
+	return true
+}
+
+// fits reports whether a job with this pool, plugin and repository may be
+// leased to l.
+func (l *lane) fits(pool, plugin, repo string) bool {
+	return l.pool == pool && l.pluginSet[plugin] && (repo == "" || l.repoSet[repo])
+}
+
+// handleWorker authenticates a Worker before the WebSocket upgrade and then
+// serves the connection as one lane.
+func (g *Gate) handleWorker(w http.ResponseWriter, r *http.Request) {
+	p := g.sec.identify(r)
+	if p.worker < 0 {
+		writeError(w, errUnauthorized)
+		return
+	}
+	if r.Method != http.MethodGet {
+		writeError(w, errMethod)
+		return
+	}
+	if !g.ready.Load() {
+		writeError(w, errNotReady)
+		return
+	}
+	// Concurrency lanes plus as many takeovers in progress.
+	limit := int32(2 * g.cfg.Workers[p.worker].Concurrency)
+	if g.workerConns[p.worker].Add(1) > limit {
+		g.workerConns[p.worker].Add(-1)
+		writeError(w, errTooManyConns)
+		return
+	}
+	defer g.workerConns[p.worker].Add(-1)
+	g.wg.Add(1)
+	defer g.wg.Done()
+	wire.Upgrade(w, r, func(c *wire.Conn) { g.serveLane(c, p.worker) })
+}
+
+// serveLane runs one connection: hello, welcome, then requests until the
+// connection ends.
+func (g *Gate) serveLane(c *wire.Conn, worker int) {
+	if !g.lanes.track(c) {
+		return
+	}
+	defer g.lanes.untrack(c)
+	wc := &g.cfg.Workers[worker]
+	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
+	first, err := c.Receive()
+	if err != nil || first.Hello == nil {
+		return
+	}
+	h := first.Hello
+	if h.WorkerID != wc.ID || h.Slot >= wc.Concurrency {
+		_ = c.SendDeadline(wire.Envelope{Type: wire.TypeReject, Reject: &wire.Reject{Code: wire.RejectInvalid}}, time.Now().Add(writeTimeout))
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	l := &lane{
+		name: wire.LaneName(wc.ID, h.Slot), worker: worker, slot: h.Slot, generation: newID(),
+		pool: wc.Pool, plugins: h.Plugins, repos: h.Repositories,
+		pluginSet: set(h.Plugins), repoSet: set(h.Repositories), conn: c,
+		state: laneLeasing, // nothing is leased before welcome is out
+	}
+	if l.plugins == nil {
+		l.plugins = []string{}
+	}
+	if l.repos == nil {
+		l.repos = []string{}
+	}
+	if err := g.st.ConnectLane(g.ctx, l.name, wc.ID, h.Slot, l.generation, g.now()); err != nil {
+		if storeFailure(err) && g.ctx.Err() == nil {
+			g.fail(err)
+		}
+		return
+	}
+	if old := g.lanes.install(l); old != nil {
+		old.conn.Close()
+		g.log.Info("lane taken over", "lane", l.name)
+	}
+	defer g.disconnect(l)
+	if !l.send(wire.Envelope{Type: wire.TypeWelcome, Welcome: &wire.Welcome{Lane: l.name, Generation: l.generation}}) {
+		return
+	}
+	g.log.Info("lane connected", "lane", l.name, "worker_id", wc.ID, "slot", h.Slot)
+	g.wg.Add(1)
+	go g.leaseLoop(l)
+	for {
+		e, err := c.Receive()
+		if err != nil {
+			return
+		}
+		if !g.handleRequest(l, e) {
+			return
+		}
+	}
+}
+
+func set(ids []string) map[string]bool {
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+// disconnect forgets l and clears its store record only if it still holds
+// this connection's generation (compare-and-clear).
+func (g *Gate) disconnect(l *lane) {
+	g.lanes.remove(l)
+	l.conn.Close()
+	// Use a fresh context: the disconnect must be recorded even while the
+	// Gate stops; a closed store answers ErrClosed, which is fine.
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if _, err := g.st.DisconnectLane(ctx, l.name, l.generation, g.now()); err != nil &&
+		storeFailure(err) && !errors.Is(err, store.ErrClosed) && g.ctx.Err() == nil {
+		g.fail(err)
+	}
+	g.log.Info("lane disconnected", "lane", l.name)
+}
+
+// handleRequest answers one Worker request. It returns false when the
+// connection must close.
+func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
+	reply := func(ok bool, ack *wire.Ack, code wire.RejectCode) bool {
+		if ok {
+			return l.send(wire.Envelope{Type: wire.TypeAck, Seq: e.Seq, Ack: ack})
+		}
+		return l.send(wire.Envelope{Type: wire.TypeReject, Seq: e.Seq, Reject: &wire.Reject{Code: code}})
+	}
+	now := g.now()
+	switch e.Type {
+	case wire.TypeHeartbeat:
+		f := store.Fence{JobID: e.Heartbeat.JobID, AttemptID: e.Heartbeat.AttemptID, Lane: l.name, Generation: l.generation}
+		deadline, err := g.st.Heartbeat(g.ctx, f, now)
+		if err != nil {
+			return g.rejectStoreErr(err, reply)
+		}
+		return reply(true, &wire.Ack{DeadlineAt: deadline.UTC()}, "")
+	case wire.TypeEvidence:
+		f := store.Fence{JobID: e.Evidence.JobID, AttemptID: e.Evidence.AttemptID, Lane: l.name, Generation: l.generation}
+		if _, err := g.st.AddEvidence(g.ctx, f, e.Evidence.Batch, e.Evidence.Records, now); err != nil {
+			return g.rejectStoreErr(err, reply)
+		}
+		return reply(true, &wire.Ack{}, "")
+	case wire.TypeResult:
+		r := e.Result
+		f := store.Fence{JobID: r.JobID, AttemptID: r.AttemptID, Lane: l.name, Generation: l.generation}
+		out, err := outcome(r)
+		if err != nil {
+			return reply(false, nil, wire.RejectInvalid)
+		}
+		c, err := g.st.Complete(g.ctx, f, out, now)
+		if err != nil {
+			return g.rejectStoreErr(err, reply)
+		}
+		if c.JobStatus == store.JobRetryWait {
+			g.noteDue(c.RetryAt)
+		}
+		if !reply(true, &wire.Ack{}, "") {
+			return false
+		}
+		g.lanes.mu.Lock()
+		current := l.state == laneBusy && l.attemptID == r.AttemptID
+		if current {
+			l.state, l.jobID, l.attemptID = laneIdle, "", ""
+		}
+		g.lanes.mu.Unlock()
+		if current {
+			g.wakeLane(l)
+		}
+		return true
+	}
+	// hello twice or a Gate-only message from a Worker: protocol violation.
+	return false
+}
+
+// rejectStoreErr maps a store rejection to a wire reject code; an
+// unexpected store error stops the Gate and closes the connection.
+func (g *Gate) rejectStoreErr(err error, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
+	switch {
+	case errors.Is(err, store.ErrExpired):
+		return reply(false, nil, wire.RejectExpired)
+	case errors.Is(err, store.ErrStale), errors.Is(err, store.ErrNotFound):
+		return reply(false, nil, wire.RejectStale)
+	case errors.Is(err, store.ErrConflict):
+		return reply(false, nil, wire.RejectConflict)
+	case errors.Is(err, store.ErrInvalid):
+		return reply(false, nil, wire.RejectInvalid)
+	}
+	reply(false, nil, wire.RejectUnavailable)
+	if g.ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
+		g.fail(err)
+	}
+	return false
+}
