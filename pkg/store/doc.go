@@ -1,0 +1,109 @@
+// Package store is the Gate's authoritative SQLite state: schema and
+// migrations, the file-permission preflight, group-committed writes, the
+// job/attempt lifecycle with fencing, and the owner-API reads. It is the
+// only package that imports modernc.org/sqlite.
+//
+// # Opening
+//
+// Open(ctx, dsn) accepts exactly these DSNs (anything else, and duplicate
+// parameters, fail with a DSNError that never echoes the DSN):
+//   - ":memory:", "file::memory:" with optional cache=private|shared, and
+//     "file:NAME?mode=memory" / "file:?mode=memory" (optional cache);
+//   - plain relative or absolute paths (relative to the working directory;
+//     a leading ':' is rejected);
+//   - "file:PATH", "file:/PATH", "file:///PATH" (percent-escapes decoded, no
+//     authority, no fragment) with only mode=rwc and cache=private|shared.
+//     cache is accepted but file databases always use private caches.
+//
+// On non-Unix systems file DSNs fail with ErrUnsupportedStorage.
+//
+// Before SQLite touches a file database, the preflight (InsecureError,
+// matching ErrInsecure, naming a role such as "database parent directory"
+// but never a path) requires:
+//   - every ancestor above the immediate parent: a real directory, not a
+//     symlink, owned by root or the effective UID, and not group- or
+//     world-writable unless its sticky bit is set (like /tmp);
+//   - the immediate parent: a real directory owned by the effective UID with
+//     no group or world permission bits. If only it is missing it is created
+//     with mode 0700 and re-verified; deeper missing levels are an error;
+//   - the database and any existing -journal, -wal and -shm files: regular,
+//     not symlinks, owned by the effective UID, mode exactly 0600. A missing
+//     database is created with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600, and
+//     verified through its descriptor.
+//
+// Nothing existing is ever chmod-ed, removed or replaced. The checks are
+// repeated on the database and its companions after SQLite opened them.
+// The preflight trusts same-UID processes; it is not a race-free defense
+// against them.
+//
+// Exclusivity: Open takes flock(LOCK_EX|LOCK_NB) on the database's parent
+// directory, through a descriptor held until after every SQLite connection
+// is closed; a second Store on the same directory (same or another
+// process) fails with ErrLocked. The lock is on the directory, not the
+// database file, on purpose: closing any descriptor of a file drops all of
+// this process's POSIX (fcntl) locks on it, including SQLite's, so the store
+// never opens and closes a descriptor of a database SQLite may hold (a
+// refused second Open in the same process would otherwise break the first
+// one's locks). Consequence: one Gate database per directory.
+//
+// SQLite runs with journal_mode=WAL and synchronous=FULL (both verified at
+// Open), foreign_keys=ON and a busy timeout. Open always migrates inside an
+// IMMEDIATE transaction and records SchemaVersion in schema_version; a
+// database from a newer build fails with ErrSchemaTooNew.
+//
+// # Writes: group commit
+//
+// Every write goes through one writer goroutine that owns the only write
+// connection. It takes whatever is queued (up to 512 operations), runs
+// BEGIN IMMEDIATE, executes each operation inside its own SAVEPOINT (a
+// failing operation rolls back only itself), COMMITs once, and then answers
+// every caller. A nil error from a write method therefore means durable.
+// Reads of file databases use a separate read-only pool and a snapshot
+// transaction; memory databases have one connection, so their reads are
+// queued on the writer too. Stats reports commits and operations.
+//
+// # Lifecycle (all fencing in SQL, in the transaction that writes)
+//
+// No method reads the clock: the caller passes now, and timestamps are
+// stored as UTC microseconds.
+//
+//	Submit(ctx, NewJob, now) (Job, error)
+//	  pending job + "submitted". Policy must be canonical policy bytes; the
+//	  plugin id, lease TTL, retry base and max attempts come from it.
+//	ConnectLane(ctx, lane, workerID, slot, generation, now) error
+//	  the generation becomes the lane's live one; older generations fenced.
+//	DisconnectLane(ctx, lane, generation, now) (bool, error)   compare-and-clear
+//	MarkAllLanesDisconnected(ctx, now) (int, error)             at startup
+//	Lease(ctx, lane, generation, pool, plugins, repositories, now) (*Lease, error)
+//	  nil when nothing is eligible; ErrStale if the generation is not live,
+//	  ErrLaneBusy if it already holds a leased attempt.
+//	Heartbeat(ctx, Fence, now) (deadline time.Time, error)
+//	AddEvidence(ctx, Fence, batch, records, now) (replayed bool, error)
+//	Complete(ctx, Fence, Outcome, now) (Completion, error)
+//	Sweep(ctx, now) (SweepResult, error)   expiry + next due time
+//
+// States: job pending -> leased -> succeeded | failed | retry_wait ->
+// leased ...; attempt leased -> succeeded | failed | expired. Retryable
+// failures and expiries schedule retry_at = now + policy.Backoff(retry_base,
+// ordinal), written once; on the last allowed attempt the job fails with
+// max_attempts_exceeded. Terminal failures fail the job with the attempt's
+// failure code.
+//
+// Fence errors (checked in this order): ErrNotFound (unknown attempt or
+// other job), ErrStale (attempt bound to another lane/generation, finished,
+// or the generation is no longer live), ErrExpired (attempt expired or now
+// >= deadline), then per method ErrConflict (different replay) and
+// ErrInvalid. Wire mapping: ErrStale/ErrNotFound -> stale, ErrExpired ->
+// expired, ErrConflict -> conflict, ErrInvalid/ErrLaneBusy -> invalid,
+// anything else -> unavailable (and the Gate should stop on store failure).
+//
+// # Reads
+//
+//	Job(ctx, id) (Job, error)
+//	Events(ctx, id) ([]Event, error)
+//	Aggregate(ctx, id) (Aggregate, error)
+//	NextDue(ctx) (time.Time, bool, error)
+//
+// Job, Event, Attempt and Aggregate carry the docs/api.md JSON names and
+// render timestamps as TimeFormat; absent values are omitted.
+package store

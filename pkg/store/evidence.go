@@ -1,0 +1,110 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// AddEvidence durably binds one batch of evidence records to the fenced
+// attempt. Batches are numbered from 1 and must arrive in order (at most
+// MaxEvidenceBatches); each record must be a JSON object (stored
+// compacted); a batch holds 1..MaxEvidenceRecords records and at most
+// MaxEvidenceBatchB bytes, and an attempt at most MaxEvidenceRecords
+// records in total. The attempt must be leased, bound to the lane's live
+// generation and before its deadline. Replaying a recorded batch with
+// identical records returns replayed=true and writes nothing; different
+// records are ErrConflict. Record contents are validated by the evidence
+// contract's owner before they reach the store.
+func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []json.RawMessage, now time.Time) (replayed bool, err error) {
+	if err := validFence(f); err != nil {
+		return false, err
+	}
+	if batch < 1 || batch > MaxEvidenceBatches {
+		return false, invalid("evidence batch number out of range")
+	}
+	if len(records) == 0 || len(records) > MaxEvidenceRecords {
+		return false, invalid("evidence batch size out of range")
+	}
+	compact := make([][]byte, len(records))
+	total := 0
+	for i, r := range records {
+		c, ok := compactObject(r)
+		if !ok {
+			return false, invalid("evidence record is not a JSON object")
+		}
+		compact[i] = c
+		total += len(c)
+		if total > MaxEvidenceBatchB {
+			return false, invalid("evidence batch too large")
+		}
+	}
+	us := now.UnixMicro()
+	err = s.w.do(ctx, func(t *wtx) error {
+		replayed = false
+		r, err := t.loadFence(f.AttemptID)
+		if err != nil {
+			return err
+		}
+		if err := checkBinding(r, f); err != nil {
+			return err
+		}
+		if err := checkActive(r, us); err != nil {
+			return err
+		}
+		if batch <= r.evBatches {
+			same, err := t.sameBatch(f.AttemptID, batch, compact)
+			if err != nil {
+				return err
+			}
+			if !same {
+				return ErrConflict
+			}
+			replayed = true
+			return nil
+		}
+		if batch != r.evBatches+1 {
+			return invalid("evidence batch out of order")
+		}
+		if r.evRecords+len(compact) > MaxEvidenceRecords {
+			return invalid("too many evidence records for the attempt")
+		}
+		for i, c := range compact {
+			if _, err := t.exec(`INSERT INTO evidence (attempt_id, batch, idx, record) VALUES (?, ?, ?, ?)`,
+				f.AttemptID, batch, i, string(c)); err != nil {
+				return err
+			}
+		}
+		_, err = t.exec(`UPDATE attempts SET evidence_batches = ?, evidence_records = evidence_records + ?,
+  evidence_bytes = evidence_bytes + ? WHERE id = ?`, batch, len(compact), total, f.AttemptID)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return replayed, nil
+}
+
+func (t *wtx) sameBatch(attemptID string, batch int, records [][]byte) (bool, error) {
+	rows, err := t.query(`SELECT record FROM evidence WHERE attempt_id = ? AND batch = ? ORDER BY idx`, attemptID, batch)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		var rec []byte
+		if err := rows.Scan(&rec); err != nil {
+			return false, err
+		}
+		if i >= len(records) || !bytes.Equal(rec, records[i]) {
+			return false, nil
+		}
+		i++
+	}
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	return i == len(records), nil
+}

@@ -1,0 +1,554 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/policy"
+)
+
+const insertEventSQL = `INSERT INTO events (job_id, type, at, attempt, code) VALUES (?, ?, ?, ?, ?)`
+
+func (t *wtx) event(jobID, typ string, at int64, attempt int, code string) error {
+	var a, c any
+	if attempt > 0 {
+		a = attempt
+	}
+	if code != "" {
+		c = code
+	}
+	_, err := t.exec(insertEventSQL, jobID, typ, at, a, c)
+	return err
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// Submit persists a new pending job and its "submitted" event in one
+// durable transaction. A job id that already exists yields ErrConflict.
+func (s *Store) Submit(ctx context.Context, j NewJob, now time.Time) (Job, error) {
+	if !validRef(j.ID) {
+		return Job{}, invalid("malformed job id")
+	}
+	if !policy.ValidID(j.Pool) {
+		return Job{}, invalid("malformed pool")
+	}
+	switch j.Kind {
+	case KindText:
+		if j.RepositoryID != "" {
+			return Job{}, invalid("text job with a repository")
+		}
+	case KindCoding:
+		if !policy.ValidID(j.RepositoryID) {
+			return Job{}, invalid("malformed repository id")
+		}
+	default:
+		return Job{}, invalid("unknown job kind")
+	}
+	if len(j.Task) > MaxTaskBytes {
+		return Job{}, invalid("task too large")
+	}
+	task, ok := compactObject(j.Task)
+	if !ok {
+		return Job{}, invalid("task is not a JSON object")
+	}
+	p, err := policy.Decode(j.Policy)
+	if err != nil {
+		return Job{}, invalid("policy does not decode")
+	}
+	if !bytes.Equal(p.Canonical(), j.Policy) {
+		return Job{}, invalid("policy is not canonical")
+	}
+	us := now.UnixMicro()
+	job := Job{
+		ID: j.ID, Kind: j.Kind, Status: JobPending, RepositoryID: j.RepositoryID,
+		CreatedAt: fromMicros(us), UpdatedAt: fromMicros(us),
+		Pool: j.Pool, PluginID: p.Execution.PluginID,
+	}
+	err = s.w.do(ctx, func(t *wtx) error {
+		res, err := t.exec(`INSERT INTO jobs (id, kind, task, pool, plugin_id, repository_id, policy,
+  lease_ttl_us, retry_base_us, max_attempts, status, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (id) DO NOTHING`,
+			j.ID, j.Kind, task, j.Pool, p.Execution.PluginID, nullable(j.RepositoryID), j.Policy,
+			p.Lifecycle.LeaseTTL.Std().Microseconds(), p.Lifecycle.RetryBase.Std().Microseconds(),
+			p.Lifecycle.MaxAttempts, us, us)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			if err != nil {
+				return err
+			}
+			return ErrConflict
+		}
+		return t.event(j.ID, EventSubmitted, us, 0, "")
+	})
+	if err != nil {
+		return Job{}, err
+	}
+	return job, nil
+}
+
+func newAttemptID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func jsonList(ids []string) string {
+	if len(ids) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+// Lease hands the oldest eligible job in pool to the lane's live
+// generation: a pending job, or a retry_wait job whose retry_at <= now,
+// whose plugin id is in plugins and (coding jobs) whose repository is in
+// repositories. In one transaction it checks the generation is live and
+// holds no leased attempt, creates the attempt (new random 32-hex id,
+// ordinal = previous + 1, deadline = now + the job's lease TTL, policy
+// copied byte-for-byte), marks the job leased and records a "leased"
+// event. It returns (nil, nil) when nothing is eligible.
+func (s *Store) Lease(ctx context.Context, lane, generation, pool string, plugins, repositories []string, now time.Time) (*Lease, error) {
+	if !validLane(lane) || !validRef(generation) || !policy.ValidID(pool) ||
+		!validIDList(plugins, MaxListPlugins) || !validIDList(repositories, MaxListRepositories) {
+		return nil, invalid("malformed lease request")
+	}
+	pl, rl := jsonList(plugins), jsonList(repositories)
+	us := now.UnixMicro()
+	var out *Lease
+	err := s.w.do(ctx, func(t *wtx) error {
+		out = nil
+		var live, busy bool
+		if err := t.queryRow(`SELECT
+  EXISTS (SELECT 1 FROM lanes WHERE lane = ?1 AND generation = ?2 AND connected = 1),
+  EXISTS (SELECT 1 FROM attempts WHERE lane = ?1 AND generation = ?2 AND status = 'leased')`,
+			lane, generation).Scan(&live, &busy); err != nil {
+			return err
+		}
+		if !live {
+			return ErrStale
+		}
+		if busy {
+			return ErrLaneBusy
+		}
+		var (
+			seq       int64
+			l         Lease
+			task, pol string
+			repo      sql.NullString
+			ttl       int64
+			count     int
+		)
+		err := t.queryRow(`SELECT seq, id, kind, task, repository_id, plugin_id, policy, lease_ttl_us, attempt_count
+FROM jobs
+WHERE pool = ? AND status IN ('pending', 'retry_wait') AND (status = 'pending' OR retry_at <= ?)
+  AND plugin_id IN (SELECT value FROM json_each(?))
+  AND (kind = 'text' OR repository_id IN (SELECT value FROM json_each(?)))
+ORDER BY seq LIMIT 1`, pool, us, pl, rl).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &l.PluginID, &pol, &ttl, &count)
+		if isNoRows(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		l.AttemptID = newAttemptID()
+		l.Ordinal = count + 1
+		l.Task, l.Policy = json.RawMessage(task), json.RawMessage(pol)
+		l.RepositoryID = repo.String
+		l.LeasedAt, l.DeadlineAt = fromMicros(us).Time, fromMicros(us+ttl).Time
+		if _, err := t.exec(`INSERT INTO attempts (id, job_id, ordinal, lane, generation, policy, lease_ttl_us, status, leased_at, deadline_at)
+SELECT ?, id, attempt_count + 1, ?, ?, policy, lease_ttl_us, 'leased', ?, ? + lease_ttl_us FROM jobs WHERE seq = ?`,
+			l.AttemptID, lane, generation, us, us, seq); err != nil {
+			return err
+		}
+		if _, err := t.exec(`UPDATE jobs SET status = 'leased', current_attempt = ?, attempt_count = attempt_count + 1,
+  retry_at = NULL, updated_at = ? WHERE seq = ?`, l.AttemptID, us, seq); err != nil {
+			return err
+		}
+		if err := t.event(l.JobID, EventLeased, us, l.Ordinal, ""); err != nil {
+			return err
+		}
+		out = &l
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// fenceRow is everything the fencing rules need about one attempt.
+type fenceRow struct {
+	jobID, lane, generation, status string
+	deadline, ttl                   int64
+	live                            bool
+	digest                          []byte
+	ordinal                         int
+	kind                            string
+	maxAttempts                     int
+	retryBase                       int64
+	jobStatus                       string
+	jobRetryAt                      sql.NullInt64
+	evBatches, evRecords, evBytes   int
+}
+
+func (t *wtx) loadFence(attemptID string) (fenceRow, error) {
+	var r fenceRow
+	err := t.queryRow(`SELECT a.job_id, a.lane, a.generation, a.status, a.deadline_at, a.lease_ttl_us,
+  EXISTS (SELECT 1 FROM lanes l WHERE l.lane = a.lane AND l.generation = a.generation AND l.connected = 1),
+  a.outcome_digest, a.ordinal, j.kind, j.max_attempts, j.retry_base_us, j.status, j.retry_at,
+  a.evidence_batches, a.evidence_records, a.evidence_bytes
+FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE a.id = ?`, attemptID).Scan(
+		&r.jobID, &r.lane, &r.generation, &r.status, &r.deadline, &r.ttl, &r.live,
+		&r.digest, &r.ordinal, &r.kind, &r.maxAttempts, &r.retryBase, &r.jobStatus, &r.jobRetryAt,
+		&r.evBatches, &r.evRecords, &r.evBytes)
+	if isNoRows(err) {
+		return r, ErrNotFound
+	}
+	return r, err
+}
+
+// checkBinding: the attempt exists, belongs to the job, and is bound to
+// exactly this lane and generation.
+func checkBinding(r fenceRow, f Fence) error {
+	if r.jobID != f.JobID {
+		return ErrNotFound
+	}
+	if r.lane != f.Lane || r.generation != f.Generation {
+		return ErrStale
+	}
+	return nil
+}
+
+// checkActive: the attempt is still leased, its generation is live and
+// now is strictly before its deadline.
+func checkActive(r fenceRow, us int64) error {
+	switch r.status {
+	case AttemptLeased:
+	case AttemptExpired:
+		return ErrExpired
+	default:
+		return ErrStale
+	}
+	if !r.live {
+		return ErrStale
+	}
+	if us >= r.deadline {
+		return ErrExpired
+	}
+	return nil
+}
+
+// Heartbeat extends the fenced attempt's deadline to now + its persisted
+// TTL (never shortening it) and returns the new deadline. It is valid only
+// strictly before the current deadline, for a leased attempt bound to the
+// lane's live generation.
+func (s *Store) Heartbeat(ctx context.Context, f Fence, now time.Time) (time.Time, error) {
+	if err := validFence(f); err != nil {
+		return time.Time{}, err
+	}
+	us := now.UnixMicro()
+	var deadline int64
+	err := s.w.do(ctx, func(t *wtx) error {
+		r, err := t.loadFence(f.AttemptID)
+		if err != nil {
+			return err
+		}
+		if err := checkBinding(r, f); err != nil {
+			return err
+		}
+		if err := checkActive(r, us); err != nil {
+			return err
+		}
+		deadline = max(r.deadline, us+r.ttl)
+		_, err = t.exec(`UPDATE attempts SET deadline_at = ? WHERE id = ? AND status = 'leased'`, deadline, f.AttemptID)
+		return err
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fromMicros(deadline).Time, nil
+}
+
+// outcomeDigest is the identity of an outcome for replay comparison.
+func outcomeDigest(o Outcome, report []byte) []byte {
+	b, _ := json.Marshal(struct {
+		S bool            `json:"s"`
+		O *string         `json:"o,omitempty"`
+		C string          `json:"c,omitempty"`
+		R json.RawMessage `json:"r,omitempty"`
+		D string          `json:"d,omitempty"`
+		F string          `json:"f,omitempty"`
+	}{o.Succeeded, o.Output, o.CandidateSHA, report, o.Disposition, o.FailureCode})
+	sum := sha256.Sum256(b)
+	return sum[:]
+}
+
+func validateOutcome(o Outcome) ([]byte, error) {
+	if o.Succeeded {
+		if o.Disposition != "" || o.FailureCode != "" {
+			return nil, invalid("failure fields on success")
+		}
+		if (o.Output != nil) == (o.CandidateSHA != "") {
+			return nil, invalid("success needs exactly one of output or candidate_sha")
+		}
+		if o.Output != nil && len(*o.Output) > MaxOutputBytes {
+			return nil, invalid("output too large")
+		}
+		if o.CandidateSHA != "" && !validSHA(o.CandidateSHA) {
+			return nil, invalid("malformed candidate_sha")
+		}
+		if o.AgentReport == nil {
+			return nil, nil
+		}
+		if o.CandidateSHA == "" || len(o.AgentReport) > MaxAgentReportBytes {
+			return nil, invalid("unexpected or oversized agent report")
+		}
+		r, ok := compactObject(o.AgentReport)
+		if !ok {
+			return nil, invalid("agent report is not a JSON object")
+		}
+		return r, nil
+	}
+	if o.Output != nil || o.CandidateSHA != "" || o.AgentReport != nil {
+		return nil, invalid("success fields on failure")
+	}
+	if o.Disposition != DispositionRetryable && o.Disposition != DispositionTerminal {
+		return nil, invalid("unknown disposition")
+	}
+	if !validCode(o.FailureCode) || o.FailureCode == CodeMaxAttemptsExceeded || o.FailureCode == CodeLeaseExpired {
+		return nil, invalid("malformed failure code")
+	}
+	return nil, nil
+}
+
+// Complete records the fenced attempt's outcome. It is accepted only for
+// the attempt currently bound to the lane's live generation, strictly
+// before its deadline. Success finishes the job (text output becomes the
+// job result, a candidate SHA the job's candidate). A retryable failure
+// schedules a retry at now + Backoff(retry_base, ordinal), or fails the job
+// with max_attempts_exceeded on the last attempt; a terminal failure fails
+// the job with the attempt's failure code. Replaying an identical outcome
+// for an already finished attempt (same lane and generation) returns the
+// recorded result with Replayed set and writes nothing; a different
+// outcome is ErrConflict.
+func (s *Store) Complete(ctx context.Context, f Fence, o Outcome, now time.Time) (Completion, error) {
+	if err := validFence(f); err != nil {
+		return Completion{}, err
+	}
+	report, err := validateOutcome(o)
+	if err != nil {
+		return Completion{}, err
+	}
+	digest := outcomeDigest(o, report)
+	us := now.UnixMicro()
+	var c Completion
+	err = s.w.do(ctx, func(t *wtx) error {
+		c = Completion{}
+		r, err := t.loadFence(f.AttemptID)
+		if err != nil {
+			return err
+		}
+		if err := checkBinding(r, f); err != nil {
+			return err
+		}
+		if r.status == AttemptSucceeded || r.status == AttemptFailed {
+			if !bytes.Equal(r.digest, digest) {
+				return ErrConflict
+			}
+			c = Completion{JobStatus: r.jobStatus, Replayed: true}
+			if r.jobRetryAt.Valid && r.jobStatus == JobRetryWait {
+				c.RetryAt = fromMicros(r.jobRetryAt.Int64).Time
+			}
+			return nil
+		}
+		if err := checkActive(r, us); err != nil {
+			return err
+		}
+		if o.Succeeded {
+			if (r.kind == KindText) != (o.Output != nil) {
+				return invalid("result kind does not match the job")
+			}
+			var result any
+			if o.Output != nil {
+				result = *o.Output
+			}
+			var rep any
+			if report != nil {
+				rep = report
+			}
+			if _, err := t.exec(`UPDATE attempts SET status = 'succeeded', completed_at = ?, candidate_sha = ?,
+  agent_report = ?, outcome_digest = ? WHERE id = ?`, us, nullable(o.CandidateSHA), rep, digest, f.AttemptID); err != nil {
+				return err
+			}
+			if _, err := t.exec(`UPDATE jobs SET status = 'succeeded', current_attempt = NULL, result = ?, candidate_sha = ?,
+  updated_at = ? WHERE id = ?`, result, nullable(o.CandidateSHA), us, f.JobID); err != nil {
+				return err
+			}
+			c.JobStatus = JobSucceeded
+			return t.event(f.JobID, EventSucceeded, us, r.ordinal, "")
+		}
+		status, retryAt := nextAfterFailure(r, o.Disposition == DispositionRetryable, us)
+		var ra any
+		if status == JobRetryWait {
+			ra = retryAt
+		}
+		if _, err := t.exec(`UPDATE attempts SET status = 'failed', completed_at = ?, disposition = ?, failure_code = ?,
+  outcome_digest = ?, retry_at = ? WHERE id = ?`, us, o.Disposition, o.FailureCode, digest, ra, f.AttemptID); err != nil {
+			return err
+		}
+		if err := t.event(f.JobID, EventAttemptFailed, us, r.ordinal, o.FailureCode); err != nil {
+			return err
+		}
+		terminalCode := ""
+		if o.Disposition == DispositionTerminal {
+			terminalCode = o.FailureCode
+		}
+		if err := t.finishJob(f.JobID, r.ordinal, status, retryAt, terminalCode, us); err != nil {
+			return err
+		}
+		c.JobStatus = status
+		if status == JobRetryWait {
+			c.RetryAt = fromMicros(retryAt).Time
+		}
+		return nil
+	})
+	if err != nil {
+		return Completion{}, err
+	}
+	return c, nil
+}
+
+// nextAfterFailure decides where a job goes after its attempt failed or
+// expired: retry_wait with retry_at = now + Backoff when retryable and
+// attempts remain, otherwise failed.
+func nextAfterFailure(r fenceRow, retryable bool, us int64) (string, int64) {
+	if retryable && r.ordinal < r.maxAttempts {
+		d := policy.Backoff(time.Duration(r.retryBase)*time.Microsecond, r.ordinal)
+		return JobRetryWait, us + d.Microseconds()
+	}
+	return JobFailed, 0
+}
+
+// finishJob moves a job out of leased after a failed or expired attempt
+// and records retry_scheduled or failed. A terminal failure keeps code; a
+// retryable one that ran out of attempts becomes max_attempts_exceeded.
+func (t *wtx) finishJob(jobID string, ordinal int, status string, retryAt int64, terminalCode string, us int64) error {
+	if status == JobRetryWait {
+		if _, err := t.exec(`UPDATE jobs SET status = 'retry_wait', current_attempt = NULL, retry_at = ?, updated_at = ?
+WHERE id = ?`, retryAt, us, jobID); err != nil {
+			return err
+		}
+		return t.event(jobID, EventRetryScheduled, us, ordinal, "")
+	}
+	code := terminalCode
+	if code == "" {
+		code = CodeMaxAttemptsExceeded
+	}
+	if _, err := t.exec(`UPDATE jobs SET status = 'failed', current_attempt = NULL, failure_code = ?, updated_at = ?
+WHERE id = ?`, code, us, jobID); err != nil {
+		return err
+	}
+	return t.event(jobID, EventFailed, us, ordinal, code)
+}
+
+// Sweep expires every leased attempt whose deadline is <= now: the attempt
+// becomes expired (failure code lease_expired, event "expired") and its job
+// goes to retry_wait with backoff, or fails with max_attempts_exceeded on
+// its last attempt. It returns what it expired (so the Gate can cancel
+// those lanes) and the next due time.
+func (s *Store) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
+	us := now.UnixMicro()
+	var res SweepResult
+	err := s.w.do(ctx, func(t *wtx) error {
+		res = SweepResult{}
+		rows, err := t.query(`SELECT a.id, a.job_id, a.ordinal, a.lane, a.generation, j.max_attempts, j.retry_base_us
+FROM attempts a JOIN jobs j ON j.id = a.job_id
+WHERE a.status = 'leased' AND a.deadline_at <= ? ORDER BY a.deadline_at, a.id`, us)
+		if err != nil {
+			return err
+		}
+		var due []fenceRow
+		var ids []string
+		for rows.Next() {
+			var r fenceRow
+			var id string
+			if err := rows.Scan(&id, &r.jobID, &r.ordinal, &r.lane, &r.generation, &r.maxAttempts, &r.retryBase); err != nil {
+				rows.Close()
+				return err
+			}
+			due = append(due, r)
+			ids = append(ids, id)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i, r := range due {
+			status, retryAt := nextAfterFailure(r, true, us)
+			var ra any
+			if status == JobRetryWait {
+				ra = retryAt
+			}
+			if _, err := t.exec(`UPDATE attempts SET status = 'expired', completed_at = ?, failure_code = ?, retry_at = ?
+WHERE id = ? AND status = 'leased'`, us, CodeLeaseExpired, ra, ids[i]); err != nil {
+				return err
+			}
+			if err := t.event(r.jobID, EventExpired, us, r.ordinal, ""); err != nil {
+				return err
+			}
+			if err := t.finishJob(r.jobID, r.ordinal, status, retryAt, "", us); err != nil {
+				return err
+			}
+			e := Expiry{JobID: r.jobID, AttemptID: ids[i], Ordinal: r.ordinal, Lane: r.lane, Generation: r.generation, JobStatus: status}
+			if status == JobRetryWait {
+				e.RetryAt = fromMicros(retryAt).Time
+			}
+			res.Expired = append(res.Expired, e)
+		}
+		next, ok, err := nextDue(t.ctx, t.w.conn)
+		res.NextDue, res.HasNext = next, ok
+		return err
+	})
+	if err != nil {
+		return SweepResult{}, err
+	}
+	return res, nil
+}
+
+const nextDueSQL = `SELECT min(t) FROM (
+  SELECT min(deadline_at) AS t FROM attempts WHERE status = 'leased'
+  UNION ALL
+  SELECT min(retry_at) FROM jobs WHERE status = 'retry_wait')`
+
+func nextDue(ctx context.Context, q querier) (time.Time, bool, error) {
+	var t sql.NullInt64
+	if err := q.QueryRowContext(ctx, nextDueSQL).Scan(&t); err != nil {
+		return time.Time{}, false, err
+	}
+	if !t.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromMicros(t.Int64).Time, true, nil
+}
+
+// querier is what read helpers need: *sql.Tx and *sql.Conn satisfy it.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}

@@ -1,0 +1,263 @@
+//go:build unix
+
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// InsecureError says which preflight rule a database location broke. Object
+// is a fixed role name ("database", "database parent directory", "-wal
+// file", "ancestor directory"), never a path.
+type InsecureError struct {
+	Object string
+	Reason string
+}
+
+func (e *InsecureError) Error() string {
+	return "store: insecure database location: " + e.Object + " " + e.Reason
+}
+
+// Is makes errors.Is(err, ErrInsecure) true for every InsecureError.
+func (e *InsecureError) Is(target error) bool { return target == ErrInsecure }
+
+func insecure(object, reason string) error { return &InsecureError{Object: object, Reason: reason} }
+
+// fileLock is the exclusive flock on the database's parent directory that
+// keeps a second Store (in this or another process) away from the database.
+type fileLock struct{ dir *os.File }
+
+func (l *fileLock) release() {
+	if l != nil && l.dir != nil {
+		l.dir.Close()
+	}
+}
+
+func statOwner(fi fs.FileInfo) (uint32, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return st.Uid, true
+}
+
+const groupWorldWrite = 0o022
+
+// checkAncestor applies the trusted-ancestor rule to one directory above the
+// immediate parent: a real directory (not a symlink) owned by root or the
+// effective UID, and not group- or world-writable unless the sticky bit is
+// set (as on /tmp, where other users can add entries but cannot remove or
+// rename ours).
+func checkAncestor(path string, euid uint32) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return insecure("ancestor directory", "cannot be inspected")
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return insecure("ancestor directory", "is a symlink")
+	}
+	if !fi.IsDir() {
+		return insecure("ancestor directory", "is not a directory")
+	}
+	uid, ok := statOwner(fi)
+	if !ok || (uid != 0 && uid != euid) {
+		return insecure("ancestor directory", "is not owned by root or the effective user")
+	}
+	if fi.Mode().Perm()&groupWorldWrite != 0 && fi.Mode()&fs.ModeSticky == 0 {
+		return insecure("ancestor directory", "is group- or world-writable without the sticky bit")
+	}
+	return nil
+}
+
+// checkParent applies the immediate-parent rule: a real directory owned by
+// the effective UID with no group or world permission bits.
+func checkParent(fi fs.FileInfo, euid uint32) error {
+	const obj = "database parent directory"
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return insecure(obj, "is a symlink")
+	}
+	if !fi.IsDir() {
+		return insecure(obj, "is not a directory")
+	}
+	if uid, ok := statOwner(fi); !ok || uid != euid {
+		return insecure(obj, "is not owned by the effective user")
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return insecure(obj, "has group or world permission bits")
+	}
+	return nil
+}
+
+// checkFile applies the database-file rule to the database or one of its
+// -journal, -wal and -shm companions: a regular file (not a symlink) owned
+// by the effective UID with mode exactly 0600.
+func checkFile(object string, fi fs.FileInfo, euid uint32) error {
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return insecure(object, "is a symlink")
+	}
+	if !fi.Mode().IsRegular() {
+		return insecure(object, "is not a regular file")
+	}
+	if uid, ok := statOwner(fi); !ok || uid != euid {
+		return insecure(object, "is not owned by the effective user")
+	}
+	if fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0o600 {
+		return insecure(object, "does not have mode 0600")
+	}
+	return nil
+}
+
+var companions = []string{"-journal", "-wal", "-shm"}
+
+// checkCompanions verifies every existing -journal, -wal and -shm file.
+func checkCompanions(dbPath string, euid uint32) error {
+	for _, suffix := range companions {
+		fi, err := os.Lstat(dbPath + suffix)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return insecure(suffix+" file", "cannot be inspected")
+		}
+		if err := checkFile(suffix+" file", fi, euid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// preflight enforces the file-permission rules for a file database at the
+// absolute, cleaned path dbPath and returns the lock that must be held until
+// after SQLite has closed the database. It never chmods, removes or replaces
+// an existing object; it creates at most the immediate parent (0700) and the
+// database file itself (0600, O_EXCL).
+//
+// Order: every ancestor above the parent is checked from the root down; the
+// parent is checked or (if only it is missing) created; the parent is opened
+// and flocked (LOCK_EX|LOCK_NB) so a second Store fails with ErrLocked
+// before touching any file; then the database is checked or pre-created,
+// and finally the companions are checked.
+func preflight(dbPath string) (*fileLock, error) {
+	euid := uint32(os.Geteuid())
+	parent := filepath.Dir(dbPath)
+	if parent == dbPath || parent == "/" {
+		return nil, insecure("database parent directory", "is the filesystem root")
+	}
+	var ancestors []string
+	for d := filepath.Dir(parent); ; d = filepath.Dir(d) {
+		ancestors = append(ancestors, d)
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	for i := len(ancestors) - 1; i >= 0; i-- {
+		if err := checkAncestor(ancestors[i], euid); err != nil {
+			return nil, err
+		}
+	}
+
+	fi, err := os.Lstat(parent)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.Mkdir(parent, 0o700); err != nil {
+			return nil, insecure("database parent directory", "could not be created")
+		}
+		fi, err = os.Lstat(parent)
+		if err != nil {
+			return nil, insecure("database parent directory", "cannot be inspected after creation")
+		}
+		if fi.Mode().Perm() != 0o700 {
+			return nil, insecure("database parent directory", "was created without mode 0700 (check the umask)")
+		}
+	case err != nil:
+		return nil, insecure("database parent directory", "cannot be inspected")
+	}
+	if err := checkParent(fi, euid); err != nil {
+		return nil, err
+	}
+
+	dir, err := os.OpenFile(parent, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, insecure("database parent directory", "cannot be opened")
+	}
+	lock := &fileLock{dir: dir}
+	ok := false
+	defer func() {
+		if !ok {
+			lock.release()
+		}
+	}()
+	dfi, err := dir.Stat()
+	if err != nil || !os.SameFile(fi, dfi) {
+		return nil, insecure("database parent directory", "changed during the check")
+	}
+	if err := syscall.Flock(int(dir.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrLocked
+		}
+		return nil, fmt.Errorf("store: lock database directory: %w", err)
+	}
+
+	fi, err = os.Lstat(dbPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := createDatabase(dbPath, euid); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, insecure("database", "cannot be inspected")
+	default:
+		if err := checkFile("database", fi, euid); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkCompanions(dbPath, euid); err != nil {
+		return nil, err
+	}
+	ok = true
+	return lock, nil
+}
+
+// createDatabase atomically creates the missing database file with
+// O_CREAT|O_EXCL|O_NOFOLLOW and mode 0600, then verifies the new file
+// through its descriptor. The descriptor is closed before SQLite opens the
+// file, so it never holds (or drops) SQLite's POSIX locks.
+func createDatabase(dbPath string, euid uint32) error {
+	f, err := os.OpenFile(dbPath, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return insecure("database", "could not be created exclusively")
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return insecure("database", "cannot be inspected after creation")
+	}
+	if err := checkFile("database", fi, euid); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("store: sync new database file: %w", errors.Unwrap(err))
+	}
+	return nil
+}
+
+// postOpenCheck re-verifies the database and companions after SQLite opened
+// them (SQLite creates -wal and -shm with the database file's mode).
+func postOpenCheck(dbPath string) error {
+	euid := uint32(os.Geteuid())
+	fi, err := os.Lstat(dbPath)
+	if err != nil {
+		return insecure("database", "cannot be inspected")
+	}
+	if err := checkFile("database", fi, euid); err != nil {
+		return err
+	}
+	return checkCompanions(dbPath, euid)
+}
+
+const fileStorageSupported = true

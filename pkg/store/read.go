@@ -1,0 +1,208 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"time"
+)
+
+// read runs f against a consistent snapshot: a read-only transaction on the
+// reader pool for file databases, or (memory databases, whose single
+// connection holds the data) an uncounted operation on the writer.
+func (s *Store) read(ctx context.Context, f func(q querier) error) error {
+	if s.rdb == nil {
+		return s.w.submit(ctx, &op{read: true, ctx: ctx, done: make(chan error, 1),
+			fn: func(t *wtx) error { return f(t.w.conn) }})
+	}
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return f(tx)
+}
+
+const jobColumns = `id, kind, status, failure_code, result, candidate_sha, repository_id, attempt_count,
+  retry_at, created_at, updated_at, pool, plugin_id`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanJob(sc scanner) (Job, error) {
+	var (
+		j                          Job
+		failure, sha, repo, result sql.NullString
+		retryAt                    sql.NullInt64
+		created, updated           int64
+	)
+	if err := sc.Scan(&j.ID, &j.Kind, &j.Status, &failure, &result, &sha, &repo, &j.AttemptCount,
+		&retryAt, &created, &updated, &j.Pool, &j.PluginID); err != nil {
+		return Job{}, err
+	}
+	j.FailureCode, j.CandidateSHA, j.RepositoryID = failure.String, sha.String, repo.String
+	if result.Valid {
+		r := result.String
+		j.Result = &r
+	}
+	if retryAt.Valid {
+		t := fromMicros(retryAt.Int64)
+		j.RetryAt = &t
+	}
+	j.CreatedAt, j.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return j, nil
+}
+
+func readJob(ctx context.Context, q querier, id string) (Job, error) {
+	j, err := scanJob(q.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	if isNoRows(err) {
+		return Job{}, ErrNotFound
+	}
+	return j, err
+}
+
+func readEvents(ctx context.Context, q querier, id string) ([]Event, error) {
+	rows, err := q.QueryContext(ctx, `SELECT type, at, attempt, code FROM events WHERE job_id = ? ORDER BY id`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	events := []Event{}
+	for rows.Next() {
+		var (
+			e       Event
+			at      int64
+			attempt sql.NullInt64
+			code    sql.NullString
+		)
+		if err := rows.Scan(&e.Type, &at, &attempt, &code); err != nil {
+			return nil, err
+		}
+		e.Seq, e.At, e.Attempt, e.Code = len(events)+1, fromMicros(at), int(attempt.Int64), code.String
+		events = append(events, e)
+	}
+	return events, rows.Err()
+}
+
+// Job returns the job with id, or ErrNotFound.
+func (s *Store) Job(ctx context.Context, id string) (Job, error) {
+	if !validRef(id) {
+		return Job{}, ErrNotFound
+	}
+	var j Job
+	err := s.read(ctx, func(q querier) (err error) {
+		j, err = readJob(ctx, q, id)
+		return err
+	})
+	return j, err
+}
+
+// Events returns the job's events in order (Seq from 1), or ErrNotFound.
+func (s *Store) Events(ctx context.Context, id string) ([]Event, error) {
+	if !validRef(id) {
+		return nil, ErrNotFound
+	}
+	var events []Event
+	err := s.read(ctx, func(q querier) (err error) {
+		events, err = readEvents(ctx, q, id)
+		if err == nil && len(events) == 0 {
+			// Every job has its "submitted" event.
+			return ErrNotFound
+		}
+		return err
+	})
+	return events, err
+}
+
+// Aggregate returns the job, its attempts ordered by ordinal (evidence
+// nested, ordered by batch and position) and its ordered events, all from
+// one snapshot; or ErrNotFound.
+func (s *Store) Aggregate(ctx context.Context, id string) (Aggregate, error) {
+	if !validRef(id) {
+		return Aggregate{}, ErrNotFound
+	}
+	var a Aggregate
+	err := s.read(ctx, func(q querier) (err error) {
+		a = Aggregate{}
+		if a.Job, err = readJob(ctx, q, id); err != nil {
+			return err
+		}
+		if a.Attempts, err = readAttempts(ctx, q, id); err != nil {
+			return err
+		}
+		a.Events, err = readEvents(ctx, q, id)
+		return err
+	})
+	return a, err
+}
+
+func readAttempts(ctx context.Context, q querier, jobID string) ([]Attempt, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, ordinal, status, lane, leased_at, deadline_at, completed_at,
+  disposition, failure_code, candidate_sha, agent_report
+FROM attempts WHERE job_id = ? ORDER BY ordinal`, jobID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	attempts := []Attempt{}
+	index := map[string]int{}
+	for rows.Next() {
+		var (
+			a                       Attempt
+			leased, deadline        int64
+			completed               sql.NullInt64
+			disp, code, sha, report sql.NullString
+		)
+		if err := rows.Scan(&a.ID, &a.Ordinal, &a.Status, &a.WorkerID, &leased, &deadline, &completed,
+			&disp, &code, &sha, &report); err != nil {
+			return nil, err
+		}
+		a.LeasedAt, a.DeadlineAt = fromMicros(leased), fromMicros(deadline)
+		if completed.Valid {
+			a.CompletedAt = fromMicrosPtr(&completed.Int64)
+		}
+		a.Disposition, a.FailureCode, a.CandidateSHA = disp.String, code.String, sha.String
+		if report.Valid {
+			a.AgentReport = json.RawMessage(report.String)
+		}
+		a.Evidence = []json.RawMessage{}
+		index[a.ID] = len(attempts)
+		attempts = append(attempts, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	if len(attempts) == 0 {
+		return attempts, nil
+	}
+	ev, err := q.QueryContext(ctx, `SELECT e.attempt_id, e.record FROM evidence e JOIN attempts a ON a.id = e.attempt_id
+WHERE a.job_id = ? ORDER BY a.ordinal, e.batch, e.idx`, jobID)
+	if err != nil {
+		return nil, err
+	}
+	defer ev.Close()
+	for ev.Next() {
+		var id, rec string
+		if err := ev.Scan(&id, &rec); err != nil {
+			return nil, err
+		}
+		if i, ok := index[id]; ok {
+			attempts[i].Evidence = append(attempts[i].Evidence, json.RawMessage(rec))
+		}
+	}
+	return attempts, ev.Err()
+}
+
+// NextDue returns the earliest leased deadline or retry_at, and false when
+// no attempt is leased and no job waits for a retry.
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	var (
+		t  time.Time
+		ok bool
+	)
+	err := s.read(ctx, func(q querier) (err error) {
+		t, ok, err = nextDue(ctx, q)
+		return err
+	})
+	return t, ok, err
+}

@@ -1,0 +1,162 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// SchemaVersion is the schema version this build migrates databases to.
+// forge doctor and the installer compare it with a database's recorded
+// version (see ReadSchemaVersion).
+const SchemaVersion = 1
+
+// migrations returns the ordered schema steps: element i moves a database
+// from version i to version i+1. Steps are append-only: never edit a
+// released one.
+func migrations() []string {
+	return []string{
+		// 1: jobs, attempts, events, evidence, lanes.
+		`
+CREATE TABLE jobs (
+  seq             INTEGER PRIMARY KEY,
+  id              TEXT NOT NULL UNIQUE CHECK (length(id) BETWEEN 1 AND 64),
+  kind            TEXT NOT NULL CHECK (kind IN ('text', 'coding')),
+  task            TEXT NOT NULL CHECK (json_valid(task)),
+  pool            TEXT NOT NULL CHECK (length(pool) BETWEEN 1 AND 64),
+  plugin_id       TEXT NOT NULL CHECK (length(plugin_id) BETWEEN 1 AND 64),
+  repository_id   TEXT CHECK ((kind = 'coding') = (repository_id IS NOT NULL)),
+  policy          TEXT NOT NULL CHECK (json_valid(policy)),
+  lease_ttl_us    INTEGER NOT NULL CHECK (lease_ttl_us > 0),
+  retry_base_us   INTEGER NOT NULL CHECK (retry_base_us > 0),
+  max_attempts    INTEGER NOT NULL CHECK (max_attempts >= 1),
+  status          TEXT NOT NULL CHECK (status IN ('pending', 'leased', 'retry_wait', 'succeeded', 'failed')),
+  attempt_count   INTEGER NOT NULL DEFAULT 0 CHECK (attempt_count BETWEEN 0 AND max_attempts),
+  current_attempt TEXT,
+  retry_at        INTEGER,
+  failure_code    TEXT,
+  result          TEXT,
+  candidate_sha   TEXT CHECK (candidate_sha IS NULL OR length(candidate_sha) = 40),
+  created_at      INTEGER NOT NULL,
+  updated_at      INTEGER NOT NULL,
+  CHECK ((status = 'leased') = (current_attempt IS NOT NULL)),
+  CHECK ((status = 'retry_wait') = (retry_at IS NOT NULL)),
+  CHECK ((status = 'failed') = (failure_code IS NOT NULL)),
+  CHECK (status = 'succeeded' OR (result IS NULL AND candidate_sha IS NULL)),
+  CHECK (status <> 'succeeded' OR (kind = 'text') = (result IS NOT NULL))
+);
+CREATE INDEX jobs_ready ON jobs (pool, seq) WHERE status IN ('pending', 'retry_wait');
+CREATE INDEX jobs_retry ON jobs (retry_at) WHERE status = 'retry_wait';
+CREATE INDEX jobs_recent ON jobs (created_at DESC, seq DESC);
+
+CREATE TABLE attempts (
+  id              TEXT PRIMARY KEY CHECK (length(id) = 32),
+  job_id          TEXT NOT NULL REFERENCES jobs (id),
+  ordinal         INTEGER NOT NULL CHECK (ordinal >= 1),
+  lane            TEXT NOT NULL,
+  generation      TEXT NOT NULL,
+  policy          TEXT NOT NULL,
+  lease_ttl_us    INTEGER NOT NULL CHECK (lease_ttl_us > 0),
+  status          TEXT NOT NULL CHECK (status IN ('leased', 'succeeded', 'failed', 'expired')),
+  leased_at       INTEGER NOT NULL,
+  deadline_at     INTEGER NOT NULL CHECK (deadline_at > leased_at),
+  completed_at    INTEGER,
+  disposition     TEXT CHECK (disposition IS NULL OR disposition IN ('retryable', 'terminal')),
+  failure_code    TEXT,
+  candidate_sha   TEXT CHECK (candidate_sha IS NULL OR length(candidate_sha) = 40),
+  agent_report    TEXT CHECK (agent_report IS NULL OR json_valid(agent_report)),
+  outcome_digest  BLOB,
+  retry_at        INTEGER,
+  evidence_batches INTEGER NOT NULL DEFAULT 0 CHECK (evidence_batches >= 0),
+  evidence_records INTEGER NOT NULL DEFAULT 0 CHECK (evidence_records >= 0),
+  evidence_bytes  INTEGER NOT NULL DEFAULT 0 CHECK (evidence_bytes >= 0),
+  UNIQUE (job_id, ordinal),
+  CHECK ((status = 'leased') = (completed_at IS NULL)),
+  CHECK ((status IN ('succeeded', 'failed')) = (outcome_digest IS NOT NULL)),
+  CHECK ((status = 'failed') = (disposition IS NOT NULL)),
+  CHECK ((status IN ('failed', 'expired')) = (failure_code IS NOT NULL))
+);
+CREATE INDEX attempts_deadline ON attempts (deadline_at) WHERE status = 'leased';
+CREATE INDEX attempts_bound ON attempts (lane, generation) WHERE status = 'leased';
+
+CREATE TABLE events (
+  id      INTEGER PRIMARY KEY,
+  job_id  TEXT NOT NULL REFERENCES jobs (id),
+  type    TEXT NOT NULL CHECK (type IN ('submitted', 'leased', 'expired', 'attempt_failed', 'retry_scheduled', 'succeeded', 'failed')),
+  at      INTEGER NOT NULL,
+  attempt INTEGER CHECK (attempt IS NULL OR attempt >= 1),
+  code    TEXT
+);
+CREATE INDEX events_job ON events (job_id, id);
+
+CREATE TABLE evidence (
+  attempt_id TEXT NOT NULL REFERENCES attempts (id),
+  batch      INTEGER NOT NULL CHECK (batch >= 1),
+  idx        INTEGER NOT NULL CHECK (idx >= 0),
+  record     TEXT NOT NULL CHECK (json_valid(record)),
+  PRIMARY KEY (attempt_id, batch, idx)
+) WITHOUT ROWID;
+
+CREATE TABLE lanes (
+  lane            TEXT PRIMARY KEY,
+  worker_id       TEXT NOT NULL,
+  slot            INTEGER NOT NULL CHECK (slot >= 0),
+  generation      TEXT NOT NULL,
+  connected       INTEGER NOT NULL CHECK (connected IN (0, 1)),
+  connected_at    INTEGER NOT NULL,
+  disconnected_at INTEGER,
+  CHECK ((connected = 1) = (disconnected_at IS NULL))
+);
+`,
+	}
+}
+
+// ErrSchemaTooNew is returned by Open when the database was migrated by a
+// newer build than this one.
+var ErrSchemaTooNew = errors.New("store: database schema is newer than this build")
+
+// migrate brings the database on conn to SchemaVersion inside one IMMEDIATE
+// transaction. It always writes (the version row is rewritten even when no
+// migration is pending), so startup proves the database is writable.
+func migrate(ctx context.Context, conn *sql.Conn) (err error) {
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("store: migrate: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+  id      INTEGER PRIMARY KEY CHECK (id = 1),
+  version INTEGER NOT NULL CHECK (version >= 0)
+)`); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	var version int
+	err = conn.QueryRowContext(ctx, "SELECT version FROM schema_version WHERE id = 1").Scan(&version)
+	if errors.Is(err, sql.ErrNoRows) {
+		version, err = 0, nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: migrate: read version: %w", err)
+	}
+	steps := migrations()
+	if version > len(steps) {
+		return ErrSchemaTooNew
+	}
+	for v := version; v < len(steps); v++ {
+		if _, err := conn.ExecContext(ctx, steps[v]); err != nil {
+			return fmt.Errorf("store: migrate to version %d: %w", v+1, err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, `INSERT INTO schema_version (id, version) VALUES (1, ?)
+ON CONFLICT (id) DO UPDATE SET version = excluded.version`, len(steps)); err != nil {
+		return fmt.Errorf("store: migrate: record version: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("store: migrate: commit: %w", err)
+	}
+	return nil
+}

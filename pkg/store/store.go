@@ -1,0 +1,189 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// Sentinel errors. Callers branch on them with errors.Is; the Gate maps them
+// to HTTP and wire reject codes. None of them carries a value.
+var (
+	// ErrNotFound: no such job, or the attempt does not belong to the job.
+	ErrNotFound = errors.New("store: not found")
+	// ErrStale: the fence does not match the attempt's binding, the lane's
+	// generation is no longer live (taken over or disconnected), or the
+	// attempt already finished or was superseded.
+	ErrStale = errors.New("store: stale attempt or generation")
+	// ErrExpired: the attempt's deadline has passed (or the sweep expired it).
+	ErrExpired = errors.New("store: attempt expired")
+	// ErrConflict: a different result or evidence batch is already recorded,
+	// or a job with this id already exists.
+	ErrConflict = errors.New("store: conflicting write")
+	// ErrInvalid: the request is well-formed Go but breaks a store rule (bad
+	// id, wrong result kind, out-of-order evidence batch, ...).
+	ErrInvalid = errors.New("store: invalid request")
+	// ErrLaneBusy: the lane's live generation already holds a leased attempt.
+	ErrLaneBusy = errors.New("store: lane already holds a lease")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store: closed")
+	// ErrLocked: another Store (this or another process) has the database's
+	// directory locked.
+	ErrLocked = errors.New("store: database is in use by another process")
+	// ErrInsecure matches every InsecureError from the permission preflight.
+	ErrInsecure = errors.New("store: insecure database location")
+	// ErrUnsupportedStorage: file databases are not supported on this OS.
+	ErrUnsupportedStorage = errors.New("store: file-backed storage is not supported on this platform")
+)
+
+func invalid(reason string) error { return fmt.Errorf("%w: %s", ErrInvalid, reason) }
+
+// Store is the Gate's authoritative SQLite state. All writes go through one
+// writer goroutine that group-commits; reads use a separate read-only pool
+// (file databases) or the writer's connection (memory databases). Methods
+// are safe for concurrent use.
+type Store struct {
+	loc  location
+	lock *fileLock
+	wdb  *sql.DB
+	rdb  *sql.DB // nil for memory databases
+	w    *writer
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+const (
+	busyTimeoutMS = 10000
+	readConns     = 4
+)
+
+// Open validates dsn, runs the permission preflight for file databases,
+// opens SQLite (WAL, synchronous=FULL, foreign keys, busy timeout), applies
+// every pending migration, and starts the writer. Errors never contain the
+// DSN or path.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	loc, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{loc: loc}
+	ok := false
+	defer func() {
+		if !ok {
+			s.closeDBs()
+		}
+	}()
+	var writerDSN string
+	if loc.memory {
+		writerDSN = loc.driver
+	} else {
+		if !fileStorageSupported {
+			return nil, ErrUnsupportedStorage
+		}
+		s.lock, err = preflight(loc.path)
+		if err != nil {
+			return nil, err
+		}
+		writerDSN = fileURI(loc.path) + "?mode=rwc&_txlock=immediate" +
+			fmt.Sprintf("&_pragma=busy_timeout(%d)", busyTimeoutMS) +
+			"&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+	}
+	if loc.memory {
+		writerDSN = appendParams(writerDSN, fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", busyTimeoutMS))
+	}
+	s.wdb, err = sql.Open("sqlite", writerDSN)
+	if err != nil {
+		return nil, fmt.Errorf("store: open: %w", err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	conn, err := s.wdb.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: open: %w", err)
+	}
+	if !loc.memory {
+		var mode string
+		if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+			conn.Close()
+			return nil, errors.New("store: open: database is not in WAL mode")
+		}
+		var sync int
+		if err := conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil || sync != 2 {
+			conn.Close()
+			return nil, errors.New("store: open: synchronous is not FULL")
+		}
+	}
+	if err := migrate(ctx, conn); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if !loc.memory {
+		if err := postOpenCheck(loc.path); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		readerDSN := fileURI(loc.path) + "?mode=rw" +
+			fmt.Sprintf("&_pragma=busy_timeout(%d)", busyTimeoutMS) +
+			"&_pragma=foreign_keys(1)&_pragma=query_only(1)"
+		s.rdb, err = sql.Open("sqlite", readerDSN)
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("store: open reader: %w", err)
+		}
+		s.rdb.SetMaxOpenConns(readConns)
+		s.rdb.SetMaxIdleConns(readConns)
+		s.rdb.SetConnMaxLifetime(0)
+		s.rdb.SetConnMaxIdleTime(0)
+	}
+	s.w, err = newWriter(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	ok = true
+	return s, nil
+}
+
+func appendParams(dsn, params string) string {
+	for i := 0; i < len(dsn); i++ {
+		if dsn[i] == '?' {
+			return dsn + "&" + params
+		}
+	}
+	return dsn + "?" + params
+}
+
+// Close stops the writer (queued operations fail with ErrClosed), closes
+// every SQLite connection, and only then releases the directory lock, so no
+// descriptor to the database is ever closed while SQLite holds its locks.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.w != nil {
+			s.w.stop()
+		}
+		s.closeErr = s.closeDBs()
+	})
+	return s.closeErr
+}
+
+func (s *Store) closeDBs() error {
+	var errs []error
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	if s.wdb != nil {
+		errs = append(errs, s.wdb.Close())
+	}
+	s.lock.release()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}

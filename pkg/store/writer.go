@@ -1,0 +1,293 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// maxBatch caps how many queued operations share one transaction.
+const maxBatch = 512
+
+// op is one queued write. fn runs inside a SAVEPOINT of the shared
+// transaction; if it returns an error only its own changes are rolled back.
+type op struct {
+	read bool // counted in no statistics
+	ctx  context.Context
+	fn   func(tx *wtx) error
+	done chan error
+}
+
+// writer owns the single write connection. It takes everything queued (up
+// to maxBatch), runs BEGIN IMMEDIATE, executes each operation in its own
+// savepoint, commits once, and only then answers every caller: an answered
+// nil means the write is durable (WAL, synchronous=FULL).
+type writer struct {
+	conn  *sql.Conn
+	ops   chan *op
+	quit  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	stmts map[string]*sql.Stmt
+	base  context.Context
+	stats writerStats
+	mu    sync.Mutex
+}
+
+type writerStats struct {
+	commits int64
+	ops     int64
+}
+
+// wtx is what an operation sees: prepared statements on the write
+// connection inside the current transaction.
+type wtx struct {
+	w   *writer
+	ctx context.Context
+}
+
+func (t *wtx) exec(query string, args ...any) (sql.Result, error) {
+	st, err := t.w.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(t.ctx, args...)
+}
+
+func (t *wtx) queryRow(query string, args ...any) *sql.Row {
+	st, err := t.w.stmt(query)
+	if err != nil {
+		// Surface the prepare error through Row.Scan.
+		return t.w.conn.QueryRowContext(t.ctx, query, args...)
+	}
+	return st.QueryRowContext(t.ctx, args...)
+}
+
+func (t *wtx) query(query string, args ...any) (*sql.Rows, error) {
+	st, err := t.w.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(t.ctx, args...)
+}
+
+// stmt returns the prepared statement for query, preparing it once. Only
+// the writer goroutine calls it.
+func (w *writer) stmt(query string) (*sql.Stmt, error) {
+	if st, ok := w.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := w.conn.PrepareContext(w.base, query)
+	if err != nil {
+		return nil, err
+	}
+	w.stmts[query] = st
+	return st, nil
+}
+
+func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
+	w := &writer{
+		conn:  conn,
+		ops:   make(chan *op, maxBatch),
+		quit:  make(chan struct{}),
+		done:  make(chan struct{}),
+		stmts: map[string]*sql.Stmt{},
+		base:  context.WithoutCancel(ctx),
+	}
+	go w.loop()
+	return w, nil
+}
+
+// do queues fn and waits for its durable outcome. If ctx ends first, do
+// returns ctx.Err(); the operation may still commit.
+func (w *writer) do(ctx context.Context, fn func(tx *wtx) error) error {
+	return w.submit(ctx, &op{ctx: ctx, fn: fn, done: make(chan error, 1)})
+}
+
+func (w *writer) submit(ctx context.Context, o *op) error {
+	select {
+	case <-w.quit:
+		return ErrClosed
+	default:
+	}
+	select {
+	case w.ops <- o:
+	case <-w.quit:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-o.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *writer) stop() {
+	w.once.Do(func() { close(w.quit) })
+	<-w.done
+}
+
+func (w *writer) loop() {
+	defer close(w.done)
+	defer func() {
+		for _, st := range w.stmts {
+			st.Close()
+		}
+		w.conn.Close()
+	}()
+	batch := make([]*op, 0, maxBatch)
+	for {
+		select {
+		case <-w.quit:
+			w.drain()
+			return
+		case o := <-w.ops:
+			batch = append(batch[:0], o)
+		}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case o := <-w.ops:
+				batch = append(batch, o)
+			default:
+				break fill
+			}
+		}
+		w.run(batch)
+	}
+}
+
+// drain answers everything still queued with ErrClosed.
+func (w *writer) drain() {
+	for {
+		select {
+		case o := <-w.ops:
+			o.done <- ErrClosed
+		default:
+			return
+		}
+	}
+}
+
+func (w *writer) exec(query string) error {
+	st, err := w.stmt(query)
+	if err != nil {
+		return err
+	}
+	_, err = st.ExecContext(w.base)
+	return err
+}
+
+// run executes one batch in one transaction. A single operation needs no
+// savepoint: its failure rolls back the whole (one-op) transaction.
+func (w *writer) run(batch []*op) {
+	results := make([]error, len(batch))
+	live := 0
+	for i, o := range batch {
+		if err := o.ctx.Err(); err != nil {
+			results[i] = err
+			continue
+		}
+		live++
+	}
+	if live == 0 {
+		answer(batch, results)
+		return
+	}
+	if err := w.exec("BEGIN IMMEDIATE"); err != nil {
+		fail(batch, results, fmt.Errorf("store: begin: %w", err))
+		return
+	}
+	single := live == 1
+	committed := 0
+	for i, o := range batch {
+		if results[i] != nil {
+			continue
+		}
+		t := &wtx{w: w, ctx: w.base}
+		if single {
+			results[i] = o.fn(t)
+			if results[i] == nil && !o.read {
+				committed++
+			}
+			continue
+		}
+		if err := w.exec("SAVEPOINT op"); err != nil {
+			results[i] = fmt.Errorf("store: savepoint: %w", err)
+			continue
+		}
+		err := o.fn(t)
+		if err != nil {
+			if rerr := w.exec("ROLLBACK TO op"); rerr != nil {
+				w.abort(batch, results, fmt.Errorf("store: rollback to savepoint: %w", rerr))
+				return
+			}
+		} else if !o.read {
+			committed++
+		}
+		if rerr := w.exec("RELEASE op"); rerr != nil {
+			w.abort(batch, results, fmt.Errorf("store: release savepoint: %w", rerr))
+			return
+		}
+		results[i] = err
+	}
+	if committed == 0 {
+		// Nothing to make durable (every write failed, or reads only).
+		w.exec("ROLLBACK")
+		answer(batch, results)
+		return
+	}
+	if err := w.exec("COMMIT"); err != nil {
+		w.abort(batch, results, fmt.Errorf("store: commit: %w", err))
+		return
+	}
+	w.mu.Lock()
+	w.stats.commits++
+	w.stats.ops += int64(committed)
+	w.mu.Unlock()
+	answer(batch, results)
+}
+
+// abort rolls the whole transaction back and fails every operation that
+// had not already failed on its own.
+func (w *writer) abort(batch []*op, results []error, err error) {
+	w.exec("ROLLBACK")
+	fail(batch, results, err)
+}
+
+func fail(batch []*op, results []error, err error) {
+	for i := range batch {
+		if results[i] == nil {
+			results[i] = err
+		}
+	}
+	answer(batch, results)
+}
+
+func answer(batch []*op, results []error) {
+	for i, o := range batch {
+		o.done <- results[i]
+	}
+}
+
+// Stats reports group-commit counters since Open: committed write
+// transactions and the operations they carried (failed operations and
+// reads excluded).
+type Stats struct {
+	Commits    int64
+	Operations int64
+}
+
+// Stats returns the writer's counters.
+func (s *Store) Stats() Stats {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	return Stats{Commits: s.w.stats.commits, Operations: s.w.stats.ops}
+}
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
