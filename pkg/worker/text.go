@@ -1,0 +1,164 @@
+package worker
+
+import (
+	"context"
+	"os"
+	"slices"
+
+	"github.com/0k-lab/agent-forge/pkg/plugin"
+	"github.com/0k-lab/agent-forge/pkg/plugin/host"
+	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// TextExecutor runs text jobs: one plugin process per attempt, chosen and
+// bounded by the lease's policy within this Worker's configuration.
+type TextExecutor struct {
+	cfg    *Config
+	lookup func(string) (string, bool)
+	reaper string
+}
+
+// NewTextExecutor returns the text executor. lookupEnv (os.LookupEnv in
+// production) supplies the values of allowed variables; reaper is the
+// path of the binary that dispatches supervise.ReaperArg (empty: none).
+func NewTextExecutor(cfg *Config, lookupEnv func(string) (string, bool), reaper string) *TextExecutor {
+	return &TextExecutor{cfg: cfg, lookup: lookupEnv, reaper: reaper}
+}
+
+// Execute implements Executor.
+func (x *TextExecutor) Execute(ctx context.Context, lease *wire.Lease) Report {
+	task, err := wire.DecodeTextTask(lease.Task)
+	if err != nil {
+		return Report{Code: CodeInvalidTask}
+	}
+	inv, code := x.cfg.prepare(lease.Policy, x.lookup)
+	if code != "" {
+		return Report{Code: code}
+	}
+	run, code := inv.begin()
+	if code != "" {
+		return Report{Code: code}
+	}
+	defer run.end()
+	// Progress stays Worker-local. Issue #6 (live activity) maps stages to
+	// activity events here.
+	out, err := host.Run(ctx, run.cmd(x.reaper), host.Request{
+		Offer:     []plugin.Capability{plugin.CapText, plugin.CapProgress, plugin.CapCancel},
+		Operation: plugin.OpText,
+		Input:     task.Input,
+	}, nil)
+	if err != nil {
+		return runFailure(err)
+	}
+	return Report{Succeeded: true, Output: out.Output}
+}
+
+// runFailure maps a plugin runner error to a report.
+func runFailure(err error) Report {
+	switch host.KindOf(err) {
+	case host.KindCancelled:
+		return Report{Cancelled: true, Code: CodePluginFailed}
+	case host.KindTimeout:
+		return Report{Code: CodePluginTimeout}
+	case host.KindOutputLimit:
+		return Report{Code: CodePluginOutputLimit}
+	case host.KindFailure:
+		return Report{Code: CodePluginFailed}
+	case host.KindSpawn, host.KindRequest:
+		return Report{Code: CodePluginSpawnFailed}
+	default:
+		return Report{Code: CodePluginProtocolViolation}
+	}
+}
+
+// invocation is one plugin run resolved from a policy and this Worker's
+// configuration, before anything is started.
+type invocation struct {
+	cfg    *Config
+	plugin Plugin
+	exec   policy.Execution
+	env    []string
+}
+
+// prepare decodes the lease's policy and resolves it against the config:
+// the plugin must be configured, every requested variable allowlisted, and
+// every limit within its local ceiling. It fails closed with a code.
+func (c *Config) prepare(rawPolicy []byte, lookup func(string) (string, bool)) (*invocation, string) {
+	pol, err := policy.Decode(rawPolicy)
+	if err != nil {
+		return nil, CodeInvalidPolicy
+	}
+	e := pol.Execution
+	i := slices.IndexFunc(c.Plugins, func(p Plugin) bool { return p.ID == e.PluginID })
+	if i < 0 {
+		return nil, CodeUnknownPlugin
+	}
+	if !c.Ceilings.admit(e) {
+		return nil, CodePolicyExceedsCeiling
+	}
+	env := []string{}
+	for _, name := range e.Environment {
+		if !slices.Contains(c.EnvironmentAllowlist, name) {
+			return nil, CodeEnvironmentNotAllowed
+		}
+		if v, ok := lookup(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return &invocation{cfg: c, plugin: c.Plugins[i], exec: e, env: env}, ""
+}
+
+// admit reports whether every limit of e is at or below its ceiling. All
+// seven are checked for every kind: a Gate policy that could not run here
+// in full is a configuration mismatch to surface, not to paper over.
+func (c Ceilings) admit(e policy.Execution) bool {
+	return e.PluginTimeout.Std() <= c.PluginTimeout &&
+		e.CheckTimeout.Std() <= c.CheckTimeout &&
+		e.GitTimeout.Std() <= c.GitTimeout &&
+		e.CleanupTimeout.Std() <= c.CleanupTimeout &&
+		e.PluginOutputBytes <= c.PluginOutputBytes &&
+		e.CheckOutputBytes <= c.CheckOutputBytes &&
+		e.GitOutputBytes <= c.GitOutputBytes
+}
+
+// pluginRun is a started invocation: its identity verified and its
+// private runtime directory created.
+type pluginRun struct {
+	*invocation
+	dir string
+}
+
+// begin verifies the plugin's pinned digest (before every invocation) and
+// creates a private, empty working directory under runtime_root for it.
+func (inv *invocation) begin() (*pluginRun, string) {
+	if inv.plugin.SHA256 != "" {
+		sum, err := fileSHA256(inv.plugin.Argv[0])
+		if err != nil || sum != inv.plugin.SHA256 {
+			return nil, CodePluginIdentityMismatch
+		}
+	}
+	dir, err := os.MkdirTemp(inv.cfg.RuntimeRoot, "plugin-")
+	if err != nil {
+		return nil, CodePluginSpawnFailed
+	}
+	return &pluginRun{invocation: inv, dir: dir}, ""
+}
+
+// end removes the runtime directory and whatever the plugin left in it.
+func (r *pluginRun) end() { _ = os.RemoveAll(r.dir) }
+
+// cmd is the runner command: configured argv, the resolved environment,
+// the private directory, and the policy's plugin limits.
+func (r *pluginRun) cmd(reaper string) host.Command {
+	return host.Command{
+		Path:        r.plugin.Argv[0],
+		Args:        slices.Clone(r.plugin.Argv[1:]),
+		Env:         r.env,
+		Dir:         r.dir,
+		Reaper:      reaper,
+		OutputBytes: r.exec.PluginOutputBytes,
+		Timeout:     r.exec.PluginTimeout.Std(),
+		KillGrace:   r.exec.CleanupTimeout.Std(),
+	}
+}
