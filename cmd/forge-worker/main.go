@@ -1,0 +1,127 @@
+// Command forge-worker runs an Agent Forge Worker: one outbound WebSocket
+// lane per concurrency slot to Gate, one fresh plugin process per leased
+// attempt.
+//
+// Usage: forge-worker -config worker.json | forge-worker --version
+//
+// The worker token is read from the environment variable the config names
+// (token_env). Logs are JSON lines on stderr; they never carry tokens,
+// task text, plugin output, argv or paths.
+//
+// Exit codes: 0 after a graceful shutdown (SIGTERM/SIGINT: stop taking
+// leases, cancel running attempts, report them, close), 1 on a startup
+// failure (bad config, missing token, missing plugin executable), 2 on a
+// usage error.
+//
+// The binary also serves the plugin child-subreaper wrapper: when its first
+// argument is supervise.ReaperArg it runs supervise.ReaperMain instead (the
+// Worker starts itself that way around every plugin on Linux).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/0k-lab/agent-forge/pkg/buildinfo"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+	"github.com/0k-lab/agent-forge/pkg/worker"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
+		os.Exit(supervise.ReaperMain(os.Args[2:]))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err))
+}
+
+// errUsage marks a command-line mistake (exit 2).
+var errUsage = errors.New("usage: forge-worker -config worker.json | forge-worker --version")
+
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	return 1
+}
+
+func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("forge-worker", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	configPath := fs.String("config", "", "path to worker.json")
+	version := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || (*version && *configPath != "") {
+		fmt.Fprintln(stderr, "forge-worker: error:", errUsage)
+		return errUsage
+	}
+	if *version {
+		fmt.Fprintln(stdout, buildinfo.Line("forge-worker"))
+		return nil
+	}
+	if *configPath == "" {
+		fmt.Fprintln(stderr, "forge-worker: error:", errUsage)
+		return errUsage
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	cfg, token, err := load(*configPath)
+	if err != nil {
+		log.Error("startup failed", "error", err.Error())
+		return err
+	}
+	reaper, err := os.Executable()
+	if err != nil {
+		log.Error("startup failed", "error", "cannot locate the worker executable")
+		return errors.New("cannot locate the worker executable")
+	}
+	w := worker.New(worker.Options{
+		Config: cfg,
+		Token:  token,
+		Logger: log,
+		Executors: map[wire.Kind]worker.Executor{
+			wire.KindText: worker.NewTextExecutor(cfg, os.LookupEnv, reaper),
+			// wire.KindCoding: the coding pipeline (issue #5).
+		},
+	})
+	log.Info("started", "worker", cfg.ID, "lanes", cfg.Concurrency)
+	if err := w.Run(ctx); err != nil {
+		log.Error("worker stopped", "error", err.Error())
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// load reads, parses and host-checks the config; errors are value-free.
+func load(path string) (*worker.Config, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", errors.New("cannot open the config file")
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, worker.MaxConfigBytes+1))
+	if err != nil {
+		return nil, "", errors.New("cannot read the config file")
+	}
+	cfg, err := worker.ParseConfig(data)
+	if err != nil {
+		return nil, "", err
+	}
+	token, err := worker.CheckHost(cfg, os.Getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	return cfg, token, nil
+}
