@@ -63,7 +63,9 @@ pinned=$(git show "$commit:release/go-version" 2>/dev/null | tr -d '[:space:]') 
 [[ $pinned =~ ^go[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "release/go-version is not an exact Go release"
 gocache=$(GOTOOLCHAIN=local go env GOCACHE)
 gomodcache=$(GOTOOLCHAIN=local go env GOMODCACHE)
-[ -n "$gocache" ] && [ "$gocache" != off ] && [ -n "$gomodcache" ] || die "Go build and module caches must be available"
+if [ -z "$gocache" ] || [ "$gocache" = off ] || [ -z "$gomodcache" ]; then
+  die "Go build and module caches must be available"
+fi
 active=$(env -i PATH="$PATH" HOME="${HOME:-/nonexistent}" GOENV=off GOTOOLCHAIN=local go env GOVERSION)
 [ "$active" = "$pinned" ] || die "active Go toolchain $active does not match pinned $pinned"
 commit_time=$(git show -s --format=%ct "$commit")
@@ -135,7 +137,7 @@ for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
   bins=()
   for line in "${matrix[@]}"; do
     read -r _ los larch lbins <<<"$line"
-    [ "$los/$larch" = "$platform" ] && bins+=($lbins)
+    if [ "$los/$larch" = "$platform" ]; then read -r -a more <<<"$lbins" && bins+=("${more[@]}"); fi
   done
   mapfile -t bins < <(printf '%s\n' "${bins[@]}" | sort -u)
   mkdir -p "$work/bin/$goos-$goarch"
@@ -173,4 +175,5 @@ if [ -n "${FORGE_RELEASE_TEST_HOOK_BEFORE_PUBLISH:-}" ]; then
 fi
 "$work/releasetool" publish -from "$stage" -to "$dest" || die "publication refused; nothing was replaced"
 stage=
-echo "build-release: published $version ($commit): $(ls "$dest" | grep -c '\.tar\.gz$') archives and SHA256SUMS"
+archives=("$dest"/*.tar.gz)
+echo "build-release: published $version ($commit): ${#archives[@]} archives and SHA256SUMS"

@@ -6,6 +6,11 @@
 # every preflight rejection and the no-replace publication against a
 # destination created after preflight. Both builds share the caller's Go build
 # cache (compilation output does not depend on it; it only saves time).
+#
+# Optional environment:
+#   RELEASE_E2E_VERSION  version to build (default v0.0.0: not a release)
+#   RELEASE_E2E_EXPORT   a path that must not exist; after every check passed,
+#                        the verified matrix is copied there (CI uploads it)
 set -euo pipefail
 export LC_ALL=C
 
@@ -17,7 +22,11 @@ trap cleanup EXIT
 fail() { echo "release-artifacts-e2e: FAIL: $*" >&2; exit 1; }
 step() { echo "== $*"; }
 
-version=v0.1.0
+version=${RELEASE_E2E_VERSION:-v0.0.0}
+export_dir=${RELEASE_E2E_EXPORT:-}
+if [ -n "$export_dir" ] && { [ -e "$export_dir" ] || [ -L "$export_dir" ]; }; then
+  fail "RELEASE_E2E_EXPORT already exists"
+fi
 commit=$(git -C "$here" rev-parse HEAD)
 pinned=$(git -C "$here" show "$commit:release/go-version" | tr -d '[:space:]')
 
@@ -204,4 +213,10 @@ grep -qF "publication refused" "$tmp/race.out" || fail "race: unexpected message
   fail "the destination created mid-build was modified"
 if compgen -G "$tmp/.forge-release-stage.*" >/dev/null; then fail "refused publication left a staging directory"; fi
 
+if [ -n "$export_dir" ]; then
+  mkdir -- "$export_dir"
+  cp -p -- "$tmp/out-a"/* "$export_dir/"
+  (cd "$export_dir" && sha256sum --check --strict --quiet SHA256SUMS) || fail "exported matrix does not verify"
+  echo "verified matrix exported"
+fi
 echo "RELEASE-ARTIFACTS PASS"
