@@ -26,6 +26,13 @@ type location struct {
 	path   string
 }
 
+// maxPathBytes bounds a resolved database path; maxDSNBytes leaves room for
+// a fully percent-escaped path of that length.
+const (
+	maxPathBytes = 4096
+	maxDSNBytes  = 3*maxPathBytes + 64
+)
+
 func dsnErr(reason string) error { return &DSNError{Reason: reason} }
 
 // parseDSN accepts exactly the DSN forms the spec lists:
@@ -45,7 +52,7 @@ func parseDSN(dsn string) (location, error) {
 	if dsn == "" {
 		return location{}, dsnErr("empty")
 	}
-	if len(dsn) > 4096 {
+	if len(dsn) > maxDSNBytes {
 		return location{}, dsnErr("too long")
 	}
 	if strings.IndexByte(dsn, 0) >= 0 {
@@ -197,6 +204,9 @@ func filePath(p string) (location, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
 		return location{}, dsnErr("cannot resolve relative path")
+	}
+	if len(abs) > maxPathBytes {
+		return location{}, dsnErr("path too long")
 	}
 	return location{path: abs}, nil
 }
