@@ -24,10 +24,21 @@ type result struct {
 // runForge runs one invocation in-process with the given environment.
 func runForge(t *testing.T, env map[string]string, stdin string, args ...string) result {
 	t.Helper()
+	return checkResult(t, args, runForgeRaw(env, stdin, args...))
+}
+
+// runForgeRaw runs one invocation without touching t, so it may run on
+// another goroutine; pass its result to checkResult afterwards.
+func runForgeRaw(env map[string]string, stdin string, args ...string) result {
 	var out, errOut bytes.Buffer
 	lookup := func(name string) (string, bool) { v, ok := env[name]; return v, ok }
 	err := Run(context.Background(), args, strings.NewReader(stdin), &out, &errOut, lookup)
-	r := result{ExitCode(err), out.String(), errOut.String()}
+	return result{ExitCode(err), out.String(), errOut.String()}
+}
+
+// checkResult applies the checks every invocation must pass.
+func checkResult(t *testing.T, args []string, r result) result {
+	t.Helper()
 	for _, s := range []string{r.stdout, r.stderr} {
 		if strings.Contains(s, testToken) {
 			t.Fatalf("token leaked into output of %v", args)
