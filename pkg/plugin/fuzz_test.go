@@ -3,6 +3,7 @@ package plugin
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"reflect"
@@ -109,6 +110,10 @@ func FuzzReadFrame(f *testing.F) {
 func FuzzDecodeFrame(f *testing.F) {
 	seedLines(f, func(line []byte) { f.Add(line) })
 	f.Fuzz(func(t *testing.T, line []byte) {
+		var std bytes.Buffer
+		if json.Compact(&std, line) == nil && compact(line) != bytes.Equal(std.Bytes(), line) {
+			t.Fatal("compact disagrees with json.Compact")
+		}
 		fr, err := DecodeFrame(line)
 		if err != nil {
 			if !reflect.DeepEqual(fr, Frame{}) {
