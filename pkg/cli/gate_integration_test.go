@@ -8,9 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,23 +21,6 @@ const integrationWorkerToken = "worker-token-9b3f-INTEGRATION"
 
 // waitLimit is a safety net against a hung Gate, not a timing assertion.
 const waitLimit = 20 * time.Second
-
-// signalHandler is a slog.Handler that closes recovered when the Gate logs
-// its startup sweep.
-type signalHandler struct {
-	once      *sync.Once
-	recovered chan struct{}
-}
-
-func (h signalHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h signalHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h signalHandler) WithGroup(string) slog.Handler            { return h }
-func (h signalHandler) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == "recovered" {
-		h.once.Do(func() { close(h.recovered) })
-	}
-	return nil
-}
 
 // startRealGate runs pkg/gate on a real SQLite file and a loopback port and
 // returns its address once /readyz reports ready.
@@ -62,8 +43,7 @@ func startRealGate(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
-	sig := signalHandler{once: &sync.Once{}, recovered: make(chan struct{})}
-	g, err := gate.New(cfg, sec, st, slog.New(sig), time.Now)
+	g, err := gate.New(cfg, sec, st, slog.New(slog.NewJSONHandler(io.Discard, nil)), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,16 +66,12 @@ func startRealGate(t *testing.T) string {
 		}
 		st.Close()
 	})
-	select {
-	case <-sig.recovered:
-	case err := <-done:
-		t.Fatalf("gate stopped before ready: %v", err)
-	case <-time.After(waitLimit):
-		t.Fatal("gate never ran its startup sweep")
-	}
-	// Ready follows the startup sweep's log line at once.
+	// /readyz turns ready after migrations and the startup sweep.
 	addr := ln.Addr().String()
-	for deadline := time.Now().Add(waitLimit); ; runtime.Gosched() {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	limit := time.After(waitLimit)
+	for {
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err == nil {
 			io.Copy(io.Discard, resp.Body)
@@ -104,7 +80,11 @@ func startRealGate(t *testing.T) string {
 				return addr
 			}
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case err := <-done:
+			t.Fatalf("gate stopped before ready: %v", err)
+		case <-limit:
 			t.Fatal("gate never became ready")
 		}
 	}
