@@ -41,7 +41,8 @@ type Gate struct {
 	repoPolicy  map[string][]byte // canonical policy of coding jobs per repository
 	workerConns []atomic.Int32    // open connections per worker (by index)
 
-	ready atomic.Bool
+	ready   atomic.Bool
+	readied chan struct{} // closed when Start has succeeded
 	lanes registry
 	due   chan time.Time // earlier wake-up requests for the sweeper
 
@@ -63,6 +64,7 @@ func New(cfg *Config, sec *Secrets, st *store.Store, log *slog.Logger, now func(
 		workerConns: make([]atomic.Int32, len(cfg.Workers)),
 		due:         make(chan time.Time, 1),
 		failed:      make(chan struct{}),
+		readied:     make(chan struct{}),
 	}
 	g.lanes.lanes = map[string]*lane{}
 	g.ctx, g.stop = context.WithCancel(context.Background())
@@ -100,6 +102,7 @@ func (g *Gate) Start(ctx context.Context) error {
 		g.noteDue(res.NextDue)
 	}
 	g.ready.Store(true)
+	close(g.readied)
 	return nil
 }
 
@@ -224,7 +227,7 @@ func (g *Gate) sweeper() {
 			return
 		}
 		next = t
-		timer.Reset(max(time.Until(t), 0))
+		timer.Reset(max(t.Sub(g.now()), 0))
 	}
 	for {
 		select {

@@ -41,6 +41,17 @@ func Encode(e Envelope) ([]byte, error) {
 	if err := e.Validate(); err != nil {
 		return nil, fmt.Errorf("wire: encode: %w", err)
 	}
+	if h := e.Hello; h != nil && (h.Plugins == nil || h.Repositories == nil) {
+		// Absent lists are empty lists; null never goes on the wire.
+		c := *h
+		if c.Plugins == nil {
+			c.Plugins = []string{}
+		}
+		if c.Repositories == nil {
+			c.Repositories = []string{}
+		}
+		e.Hello = &c
+	}
 	b, err := marshal(e)
 	if err != nil {
 		return nil, err

@@ -113,6 +113,19 @@ func TestDecodeRejects(t *testing.T) {
 	}
 }
 
+func TestEncodeNilListsAsEmpty(t *testing.T) {
+	b, err := Encode(Envelope{Type: TypeHello, Hello: &Hello{Protocol: Protocol, WorkerID: "w"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"plugins":[]`)) || !bytes.Contains(b, []byte(`"repositories":[]`)) {
+		t.Fatalf("encoded %s", b)
+	}
+	if _, err := Decode(b); err != nil {
+		t.Fatalf("own encoding rejected: %v", err)
+	}
+}
+
 func TestDecodeTooLarge(t *testing.T) {
 	big := []byte(`{"type":"ack","seq":1,"ack":{}}` + strings.Repeat(" ", MaxMessageBytes))
 	if _, err := Decode(big); !errors.Is(err, ErrTooLarge) {
