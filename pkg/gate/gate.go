@@ -43,8 +43,8 @@ type Gate struct {
 
 	ready   atomic.Bool
 	readied chan struct{} // closed when Start has succeeded
-	lanes registry
-	due   chan time.Time // earlier wake-up requests for the sweeper
+	lanes   registry
+	due     chan time.Time // earlier wake-up requests for the sweeper
 
 	ctx     context.Context // cancelled when the Gate stops
 	stop    context.CancelFunc
