@@ -63,7 +63,11 @@ func fakeWorkspacePlugin(mode string) int {
 	return 0
 }
 
-func pluginEnv() []string { return []string{"PATH=" + os.Getenv("PATH")} }
+// pluginEnv is the plugins' environment in these tests: the system
+// directories first, so python3 is the system interpreter rather than a
+// version-manager shim that takes a shell and ~100 ms to start (the suite
+// starts well over a hundred processes per run).
+func pluginEnv() []string { return []string{"PATH=/usr/bin:/bin:" + os.Getenv("PATH")} }
 
 // buildRefPlugin builds cmd/forge-ref-plugin once per test binary run.
 var buildRefPlugin = sync.OnceValues(func() (string, error) {
@@ -121,6 +125,15 @@ func requireAllPass(t *testing.T, op plugin.Operation, sum Summary, got map[stri
 
 func TestReferencePluginPassesEveryScenario(t *testing.T) {
 	sum, got := runSuite(t, Config{Command: []string{refPlugin(t)}, Operation: plugin.OpText})
+	requireAllPass(t, plugin.OpText, sum, got)
+}
+
+func TestPythonExamplePassesEveryScenario(t *testing.T) {
+	script, err := filepath.Abs("../../../examples/forge-plugin-v1.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, got := runSuite(t, Config{Command: []string{script}, Operation: plugin.OpText})
 	requireAllPass(t, plugin.OpText, sum, got)
 }
 

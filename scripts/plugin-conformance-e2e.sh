@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Plugin protocol v1 conformance, end to end. Builds forge-plugin-conformance
+# and the reference plugin into a private temporary directory, then runs the
+# whole suite against every shipped plugin: the reference plugin
+# (cmd/forge-ref-plugin) and the dependency-free Python example
+# (examples/forge-plugin-v1.py). Any FAIL line or nonzero suite exit fails
+# the script. Last line on success: PLUGIN-CONFORMANCE PASS.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+work="$(mktemp -d)"
+suite_pid=""
+cleanup() {
+  if [ -n "$suite_pid" ]; then
+    kill "$suite_pid" 2>/dev/null || true
+    wait "$suite_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+cd "$root"
+go build -o "$work/forge-plugin-conformance" ./cmd/forge-plugin-conformance
+go build -o "$work/forge-ref-plugin" ./cmd/forge-ref-plugin
+
+# The plugins get only PATH (and CODEX_BIN/CODEX_HOME when set). System
+# directories come first so python3 is the system interpreter, not a
+# version-manager shim that needs a shell and ~100 ms per start.
+export PATH="/usr/bin:/bin:$PATH"
+
+# run_suite LABEL [SUITE FLAGS...] PLUGIN [ARGS...]
+run_suite() {
+  local label="$1"
+  shift
+  echo "== conformance: $label"
+  "$work/forge-plugin-conformance" -timeout 10s "$@" >"$work/out.txt" 2>"$work/err.txt" &
+  suite_pid=$!
+  local rc=0
+  wait "$suite_pid" || rc=$?
+  suite_pid=""
+  cat "$work/out.txt"
+  if [ "$rc" -ne 0 ] || grep -q '^FAIL ' "$work/out.txt"; then
+    head -c 2000 "$work/err.txt" >&2 || true
+    echo "plugin conformance failed for $label (exit $rc)" >&2
+    exit 1
+  fi
+  local passed
+  passed="$(grep -c '^PASS ' "$work/out.txt" || true)"
+  if [ "$passed" -lt 41 ]; then
+    echo "plugin conformance for $label ran only $((passed - 1)) scenarios" >&2
+    exit 1
+  fi
+}
+
+run_suite "reference plugin (text)" "$work/forge-ref-plugin"
+run_suite "Python example (text)" "$root/examples/forge-plugin-v1.py"
+
+# --- Codex workspace plugin: JOINS LATER -------------------------------------
+# When cmd/forge-codex-plugin and its deterministic fake Codex land, build
+# both into "$work" and add:
+#   CODEX_BIN="$work/fake-codex" run_suite "Codex plugin (workspace_edit)" \
+#     -operation workspace_edit "$work/forge-codex-plugin"
+# ------------------------------------------------------------------------------
+
+echo "PLUGIN-CONFORMANCE PASS"
