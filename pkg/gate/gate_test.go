@@ -444,3 +444,52 @@ func TestStoreFailureStopsGate(t *testing.T) {
 	}
 	tg.cancel = nil // already stopped
 }
+
+func TestCodingEvidenceAndResult(t *testing.T) {
+	cfg, sec := testConfig(t, nil)
+	tg := startGate(t, cfg, sec, "", nil)
+	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), []string{"agent-forge"})
+	job := tg.submit(`{"repository_id":"agent-forge","base_sha":"` + testSHA + `","instruction":"Fix it."}`)
+	l := w.lease()
+	ev := func(batch int, recs ...string) wire.Envelope {
+		raw := make([]json.RawMessage, len(recs))
+		for i, r := range recs {
+			raw[i] = json.RawMessage(r)
+		}
+		return w.request(wire.Envelope{Type: wire.TypeEvidence, Evidence: &wire.Evidence{JobID: l.JobID, AttemptID: l.AttemptID, Batch: batch, Records: raw}})
+	}
+	wantReject(t, ev(2, `{"phase":"cleanup"}`), wire.RejectInvalid) // out of order
+	wantAck(t, ev(1, `{"phase":"plugin"}`, `{"phase":"scoped_check","index":0}`))
+	wantAck(t, ev(1, `{"phase":"plugin"}`, `{"phase":"scoped_check","index":0}`)) // identical replay
+	wantReject(t, ev(1, `{"phase":"other"}`), wire.RejectConflict)
+	wantAck(t, ev(2, `{"phase":"cleanup"}`))
+	// A text result for a coding job is invalid.
+	wantReject(t, w.textResult(l, "x"), wire.RejectInvalid)
+	res := wire.Envelope{Type: wire.TypeResult, Result: &wire.Result{JobID: l.JobID, AttemptID: l.AttemptID, Outcome: wire.OutcomeSucceeded,
+		CandidateSHA: strings.Repeat("b", 40), AgentReport: &wire.AgentReport{Summary: "Fixed it.", Changes: []string{"edited a.go"}}}}
+	wantAck(t, w.request(res))
+	wantAck(t, w.request(res))
+	code, body := tg.api("GET", "/v1/jobs/"+job.ID+"/aggregate", testOwnerToken, nil)
+	if code != 200 {
+		t.Fatal(code)
+	}
+	var agg struct {
+		Job struct {
+			Status, CandidateSHA string `json:"candidate_sha"`
+		} `json:"job"`
+		Attempts []struct {
+			AgentReport map[string]any   `json:"agent_report"`
+			Evidence    []map[string]any `json:"evidence"`
+		} `json:"attempts"`
+	}
+	if err := json.Unmarshal(body, &agg); err != nil {
+		t.Fatal(err)
+	}
+	if agg.Job.Status != "succeeded" || agg.Job.CandidateSHA != strings.Repeat("b", 40) || len(agg.Attempts) != 1 {
+		t.Fatalf("aggregate %s", body)
+	}
+	a := agg.Attempts[0]
+	if len(a.Evidence) != 3 || a.Evidence[2]["phase"] != "cleanup" || a.AgentReport["self_reported"] != true || a.AgentReport["summary"] != "Fixed it." {
+		t.Fatalf("attempt %s", body)
+	}
+}
