@@ -20,7 +20,10 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/debugview"
 )
 
-const browserToken = "owner-token-7d2e-BROWSER-SECRET"
+const (
+	browserToken = "owner-token-7d2e-BROWSER-SECRET"
+	wrongToken   = "wrong-token-value"
+)
 
 // chromiumPath finds the browser: $FORGE_CHROMIUM or chromium on PATH.
 func chromiumPath(t *testing.T) string {
@@ -242,6 +245,21 @@ func TestViewerInHeadlessChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A wrong token is refused: the field is cleared and nothing is shown.
+	p.eval(ctx, `document.getElementById('token').focus(), true`, nil)
+	p.call(ctx, "Input.insertText", map[string]any{"text": wrongToken}, nil)
+	p.eval(ctx, `document.getElementById('connect').click(), true`, nil)
+	p.waitFor(ctx, `document.getElementById('status').textContent === 'error: the Gate refused the token'`)
+	var afterRefusal struct {
+		Field string `json:"field"`
+		Main  bool   `json:"main"`
+		Rows  int    `json:"rows"`
+	}
+	p.eval(ctx, `({field: document.getElementById('token').value, main: document.getElementById('main').hidden, rows: document.querySelectorAll('#jobs-body tr').length})`, &afterRefusal)
+	if afterRefusal.Field != "" || !afterRefusal.Main || afterRefusal.Rows != 0 {
+		t.Fatalf("after a refused token: %+v", afterRefusal)
+	}
+
 	// Type the token into the password field and connect.
 	p.eval(ctx, `document.getElementById('token').focus(), true`, nil)
 	p.call(ctx, "Input.insertText", map[string]any{"text": browserToken}, nil)
@@ -280,7 +298,7 @@ func TestViewerInHeadlessChromium(t *testing.T) {
 			t.Fatalf("timeline %q lacks %q", timeline, want)
 		}
 	}
-	if drawerTitle != "Job j_0003" || !strings.Contains(live, "Live activity") {
+	if drawerTitle != "Job j_0003" || !strings.Contains(live, "Live activity") || !strings.Contains(live, "not available") {
 		t.Fatalf("drawer title %q, live %q", drawerTitle, live)
 	}
 
@@ -361,7 +379,7 @@ func checkRequests(t *testing.T, events []Event, served []seenRequest) {
 			}
 			if isAPI {
 				apiRequests++
-				if r.Headers["Authorization"] != "Bearer "+browserToken {
+				if auth := r.Headers["Authorization"]; auth != "Bearer "+browserToken && auth != "Bearer "+wrongToken {
 					t.Fatalf("API request without the bearer header: %s", r.URL)
 				}
 			}

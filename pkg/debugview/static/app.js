@@ -12,6 +12,12 @@
   let timelineCursor = '';
   let currentJob = '';
   let busy = false;
+  let liveTimer = 0;
+
+  // Live activity refreshes on its own 5 s timer while a job drawer is
+  // open, independently of backlog loading (the `busy` flag). The Gate has
+  // no live-activity route yet, so refreshLive only states that.
+  const liveEveryMs = 5000;
 
   const $ = (id) => document.getElementById(id);
 
@@ -212,9 +218,28 @@
     $('timeline-more').hidden = !timelineCursor;
   }
 
+  function refreshLive() {
+    const body = $('live-body');
+    body.textContent = currentJob ? 'Live activity is not available in this version.' : '';
+  }
+
+  function startLive() {
+    stopLive();
+    refreshLive();
+    liveTimer = setInterval(refreshLive, liveEveryMs);
+  }
+
+  function stopLive() {
+    if (liveTimer) {
+      clearInterval(liveTimer);
+      liveTimer = 0;
+    }
+  }
+
   function openJob(id) {
     currentJob = id;
     timelineCursor = '';
+    startLive();
     for (const tr of $('jobs-body').children) {
       tr.classList.toggle('selected', tr.dataset.jobId === id);
     }
@@ -223,6 +248,7 @@
   }
 
   function closeDrawer() {
+    stopLive();
     currentJob = '';
     $('drawer').hidden = true;
   }
