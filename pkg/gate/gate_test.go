@@ -475,7 +475,8 @@ func TestCodingEvidenceAndResult(t *testing.T) {
 	}
 	var agg struct {
 		Job struct {
-			Status, CandidateSHA string `json:"candidate_sha"`
+			Status       string `json:"status"`
+			CandidateSHA string `json:"candidate_sha"`
 		} `json:"job"`
 		Attempts []struct {
 			AgentReport map[string]any   `json:"agent_report"`
