@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# RECOVERY-E2E: restart, expiry, retry and late-result recovery.
+#
+#  1. Gate starts (lease_ttl 2s, retry_base 1s) with a file database; a raw
+#     wire client ("abandoner") takes the lease of attempt 1 and goes silent.
+#  2. Gate is SIGKILLed and restarted on the same database.
+#  3. A real Worker connects at once; attempt 1 expires at its deadline and
+#     the Worker gets attempt 2 no earlier than the 1s backoff allows, and
+#     completes it with the reference plugin.
+#  4. A late result and late evidence for attempt 1 are rejected and change
+#     nothing.
+#  5. The aggregate shows attempt 1 expired, attempt 2 succeeded, and the
+#     expected timeline.
+# Everything lives in a private temp dir; a trap ends every process.
+# Final line: RECOVERY-E2E PASS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+  echo "recovery-e2e: FAIL: $*" >&2
+  for f in "$tmp"/*.log "$tmp"/*.out; do [ -f "$f" ] && { echo "--- $(basename "$f")" >&2; tail -n 30 "$f" >&2; }; done
+  exit 1
+}
+
+bin=$tmp/bin
+mkdir -p "$bin"
+for c in forge-gate forge-worker forge-ref-plugin forge; do
+  go build -o "$bin/$c" "./cmd/$c" || fail "build $c"
+done
+go build -o "$bin/rawlane" ./pkg/worker/internal/rawlane || fail "build rawlane"
+
+rand() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
+FORGE_OWNER_TOKEN=owner-$(rand)
+FORGE_WORKER_TOKEN=worker-$(rand)
+FORGE_ABANDON_TOKEN=abandon-$(rand)
+export FORGE_OWNER_TOKEN FORGE_WORKER_TOKEN FORGE_ABANDON_TOKEN
+
+# wait_for FILE PYTHON-EXPR: print the first JSON line of FILE satisfying
+# the expression (variable e), polling for at most 30 s.
+wait_for() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys, time
+path, expr = sys.argv[1], sys.argv[2]
+deadline = time.time() + 30
+while time.time() < deadline:
+    try:
+        lines = open(path).read().splitlines()
+    except FileNotFoundError:
+        lines = []
+    for line in lines:
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if eval(expr):
+            print(json.dumps(e))
+            sys.exit(0)
+    time.sleep(0.05)
+sys.exit(1)
+PY
+}
+field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+
+mkdir -m 0700 "$tmp/state"
+cat >"$tmp/gate.json" <<EOF
+{"version":1,"listen":"127.0.0.1:0","database":"$tmp/state/forge.db","owner_token_env":"FORGE_OWNER_TOKEN",
+ "recovery_interval":"200ms","lease_poll_interval":"100ms","default_pool":"local",
+ "lifecycle":{"lease_ttl":"2s","retry_base":"1s","max_attempts":3},
+ "default_execution":{"plugin_id":"reference","environment":["PATH"],"plugin_timeout":"1m","check_timeout":"1m","git_timeout":"1m","cleanup_timeout":"1s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576},
+ "workers":[{"id":"abandoner","pool":"local","token_env":"FORGE_ABANDON_TOKEN","concurrency":1},
+            {"id":"worker-1","pool":"local","token_env":"FORGE_WORKER_TOKEN","concurrency":1}],
+ "repositories":[]}
+EOF
+
+start_gate() { # $1: log name; sets gate_pid and addr
+  "$bin/forge-gate" -config "$tmp/gate.json" 2>"$tmp/$1.log" &
+  gate_pid=$!
+  pids+=("$gate_pid")
+  addr=$(wait_for "$tmp/$1.log" 'e.get("msg") == "listening"' | field addr) || fail "Gate did not log its listening address"
+  export FORGE_GATE_URL="http://$addr"
+}
+
+# 1. First Gate; the abandoner takes attempt 1.
+start_gate gate1
+"$bin/rawlane" -gate "ws://$addr" -worker abandoner -token-env FORGE_ABANDON_TOKEN abandon >"$tmp/abandon.out" 2>"$tmp/abandon.log" &
+pids+=("$!")
+wait_for "$tmp/abandon.out" 'e["event"] == "welcome"' >/dev/null || fail "abandoner not welcomed"
+job_id=$(printf '%s\n' '{"input":"hello recovery"}' | "$bin/forge" submit -file - | field id) || fail "forge submit"
+lease=$(wait_for "$tmp/abandon.out" 'e["event"] == "lease"') || fail "abandoner got no lease"
+[ "$(printf '%s' "$lease" | field job_id)" = "$job_id" ] || fail "abandoner leased another job"
+attempt1=$(printf '%s' "$lease" | field attempt_id)
+
+# 2. Crash and restart Gate on the same database.
+{ kill -KILL "$gate_pid" && wait "$gate_pid"; } 2>/dev/null || true
+start_gate gate2
+wait_for "$tmp/gate2.log" 'e.get("msg") == "recovered"' >/dev/null || fail "restarted Gate did not recover"
+
+# 3. A real Worker, connected before the retry is due.
+cat >"$tmp/worker.json" <<EOF
+{"version":1,"gate_url":"ws://$addr","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":1,
+ "repository_roots":[],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime","repositories":[],
+ "plugins":[{"id":"reference","argv":["$bin/forge-ref-plugin"]}],
+ "environment_allowlist":["PATH"],
+ "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
+EOF
+"$bin/forge-worker" -config "$tmp/worker.json" 2>"$tmp/worker.log" &
+worker_pid=$!
+pids+=("$worker_pid")
+"$bin/forge" wait -timeout 60s -poll 100ms "$job_id" >"$tmp/aggregate.json" || fail "forge wait (exit $?)"
+
+# 4. Late result and late evidence for attempt 1.
+"$bin/rawlane" -gate "ws://$addr" -worker abandoner -token-env FORGE_ABANDON_TOKEN late "$job_id" "$attempt1" >"$tmp/late.out" 2>"$tmp/late.log" ||
+  fail "late client failed"
+python3 - "$tmp/late.out" <<'PY' || fail "a late message for attempt 1 was accepted"
+import json, sys
+replies = {e["event"]: e for e in map(json.loads, open(sys.argv[1]).read().splitlines()) if e["event"] != "welcome"}
+for kind in ("result", "evidence"):
+    r = replies[kind]
+    assert r["reply"] == "reject" and r["code"] in ("stale", "expired"), r
+PY
+"$bin/forge" result "$job_id" >"$tmp/after-late.json" || fail "forge result"
+
+# 5. The aggregate, before and after the late messages.
+python3 - "$tmp/aggregate.json" "$tmp/after-late.json" "$attempt1" <<'PY' || fail "aggregate does not match"
+import json, sys
+from datetime import datetime, timedelta
+def ts(s):
+    return datetime.fromisoformat(s.replace("Z", "+00:00"))
+a = json.load(open(sys.argv[1]))
+after = json.load(open(sys.argv[2]))
+attempt1 = sys.argv[3]
+assert a == after, "late messages changed the aggregate"
+job, attempts, events = a["job"], a["attempts"], a["events"]
+assert job["status"] == "succeeded" and job["result"] == "HELLO RECOVERY", job
+assert job["attempt_count"] == 2, job
+assert [x["ordinal"] for x in attempts] == [1, 2], attempts
+a1, a2 = attempts
+assert a1["id"] == attempt1 and a1["status"] == "expired" and a1["worker_id"] == "abandoner", a1
+assert not a1.get("evidence"), "late evidence was stored"
+assert a2["status"] == "succeeded" and a2["worker_id"] == "worker-1", a2
+got = [(e["type"], e.get("attempt")) for e in events]
+assert [t for t, _ in got] == ["submitted", "leased", "expired", "retry_scheduled", "leased", "succeeded"], got
+assert got[1] == ("leased", 1) and got[2] == ("expired", 1) and got[4] == ("leased", 2), got
+at = {e["type"] + str(e.get("attempt", "")): ts(e["at"]) for e in events}
+seqs = [e["seq"] for e in events]
+assert seqs == sorted(seqs), seqs
+assert [ts(e["at"]) for e in events] == sorted(ts(e["at"]) for e in events), "timeline out of order"
+expired_at = at["expired1"]
+# Expiry no earlier than the lease deadline of attempt 1 (lease_ttl 2s).
+assert expired_at >= ts(a1["deadline_at"]), (expired_at, a1["deadline_at"])
+assert ts(a1["deadline_at"]) - ts(a1["leased_at"]) >= timedelta(seconds=2), a1
+# Attempt 2 no earlier than the exponential-v1 backoff after attempt 1 (retry_base * 2^0 = 1s).
+assert ts(a2["leased_at"]) >= expired_at + timedelta(seconds=1), (a2["leased_at"], expired_at)
+print("timeline:", " -> ".join("%s@%s" % (e["type"], e["at"]) for e in events))
+PY
+
+# Clean shutdown of what is left.
+kill -TERM "$worker_pid"
+wait "$worker_pid" || fail "Worker did not exit 0 on SIGTERM"
+kill -TERM "$gate_pid"
+wait "$gate_pid" || fail "Gate did not exit 0 on SIGTERM"
+pids=()
+for f in "$tmp"/*.log; do
+  if grep -q -e "$FORGE_OWNER_TOKEN" -e "$FORGE_WORKER_TOKEN" -e "$FORGE_ABANDON_TOKEN" -e "hello recovery" "$f"; then
+    fail "$(basename "$f") contains a token or task text"
+  fi
+done
+echo "RECOVERY-E2E PASS"
