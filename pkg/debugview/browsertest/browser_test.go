@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/debugview"
+	"github.com/0k-lab/agent-forge/pkg/debugview/readertest"
 )
 
 const (
@@ -75,77 +76,27 @@ func (r *recorder) all() []seenRequest {
 	return append([]seenRequest(nil), r.reqs...)
 }
 
-// memReader is a small in-memory debugview.Reader.
-type memReader struct {
-	jobs     []debugview.Job // newest first
-	attempts map[string][]debugview.Attempt
-	events   map[string][]debugview.Event
-	lanes    []debugview.Lane
-}
-
-func newMemReader() *memReader {
+// sampleData is three succeeded text jobs and two lanes.
+func sampleData() readertest.Dataset {
 	at := time.Date(2026, 11, 29, 19, 20, 17, 123456000, time.UTC)
-	m := &memReader{attempts: map[string][]debugview.Attempt{}, events: map[string][]debugview.Event{}}
+	d := readertest.Dataset{Attempts: map[string][]debugview.Attempt{}, Events: map[string][]debugview.Event{}}
 	for i := 3; i >= 1; i-- {
 		id := fmt.Sprintf("j_%04d", i)
 		created := at.Add(time.Duration(i) * time.Second)
-		m.jobs = append(m.jobs, debugview.Job{ID: id, Kind: "text", Status: "succeeded", AttemptCount: 1, CreatedAt: created, UpdatedAt: created.Add(time.Second)})
-		m.attempts[id] = []debugview.Attempt{{ID: "a_" + id, Ordinal: 1, Status: "succeeded", Lane: "worker-1#1",
+		d.Jobs = append(d.Jobs, debugview.Job{ID: id, Kind: "text", Status: "succeeded", AttemptCount: 1, CreatedAt: created, UpdatedAt: created.Add(time.Second)})
+		d.Attempts[id] = []debugview.Attempt{{ID: "a_" + id, Ordinal: 1, Status: "succeeded", Lane: "worker-1#1",
 			LeasedAt: created.Add(100 * time.Millisecond), DeadlineAt: created.Add(30 * time.Second), CompletedAt: created.Add(time.Second)}}
-		m.events[id] = []debugview.Event{
+		d.Events[id] = []debugview.Event{
 			{Seq: 1, Type: "submitted", At: created},
 			{Seq: 2, Type: "leased", At: created.Add(100 * time.Millisecond), Attempt: 1},
 			{Seq: 3, Type: "succeeded", At: created.Add(time.Second), Attempt: 1},
 		}
 	}
-	m.lanes = []debugview.Lane{
+	d.Lanes = []debugview.Lane{
 		{Lane: "worker-1", WorkerID: "worker-1", Pool: "default", Connected: true, ConnectedAt: at},
 		{Lane: "worker-1#1", WorkerID: "worker-1", Pool: "default", Connected: false, ConnectedAt: at, DisconnectedAt: at.Add(time.Minute)},
 	}
-	return m
-}
-
-func (m *memReader) DebugJobs(_ context.Context, after debugview.JobPosition, limit int) ([]debugview.Job, error) {
-	var out []debugview.Job
-	started := after.ID == ""
-	for _, j := range m.jobs {
-		if started && len(out) < limit {
-			out = append(out, j)
-		}
-		if j.ID == after.ID {
-			started = true
-		}
-	}
-	return out, nil
-}
-
-func (m *memReader) DebugLanes(_ context.Context, after string, limit int) ([]debugview.Lane, error) {
-	var out []debugview.Lane
-	for _, l := range m.lanes {
-		if l.Lane > after && len(out) < limit {
-			out = append(out, l)
-		}
-	}
-	return out, nil
-}
-
-func (m *memReader) DebugJob(_ context.Context, id string) (debugview.Job, []debugview.Attempt, error) {
-	for _, j := range m.jobs {
-		if j.ID == id {
-			return j, m.attempts[id], nil
-		}
-	}
-	return debugview.Job{}, nil, debugview.ErrNotFound
-}
-
-func (m *memReader) DebugEvents(_ context.Context, id string, after int64, limit int) ([]debugview.Event, error) {
-	var out []debugview.Event
-	for _, e := range m.events[id] {
-		if e.Seq > after && len(out) < limit {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return d
 }
 
 // page is one attached browser tab.
@@ -207,7 +158,7 @@ func TestViewerInHeadlessChromium(t *testing.T) {
 	defer cancel()
 
 	rec := &recorder{}
-	viewer := debugview.New(newMemReader(), func(r *http.Request) bool {
+	viewer := debugview.New(readertest.NewMemory(sampleData()), func(r *http.Request) bool {
 		return r.Header.Get("Authorization") == "Bearer "+browserToken
 	}, time.Now)
 	mux := http.NewServeMux()
