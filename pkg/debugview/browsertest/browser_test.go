@@ -26,17 +26,20 @@ const (
 	wrongToken   = "wrong-token-value"
 )
 
-// chromiumPath finds the browser: $FORGE_CHROMIUM or chromium on PATH.
+// chromiumPath finds the browser: $FORGE_CHROMIUM, else the first of the
+// usual Chromium/Chrome command names on PATH.
 func chromiumPath(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("FORGE_CHROMIUM"); p != "" {
 		return p
 	}
-	p, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium not found: install the Debian package chromium or set FORGE_CHROMIUM")
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome-stable", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
 	}
-	return p
+	t.Fatal("no Chromium found: install the Debian package chromium or set FORGE_CHROMIUM")
+	return ""
 }
 
 // artifactDir is where the screenshot goes: $FORGE_ARTIFACT_DIR if set.
