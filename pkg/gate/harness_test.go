@@ -82,18 +82,30 @@ type testGate struct {
 
 func startGate(t testing.TB, cfg *Config, sec *Secrets, db string, clk *clock) *testGate {
 	t.Helper()
-	if db == "" {
-		db = filepath.Join(t.TempDir(), "state", "forge.db")
-	}
 	if clk == nil {
 		clk = newClock()
+	}
+	tg := startGateAt(t, cfg, sec, db, clk.Now)
+	tg.clock = clk
+	return tg
+}
+
+// startGateClock starts a Gate on a fresh database with the given clock.
+func startGateClock(t testing.TB, cfg *Config, sec *Secrets, now func() time.Time) *testGate {
+	return startGateAt(t, cfg, sec, "", now)
+}
+
+func startGateAt(t testing.TB, cfg *Config, sec *Secrets, db string, now func() time.Time) *testGate {
+	t.Helper()
+	if db == "" {
+		db = filepath.Join(t.TempDir(), "state", "forge.db")
 	}
 	st, err := store.Open(context.Background(), db)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	g, err := New(cfg, sec, st, log, clk.Now)
+	g, err := New(cfg, sec, st, log, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +114,7 @@ func startGate(t testing.TB, cfg *Config, sec *Secrets, db string, clk *clock) *
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	tg := &testGate{t: t, cfg: cfg, sec: sec, db: db, clock: clk, st: st, g: g, addr: ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
+	tg := &testGate{t: t, cfg: cfg, sec: sec, db: db, st: st, g: g, addr: ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
 	go func() { tg.done <- g.Serve(ctx, ln) }()
 	t.Cleanup(tg.stop)
 	tg.waitReady()

@@ -162,10 +162,20 @@ func (g *Gate) handleWorker(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errTooManyConns)
 		return
 	}
-	defer g.workerConns[p.worker].Add(-1)
 	g.wg.Add(1)
-	defer g.wg.Done()
-	wire.Upgrade(w, r, func(c *wire.Conn) { g.serveLane(c, p.worker) })
+	c, err := wire.Accept(w, r)
+	if err != nil {
+		g.workerConns[p.worker].Add(-1)
+		g.wg.Done()
+		return
+	}
+	// The lane runs on its own goroutine; this handler's goroutine ends.
+	go func() {
+		defer g.wg.Done()
+		defer g.workerConns[p.worker].Add(-1)
+		defer c.Close()
+		g.serveLane(c, p.worker)
+	}()
 }
 
 // serveLane runs one connection: hello, welcome, then requests until the

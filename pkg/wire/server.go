@@ -1,20 +1,75 @@
 package wire
 
 import (
+	"bufio"
+	"errors"
+	"net"
 	"net/http"
+	"sync/atomic"
 
 	"golang.org/x/net/websocket"
 )
 
-// Upgrade turns an already authenticated upgrade request into a Conn and
-// runs serve on it; the connection is closed when serve returns. It accepts
-// clients without an Origin header (Workers are not browsers), which
-// websocket.Handler would refuse. A request that is not a valid WebSocket
-// handshake gets an HTTP error and serve is not called.
-func Upgrade(w http.ResponseWriter, r *http.Request, serve func(*Conn)) {
+// ErrHandshake reports a request that was not a valid WebSocket handshake;
+// an HTTP error has already been written.
+var ErrHandshake = errors.New("wire: not a valid WebSocket handshake")
+
+// Accept completes the WebSocket handshake of an already authenticated
+// upgrade request and returns the connection; the caller owns it and must
+// Close it. The HTTP handler may return (and its goroutine end) while the
+// connection lives on, so a served lane costs one goroutine, not two. It
+// accepts clients without an Origin header (Workers are not browsers),
+// which websocket.Handler would refuse.
+func Accept(w http.ResponseWriter, r *http.Request) (*Conn, error) {
+	if _, ok := w.(http.Hijacker); !ok {
+		return nil, errors.New("wire: connection cannot be hijacked")
+	}
+	hw := &holdWriter{ResponseWriter: w}
+	var ws *websocket.Conn
 	s := websocket.Server{
 		Handshake: func(*websocket.Config, *http.Request) error { return nil },
-		Handler:   func(ws *websocket.Conn) { serve(NewConn(ws)) },
+		Handler:   func(c *websocket.Conn) { ws = c },
 	}
-	s.ServeHTTP(w, r)
+	// websocket.Server closes the hijacked connection when its handler
+	// returns; the held connection ignores that close until released.
+	s.ServeHTTP(hw, r)
+	if hw.conn == nil {
+		return nil, ErrHandshake
+	}
+	hw.conn.release()
+	if ws == nil {
+		hw.conn.Close()
+		return nil, ErrHandshake
+	}
+	return NewConn(ws), nil
+}
+
+// holdWriter hands websocket.Server a connection whose Close is deferred.
+type holdWriter struct {
+	http.ResponseWriter
+	conn *heldConn
+}
+
+func (h *holdWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, buf, err := h.ResponseWriter.(http.Hijacker).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	h.conn = &heldConn{Conn: c}
+	h.conn.held.Store(true)
+	return h.conn, buf, nil
+}
+
+type heldConn struct {
+	net.Conn
+	held atomic.Bool
+}
+
+func (c *heldConn) release() { c.held.Store(false) }
+
+func (c *heldConn) Close() error {
+	if c.held.Load() {
+		return nil
+	}
+	return c.Conn.Close()
 }

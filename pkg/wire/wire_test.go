@@ -233,7 +233,13 @@ func TestConnOverWebSocket(t *testing.T) {
 			http.Error(w, "no", http.StatusUnauthorized)
 			return
 		}
-		Upgrade(w, r, func(c *Conn) {
+		c, err := Accept(w, r)
+		if err != nil {
+			errs <- err
+			return
+		}
+		go func() {
+			defer c.Close()
 			e, err := c.Receive()
 			if err != nil {
 				errs <- err
@@ -246,7 +252,7 @@ func TestConnOverWebSocket(t *testing.T) {
 			}
 			_, err = c.Receive()
 			errs <- err
-		})
+		}()
 	}))
 	defer srv.Close()
 	url := "ws" + strings.TrimPrefix(srv.URL, "http")
@@ -288,6 +294,23 @@ func TestConnOverWebSocket(t *testing.T) {
 	_ = websocket.Message.Send(c.ws, string(big))
 	if err := <-errs; !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("server got %v, want ErrTooLarge", err)
+	}
+}
+
+func TestAcceptRejectsPlainRequest(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := Accept(w, r); !errors.Is(err, ErrHandshake) {
+			t.Errorf("Accept of a plain request: %v", err)
+		}
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("status %d", resp.StatusCode)
 	}
 }
 
