@@ -47,6 +47,17 @@
 // 1, 2, 3, ... up to ProgressFrames. Failure names one of the four
 // categories.
 //
+// # Limits
+//
+// The v1 limits are fixed and initialize.limits must equal V1Limits
+// exactly: frame_bytes 1048576 (JSON bytes, LF not counted),
+// progress_frames 128, text_bytes 65536 (text input and output),
+// progress_text_bytes 1024, commit_subject_bytes 256. The agent report
+// allows a summary of SummaryBytes and 1..MaxChanges changes of ChangeBytes
+// each. Where the protocol names no bound this package chooses one:
+// InstructionBytes, WorkspaceBytes and MaxTimeoutMS. All sizes are UTF-8
+// bytes.
+//
 // Cancel may cross the plugin's terminal frame in flight: a Session accepts
 // one cancel before or after the terminal frame, and the plugin may still
 // finish with any terminal frame after a cancel (the Worker treats its own
