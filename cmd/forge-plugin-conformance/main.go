@@ -12,6 +12,9 @@
 //
 // The plugin gets a minimal environment: PATH (the caller's, or a default
 // system PATH), plus CODEX_BIN and CODEX_HOME when the caller has them set.
+// One valid session runs through pkg/plugin/host, the Worker's runner, and
+// on Linux under the child-subreaper wrapper, which is this same binary
+// started with supervise.ReaperArg as its first argument.
 package main
 
 import (
@@ -29,9 +32,15 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/buildinfo"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/plugin/conformance"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 func main() {
+	// Reaper mode: this binary is also the Linux child-subreaper wrapper
+	// the host-runner session starts around the plugin.
+	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
+		os.Exit(supervise.ReaperMain(os.Args[2:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
@@ -101,6 +110,9 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		Operation: operation,
 		Timeout:   *timeout,
 		Env:       pluginEnv(),
+	}
+	if self, err := os.Executable(); err == nil {
+		cfg.Reaper = self
 	}
 	if *pattern != "" {
 		re, err := regexp.Compile(*pattern)

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/plugin/serve"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 // fakeWorkspaceArg turns the test binary into a workspace_edit plugin built
@@ -21,6 +23,9 @@ import (
 const fakeWorkspaceArg = "conformance-fake-workspace-plugin"
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
+		os.Exit(supervise.ReaperMain(os.Args[2:]))
+	}
 	if len(os.Args) > 2 && os.Args[1] == fakeWorkspaceArg {
 		os.Exit(fakeWorkspacePlugin(os.Args[2]))
 	}
@@ -30,10 +35,15 @@ func TestMain(m *testing.M) {
 // fakeWorkspacePlugin edits the workspace like a coding agent would:
 // "ok" writes CONFORMANCE.md and reports it, "no-change" reports success
 // without editing, "commit" edits and then commits (which plugins must
-// never do).
+// never do), "touch-on-read" writes into any workspace path it reads on
+// stdin before validating the frame.
 func fakeWorkspacePlugin(mode string) int {
 	caps := []plugin.Capability{plugin.CapWorkspaceEdit, plugin.CapCancel, plugin.CapCommitSubject, plugin.CapAgentReport}
-	err := serve.ServeWithProgress(context.Background(), os.Stdin, os.Stdout, caps,
+	var stdin io.Reader = os.Stdin
+	if mode == "touch-on-read" {
+		stdin = &touchingReader{r: os.Stdin}
+	}
+	err := serve.ServeWithProgress(context.Background(), stdin, os.Stdout, caps,
 		func(ctx context.Context, req serve.Request, progress serve.Progress) (serve.Result, error) {
 			_ = progress(plugin.StageStarted, "editing")
 			if mode != "no-change" {
@@ -67,6 +77,28 @@ func fakeWorkspacePlugin(mode string) int {
 // directories first, so python3 is the system interpreter rather than a
 // version-manager shim that takes a shell and ~100 ms to start (the suite
 // starts well over a hundred processes per run).
+// touchingReader writes a file into the first workspace path that passes
+// through it, valid frame or not.
+type touchingReader struct {
+	r       io.Reader
+	seen    []byte
+	touched bool
+}
+
+var workspaceField = regexp.MustCompile(`"workspace":"(/[^"]+)"`)
+
+func (t *touchingReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if !t.touched && len(t.seen) < 1<<20 {
+		t.seen = append(t.seen, p[:n]...)
+		if m := workspaceField.FindSubmatch(t.seen); m != nil {
+			t.touched = true
+			_ = os.WriteFile(filepath.Join(string(m[1]), "EARLY.md"), []byte("too early\n"), 0o600)
+		}
+	}
+	return n, err
+}
+
 func pluginEnv() []string { return []string{"PATH=/usr/bin:/bin:" + os.Getenv("PATH")} }
 
 // buildRefPlugin builds cmd/forge-ref-plugin once per test binary run.
@@ -123,8 +155,19 @@ func requireAllPass(t *testing.T, op plugin.Operation, sum Summary, got map[stri
 	}
 }
 
+// selfReaper is the test binary, which dispatches the reaper mode in
+// TestMain, so host-runner sessions run under the Linux wrapper.
+func selfReaper(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return self
+}
+
 func TestReferencePluginPassesEveryScenario(t *testing.T) {
-	sum, got := runSuite(t, Config{Command: []string{refPlugin(t)}, Operation: plugin.OpText})
+	sum, got := runSuite(t, Config{Command: []string{refPlugin(t)}, Operation: plugin.OpText, Reaper: selfReaper(t)})
 	requireAllPass(t, plugin.OpText, sum, got)
 }
 
@@ -142,7 +185,7 @@ func TestWorkspacePluginPassesEveryScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, got := runSuite(t, Config{Command: []string{self, fakeWorkspaceArg, "ok"}, Operation: plugin.OpWorkspaceEdit})
+	sum, got := runSuite(t, Config{Command: []string{self, fakeWorkspaceArg, "ok"}, Operation: plugin.OpWorkspaceEdit, Reaper: self})
 	requireAllPass(t, plugin.OpWorkspaceEdit, sum, got)
 }
 
@@ -199,11 +242,17 @@ func TestBrokenPluginsFail(t *testing.T) {
 				"id-mismatch-execute": "not compact",
 			}},
 		{name: "extra trailing frame", command: broken("trailing-frame"),
-			run:  []string{"session-valid", "version-v2"},
-			fail: map[string]string{"session-valid": "after the terminal frame"}},
+			run: []string{"session-valid", "session-host-runner", "version-v2"},
+			fail: map[string]string{
+				"session-valid":       "after the terminal frame",
+				"session-host-runner": "host runner: plugin protocol violation",
+			}},
 		{name: "slow exit", command: broken("slow-exit"),
-			run:  []string{"session-valid", "version-v2"},
-			fail: map[string]string{"session-valid": "within 250 ms"}},
+			run: []string{"session-valid", "session-host-runner", "version-v2"},
+			fail: map[string]string{
+				"session-valid":       "within 250 ms",
+				"session-host-runner": "host runner: plugin protocol violation",
+			}},
 		{name: "wrong id", command: broken("wrong-id"),
 			run:  []string{"session-valid", "version-v2"},
 			fail: map[string]string{"session-valid": "id does not match"}},
@@ -239,6 +288,12 @@ func TestBrokenPluginsFail(t *testing.T) {
 		{name: "plugin commits", command: brokenWorkspace("commit"), op: plugin.OpWorkspaceEdit,
 			run:  []string{"session-valid", "session-minimal-offer", "payload-timeout-zero"},
 			fail: map[string]string{"session-valid": "moved HEAD", "session-minimal-offer": "moved HEAD"}},
+		{name: "plugin edits on an invalid request", command: brokenWorkspace("touch-on-read"), op: plugin.OpWorkspaceEdit,
+			run: []string{"payload-timeout-zero", "field-unknown-execute", "version-v2"},
+			fail: map[string]string{
+				"payload-timeout-zero":  "an invalid request changed the workspace",
+				"field-unknown-execute": "an invalid request changed the workspace",
+			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

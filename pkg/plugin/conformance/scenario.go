@@ -26,6 +26,9 @@ const (
 	// terminal frame, clean stdout EOF and exit 0 within 250 ms after
 	// stdin is closed.
 	ExpectSession
+	// ExpectHostRun: the valid request run through pkg/plugin/host, the
+	// Worker's own runner, must succeed with a result.
+	ExpectHostRun
 )
 
 func (e Expect) String() string {
@@ -38,6 +41,8 @@ func (e Expect) String() string {
 		return "initialized, at most one terminal frame, nonzero exit"
 	case ExpectSession:
 		return "valid session, exit 0"
+	case ExpectHostRun:
+		return "valid session through the Worker's runner"
 	}
 	return "unknown"
 }

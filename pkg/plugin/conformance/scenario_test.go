@@ -160,7 +160,7 @@ func TestScenariosAgreeWithProtocol(t *testing.T) {
 					if err == nil || n == 0 || !sess.Executing() {
 						t.Fatalf("want a valid execute then a violation, got %d valid frames (%v)", n, err)
 					}
-				case ExpectSession:
+				case ExpectSession, ExpectHostRun:
 					if n, err := workerFrames(sess, data, frames); err != nil {
 						t.Fatalf("frame %d of a valid session is invalid: %v", n+1, err)
 					}

@@ -64,6 +64,7 @@ func sessionScenarios(op plugin.Operation) []Scenario {
 		session("session-valid", nil, execute),
 		session("session-minimal-offer", []plugin.Capability{op.Capability()}, execute),
 		session("session-every-capability-offered", reversed, execute),
+		{Name: "session-host-runner", Class: "session", Expect: ExpectHostRun, Bytes: execute},
 		// Escapes, a surrogate pair, raw multi-byte UTF-8 and an escaped
 		// LF inside the string: all valid, none a line break on the wire.
 		session("session-escaped-payload", nil, func(r *Request) string {

@@ -37,6 +37,11 @@ type Config struct {
 	Now func() time.Time
 	// Random is the source of session ids; nil means crypto/rand.
 	Random io.Reader
+	// Reaper is passed to pkg/plugin/host for the host-runner session: a
+	// binary that dispatches supervise.ReaperArg (see pkg/supervise), so
+	// on Linux the plugin runs under the Worker's child-subreaper wrapper.
+	// Empty runs that session without the wrapper.
+	Reaper string
 }
 
 // DefaultTimeout is the per-scenario bound when Config.Timeout is zero.
@@ -98,6 +103,7 @@ type suite struct {
 	dir         string            // private temp directory
 	initialized map[string][]byte // offer -> initialized frame with the id replaced
 	seq         int
+	template    *workspace // workspace_edit: the repository every workspace copies
 }
 
 // Run runs every selected scenario against the plugin in order, calling
@@ -206,6 +212,10 @@ func (s *suite) runOne(ctx context.Context, sc Scenario) Result {
 	if ws != nil {
 		defer os.RemoveAll(ws.dir)
 	}
+	if sc.Expect == ExpectHostRun {
+		res.Err = s.judgeHostRun(ctx, r, ws)
+		return res
+	}
 	p, err := startProc(s.cfg.Command, s.cfg.Env, s.now)
 	if err != nil {
 		res.Err = err
@@ -259,7 +269,12 @@ func (s *suite) request(sc Scenario) (*Request, *workspace, error) {
 	if s.cfg.Operation != plugin.OpWorkspaceEdit {
 		return r, nil, nil
 	}
-	ws, err := newWorkspace(filepath.Join(s.dir, fmt.Sprintf("workspace-%d", s.seq)), s.dir, lookupEnv(s.cfg.Env, "PATH"))
+	if s.template == nil {
+		if s.template, err = newTemplate(filepath.Join(s.dir, "template"), s.dir, lookupEnv(s.cfg.Env, "PATH")); err != nil {
+			return nil, nil, err
+		}
+	}
+	ws, err := s.template.clone(filepath.Join(s.dir, fmt.Sprintf("workspace-%d", s.seq)))
 	if err != nil {
 		return nil, nil, err
 	}

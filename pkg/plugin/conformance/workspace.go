@@ -22,9 +22,10 @@ type workspace struct {
 // gitTimeout bounds each git command the suite runs itself.
 const gitTimeout = 30 * time.Second
 
-// newWorkspace creates dir as a git repository with one commit, using an
-// isolated git configuration (no system or global config, no prompts).
-func newWorkspace(dir, home, path string) (*workspace, error) {
+// newTemplate creates dir as a git repository with one commit, using an
+// isolated git configuration (no system or global config, no templates,
+// no prompts). Scenario workspaces are copies of it.
+func newTemplate(dir, home, path string) (*workspace, error) {
 	w := &workspace{dir: dir, env: []string{
 		"PATH=" + path,
 		"HOME=" + home,
@@ -36,7 +37,7 @@ func newWorkspace(dir, home, path string) (*workspace, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, errors.New("create workspace directory")
 	}
-	if _, err := w.git("init", "-q", "-b", "main"); err != nil {
+	if _, err := w.git("init", "-q", "--template=", "-b", "main"); err != nil {
 		return nil, err
 	}
 	readme := "# Conformance workspace\n\nA plugin under test may edit this repository.\n"
@@ -58,6 +59,39 @@ func newWorkspace(dir, home, path string) (*workspace, error) {
 	return w, nil
 }
 
+// clone copies the template to dir: a fresh repository at the same commit.
+func (w *workspace) clone(dir string) (*workspace, error) {
+	if err := copyTree(w.dir, dir); err != nil {
+		return nil, errors.New("copy workspace")
+	}
+	return &workspace{dir: dir, head: w.head, env: w.env}, nil
+}
+
+// copyTree copies the regular files and directories under src to dst.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.Mkdir(target, 0o700)
+		}
+		if !d.Type().IsRegular() {
+			return errors.New("unexpected file type in the template")
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o600)
+	})
+}
+
 // git runs one git command in the workspace and returns its trimmed
 // stdout. Errors name the git subcommand only.
 func (w *workspace) git(args ...string) (string, error) {
@@ -77,17 +111,21 @@ func (w *workspace) git(args ...string) (string, error) {
 }
 
 // state reports whether the working tree differs from HEAD (tracked or
-// untracked changes) and whether HEAD moved.
+// untracked changes) and whether HEAD moved, with one git command.
 func (w *workspace) state() (changed, moved bool, err error) {
-	status, err := w.git("status", "--porcelain", "--untracked-files=all")
+	status, err := w.git("status", "--porcelain=v2", "--branch", "--untracked-files=all")
 	if err != nil {
 		return false, false, err
 	}
-	head, err := w.git("rev-parse", "HEAD")
-	if err != nil {
-		return false, false, err
+	head := ""
+	for _, line := range strings.Split(status, "\n") {
+		if oid, ok := strings.CutPrefix(line, "# branch.oid "); ok {
+			head = oid
+		} else if line != "" && !strings.HasPrefix(line, "# ") {
+			changed = true
+		}
 	}
-	return status != "", head != w.head, nil
+	return changed, head != w.head, nil
 }
 
 // checkAfterSession requires, after a successful edit, a changed working
