@@ -5,6 +5,7 @@
 // Usage:
 //
 //	forge-plugin-conformance [-operation text|workspace_edit] [-timeout D] [-run REGEXP] PLUGIN [ARGS...]
+//	forge-plugin-conformance [-operation text|workspace_edit] -list
 //
 // It prints "PASS name" or "FAIL name: reason" per scenario and a summary
 // line. Exit codes: 0 every scenario passed, 1 a scenario failed or the
@@ -76,6 +77,7 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 	timeout := fs.Duration("timeout", conformance.DefaultTimeout, "bound of each scenario")
 	pattern := fs.String("run", "", "run only scenarios whose name matches this regular expression")
 	version := fs.Bool("version", false, "print the version and exit")
+	list := fs.Bool("list", false, "list the scenarios of the operation (name, class, expectation) and exit")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: forge-plugin-conformance [-operation text|workspace_edit] [-timeout D] [-run REGEXP] PLUGIN [ARGS...]")
 		fs.PrintDefaults()
@@ -98,6 +100,12 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 	operation := plugin.Operation(*op)
 	if !operation.Valid() {
 		return bad("-operation must be text or workspace_edit")
+	}
+	if *list {
+		for _, sc := range conformance.Scenarios(operation) {
+			fmt.Fprintf(stdout, "%s\t%s\t%s\n", sc.Name, sc.Class, sc.Expect)
+		}
+		return nil
 	}
 	if *timeout <= 0 || *timeout > 24*time.Hour {
 		return bad("-timeout must be positive and at most 24h")

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/0k-lab/agent-forge/pkg/plugin"
+	"github.com/0k-lab/agent-forge/pkg/plugin/conformance"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
@@ -64,6 +66,19 @@ func TestVersion(t *testing.T) {
 	code, stdout, _ := runCLI("-version")
 	if code != 0 || !strings.HasPrefix(stdout, "forge-plugin-conformance ") {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
+	}
+}
+
+func TestListPrintsEveryScenario(t *testing.T) {
+	for _, op := range []string{"text", "workspace_edit"} {
+		code, stdout, _ := runCLI("-operation", op, "-list")
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		if code != 0 || len(lines) != len(conformance.Scenarios(plugin.Operation(op))) {
+			t.Fatalf("%s: exit %d, %d lines", op, code, len(lines))
+		}
+		if !strings.HasPrefix(lines[0], "session-valid\tsession\t") {
+			t.Fatalf("%s: first line %q", op, lines[0])
+		}
 	}
 }
 

@@ -327,6 +327,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"no command":       {Operation: plugin.OpText},
 		"bad operation":    {Command: []string{"true"}, Operation: "shout", Env: pluginEnv()},
 		"plugin not found": {Command: []string{"no-such-plugin-anywhere"}, Operation: plugin.OpText, Env: pluginEnv()},
+		"not executable":   {Command: []string{"testdata/README.md"}, Operation: plugin.OpText, Env: pluginEnv()},
 	}
 	for name, cfg := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -172,6 +172,9 @@ func resolveCommand(cmd, env []string) ([]string, error) {
 		if err != nil {
 			return nil, errors.New("conformance: cannot resolve the plugin path")
 		}
+		if !executable(abs) {
+			return nil, errors.New("conformance: the plugin is not an executable file")
+		}
 		out[0] = abs
 		return out, nil
 	}
@@ -179,13 +182,17 @@ func resolveCommand(cmd, env []string) ([]string, error) {
 		if dir == "" || !filepath.IsAbs(dir) {
 			continue
 		}
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		if p := filepath.Join(dir, name); executable(p) {
 			out[0] = p
 			return out, nil
 		}
 	}
 	return nil, errors.New("conformance: plugin not found in PATH")
+}
+
+func executable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 func lookupEnv(env []string, key string) string {
