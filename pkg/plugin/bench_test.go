@@ -17,6 +17,15 @@ func BenchmarkDecodeFrame(b *testing.B) {
 	}
 }
 
+func BenchmarkDecodeSmallFrame(b *testing.B) {
+	line := []byte(`{"version":"v1","id":"` + testID + `","type":"execute","operation":"text","input":"hello"}`)
+	for b.Loop() {
+		if _, err := DecodeFrame(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkEncodeFrame(b *testing.B) {
 	out := strings.Repeat("HELLO ", 1000)
 	f := Frame{ID: testID, Type: TypeResult, Output: &out}
