@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 //	env             answers with its sorted environment and working directory
 //	block SOCK      dials SOCK, writes "started", waits for the Worker's
 //	                cancel, writes "cancelled", ends with failure{cancelled}
+//	slow            upper-cases the input after 2 s (several test lease TTLs)
 //	fail            failure{execution_failed}
 //	garbage         writes a non-frame line and exits 1
 //	hang            ignores everything until killed
@@ -74,6 +75,15 @@ func testPlugin(args []string) int {
 			<-ctx.Done()
 			fmt.Fprintln(c, "cancelled")
 			return serve.Result{}, ctx.Err()
+		}
+	case "slow":
+		h = func(ctx context.Context, r serve.Request) (serve.Result, error) {
+			select {
+			case <-time.After(2 * time.Second):
+			case <-ctx.Done():
+				return serve.Result{}, ctx.Err()
+			}
+			return serve.Result{Output: strings.ToUpper(r.Input)}, nil
 		}
 	case "fail":
 		h = func(context.Context, serve.Request) (serve.Result, error) {
