@@ -83,10 +83,30 @@ def is_terminal(line):
     return b'"type":"result"' in line or b'"type":"failure"' in line
 
 
+def progress(sid, seq, text=b"extra"):
+    return (b'{"version":"v1","id":"' + sid + b'","type":"progress","sequence":' +
+            str(seq).encode() + b',"stage":"working","text":"' + text + b'"}\n')
+
+
 def pump_stdout(mode, child):
     out = sys.stdout.buffer
     wrote = False
+    seq = 0
     for line in child.stdout:
+        if b'"type":"progress"' in line:
+            seq += 1
+        if mode == "progress-flood" and is_terminal(line):
+            for n in range(seq + 1, 131):
+                out.write(progress(session_id(line), n))
+        elif mode == "progress-long-text" and is_terminal(line):
+            out.write(progress(session_id(line), seq + 1, b"x" * 1025))
+        elif mode == "result-extra-field" and b'"type":"result"' in line:
+            line = line.replace(b"}\n", b',"commit_subject":"feat: x"}\n')
+        elif mode == "failure-on-valid" and b'"type":"result"' in line:
+            line = (b'{"version":"v1","id":"' + session_id(line) +
+                    b'","type":"failure","category":"execution_failed"}\n')
+        elif mode == "select-unoffered" and b'"type":"initialized"' in line:
+            line = line.replace(b'"]}', b'","agent_report"]}')
         if mode == "noncompact":
             line = line.replace(b'":', b'": ', 1)
         elif mode == "wrong-id":
