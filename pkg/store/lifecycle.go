@@ -8,22 +8,40 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/policy"
 )
 
-const insertEventSQL = `INSERT INTO events (job_id, type, at, attempt, code) VALUES (?, ?, ?, ?, ?)`
+// ev is one event row to insert.
+type ev struct {
+	typ     string
+	attempt int
+	code    string
+}
 
-func (t *wtx) event(jobID, typ string, at int64, attempt int, code string) error {
-	var a, c any
-	if attempt > 0 {
-		a = attempt
+// events inserts one or more events for a job in a single statement.
+func (t *wtx) events(jobID string, at int64, evs ...ev) error {
+	var b strings.Builder
+	b.WriteString("INSERT INTO events (job_id, type, at, attempt, code) VALUES ")
+	args := make([]any, 0, 5*len(evs))
+	for i, e := range evs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?)")
+		var a, c any
+		if e.attempt > 0 {
+			a = e.attempt
+		}
+		if e.code != "" {
+			c = e.code
+		}
+		args = append(args, jobID, e.typ, at, a, c)
 	}
-	if code != "" {
-		c = code
-	}
-	_, err := t.exec(insertEventSQL, jobID, typ, at, a, c)
+	_, err := t.exec(b.String(), args...)
 	return err
 }
 
@@ -62,26 +80,22 @@ func (s *Store) Submit(ctx context.Context, j NewJob, now time.Time) (Job, error
 	if !ok {
 		return Job{}, invalid("task is not a JSON object")
 	}
-	p, err := policy.Decode(j.Policy)
+	p, err := s.policies.decode(j.Policy)
 	if err != nil {
-		return Job{}, invalid("policy does not decode")
-	}
-	if !bytes.Equal(p.Canonical(), j.Policy) {
-		return Job{}, invalid("policy is not canonical")
+		return Job{}, err
 	}
 	us := now.UnixMicro()
 	job := Job{
 		ID: j.ID, Kind: j.Kind, Status: JobPending, RepositoryID: j.RepositoryID,
 		CreatedAt: fromMicros(us), UpdatedAt: fromMicros(us),
-		Pool: j.Pool, PluginID: p.Execution.PluginID,
+		Pool: j.Pool, PluginID: p.pluginID,
 	}
 	err = s.w.do(ctx, func(t *wtx) error {
 		res, err := t.exec(`INSERT INTO jobs (id, kind, task, pool, plugin_id, repository_id, policy,
   lease_ttl_us, retry_base_us, max_attempts, status, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (id) DO NOTHING`,
-			j.ID, j.Kind, task, j.Pool, p.Execution.PluginID, nullable(j.RepositoryID), j.Policy,
-			p.Lifecycle.LeaseTTL.Std().Microseconds(), p.Lifecycle.RetryBase.Std().Microseconds(),
-			p.Lifecycle.MaxAttempts, us, us)
+			j.ID, j.Kind, task, j.Pool, p.pluginID, nullable(j.RepositoryID), j.Policy,
+			p.leaseTTL, p.retryBase, p.maxAttempts, us, us)
 		if err != nil {
 			return err
 		}
@@ -91,7 +105,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (id) DO NOTHI
 			}
 			return ErrConflict
 		}
-		return t.event(j.ID, EventSubmitted, us, 0, "")
+		return t.events(j.ID, us, ev{typ: EventSubmitted})
 	})
 	if err != nil {
 		return Job{}, err
@@ -105,12 +119,43 @@ func newAttemptID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func jsonList(ids []string) string {
+// inList appends "?n, ?n+1, ..." placeholders for ids to b and their values
+// to args. An empty list yields NULL, which matches nothing.
+func inList(b *strings.Builder, args []any, ids []string) []any {
 	if len(ids) == 0 {
-		return "[]"
+		b.WriteString("NULL")
+		return args
 	}
-	b, _ := json.Marshal(ids)
-	return string(b)
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		args = append(args, id)
+		b.WriteString("?" + strconv.Itoa(len(args)))
+	}
+	return args
+}
+
+// leaseQuery builds the one statement that checks the lane (live, busy)
+// and picks the oldest eligible job. Parameters: ?1 lane, ?2 generation,
+// ?3 pool, ?4 now, then the plugin and repository ids.
+func leaseQuery(lane, generation, pool string, us int64, plugins, repositories []string) (string, []any) {
+	args := []any{lane, generation, pool, us}
+	var b strings.Builder
+	b.WriteString(`SELECT l.live, l.busy, c.seq, c.id, c.kind, c.task, c.repository_id, c.plugin_id, c.policy,
+  c.lease_ttl_us, c.attempt_count
+FROM (SELECT EXISTS (SELECT 1 FROM lanes WHERE lane = ?1 AND generation = ?2 AND connected = 1) AS live,
+             EXISTS (SELECT 1 FROM attempts WHERE lane = ?1 AND generation = ?2 AND status = 'leased') AS busy) AS l
+LEFT JOIN (SELECT seq, id, kind, task, repository_id, plugin_id, policy, lease_ttl_us, attempt_count
+  FROM jobs
+  WHERE pool = ?3 AND status IN ('pending', 'retry_wait') AND (status = 'pending' OR retry_at <= ?4)
+    AND plugin_id IN (`)
+	args = inList(&b, args, plugins)
+	b.WriteString(`) AND (kind = 'text' OR repository_id IN (`)
+	args = inList(&b, args, repositories)
+	b.WriteString(`))
+  ORDER BY seq LIMIT 1) AS c ON l.live AND NOT l.busy`)
+	return b.String(), args
 }
 
 // Lease hands the oldest eligible job in pool to the lane's live
@@ -126,16 +171,21 @@ func (s *Store) Lease(ctx context.Context, lane, generation, pool string, plugin
 		!validIDList(plugins, MaxListPlugins) || !validIDList(repositories, MaxListRepositories) {
 		return nil, invalid("malformed lease request")
 	}
-	pl, rl := jsonList(plugins), jsonList(repositories)
 	us := now.UnixMicro()
+	query, args := leaseQuery(lane, generation, pool, us, plugins, repositories)
 	var out *Lease
 	err := s.w.do(ctx, func(t *wtx) error {
 		out = nil
-		var live, busy bool
-		if err := t.queryRow(`SELECT
-  EXISTS (SELECT 1 FROM lanes WHERE lane = ?1 AND generation = ?2 AND connected = 1),
-  EXISTS (SELECT 1 FROM attempts WHERE lane = ?1 AND generation = ?2 AND status = 'leased')`,
-			lane, generation).Scan(&live, &busy); err != nil {
+		var (
+			live, busy   bool
+			seq, ttl     sql.NullInt64
+			count        sql.NullInt64
+			id, kind     sql.NullString
+			task, pol    sql.NullString
+			repo, plugin sql.NullString
+		)
+		if err := t.w.conn.QueryRowContext(t.ctx, query, args...).Scan(&live, &busy, &seq, &id, &kind, &task, &repo,
+			&plugin, &pol, &ttl, &count); err != nil {
 			return err
 		}
 		if !live {
@@ -144,41 +194,27 @@ func (s *Store) Lease(ctx context.Context, lane, generation, pool string, plugin
 		if busy {
 			return ErrLaneBusy
 		}
-		var (
-			seq       int64
-			l         Lease
-			task, pol string
-			repo      sql.NullString
-			ttl       int64
-			count     int
-		)
-		err := t.queryRow(`SELECT seq, id, kind, task, repository_id, plugin_id, policy, lease_ttl_us, attempt_count
-FROM jobs
-WHERE pool = ? AND status IN ('pending', 'retry_wait') AND (status = 'pending' OR retry_at <= ?)
-  AND plugin_id IN (SELECT value FROM json_each(?))
-  AND (kind = 'text' OR repository_id IN (SELECT value FROM json_each(?)))
-ORDER BY seq LIMIT 1`, pool, us, pl, rl).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &l.PluginID, &pol, &ttl, &count)
-		if isNoRows(err) {
+		if !seq.Valid {
 			return nil
 		}
-		if err != nil {
-			return err
+		l := Lease{
+			JobID: id.String, AttemptID: newAttemptID(), Ordinal: int(count.Int64) + 1, Kind: kind.String,
+			Task: json.RawMessage(task.String), Policy: json.RawMessage(pol.String),
+			RepositoryID: repo.String, PluginID: plugin.String,
+			LeasedAt: fromMicros(us).Time, DeadlineAt: fromMicros(us + ttl.Int64).Time,
 		}
-		l.AttemptID = newAttemptID()
-		l.Ordinal = count + 1
-		l.Task, l.Policy = json.RawMessage(task), json.RawMessage(pol)
-		l.RepositoryID = repo.String
-		l.LeasedAt, l.DeadlineAt = fromMicros(us).Time, fromMicros(us+ttl).Time
-		if _, err := t.exec(`INSERT INTO attempts (id, job_id, ordinal, lane, generation, policy, lease_ttl_us, status, leased_at, deadline_at)
-SELECT ?, id, attempt_count + 1, ?, ?, policy, lease_ttl_us, 'leased', ?, ? + lease_ttl_us FROM jobs WHERE seq = ?`,
-			l.AttemptID, lane, generation, us, us, seq); err != nil {
+		if _, err := t.exec(`INSERT INTO attempts (id, job_id, ordinal, lane, generation, policy, lease_ttl_us, kind,
+  max_attempts, retry_base_us, status, leased_at, deadline_at)
+SELECT ?, id, attempt_count + 1, ?, ?, policy, lease_ttl_us, kind, max_attempts, retry_base_us, 'leased', ?,
+  ? + lease_ttl_us FROM jobs WHERE seq = ?`,
+			l.AttemptID, lane, generation, us, us, seq.Int64); err != nil {
 			return err
 		}
 		if _, err := t.exec(`UPDATE jobs SET status = 'leased', current_attempt = ?, attempt_count = attempt_count + 1,
-  retry_at = NULL, updated_at = ? WHERE seq = ?`, l.AttemptID, us, seq); err != nil {
+  retry_at = NULL, updated_at = ? WHERE seq = ?`, l.AttemptID, us, seq.Int64); err != nil {
 			return err
 		}
-		if err := t.event(l.JobID, EventLeased, us, l.Ordinal, ""); err != nil {
+		if err := t.events(l.JobID, us, ev{typ: EventLeased, attempt: l.Ordinal}); err != nil {
 			return err
 		}
 		out = &l
@@ -190,7 +226,9 @@ SELECT ?, id, attempt_count + 1, ?, ?, policy, lease_ttl_us, 'leased', ?, ? + le
 	return out, nil
 }
 
-// fenceRow is everything the fencing rules need about one attempt.
+// fenceRow is everything the fencing rules need about one attempt. The
+// attempt carries copies of its job's kind, max_attempts and retry base,
+// so fencing never joins the jobs table.
 type fenceRow struct {
 	jobID, lane, generation, status string
 	deadline, ttl                   int64
@@ -200,21 +238,17 @@ type fenceRow struct {
 	kind                            string
 	maxAttempts                     int
 	retryBase                       int64
-	jobStatus                       string
-	jobRetryAt                      sql.NullInt64
-	evBatches, evRecords, evBytes   int
+	evBatches, evRecords            int
 }
 
 func (t *wtx) loadFence(attemptID string) (fenceRow, error) {
 	var r fenceRow
-	err := t.queryRow(`SELECT a.job_id, a.lane, a.generation, a.status, a.deadline_at, a.lease_ttl_us,
+	err := t.queryRow(`SELECT job_id, lane, generation, status, deadline_at, lease_ttl_us,
   EXISTS (SELECT 1 FROM lanes l WHERE l.lane = a.lane AND l.generation = a.generation AND l.connected = 1),
-  a.outcome_digest, a.ordinal, j.kind, j.max_attempts, j.retry_base_us, j.status, j.retry_at,
-  a.evidence_batches, a.evidence_records, a.evidence_bytes
-FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE a.id = ?`, attemptID).Scan(
+  outcome_digest, ordinal, kind, max_attempts, retry_base_us, evidence_batches, evidence_records
+FROM attempts a WHERE id = ?`, attemptID).Scan(
 		&r.jobID, &r.lane, &r.generation, &r.status, &r.deadline, &r.ttl, &r.live,
-		&r.digest, &r.ordinal, &r.kind, &r.maxAttempts, &r.retryBase, &r.jobStatus, &r.jobRetryAt,
-		&r.evBatches, &r.evRecords, &r.evBytes)
+		&r.digest, &r.ordinal, &r.kind, &r.maxAttempts, &r.retryBase, &r.evBatches, &r.evRecords)
 	if isNoRows(err) {
 		return r, ErrNotFound
 	}
@@ -369,9 +403,13 @@ func (s *Store) Complete(ctx context.Context, f Fence, o Outcome, now time.Time)
 			if !bytes.Equal(r.digest, digest) {
 				return ErrConflict
 			}
-			c = Completion{JobStatus: r.jobStatus, Replayed: true}
-			if r.jobRetryAt.Valid && r.jobStatus == JobRetryWait {
-				c.RetryAt = fromMicros(r.jobRetryAt.Int64).Time
+			var retryAt sql.NullInt64
+			if err := t.queryRow(`SELECT status, retry_at FROM jobs WHERE id = ?`, f.JobID).Scan(&c.JobStatus, &retryAt); err != nil {
+				return err
+			}
+			c.Replayed = true
+			if retryAt.Valid {
+				c.RetryAt = fromMicros(retryAt.Int64).Time
 			}
 			return nil
 		}
@@ -399,7 +437,7 @@ func (s *Store) Complete(ctx context.Context, f Fence, o Outcome, now time.Time)
 				return err
 			}
 			c.JobStatus = JobSucceeded
-			return t.event(f.JobID, EventSucceeded, us, r.ordinal, "")
+			return t.events(f.JobID, us, ev{typ: EventSucceeded, attempt: r.ordinal})
 		}
 		status, retryAt := nextAfterFailure(r, o.Disposition == DispositionRetryable, us)
 		var ra any
@@ -410,14 +448,12 @@ func (s *Store) Complete(ctx context.Context, f Fence, o Outcome, now time.Time)
   outcome_digest = ?, retry_at = ? WHERE id = ?`, us, o.Disposition, o.FailureCode, digest, ra, f.AttemptID); err != nil {
 			return err
 		}
-		if err := t.event(f.JobID, EventAttemptFailed, us, r.ordinal, o.FailureCode); err != nil {
-			return err
-		}
 		terminalCode := ""
 		if o.Disposition == DispositionTerminal {
 			terminalCode = o.FailureCode
 		}
-		if err := t.finishJob(f.JobID, r.ordinal, status, retryAt, terminalCode, us); err != nil {
+		first := ev{typ: EventAttemptFailed, attempt: r.ordinal, code: o.FailureCode}
+		if err := t.finishJob(f.JobID, r.ordinal, status, retryAt, terminalCode, us, first); err != nil {
 			return err
 		}
 		c.JobStatus = status
@@ -444,15 +480,16 @@ func nextAfterFailure(r fenceRow, retryable bool, us int64) (string, int64) {
 }
 
 // finishJob moves a job out of leased after a failed or expired attempt
-// and records retry_scheduled or failed. A terminal failure keeps code; a
+// and records first (attempt_failed or expired) followed by
+// retry_scheduled or failed. A terminal failure keeps its code; a
 // retryable one that ran out of attempts becomes max_attempts_exceeded.
-func (t *wtx) finishJob(jobID string, ordinal int, status string, retryAt int64, terminalCode string, us int64) error {
+func (t *wtx) finishJob(jobID string, ordinal int, status string, retryAt int64, terminalCode string, us int64, first ev) error {
 	if status == JobRetryWait {
 		if _, err := t.exec(`UPDATE jobs SET status = 'retry_wait', current_attempt = NULL, retry_at = ?, updated_at = ?
 WHERE id = ?`, retryAt, us, jobID); err != nil {
 			return err
 		}
-		return t.event(jobID, EventRetryScheduled, us, ordinal, "")
+		return t.events(jobID, us, first, ev{typ: EventRetryScheduled, attempt: ordinal})
 	}
 	code := terminalCode
 	if code == "" {
@@ -462,7 +499,7 @@ WHERE id = ?`, retryAt, us, jobID); err != nil {
 WHERE id = ?`, code, us, jobID); err != nil {
 		return err
 	}
-	return t.event(jobID, EventFailed, us, ordinal, code)
+	return t.events(jobID, us, first, ev{typ: EventFailed, attempt: ordinal, code: code})
 }
 
 // Sweep expires every leased attempt whose deadline is <= now: the attempt
@@ -475,9 +512,8 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
 	var res SweepResult
 	err := s.w.do(ctx, func(t *wtx) error {
 		res = SweepResult{}
-		rows, err := t.query(`SELECT a.id, a.job_id, a.ordinal, a.lane, a.generation, j.max_attempts, j.retry_base_us
-FROM attempts a JOIN jobs j ON j.id = a.job_id
-WHERE a.status = 'leased' AND a.deadline_at <= ? ORDER BY a.deadline_at, a.id`, us)
+		rows, err := t.query(`SELECT id, job_id, ordinal, lane, generation, max_attempts, retry_base_us
+FROM attempts WHERE status = 'leased' AND deadline_at <= ? ORDER BY deadline_at, id`, us)
 		if err != nil {
 			return err
 		}
@@ -509,10 +545,7 @@ WHERE a.status = 'leased' AND a.deadline_at <= ? ORDER BY a.deadline_at, a.id`, 
 WHERE id = ? AND status = 'leased'`, us, CodeLeaseExpired, ra, ids[i]); err != nil {
 				return err
 			}
-			if err := t.event(r.jobID, EventExpired, us, r.ordinal, ""); err != nil {
-				return err
-			}
-			if err := t.finishJob(r.jobID, r.ordinal, status, retryAt, "", us); err != nil {
+			if err := t.finishJob(r.jobID, r.ordinal, status, retryAt, "", us, ev{typ: EventExpired, attempt: r.ordinal}); err != nil {
 				return err
 			}
 			e := Expiry{JobID: r.jobID, AttemptID: ids[i], Ordinal: r.ordinal, Lane: r.lane, Generation: r.generation, JobStatus: status}

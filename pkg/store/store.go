@@ -53,6 +53,8 @@ type Store struct {
 	rdb  *sql.DB // nil for memory databases
 	w    *writer
 
+	policies policyCache
+
 	closeOnce sync.Once
 	closeErr  error
 }

@@ -44,11 +44,13 @@ type writerStats struct {
 // wtx is what an operation sees: prepared statements on the write
 // connection inside the current transaction.
 type wtx struct {
-	w   *writer
-	ctx context.Context
+	w     *writer
+	ctx   context.Context
+	wrote bool // an exec ran: a failure must be rolled back
 }
 
 func (t *wtx) exec(query string, args ...any) (sql.Result, error) {
+	t.wrote = true
 	st, err := t.w.stmt(query)
 	if err != nil {
 		return nil, err
@@ -183,8 +185,13 @@ func (w *writer) exec(query string) error {
 	return err
 }
 
-// run executes one batch in one transaction. A single operation needs no
-// savepoint: its failure rolls back the whole (one-op) transaction.
+// run executes one batch in one transaction. Operations first run without
+// savepoints (the common case: every operation succeeds, or fails during
+// its reads before writing anything). If an operation fails after it wrote
+// (wtx.wrote), the transaction is rolled back and the batch re-run with a
+// SAVEPOINT around each operation, so that failure undoes only itself.
+// Operations are pure functions of the database state and their inputs, and
+// reset their outputs on entry, so re-running them is safe.
 func (w *writer) run(batch []*op) {
 	results := make([]error, len(batch))
 	live := 0
@@ -199,40 +206,52 @@ func (w *writer) run(batch []*op) {
 		answer(batch, results)
 		return
 	}
+	first := append([]error(nil), results...)
+	if !w.attempt(batch, first, false) {
+		w.attempt(batch, results, true)
+	}
+}
+
+// attempt runs the batch once. It returns false (having rolled back and
+// answered nobody) when an operation failed after writing and savepoints
+// were not in use; otherwise it commits or rolls back and answers all.
+func (w *writer) attempt(batch []*op, results []error, savepoints bool) bool {
 	if err := w.exec("BEGIN IMMEDIATE"); err != nil {
 		fail(batch, results, fmt.Errorf("store: begin: %w", err))
-		return
+		return true
 	}
-	single := live == 1
 	committed := 0
+	pre := append([]error(nil), results...)
 	for i, o := range batch {
-		if results[i] != nil {
+		if pre[i] != nil {
 			continue
 		}
 		t := &wtx{w: w, ctx: w.base}
-		if single {
-			results[i] = o.fn(t)
-			if results[i] == nil && !o.read {
-				committed++
+		if savepoints {
+			if err := w.exec("SAVEPOINT op"); err != nil {
+				w.abort(batch, results, fmt.Errorf("store: savepoint: %w", err))
+				return true
 			}
-			continue
-		}
-		if err := w.exec("SAVEPOINT op"); err != nil {
-			results[i] = fmt.Errorf("store: savepoint: %w", err)
-			continue
 		}
 		err := o.fn(t)
-		if err != nil {
+		if err != nil && t.wrote {
+			if !savepoints {
+				w.exec("ROLLBACK")
+				return false
+			}
 			if rerr := w.exec("ROLLBACK TO op"); rerr != nil {
 				w.abort(batch, results, fmt.Errorf("store: rollback to savepoint: %w", rerr))
-				return
+				return true
 			}
-		} else if !o.read {
-			committed++
 		}
-		if rerr := w.exec("RELEASE op"); rerr != nil {
-			w.abort(batch, results, fmt.Errorf("store: release savepoint: %w", rerr))
-			return
+		if savepoints {
+			if rerr := w.exec("RELEASE op"); rerr != nil {
+				w.abort(batch, results, fmt.Errorf("store: release savepoint: %w", rerr))
+				return true
+			}
+		}
+		if err == nil && !o.read {
+			committed++
 		}
 		results[i] = err
 	}
@@ -240,17 +259,18 @@ func (w *writer) run(batch []*op) {
 		// Nothing to make durable (every write failed, or reads only).
 		w.exec("ROLLBACK")
 		answer(batch, results)
-		return
+		return true
 	}
 	if err := w.exec("COMMIT"); err != nil {
 		w.abort(batch, results, fmt.Errorf("store: commit: %w", err))
-		return
+		return true
 	}
 	w.mu.Lock()
 	w.stats.commits++
 	w.stats.ops += int64(committed)
 	w.mu.Unlock()
 	answer(batch, results)
+	return true
 }
 
 // abort rolls the whole transaction back and fails every operation that
