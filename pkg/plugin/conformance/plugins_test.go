@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -38,6 +39,9 @@ func TestMain(m *testing.M) {
 // never do), "touch-on-read" writes into any workspace path it reads on
 // stdin before validating the frame.
 func fakeWorkspacePlugin(mode string) int {
+	if strings.HasPrefix(mode, "raw-") {
+		return rawWorkspacePlugin(mode)
+	}
 	caps := []plugin.Capability{plugin.CapWorkspaceEdit, plugin.CapCancel, plugin.CapCommitSubject, plugin.CapAgentReport}
 	var stdin io.Reader = os.Stdin
 	if mode == "touch-on-read" {
@@ -77,6 +81,44 @@ func fakeWorkspacePlugin(mode string) int {
 // directories first, so python3 is the system interpreter rather than a
 // version-manager shim that takes a shell and ~100 ms to start (the suite
 // starts well over a hundred processes per run).
+// rawWorkspacePlugin speaks the protocol by hand to send results serve
+// would never produce: "raw-subject" selects only workspace_edit yet sends
+// commit_subject; "raw-partial-report" selects agent_report and sends a
+// summary without changes.
+func rawWorkspacePlugin(mode string) int {
+	in := bufio.NewReader(os.Stdin)
+	line, err := plugin.ReadFrame(in)
+	if err != nil {
+		return 1
+	}
+	init, err := plugin.DecodeFrame(line)
+	if err != nil {
+		return 1
+	}
+	selection := `["workspace_edit"]`
+	result := `"commit_subject":"docs: add conformance note"`
+	if mode == "raw-partial-report" {
+		selection = `["workspace_edit","agent_report"]`
+		result = `"summary":"Added CONFORMANCE.md."`
+	}
+	fmt.Printf(`{"version":"v1","id":"%s","type":"initialized","capabilities":%s}`+"\n", init.ID, selection)
+	if line, err = plugin.ReadFrame(in); err != nil {
+		return 1
+	}
+	exec, err := plugin.DecodeFrame(line)
+	if err != nil {
+		return 1
+	}
+	if err := os.WriteFile(filepath.Join(exec.Workspace, "CONFORMANCE.md"), []byte("check\n"), 0o600); err != nil {
+		return 1
+	}
+	fmt.Printf(`{"version":"v1","id":"%s","type":"result",%s}`+"\n", init.ID, result)
+	if _, err := io.Copy(io.Discard, in); err != nil {
+		return 1
+	}
+	return 0
+}
+
 // touchingReader writes a file into the first workspace path that passes
 // through it, valid frame or not.
 type touchingReader struct {
@@ -303,6 +345,12 @@ func TestBrokenPluginsFail(t *testing.T) {
 		{name: "plugin commits", command: brokenWorkspace("commit"), op: plugin.OpWorkspaceEdit,
 			run:  []string{"session-valid", "session-minimal-offer", "payload-timeout-zero"},
 			fail: map[string]string{"session-valid": "moved HEAD", "session-minimal-offer": "moved HEAD"}},
+		{name: "unnegotiated commit_subject", command: brokenWorkspace("raw-subject"), op: plugin.OpWorkspaceEdit,
+			run:  []string{"session-valid"},
+			fail: map[string]string{"session-valid": "commit_subject was not negotiated"}},
+		{name: "partial agent report", command: brokenWorkspace("raw-partial-report"), op: plugin.OpWorkspaceEdit,
+			run:  []string{"session-valid"},
+			fail: map[string]string{"session-valid": "agent report needs both summary and changes"}},
 		{name: "plugin edits on an invalid request", command: brokenWorkspace("touch-on-read"), op: plugin.OpWorkspaceEdit,
 			run: []string{"payload-timeout-zero", "field-unknown-execute", "version-v2"},
 			fail: map[string]string{
