@@ -494,3 +494,76 @@ func TestCodingEvidenceAndResult(t *testing.T) {
 		t.Fatalf("attempt %s", body)
 	}
 }
+
+func TestConnectionsPerWorkerBounded(t *testing.T) {
+	cfg, sec := testConfig(t, func(m map[string]any) { worker0(m)["concurrency"] = 1 })
+	tg := startGate(t, cfg, sec, "", nil)
+	// Concurrency 1 allows the lane plus one takeover in progress.
+	for i := 0; i < 2; i++ {
+		c, err := dialWorker(t, tg.addr, testWorkerToken)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		defer c.Close()
+	}
+	if c, err := dialWorker(t, tg.addr, testWorkerToken); err == nil {
+		c.Close()
+		t.Fatal("third connection accepted")
+	}
+}
+
+func TestRacingTakeoversLeaveOneLiveLane(t *testing.T) {
+	cfg, sec := testConfig(t, nil)
+	tg := startGate(t, cfg, sec, "", nil)
+	const n = 6
+	ws := make(chan *rawWorker, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			c, err := dialWorker(t, tg.addr, testWorkerToken)
+			if err != nil {
+				ws <- nil
+				return
+			}
+			w := &rawWorker{t: t, c: c, replies: make(chan wire.Envelope, 64), pushes: make(chan wire.Envelope, 64), closed: make(chan struct{})}
+			c.Send(wire.Envelope{Type: wire.TypeHello, Hello: &wire.Hello{Protocol: wire.Protocol, WorkerID: "worker-1", Slot: 2, Plugins: plugins()}})
+			if e, err := c.Receive(); err == nil && e.Welcome != nil {
+				w.welcome = *e.Welcome
+				go w.read()
+				ws <- w
+				return
+			}
+			c.Close()
+			ws <- nil
+		}()
+	}
+	var all []*rawWorker
+	for i := 0; i < n; i++ {
+		if w := <-ws; w != nil {
+			all = append(all, w)
+			defer w.c.Close()
+		}
+	}
+	// Every connection but the registry's live one is closed by the Gate.
+	tg.g.lanes.mu.Lock()
+	gen := tg.g.lanes.lanes["worker-1#2"].generation
+	tg.g.lanes.mu.Unlock()
+	var live *rawWorker
+	for _, w := range all {
+		if w.welcome.Generation == gen {
+			live = w
+			continue
+		}
+		select {
+		case <-w.closed:
+		case <-time.After(waitLimit):
+			t.Fatal("a superseded connection stayed open")
+		}
+	}
+	if live == nil {
+		t.Fatal("the live generation belongs to no welcomed connection")
+	}
+	job := tg.submit(`{"input":"x"}`)
+	if l := live.lease(); l.JobID != job.ID {
+		t.Fatalf("lease %+v", l)
+	}
+}

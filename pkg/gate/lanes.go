@@ -44,12 +44,13 @@ type lane struct {
 
 // registry maps lane names to their live connection.
 type registry struct {
-	mu    sync.Mutex
-	lanes map[string]*lane
-	rr    int // round-robin start for single wakes
-	order []*lane
-	all   map[*wire.Conn]struct{} // every open connection, hello or not
-	done  bool                    // closeAll ran: close newcomers at once
+	connectMu sync.Mutex // serialises ConnectLane + install
+	mu        sync.Mutex
+	lanes     map[string]*lane
+	rr        int // round-robin start for single wakes
+	order     []*lane
+	all       map[*wire.Conn]struct{} // every open connection, hello or not
+	done      bool                    // closeAll ran: close newcomers at once
 }
 
 // track remembers c until untrack; it reports false (and c should be
@@ -209,13 +210,20 @@ func (g *Gate) serveLane(c *wire.Conn, worker int) {
 	if l.repos == nil {
 		l.repos = []string{}
 	}
+	// Recording the generation and installing the connection happen under
+	// one lock, so the registry's live connection for a lane is always the
+	// store's live generation, even when two takeovers race.
+	g.lanes.connectMu.Lock()
 	if err := g.st.ConnectLane(g.ctx, l.name, wc.ID, h.Slot, l.generation, g.now()); err != nil {
+		g.lanes.connectMu.Unlock()
 		if storeFailure(err) && g.ctx.Err() == nil {
 			g.fail(err)
 		}
 		return
 	}
-	if old := g.lanes.install(l); old != nil {
+	old := g.lanes.install(l)
+	g.lanes.connectMu.Unlock()
+	if old != nil {
 		old.conn.Close()
 		g.log.Info("lane taken over", "lane", l.name)
 	}
