@@ -103,7 +103,7 @@ type suite struct {
 	dir         string            // private temp directory
 	initialized map[string][]byte // offer -> initialized frame with the id replaced
 	seq         int
-	template    *workspace // workspace_edit: the repository every workspace copies
+	template    *workspace // workspace_edit: the repository every scenario copies
 }
 
 // Run runs every selected scenario against the plugin in order, calling
@@ -137,6 +137,12 @@ func Run(ctx context.Context, cfg Config, report func(Result)) (Summary, error) 
 	defer os.RemoveAll(dir)
 	if s.dir, err = filepath.Abs(dir); err != nil {
 		return Summary{}, errors.New("conformance: cannot resolve the temporary directory")
+	}
+
+	if cfg.Operation == plugin.OpWorkspaceEdit {
+		if s.template, err = newTemplate(filepath.Join(s.dir, "template"), s.dir, lookupEnv(cfg.Env, "PATH")); err != nil {
+			return Summary{}, fmt.Errorf("conformance: cannot prepare the git workspace (is git installed?): %w", err)
+		}
 	}
 
 	var sum Summary
@@ -275,11 +281,6 @@ func (s *suite) request(sc Scenario) (*Request, *workspace, error) {
 		Workspace: s.dir, Instruction: instruction, TimeoutMS: ms}
 	if s.cfg.Operation != plugin.OpWorkspaceEdit {
 		return r, nil, nil
-	}
-	if s.template == nil {
-		if s.template, err = newTemplate(filepath.Join(s.dir, "template"), s.dir, lookupEnv(s.cfg.Env, "PATH")); err != nil {
-			return nil, nil, err
-		}
 	}
 	ws, err := s.template.clone(filepath.Join(s.dir, fmt.Sprintf("workspace-%d", s.seq)))
 	if err != nil {
