@@ -1,0 +1,170 @@
+package worker
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/plugin"
+	"github.com/0k-lab/agent-forge/pkg/plugin/host"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// buildBinaries builds the reference plugin and forge-worker (whose reaper
+// mode wraps each plugin on Linux) into dir.
+func buildBinaries(b *testing.B, dir string) (plugin, reaper string) {
+	b.Helper()
+	plugin, reaper = filepath.Join(dir, "forge-ref-plugin"), filepath.Join(dir, "forge-worker")
+	for out, pkg := range map[string]string{plugin: "../../cmd/forge-ref-plugin", reaper: "../../cmd/forge-worker"} {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("build %s: %v", pkg, err)
+		}
+	}
+	return plugin, reaper
+}
+
+// bareSpawnRate runs the plugin binary n times with 2 concurrent spawners
+// (spawn and wait, empty stdin) and returns spawns per second.
+func bareSpawnRate(b *testing.B, plugin string, n int) float64 {
+	b.Helper()
+	jobs := make(chan struct{}, n)
+	for i := 0; i < n; i++ {
+		jobs <- struct{}{}
+	}
+	close(jobs)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for s := 0; s < 2; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range jobs {
+				cmd := exec.Command(plugin)
+				cmd.Env = []string{}
+				_ = cmd.Run() // empty stdin: the plugin exits 1 at once; only the spawn matters
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// bareSessionRate runs n complete text sessions of the plugin through the
+// plugin runner (under the wrapper when reaper is set), without Gate or
+// Worker, with 2 concurrent runners, and returns sessions per second.
+func bareSessionRate(b *testing.B, exe, reaper string, n int) float64 {
+	b.Helper()
+	jobs := make(chan struct{}, n)
+	for i := 0; i < n; i++ {
+		jobs <- struct{}{}
+	}
+	close(jobs)
+	dir := b.TempDir()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for s := 0; s < 2; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range jobs {
+				_, err := host.Run(context.Background(), host.Command{Path: exe, Env: []string{}, Dir: dir, OutputBytes: 1 << 20, Reaper: reaper},
+					host.Request{Offer: []plugin.Capability{plugin.CapText, plugin.CapProgress, plugin.CapCancel}, Operation: plugin.OpText, Input: "benchmark input"}, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkEndToEndText measures text jobs/s through the real Gate
+// (in-process, SQLite file) and a Worker with 2 lanes running the
+// reference plugin under the forge-worker subreaper wrapper, next to the
+// bare spawn-and-wait rate of the same plugin binary with 2 concurrent
+// spawners, in the same run. Metrics: e2e-jobs/s, bare-spawns/s,
+// e2e/bare-% (the target: at least 80), and for context
+// bare-sessions/s and wrapped-sessions/s (complete protocol sessions
+// through the plugin runner, 2 concurrent, without and with the wrapper).
+func BenchmarkEndToEndText(b *testing.B) {
+	const jobs = 200
+	plugin, reaper := buildBinaries(b, b.TempDir())
+	for i := 0; i < b.N; i++ {
+		bare := bareSpawnRate(b, plugin, jobs)
+		sessions := bareSessionRate(b, plugin, "", jobs)
+		wrapped := bareSessionRate(b, plugin, reaper, jobs)
+		e2e := endToEndRate(b, plugin, reaper, jobs)
+		b.ReportMetric(sessions, "bare-sessions/s")
+		b.ReportMetric(wrapped, "wrapped-sessions/s")
+		b.ReportMetric(e2e, "e2e-jobs/s")
+		b.ReportMetric(bare, "bare-spawns/s")
+		b.ReportMetric(100*e2e/bare, "e2e/bare-%")
+	}
+}
+
+func endToEndRate(b *testing.B, plugin, reaper string, n int) float64 {
+	b.Helper()
+	dir := b.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	rg := startRealGate(b, gateJSON(filepath.Join(state, "forge.db"), 2, "30s", "1s", 3, "reference"), "")
+	defer rg.stop()
+	c := &Config{
+		GateURL: rg.url(), ID: "worker-1", TokenEnv: "WTOKEN", HeartbeatInterval: 10 * time.Second, Concurrency: 2,
+		WorktreeRoot: filepath.Join(dir, "wt"), RuntimeRoot: filepath.Join(dir, "rt"),
+		Plugins:              []Plugin{{ID: "reference", Argv: []string{plugin}}},
+		EnvironmentAllowlist: []string{"PATH"},
+		Ceilings: Ceilings{PluginTimeout: time.Hour, CheckTimeout: time.Hour, GitTimeout: time.Hour, CleanupTimeout: 10 * time.Second,
+			PluginOutputBytes: 1 << 20, CheckOutputBytes: 2048, GitOutputBytes: 1 << 20},
+	}
+	if _, err := CheckHost(c, func(string) string { return testToken }); err != nil {
+		b.Fatal(err)
+	}
+	reported := make(chan Event, n)
+	connected := make(chan struct{}, 2)
+	w := New(Options{Config: c, Token: testToken,
+		Executors: map[wire.Kind]Executor{wire.KindText: NewTextExecutor(c, os.LookupEnv, reaper)},
+		Observe: func(e Event) {
+			switch e.Kind {
+			case EventReported:
+				reported <- e
+			case EventConnected:
+				connected <- struct{}{}
+			}
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = w.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	<-connected
+	<-connected
+
+	start := time.Now()
+	go func() {
+		for i := 0; i < n; i++ {
+			rg.submit("benchmark input")
+		}
+	}()
+	for i := 0; i < n; i++ {
+		if e := <-reported; e.Code != "" {
+			b.Fatalf("job failed: %s", e.Code)
+		}
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
