@@ -1,4 +1,82 @@
-// Package worker is the Worker side of Agent Forge: its configuration, its
-// lanes (one outbound WebSocket per concurrency slot), lease execution and
-// the mapping from plugin outcomes to attempt results.
+// Package worker is the Worker side of Agent Forge: its configuration
+// (worker.json), its lanes (one outbound WebSocket per concurrency slot),
+// lease execution through per-kind executors, and the mapping from plugin
+// outcomes to attempt results.
+//
+// # Configuration
+//
+// ParseConfig strictly decodes worker.json (pkg/strictjson: no unknown,
+// duplicate or case-variant keys, no nulls, no trailing data) and checks
+// its shape: version 1; gate_url a ws:// or wss:// origin without path,
+// query, fragment or userinfo; safe ids (wire.ValidID, so never '#');
+// absolute, Clean paths; repository roots neither duplicated nor nested;
+// repositories strictly inside a root, ids and paths unique; worktree and
+// runtime roots outside the repository roots and each other; plugin argv
+// with an absolute argv[0] and an optional sha256 of 64 lowercase hex;
+// environment names [A-Za-z_][A-Za-z0-9_]*, unique;
+// check_environment_allowlist (optional) a subset of environment_allowlist;
+// every ceiling present and positive. CheckHost then checks the machine:
+// the token variable is set to a non-empty visible-ASCII value, every
+// plugin executable exists, is executable and matches its pin,
+// repositories and roots are existing directories whose path is their real
+// path, and worktree_root and runtime_root exist (the last element is
+// created 0700 when missing). Every error is a *ConfigError naming the
+// field with fixed text; no path, argv, token or digest is ever in it.
+//
+// # Lanes
+//
+// Run starts Concurrency lanes (slot 0..N-1). Each lane dials Gate
+// (wire.Dial, Authorization: Bearer), sends hello (worker id, slot, plugin
+// ids, repository ids), and waits for welcome. An idle lane accepts only
+// lease (a stray cancel is ignored; anything else closes the connection).
+// A lease runs in its executor while the lane heartbeats every
+// heartbeat_interval. The lease is lost, and the executor's context is
+// cancelled, when a heartbeat is rejected (any code but unavailable), when
+// Gate sends cancel for the attempt, when a heartbeat stays unanswered for
+// max(3 × heartbeat_interval, 10 s), or when the connection ends (which is
+// how a same-slot takeover reaches the old connection). The plugin runner
+// turns that cancellation into one cancel frame, a 250 ms drain and its
+// cleanup. A lost lease is never reported; otherwise the lane sends one
+// result and waits for Gate's ack or reject, after which it is idle again.
+// A lane never starts a second attempt before the first has returned, and
+// lanes share nothing. When a connection ends the lane reconnects after a
+// capped exponential backoff with jitter (ReconnectBase doubling up to
+// ReconnectCap, uniformly drawn in [d/2, d]; reset after a welcome).
+//
+// When Run's context ends (SIGTERM/SIGINT in forge-worker), idle lanes
+// close their connection; an executing lane cancels its attempt, reports
+// it as CodeWorkerShutdown (retryable) unless it had already succeeded,
+// waits for the answer, and then closes.
+//
+// # Executors and failure codes
+//
+// Each job kind has an Executor; a lease of a kind without one fails with
+// CodeUnsupportedKind (terminal). Only text has one here; coding jobs are
+// issue #5, and until a coding executor is installed the lanes advertise
+// no repositories, so Gate does not route coding jobs to them.
+//
+// TextExecutor decodes the task and the canonical policy, then fails closed
+// (terminal, before anything starts) on an unknown plugin id, a requested
+// environment variable outside environment_allowlist, or any of the seven
+// policy limits above its local ceiling. The plugin's environment is
+// exactly the requested, allowlisted variables that are set in the
+// Worker's own environment. When the plugin entry has a sha256, the
+// executable is hashed before every invocation; a mismatch or an
+// unreadable file is CodePluginIdentityMismatch (terminal). Each
+// invocation runs in a fresh private directory under runtime_root (its
+// working directory, removed afterwards) with plugin_timeout,
+// plugin_output_bytes and cleanup_timeout (the kill grace) from the
+// policy. Runner outcomes map to retryable codes: protocol violation,
+// plugin failure frame, timeout, output limit, spawn failure.
+//
+// Codes go to Gate in the result's failure_code when the wire protocol
+// knows them; otherwise the result carries their class (execution_failed
+// for retryable, invalid_task for terminal) with the matching disposition,
+// and the specific code appears only in the Worker's log. Plugin stdout
+// (other than the text result itself), stderr, argv and paths never reach
+// Gate or the logs.
+//
+// Issue #6 (live activity) hooks: the hello built in lane.session (offer
+// activity_versions) and the progress callback passed to host.Run in
+// TextExecutor.Execute.
 package worker
