@@ -1,0 +1,28 @@
+// Package gitx runs git for the Worker with an isolated, explicit
+// environment and bounded resources.
+//
+// Every invocation goes through pkg/supervise: its own process group, a
+// timeout (the policy's git_timeout), one output budget (git_output_bytes)
+// over stdout and stderr, and stderr kept privately (never forwarded). The
+// child sees only the environment this package builds:
+//
+//   - GIT_CONFIG_NOSYSTEM=1 and GIT_CONFIG_GLOBAL=/dev/null: no system or
+//     user configuration; only the repository's own config applies, and the
+//     command-line overrides below win over it;
+//   - HOME and XDG_CONFIG_HOME set to a private directory the caller owns;
+//   - GIT_TERMINAL_PROMPT=0, GIT_ASKPASS=/bin/false, no pager
+//     (GIT_PAGER=cat and --no-pager), LC_ALL=C, GIT_ATTR_NOSYSTEM=1,
+//     GIT_NO_REPLACE_OBJECTS=1, a fixed PATH;
+//   - plus whatever the caller adds explicitly (commit identities, dates).
+//
+// and these configuration overrides on every command line:
+// core.hooksPath=/dev/null (no hooks), core.fsmonitor=false,
+// credential.helper= (no credential helpers), protocol.allow=never (no
+// transport, so nothing can fetch or push), commit.gpgSign=false,
+// gc.auto=0 and maintenance.auto=false (no background maintenance),
+// advice.detachedHead=false.
+//
+// Errors are *Error values holding only the fixed subcommand name, a
+// fixed reason and the exit code: never argv values, paths, environment
+// values or git's output.
+package gitx

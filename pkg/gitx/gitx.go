@@ -1,0 +1,239 @@
+package gitx
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/supervise"
+)
+
+// Defaults applied when a Runner field is zero.
+const (
+	DefaultTimeout     = time.Minute
+	DefaultOutputBytes = 1 << 20
+	DefaultKillGrace   = time.Second
+)
+
+// overrides are the -c options every invocation carries, in order.
+var overrides = [...]string{
+	"core.hooksPath=/dev/null",
+	"core.fsmonitor=false",
+	"credential.helper=",
+	"protocol.allow=never",
+	"commit.gpgSign=false",
+	"tag.gpgSign=false",
+	"gc.auto=0",
+	"maintenance.auto=false",
+	"advice.detachedHead=false",
+	"core.pager=cat",
+}
+
+// Runner runs git commands. Its zero value is not usable: Git and Home
+// are required.
+type Runner struct {
+	// Git is the absolute path of the git executable.
+	Git string
+	// Home is a private directory used as HOME and XDG_CONFIG_HOME. The
+	// caller creates and removes it.
+	Home string
+	// Timeout bounds each command (the policy's git_timeout).
+	Timeout time.Duration
+	// OutputBytes bounds each command's stdout and stderr together (the
+	// policy's git_output_bytes); a command writing more is stopped.
+	OutputBytes int64
+	// KillGrace is the delay between SIGTERM and SIGKILL.
+	KillGrace time.Duration
+}
+
+// Find returns the absolute path of the git executable on the given PATH
+// value.
+func Find(pathEnv string) (string, error) {
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, "git")
+		if _, err := exec.LookPath(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", &Error{Op: "find", Reason: "git executable not found"}
+}
+
+// Error is a failed git command. It never holds argv values, paths,
+// environment values or output.
+type Error struct {
+	Op     string // the git subcommand (a fixed word chosen by the caller)
+	Reason string // fixed text: "exit status", "timeout", "output limit", …
+	Code   int    // the exit code for Reason "exit status", else 0
+}
+
+func (e *Error) Error() string {
+	if e.Reason == "exit status" {
+		return "git " + e.Op + ": exit status " + itoa(e.Code)
+	}
+	return "git " + e.Op + ": " + e.Reason
+}
+
+// ExitCode returns the exit code of a git command that ran and failed,
+// and false for any other error.
+func ExitCode(err error) (int, bool) {
+	var e *Error
+	if errors.As(err, &e) && e.Reason == "exit status" {
+		return e.Code, true
+	}
+	return 0, false
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
+// Cmd is one git invocation.
+type Cmd struct {
+	// Dir is the working directory (empty: Runner.Home).
+	Dir string
+	// GitDir and WorkTree, when set, are passed as --git-dir and
+	// --work-tree so git never discovers a repository by itself.
+	GitDir   string
+	WorkTree string
+	// Env adds NAME=value entries to the isolated environment.
+	Env []string
+	// Stdin is written to the command's standard input.
+	Stdin []byte
+	// Args are the subcommand and its arguments.
+	Args []string
+}
+
+// Env returns the isolated base environment for home.
+func (r *Runner) Env() []string {
+	return []string{
+		"HOME=" + r.Home,
+		"XDG_CONFIG_HOME=" + r.Home,
+		"PATH=" + filepath.Dir(r.Git) + ":/usr/bin:/bin",
+		"LC_ALL=C",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_ATTR_NOSYSTEM=1",
+		"GIT_NO_REPLACE_OBJECTS=1",
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_ASKPASS=/bin/false",
+		"SSH_ASKPASS=/bin/false",
+		"GIT_PAGER=cat",
+		"PAGER=cat",
+		"GIT_EDITOR=/bin/false",
+	}
+}
+
+// Argv returns the full argument list (after the program name) for c.
+func (r *Runner) Argv(c Cmd) []string {
+	args := make([]string, 0, 2*len(overrides)+4+len(c.Args))
+	args = append(args, "--no-pager")
+	for _, o := range overrides {
+		args = append(args, "-c", o)
+	}
+	if c.GitDir != "" {
+		args = append(args, "--git-dir="+c.GitDir)
+	}
+	if c.WorkTree != "" {
+		args = append(args, "--work-tree="+c.WorkTree)
+	}
+	return append(args, c.Args...)
+}
+
+// Run runs c and returns its stdout. A nonzero exit is an *Error with
+// Reason "exit status"; ExitCode extracts its code.
+func (r *Runner) Run(ctx context.Context, c Cmd) ([]byte, error) {
+	op := "command"
+	if len(c.Args) > 0 && safeWord(c.Args[0]) {
+		op = c.Args[0]
+	}
+	if r.Git == "" || r.Home == "" {
+		return nil, &Error{Op: op, Reason: "runner not configured"}
+	}
+	dir := c.Dir
+	if dir == "" {
+		dir = r.Home
+	}
+	limit := r.OutputBytes
+	if limit <= 0 {
+		limit = DefaultOutputBytes
+	}
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	grace := r.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	res, err := supervise.Run(ctx, supervise.Command{
+		Path:        r.Git,
+		Args:        r.Argv(c),
+		Env:         append(r.Env(), c.Env...),
+		Dir:         dir,
+		OutputLimit: limit,
+		StderrBytes: 1024,
+		Timeout:     timeout,
+		KillGrace:   grace,
+	}, c.Stdin)
+	switch {
+	case err == nil:
+	case errors.Is(err, supervise.ErrTimeout):
+		return nil, &Error{Op: op, Reason: "timeout"}
+	case errors.Is(err, supervise.ErrOutputLimit):
+		return nil, &Error{Op: op, Reason: "output limit"}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return nil, &Error{Op: op, Reason: "cancelled"}
+	default:
+		return nil, &Error{Op: op, Reason: "start failed"}
+	}
+	if !res.Exit.Success() {
+		if res.Exit.Signal != 0 {
+			return nil, &Error{Op: op, Reason: "killed by signal"}
+		}
+		return nil, &Error{Op: op, Reason: "exit status", Code: res.Exit.Code}
+	}
+	return res.Stdout, nil
+}
+
+// Line runs c and returns its stdout without the trailing newline.
+func (r *Runner) Line(ctx context.Context, c Cmd) (string, error) {
+	out, err := r.Run(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	return string(bytes.TrimSuffix(out, []byte("\n"))), nil
+}
+
+// safeWord reports whether s is a plain subcommand name (safe to put in an
+// error message).
+func safeWord(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyz-") == ""
+}

@@ -1,0 +1,148 @@
+package gitx
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func mustRunner(tb testing.TB) *Runner {
+	tb.Helper()
+	git, err := Find(os.Getenv("PATH"))
+	if err != nil {
+		tb.Fatalf("find git: %v", err)
+	}
+	return &Runner{Git: git, Home: tb.TempDir()}
+}
+
+// mustRepo makes a repository with one commit using the isolated runner.
+func mustRepo(tb testing.TB, r *Runner) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "repo")
+	ctx := context.Background()
+	if _, err := r.Run(ctx, Cmd{Args: []string{"init", "-q", "-b", "main", dir}}); err != nil {
+		tb.Fatalf("init: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	id := []string{"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.invalid"}
+	if _, err := r.Run(ctx, Cmd{Dir: dir, Args: []string{"add", "-A"}}); err != nil {
+		tb.Fatalf("add: %v", err)
+	}
+	if _, err := r.Run(ctx, Cmd{Dir: dir, Env: id, Args: []string{"commit", "-q", "-m", "init"}}); err != nil {
+		tb.Fatalf("commit: %v", err)
+	}
+	return dir
+}
+
+func TestHooksDoNotRun(t *testing.T) {
+	r := mustRunner(t)
+	dir := mustRepo(t, r)
+	marker := filepath.Join(t.TempDir(), "hook-ran")
+	hook := "#!/bin/sh\ntouch " + marker + "\n"
+	for _, h := range []string{"pre-commit", "commit-msg", "post-commit", "post-checkout"} {
+		if err := os.WriteFile(filepath.Join(dir, ".git", "hooks", h), []byte(hook), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A hooksPath in the repository's own config is overridden too.
+	if err := exec.Command("git", "-C", dir, "config", "core.hooksPath", filepath.Join(dir, ".git", "hooks")).Run(); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "b.txt"), []byte("b\n"), 0o644)
+	ctx := context.Background()
+	id := []string{"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.invalid"}
+	if _, err := r.Run(ctx, Cmd{Dir: dir, Args: []string{"add", "-A"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(ctx, Cmd{Dir: dir, Env: id, Args: []string{"commit", "-q", "-m", "two"}}); err != nil {
+		t.Fatal(err)
+	}
+	wt := filepath.Join(t.TempDir(), "wt")
+	if _, err := r.Run(ctx, Cmd{Dir: dir, Args: []string{"worktree", "add", "--detach", wt, "HEAD"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a hook ran")
+	}
+}
+
+func TestGlobalAndUserConfigIgnored(t *testing.T) {
+	r := mustRunner(t)
+	os.WriteFile(filepath.Join(r.Home, ".gitconfig"), []byte("[user]\n\tname = Leaky\n"), 0o644)
+	os.MkdirAll(filepath.Join(r.Home, "git"), 0o700)
+	os.WriteFile(filepath.Join(r.Home, "git", "config"), []byte("[user]\n\tname = Leaky\n"), 0o644)
+	_, err := r.Run(context.Background(), Cmd{Args: []string{"config", "--get", "user.name"}})
+	if code, ok := ExitCode(err); !ok || code != 1 {
+		t.Fatalf("user.name from a global file must be invisible: %v", err)
+	}
+}
+
+func TestNoTransport(t *testing.T) {
+	r := mustRunner(t)
+	dir := mustRepo(t, r)
+	_, err := r.Run(context.Background(), Cmd{Args: []string{"ls-remote", "file://" + dir}})
+	if err == nil {
+		t.Fatal("ls-remote over file:// succeeded with protocol.allow=never")
+	}
+	if strings.Contains(err.Error(), dir) {
+		t.Fatalf("error leaks a path: %v", err)
+	}
+}
+
+func TestErrorsAreValueFree(t *testing.T) {
+	r := mustRunner(t)
+	secret := "/tmp/secret-path-value"
+	_, err := r.Run(context.Background(), Cmd{Args: []string{"rev-parse", "--verify", "-q", secret + "^{commit}"}, GitDir: secret})
+	if err == nil {
+		t.Fatal("rev-parse in a missing git dir succeeded")
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Fatalf("error leaks a value: %v", err)
+	}
+	_, err = r.Run(context.Background(), Cmd{Args: []string{secret}})
+	if err == nil || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "git command:") {
+		t.Fatalf("unknown subcommand error: %v", err)
+	}
+}
+
+func TestOutputLimit(t *testing.T) {
+	r := mustRunner(t)
+	r.OutputBytes = 4
+	_, err := r.Run(context.Background(), Cmd{Args: []string{"version"}})
+	var e *Error
+	if err == nil || !asError(err, &e) || e.Reason != "output limit" {
+		t.Fatalf("want output limit, got %v", err)
+	}
+}
+
+func TestLineAndStdin(t *testing.T) {
+	r := mustRunner(t)
+	dir := mustRepo(t, r)
+	head, err := r.Line(context.Background(), Cmd{Dir: dir, Args: []string{"rev-parse", "HEAD"}})
+	if err != nil || !ValidSHA(head) {
+		t.Fatalf("rev-parse: %q %v", head, err)
+	}
+	out, err := r.Run(context.Background(), Cmd{Dir: dir, Stdin: []byte(head + "\n"), Args: []string{"cat-file", "--batch-check"}})
+	if err != nil || !strings.HasPrefix(string(out), head+" commit ") {
+		t.Fatalf("cat-file: %q %v", out, err)
+	}
+}
+
+func TestFind(t *testing.T) {
+	if _, err := Find("relative/dir:"); err == nil {
+		t.Fatal("found git on a PATH without absolute directories")
+	}
+}
+
+func asError(err error, e **Error) bool {
+	x, ok := err.(*Error)
+	if ok {
+		*e = x
+	}
+	return ok
+}
