@@ -27,7 +27,8 @@ const (
 	// stdin is closed.
 	ExpectSession
 	// ExpectHostRun: the valid request run through pkg/plugin/host, the
-	// Worker's own runner, must succeed with a result.
+	// Worker's own runner, must succeed with a result. The runner builds
+	// its own frames; Bytes is the equivalent execute frame.
 	ExpectHostRun
 )
 
