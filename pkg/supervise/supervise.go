@@ -325,26 +325,22 @@ func (p *Process) watch(ctx context.Context, timeout time.Duration) {
 }
 
 // wait reaps the child. On Linux it first learns of the exit without
-// reaping, so that the group id cannot have been recycled while the rest of
-// the group is killed.
+// reaping, then, holding the lock that every group signal takes, kills
+// what is left of the group and reaps: a signal can never reach a recycled
+// process group id. Elsewhere it reaps first (a small race remains there).
 func (p *Process) wait() {
 	if awaitExitNoReap(p.pid) {
 		p.mu.Lock()
 		syscall.Kill(-p.pid, syscall.SIGKILL)
+		p.cmd.Wait() // the child is a zombie: this returns at once
+		p.reapedLocked()
+		p.mu.Unlock()
+	} else {
+		p.cmd.Wait()
+		p.mu.Lock()
+		p.reapedLocked()
 		p.mu.Unlock()
 	}
-	p.cmd.Wait() // the exit status is read from ProcessState below
-	p.mu.Lock()
-	p.reaped = true
-	if p.killTimer != nil {
-		p.killTimer.Stop()
-	}
-	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		p.exit = Exit{Code: -1, Signal: ws.Signal()}
-	} else {
-		p.exit = Exit{Code: p.cmd.ProcessState.ExitCode()}
-	}
-	p.mu.Unlock()
 	t := time.NewTimer(p.killGrace)
 	select {
 	case <-p.stderrDone:
@@ -354,6 +350,19 @@ func (p *Process) wait() {
 	}
 	t.Stop()
 	close(p.done)
+}
+
+// reapedLocked records the reaped child's exit; p.mu is held.
+func (p *Process) reapedLocked() {
+	p.reaped = true
+	if p.killTimer != nil {
+		p.killTimer.Stop()
+	}
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		p.exit = Exit{Code: -1, Signal: ws.Signal()}
+	} else {
+		p.exit = Exit{Code: p.cmd.ProcessState.ExitCode()}
+	}
 }
 
 func (p *Process) copyStderr() {
