@@ -99,6 +99,21 @@ func TestServeAndGracefulShutdown(t *testing.T) {
 			}
 		}
 	}
+	// Listening comes before readiness: wait for /readyz like a script.
+	for ready := false; !ready; {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		ready = resp.StatusCode == http.StatusOK
+		if !ready {
+			select {
+			case <-logs.ch:
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
 	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/jobs", strings.NewReader(`{"input":"private task text"}`))
 	req.Header.Set("Authorization", "Bearer owner-secret-value")
 	resp, err := http.DefaultClient.Do(req)
