@@ -185,24 +185,48 @@ func TestHeartbeatsThenRejectCancelsAttempt(t *testing.T) {
 func TestGateCancelCancelsAttempt(t *testing.T) {
 	g := newFakeGate(t)
 	x := newScriptedExec(upper)
-	startWorker(t, Options{Config: laneConfig(t, g, 1), Executors: map[wire.Kind]Executor{wire.KindText: x}})
+	obs, ev := events()
+	startWorker(t, Options{Config: laneConfig(t, g, 1), Executors: map[wire.Kind]Executor{wire.KindText: x}, Observe: obs})
 	c := g.accept()
 	c.lease(t, textLease("j_c", "a_1", testPolicy("reference"), "block"))
 	recv(t, x.started, "execution start")
-	// A cancel for another attempt is ignored.
-	if err := c.Send(wire.Envelope{Type: wire.TypeCancel, Cancel: &wire.Cancel{JobID: "j_c", AttemptID: "a_0", Reason: wire.CancelSuperseded}}); err != nil {
-		t.Fatal(err)
-	}
-	c.reply(t, c.nextOf(t, wire.TypeHeartbeat).Seq, true)
-	select {
-	case <-x.cancelled:
-		t.Fatal("a cancel for another attempt stopped this one")
-	default:
-	}
-	if err := c.Send(wire.Envelope{Type: wire.TypeCancel, Cancel: &wire.Cancel{JobID: "j_c", AttemptID: "a_1", Reason: wire.CancelExpired}}); err != nil {
-		t.Fatal(err)
+	// A cancel for another attempt (reason superseded) must be ignored; the
+	// one for this attempt (reason expired) must stop it. The lease-lost
+	// code shows which one did.
+	for _, cc := range []*wire.Cancel{
+		{JobID: "j_c", AttemptID: "a_0", Reason: wire.CancelSuperseded},
+		{JobID: "j_other", AttemptID: "a_1", Reason: wire.CancelSuperseded},
+		{JobID: "j_c", AttemptID: "a_1", Reason: wire.CancelExpired},
+	} {
+		if err := c.Send(wire.Envelope{Type: wire.TypeCancel, Cancel: cc}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	recv(t, x.cancelled, "cancellation")
+	if e := waitEvent(t, ev, EventLeaseLost); e.Code != "cancel_expired" {
+		t.Fatalf("lease lost by %q", e.Code)
+	}
+}
+
+func TestSecondLeaseWhileBusyDropsConnection(t *testing.T) {
+	g := newFakeGate(t)
+	x := newScriptedExec(upper)
+	startWorker(t, Options{Config: laneConfig(t, g, 1), Executors: map[wire.Kind]Executor{wire.KindText: x}})
+	c := g.accept()
+	c.lease(t, textLease("j_1", "a_1", testPolicy("reference"), "block"))
+	recv(t, x.started, "execution start")
+	// Gate must never lease to a busy lane; a Worker that sees it refuses
+	// to run two attempts on one lane: it cancels and closes.
+	c.lease(t, textLease("j_2", "a_2", testPolicy("reference"), "block"))
+	if job := recv(t, x.cancelled, "cancellation"); job != "j_1" {
+		t.Fatalf("cancelled %s", job)
+	}
+	c.waitClosed(t)
+	select {
+	case l := <-x.started:
+		t.Fatalf("second attempt %s started on a busy lane", l.JobID)
+	default:
+	}
 }
 
 func TestConnectionDropCancelsAttemptAndReconnects(t *testing.T) {
