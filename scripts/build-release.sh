@@ -84,17 +84,20 @@ matrix=(
 )
 
 # --- private work areas ---------------------------------------------------
-work=$(mktemp -d "${TMPDIR:-/tmp}/forge-release-work.XXXXXX")
-# The staging directory sits beside the destination so that publication is a
-# same-filesystem rename.
-stage=$(mktemp -d "$out_parent/.forge-release-stage.XXXXXX")
+work='' stage=''
 cleanup() {
   # Only this run's own temporary directories are ever removed.
-  if [ -n "${stage:-}" ]; then rm -rf -- "$stage"; fi
-  chmod -R u+w -- "$work" 2>/dev/null || true
-  rm -rf -- "$work"
+  if [ -n "$stage" ]; then rm -rf -- "$stage"; fi
+  if [ -n "$work" ]; then
+    chmod -R u+w -- "$work" 2>/dev/null || true
+    rm -rf -- "$work"
+  fi
 }
 trap cleanup EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/forge-release-work.XXXXXX") || die "cannot create a private work directory"
+# The staging directory sits beside the destination so that publication is a
+# same-filesystem rename.
+stage=$(mktemp -d "$out_parent/.forge-release-stage.XXXXXX") || die "cannot create a staging directory beside the output"
 mkdir "$work/src" "$work/home" "$work/tmp" "$work/gopath" "$work/bin" "$work/pkg"
 
 git archive --format=tar "$commit" | tar -x -C "$work/src" -f -
