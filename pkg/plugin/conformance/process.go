@@ -44,6 +44,9 @@ func startProc(argv, env []string, now func() time.Time) (*proc, error) {
 		inW.Close()
 		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
+	if env == nil {
+		env = []string{} // nil would make exec inherit the suite's environment
+	}
 	cmd := &exec.Cmd{
 		Path:        argv[0],
 		Args:        argv,
