@@ -2,7 +2,9 @@ package supervise
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -63,4 +65,35 @@ func FuzzParseProcStat(f *testing.F) {
 			t.Fatal("value returned with failure")
 		}
 	})
+}
+
+func TestSignalIdentifiedChecksStartTime(t *testing.T) {
+	cmd := exec.Command("sleep", "1000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan *os.ProcessState, 1)
+	go func() {
+		st, _ := cmd.Process.Wait()
+		exited <- st
+	}()
+	st, ok := readProcStat(cmd.Process.Pid)
+	if !ok || st.ppid != os.Getpid() {
+		t.Fatalf("stat = %+v, %v", st, ok)
+	}
+	found := false
+	for _, d := range newProcTree().descendants(os.Getpid()) {
+		found = found || d == proc{pid: cmd.Process.Pid, start: st.start}
+	}
+	if !found {
+		t.Fatal("child not among the descendants")
+	}
+	// A different start time means a recycled pid: no signal may be sent.
+	// Had this SIGKILL gone through, the exit would report SIGKILL whatever
+	// follows, since the kernel applies a pending SIGKILL first.
+	signalIdentified(proc{pid: cmd.Process.Pid, start: st.start + 1}, syscall.SIGKILL)
+	signalIdentified(proc{pid: cmd.Process.Pid, start: st.start}, syscall.SIGTERM)
+	if ps := <-exited; ps.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+		t.Fatalf("exit = %v, want SIGTERM only", ps)
+	}
 }
