@@ -41,7 +41,9 @@
 // A lane never starts a second attempt before the first has returned, and
 // lanes share nothing. When a connection ends the lane reconnects after a
 // capped exponential backoff with jitter (ReconnectBase doubling up to
-// ReconnectCap, uniformly drawn in [d/2, d]; reset after a welcome).
+// ReconnectCap, uniformly drawn in [d/2, d]; reset only by a welcomed
+// session that lasted 30 s, so two processes fighting over one lane back
+// off instead of flapping). A welcome must name the lane the slot asked for.
 //
 // When Run's context ends (SIGTERM/SIGINT in forge-worker), idle lanes
 // close their connection; an executing lane cancels its attempt, reports

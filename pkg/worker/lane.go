@@ -21,7 +21,8 @@ type lane struct {
 func (l *lane) loop(ctx context.Context) {
 	failures := 0
 	for ctx.Err() == nil {
-		if l.session(ctx) {
+		start := time.Now()
+		if l.session(ctx) && time.Since(start) >= stableSession {
 			failures = 0
 		}
 		if ctx.Err() != nil {
@@ -68,7 +69,7 @@ func (l *lane) session(ctx context.Context) bool {
 	_ = conn.SetReadDeadline(time.Now().Add(welcomeTimeout))
 	first, err := conn.Receive()
 	_ = conn.SetReadDeadline(time.Time{})
-	if err != nil || first.Type != wire.TypeWelcome {
+	if err != nil || first.Type != wire.TypeWelcome || first.Welcome.Lane != l.name {
 		log.Warn("no welcome", "type", string(first.Type))
 		return false
 	}

@@ -11,12 +11,15 @@ import (
 )
 
 // Reconnect backoff of a lane: capped exponential with jitter. The delay
-// before reconnect attempt n (n = 0 after a connection that reached
-// welcome) is a uniformly random value in [d/2, d] with
-// d = min(ReconnectBase * 2^n, ReconnectCap).
+// before reconnect attempt n is a uniformly random value in [d/2, d] with
+// d = min(ReconnectBase * 2^n, ReconnectCap). n counts consecutive failed
+// dials and short sessions; it is reset by a session that reached welcome
+// and lasted stableSession, so two processes fighting over one lane (same
+// worker id, each taking the lane over) back off instead of flapping.
 const (
 	ReconnectBase = 100 * time.Millisecond
 	ReconnectCap  = 5 * time.Second
+	stableSession = 30 * time.Second
 )
 
 // Timeouts of the lane's own conversation with Gate.
