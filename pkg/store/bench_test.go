@@ -49,7 +49,7 @@ func BenchmarkSubmitGroupCommit(b *testing.B) {
 	var wg sync.WaitGroup
 	before := s.Stats()
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	for g := 0; g < submitters; g++ {
 		wg.Add(1)
 		go func() {
@@ -73,6 +73,7 @@ func BenchmarkSubmitGroupCommit(b *testing.B) {
 	b.ReportMetric(float64(b.N)/elapsed, "submits/s")
 	b.ReportMetric(commits/elapsed, "commits/s")
 	b.ReportMetric(float64(st.Operations-before.Operations)/commits, "ops/commit")
+	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-us/op")
 }
 
 // BenchmarkStoreJobs is the store's share of benchmark (c): 16 submitters
@@ -91,7 +92,7 @@ func BenchmarkStoreJobs(b *testing.B) {
 	var next, done atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	for g := 0; g < submitters; g++ {
 		wg.Add(1)
 		go func() {
@@ -135,4 +136,5 @@ func BenchmarkStoreJobs(b *testing.B) {
 	b.ReportMetric(float64(b.N)/elapsed, "jobs/s")
 	b.ReportMetric(commits/elapsed, "commits/s")
 	b.ReportMetric(float64(b.N)/commits, "jobs/commit")
+	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-us/job")
 }

@@ -22,27 +22,15 @@ type ev struct {
 	code    string
 }
 
-// events inserts one or more events for a job in a single statement.
+// events queues events for a job. They are inserted by the writer, for
+// the whole batch, with multi-row INSERTs just before COMMIT (and before
+// any read in the same transaction), in operation order; a failed
+// operation's events are dropped with it.
 func (t *wtx) events(jobID string, at int64, evs ...ev) error {
-	var b strings.Builder
-	b.WriteString("INSERT INTO events (job_id, type, at, attempt, code) VALUES ")
-	args := make([]any, 0, 5*len(evs))
-	for i, e := range evs {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?, ?, ?, ?)")
-		var a, c any
-		if e.attempt > 0 {
-			a = e.attempt
-		}
-		if e.code != "" {
-			c = e.code
-		}
-		args = append(args, jobID, e.typ, at, a, c)
+	for _, e := range evs {
+		t.evs = append(t.evs, eventRow{jobID: jobID, at: at, ev: e})
 	}
-	_, err := t.exec(b.String(), args...)
-	return err
+	return nil
 }
 
 func nullable(s string) any {
@@ -136,25 +124,26 @@ func inList(b *strings.Builder, args []any, ids []string) []any {
 	return args
 }
 
-// leaseQuery builds the one statement that checks the lane (live, busy)
-// and picks the oldest eligible job. Parameters: ?1 lane, ?2 generation,
-// ?3 pool, ?4 now, then the plugin and repository ids.
-func leaseQuery(lane, generation, pool string, us int64, plugins, repositories []string) (string, []any) {
-	args := []any{lane, generation, pool, us}
+// leaseSQL builds the statement that, for a live and idle lane, picks the
+// oldest eligible job and marks it leased, returning what the lease needs.
+// Parameters: ?1 lane, ?2 generation, ?3 pool, ?4 now, ?5 the new attempt
+// id, then the plugin and repository ids.
+func leaseSQL(lane, generation, pool string, us int64, attemptID string, plugins, repositories []string) (string, []any) {
+	args := []any{lane, generation, pool, us, attemptID}
 	var b strings.Builder
-	b.WriteString(`SELECT l.live, l.busy, c.seq, c.id, c.kind, c.task, c.repository_id, c.plugin_id, c.policy,
-  c.lease_ttl_us, c.attempt_count
-FROM (SELECT EXISTS (SELECT 1 FROM lanes WHERE lane = ?1 AND generation = ?2 AND connected = 1) AS live,
-             EXISTS (SELECT 1 FROM attempts WHERE lane = ?1 AND generation = ?2 AND status = 'leased') AS busy) AS l
-LEFT JOIN (SELECT seq, id, kind, task, repository_id, plugin_id, policy, lease_ttl_us, attempt_count
-  FROM jobs
-  WHERE pool = ?3 AND status IN ('pending', 'retry_wait') AND (status = 'pending' OR retry_at <= ?4)
-    AND plugin_id IN (`)
+	b.WriteString(`UPDATE jobs SET status = 'leased', current_attempt = ?5, attempt_count = attempt_count + 1,
+  retry_at = NULL, updated_at = ?4
+WHERE seq = (SELECT seq FROM jobs
+    WHERE pool = ?3 AND status IN ('pending', 'retry_wait') AND (status = 'pending' OR retry_at <= ?4)
+      AND plugin_id IN (`)
 	args = inList(&b, args, plugins)
 	b.WriteString(`) AND (kind = 'text' OR repository_id IN (`)
 	args = inList(&b, args, repositories)
 	b.WriteString(`))
-  ORDER BY seq LIMIT 1) AS c ON l.live AND NOT l.busy`)
+    ORDER BY seq LIMIT 1)
+  AND EXISTS (SELECT 1 FROM lanes WHERE lane = ?1 AND generation = ?2 AND connected = 1)
+  AND NOT EXISTS (SELECT 1 FROM attempts WHERE lane = ?1 AND generation = ?2 AND status = 'leased')
+RETURNING seq, id, kind, task, repository_id, plugin_id, policy, lease_ttl_us, attempt_count`)
 	return b.String(), args
 }
 
@@ -172,46 +161,46 @@ func (s *Store) Lease(ctx context.Context, lane, generation, pool string, plugin
 		return nil, invalid("malformed lease request")
 	}
 	us := now.UnixMicro()
-	query, args := leaseQuery(lane, generation, pool, us, plugins, repositories)
 	var out *Lease
 	err := s.w.do(ctx, func(t *wtx) error {
 		out = nil
+		attemptID := newAttemptID()
+		query, args := leaseSQL(lane, generation, pool, us, attemptID, plugins, repositories)
 		var (
-			live, busy   bool
-			seq, ttl     sql.NullInt64
-			count        sql.NullInt64
-			id, kind     sql.NullString
-			task, pol    sql.NullString
-			repo, plugin sql.NullString
+			seq, ttl, count int64
+			repo            sql.NullString
+			task, pol       string
+			l               = Lease{AttemptID: attemptID}
 		)
-		if err := t.w.conn.QueryRowContext(t.ctx, query, args...).Scan(&live, &busy, &seq, &id, &kind, &task, &repo,
-			&plugin, &pol, &ttl, &count); err != nil {
-			return err
-		}
-		if !live {
-			return ErrStale
-		}
-		if busy {
-			return ErrLaneBusy
-		}
-		if !seq.Valid {
+		err := t.writeRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &l.PluginID, &pol, &ttl, &count)
+		if isNoRows(err) {
+			var live, busy bool
+			if err := t.queryRow(`SELECT
+  EXISTS (SELECT 1 FROM lanes WHERE lane = ?1 AND generation = ?2 AND connected = 1),
+  EXISTS (SELECT 1 FROM attempts WHERE lane = ?1 AND generation = ?2 AND status = 'leased')`,
+				lane, generation).Scan(&live, &busy); err != nil {
+				return err
+			}
+			switch {
+			case !live:
+				return ErrStale
+			case busy:
+				return ErrLaneBusy
+			}
 			return nil
 		}
-		l := Lease{
-			JobID: id.String, AttemptID: newAttemptID(), Ordinal: int(count.Int64) + 1, Kind: kind.String,
-			Task: json.RawMessage(task.String), Policy: json.RawMessage(pol.String),
-			RepositoryID: repo.String, PluginID: plugin.String,
-			LeasedAt: fromMicros(us).Time, DeadlineAt: fromMicros(us + ttl.Int64).Time,
-		}
-		if _, err := t.exec(`INSERT INTO attempts (id, job_id, ordinal, lane, generation, policy, lease_ttl_us, kind,
-  max_attempts, retry_base_us, status, leased_at, deadline_at)
-SELECT ?, id, attempt_count + 1, ?, ?, policy, lease_ttl_us, kind, max_attempts, retry_base_us, 'leased', ?,
-  ? + lease_ttl_us FROM jobs WHERE seq = ?`,
-			l.AttemptID, lane, generation, us, us, seq.Int64); err != nil {
+		if err != nil {
 			return err
 		}
-		if _, err := t.exec(`UPDATE jobs SET status = 'leased', current_attempt = ?, attempt_count = attempt_count + 1,
-  retry_at = NULL, updated_at = ? WHERE seq = ?`, l.AttemptID, us, seq.Int64); err != nil {
+		l.Ordinal = int(count)
+		l.Task, l.Policy = json.RawMessage(task), json.RawMessage(pol)
+		l.RepositoryID = repo.String
+		l.LeasedAt, l.DeadlineAt = fromMicros(us).Time, fromMicros(us+ttl).Time
+		if _, err := t.exec(`INSERT INTO attempts (id, job_id, ordinal, lane, generation, policy, lease_ttl_us, kind,
+  max_attempts, retry_base_us, status, leased_at, deadline_at)
+SELECT ?, id, attempt_count, ?, ?, policy, lease_ttl_us, kind, max_attempts, retry_base_us, 'leased', ?,
+  ? + lease_ttl_us FROM jobs WHERE seq = ?`,
+			l.AttemptID, lane, generation, us, us, seq); err != nil {
 			return err
 		}
 		if err := t.events(l.JobID, us, ev{typ: EventLeased, attempt: l.Ordinal}); err != nil {
@@ -286,6 +275,33 @@ func checkActive(r fenceRow, us int64) error {
 	return nil
 }
 
+// fencedWhere binds a write to its fence, in the statement that writes:
+// the attempt (?1) belongs to the job (?2), is bound to the lane (?3) and
+// generation (?4), is still leased, now (?5) is strictly before its
+// deadline, and the generation is the lane's live connection.
+const fencedWhere = `id = ?1 AND job_id = ?2 AND lane = ?3 AND generation = ?4 AND status = 'leased'
+  AND deadline_at > ?5
+  AND EXISTS (SELECT 1 FROM lanes l WHERE l.lane = ?3 AND l.generation = ?4 AND l.connected = 1)`
+
+func fenceArgs(f Fence, us int64, more ...any) []any {
+	return append([]any{f.AttemptID, f.JobID, f.Lane, f.Generation, us}, more...)
+}
+
+// refusal explains why a fenced write matched no row.
+func (t *wtx) refusal(f Fence, us int64) error {
+	r, err := t.loadFence(f.AttemptID)
+	if err != nil {
+		return err
+	}
+	if err := checkBinding(r, f); err != nil {
+		return err
+	}
+	if err := checkActive(r, us); err != nil {
+		return err
+	}
+	return ErrStale
+}
+
 // Heartbeat extends the fenced attempt's deadline to now + its persisted
 // TTL (never shortening it) and returns the new deadline. It is valid only
 // strictly before the current deadline, for a leased attempt bound to the
@@ -297,18 +313,11 @@ func (s *Store) Heartbeat(ctx context.Context, f Fence, now time.Time) (time.Tim
 	us := now.UnixMicro()
 	var deadline int64
 	err := s.w.do(ctx, func(t *wtx) error {
-		r, err := t.loadFence(f.AttemptID)
-		if err != nil {
-			return err
+		err := t.writeRow(`UPDATE attempts SET deadline_at = max(deadline_at, ?5 + lease_ttl_us)
+WHERE `+fencedWhere+` RETURNING deadline_at`, fenceArgs(f, us)...).Scan(&deadline)
+		if isNoRows(err) {
+			return t.refusal(f, us)
 		}
-		if err := checkBinding(r, f); err != nil {
-			return err
-		}
-		if err := checkActive(r, us); err != nil {
-			return err
-		}
-		deadline = max(r.deadline, us+r.ttl)
-		_, err = t.exec(`UPDATE attempts SET deadline_at = ? WHERE id = ? AND status = 'leased'`, deadline, f.AttemptID)
 		return err
 	})
 	if err != nil {
@@ -390,46 +399,29 @@ func (s *Store) Complete(ctx context.Context, f Fence, o Outcome, now time.Time)
 	digest := outcomeDigest(o, report)
 	us := now.UnixMicro()
 	var c Completion
+	kind := KindCoding
+	if o.Output != nil {
+		kind = KindText
+	}
 	err = s.w.do(ctx, func(t *wtx) error {
 		c = Completion{}
-		r, err := t.loadFence(f.AttemptID)
-		if err != nil {
-			return err
-		}
-		if err := checkBinding(r, f); err != nil {
-			return err
-		}
-		if r.status == AttemptSucceeded || r.status == AttemptFailed {
-			if !bytes.Equal(r.digest, digest) {
-				return ErrConflict
-			}
-			var retryAt sql.NullInt64
-			if err := t.queryRow(`SELECT status, retry_at FROM jobs WHERE id = ?`, f.JobID).Scan(&c.JobStatus, &retryAt); err != nil {
-				return err
-			}
-			c.Replayed = true
-			if retryAt.Valid {
-				c.RetryAt = fromMicros(retryAt.Int64).Time
-			}
-			return nil
-		}
-		if err := checkActive(r, us); err != nil {
-			return err
-		}
 		if o.Succeeded {
-			if (r.kind == KindText) != (o.Output != nil) {
-				return invalid("result kind does not match the job")
-			}
-			var result any
+			var result, rep any
 			if o.Output != nil {
 				result = *o.Output
 			}
-			var rep any
 			if report != nil {
 				rep = report
 			}
-			if _, err := t.exec(`UPDATE attempts SET status = 'succeeded', completed_at = ?, candidate_sha = ?,
-  agent_report = ?, outcome_digest = ? WHERE id = ?`, us, nullable(o.CandidateSHA), rep, digest, f.AttemptID); err != nil {
+			var ordinal int
+			err := t.writeRow(`UPDATE attempts SET status = 'succeeded', completed_at = ?5, candidate_sha = ?6,
+  agent_report = ?7, outcome_digest = ?8
+WHERE `+fencedWhere+` AND kind = ?9 RETURNING ordinal`,
+				fenceArgs(f, us, nullable(o.CandidateSHA), rep, digest, kind)...).Scan(&ordinal)
+			if isNoRows(err) {
+				return t.completeRefusal(f, us, digest, kind, &c)
+			}
+			if err != nil {
 				return err
 			}
 			if _, err := t.exec(`UPDATE jobs SET status = 'succeeded', current_attempt = NULL, result = ?, candidate_sha = ?,
@@ -437,17 +429,20 @@ func (s *Store) Complete(ctx context.Context, f Fence, o Outcome, now time.Time)
 				return err
 			}
 			c.JobStatus = JobSucceeded
-			return t.events(f.JobID, us, ev{typ: EventSucceeded, attempt: r.ordinal})
+			return t.events(f.JobID, us, ev{typ: EventSucceeded, attempt: ordinal})
 		}
-		status, retryAt := nextAfterFailure(r, o.Disposition == DispositionRetryable, us)
-		var ra any
-		if status == JobRetryWait {
-			ra = retryAt
+		var r fenceRow
+		err := t.writeRow(`UPDATE attempts SET status = 'failed', completed_at = ?5, disposition = ?6, failure_code = ?7,
+  outcome_digest = ?8
+WHERE `+fencedWhere+` RETURNING ordinal, max_attempts, retry_base_us`,
+			fenceArgs(f, us, o.Disposition, o.FailureCode, digest)...).Scan(&r.ordinal, &r.maxAttempts, &r.retryBase)
+		if isNoRows(err) {
+			return t.completeRefusal(f, us, digest, "", &c)
 		}
-		if _, err := t.exec(`UPDATE attempts SET status = 'failed', completed_at = ?, disposition = ?, failure_code = ?,
-  outcome_digest = ?, retry_at = ? WHERE id = ?`, us, o.Disposition, o.FailureCode, digest, ra, f.AttemptID); err != nil {
+		if err != nil {
 			return err
 		}
+		status, retryAt := nextAfterFailure(r, o.Disposition == DispositionRetryable, us)
 		terminalCode := ""
 		if o.Disposition == DispositionTerminal {
 			terminalCode = o.FailureCode
@@ -466,6 +461,42 @@ func (s *Store) Complete(ctx context.Context, f Fence, o Outcome, now time.Time)
 		return Completion{}, err
 	}
 	return c, nil
+}
+
+// completeRefusal explains why a result matched no leased attempt: an
+// identical replay of a recorded outcome (same lane and generation) is
+// answered from the job with c.Replayed set; otherwise it returns the
+// fencing error, ErrConflict for a different recorded outcome, or
+// ErrInvalid when a success does not match the job's kind.
+func (t *wtx) completeRefusal(f Fence, us int64, digest []byte, kind string, c *Completion) error {
+	r, err := t.loadFence(f.AttemptID)
+	if err != nil {
+		return err
+	}
+	if err := checkBinding(r, f); err != nil {
+		return err
+	}
+	if r.status == AttemptSucceeded || r.status == AttemptFailed {
+		if !bytes.Equal(r.digest, digest) {
+			return ErrConflict
+		}
+		var retryAt sql.NullInt64
+		if err := t.queryRow(`SELECT status, retry_at FROM jobs WHERE id = ?`, f.JobID).Scan(&c.JobStatus, &retryAt); err != nil {
+			return err
+		}
+		c.Replayed = true
+		if retryAt.Valid {
+			c.RetryAt = fromMicros(retryAt.Int64).Time
+		}
+		return nil
+	}
+	if err := checkActive(r, us); err != nil {
+		return err
+	}
+	if kind != "" && r.kind != kind {
+		return invalid("result kind does not match the job")
+	}
+	return ErrStale
 }
 
 // nextAfterFailure decides where a job goes after its attempt failed or
@@ -537,12 +568,8 @@ FROM attempts WHERE status = 'leased' AND deadline_at <= ? ORDER BY deadline_at,
 		}
 		for i, r := range due {
 			status, retryAt := nextAfterFailure(r, true, us)
-			var ra any
-			if status == JobRetryWait {
-				ra = retryAt
-			}
-			if _, err := t.exec(`UPDATE attempts SET status = 'expired', completed_at = ?, failure_code = ?, retry_at = ?
-WHERE id = ? AND status = 'leased'`, us, CodeLeaseExpired, ra, ids[i]); err != nil {
+			if _, err := t.exec(`UPDATE attempts SET status = 'expired', completed_at = ?, failure_code = ?
+WHERE id = ? AND status = 'leased'`, us, CodeLeaseExpired, ids[i]); err != nil {
 				return err
 			}
 			if err := t.finishJob(r.jobID, r.ordinal, status, retryAt, "", us, ev{typ: EventExpired, attempt: r.ordinal}); err != nil {

@@ -21,13 +21,13 @@ func migrations() []string {
 		`
 CREATE TABLE jobs (
   seq             INTEGER PRIMARY KEY,
-  id              TEXT NOT NULL UNIQUE CHECK (length(id) BETWEEN 1 AND 64),
+  id              TEXT NOT NULL UNIQUE,
   kind            TEXT NOT NULL CHECK (kind IN ('text', 'coding')),
-  task            TEXT NOT NULL CHECK (json_valid(task)),
-  pool            TEXT NOT NULL CHECK (length(pool) BETWEEN 1 AND 64),
-  plugin_id       TEXT NOT NULL CHECK (length(plugin_id) BETWEEN 1 AND 64),
+  task            TEXT NOT NULL,
+  pool            TEXT NOT NULL,
+  plugin_id       TEXT NOT NULL,
   repository_id   TEXT CHECK ((kind = 'coding') = (repository_id IS NOT NULL)),
-  policy          TEXT NOT NULL CHECK (json_valid(policy)),
+  policy          TEXT NOT NULL,
   lease_ttl_us    INTEGER NOT NULL CHECK (lease_ttl_us > 0),
   retry_base_us   INTEGER NOT NULL CHECK (retry_base_us > 0),
   max_attempts    INTEGER NOT NULL CHECK (max_attempts >= 1),
@@ -42,16 +42,13 @@ CREATE TABLE jobs (
   updated_at      INTEGER NOT NULL,
   CHECK ((status = 'leased') = (current_attempt IS NOT NULL)),
   CHECK ((status = 'retry_wait') = (retry_at IS NOT NULL)),
-  CHECK ((status = 'failed') = (failure_code IS NOT NULL)),
-  CHECK (status = 'succeeded' OR (result IS NULL AND candidate_sha IS NULL)),
-  CHECK (status <> 'succeeded' OR (kind = 'text') = (result IS NOT NULL))
+  CHECK ((status = 'failed') = (failure_code IS NOT NULL))
 );
 CREATE INDEX jobs_ready ON jobs (pool, seq) WHERE status IN ('pending', 'retry_wait');
 CREATE INDEX jobs_retry ON jobs (retry_at) WHERE status = 'retry_wait';
-CREATE INDEX jobs_recent ON jobs (created_at DESC, seq DESC);
 
 CREATE TABLE attempts (
-  id              TEXT PRIMARY KEY CHECK (length(id) = 32),
+  id              TEXT PRIMARY KEY,
   job_id          TEXT NOT NULL REFERENCES jobs (id),
   ordinal         INTEGER NOT NULL CHECK (ordinal >= 1),
   lane            TEXT NOT NULL,
@@ -63,23 +60,18 @@ CREATE TABLE attempts (
   retry_base_us   INTEGER NOT NULL CHECK (retry_base_us > 0),
   status          TEXT NOT NULL CHECK (status IN ('leased', 'succeeded', 'failed', 'expired')),
   leased_at       INTEGER NOT NULL,
-  deadline_at     INTEGER NOT NULL CHECK (deadline_at > leased_at),
+  deadline_at     INTEGER NOT NULL,
   completed_at    INTEGER,
   disposition     TEXT CHECK (disposition IS NULL OR disposition IN ('retryable', 'terminal')),
   failure_code    TEXT,
   candidate_sha   TEXT CHECK (candidate_sha IS NULL OR length(candidate_sha) = 40),
-  agent_report    TEXT CHECK (agent_report IS NULL OR json_valid(agent_report)),
+  agent_report    TEXT,
   outcome_digest  BLOB,
-  retry_at        INTEGER,
-  evidence_batches INTEGER NOT NULL DEFAULT 0 CHECK (evidence_batches >= 0),
-  evidence_records INTEGER NOT NULL DEFAULT 0 CHECK (evidence_records >= 0),
-  evidence_bytes  INTEGER NOT NULL DEFAULT 0 CHECK (evidence_bytes >= 0),
+  evidence_batches INTEGER NOT NULL DEFAULT 0,
+  evidence_records INTEGER NOT NULL DEFAULT 0,
+  evidence_bytes  INTEGER NOT NULL DEFAULT 0,
   UNIQUE (job_id, ordinal),
-  CHECK (ordinal <= max_attempts),
-  CHECK ((status = 'leased') = (completed_at IS NULL)),
-  CHECK ((status IN ('succeeded', 'failed')) = (outcome_digest IS NOT NULL)),
-  CHECK ((status = 'failed') = (disposition IS NOT NULL)),
-  CHECK ((status IN ('failed', 'expired')) = (failure_code IS NOT NULL))
+  CHECK ((status = 'leased') = (completed_at IS NULL))
 );
 CREATE INDEX attempts_deadline ON attempts (deadline_at) WHERE status = 'leased';
 CREATE INDEX attempts_bound ON attempts (lane, generation) WHERE status = 'leased';
@@ -98,7 +90,7 @@ CREATE TABLE evidence (
   attempt_id TEXT NOT NULL REFERENCES attempts (id),
   batch      INTEGER NOT NULL CHECK (batch >= 1),
   idx        INTEGER NOT NULL CHECK (idx >= 0),
-  record     TEXT NOT NULL CHECK (json_valid(record)),
+  record     TEXT NOT NULL,
   PRIMARY KEY (attempt_id, batch, idx)
 ) WITHOUT ROWID;
 
@@ -109,8 +101,7 @@ CREATE TABLE lanes (
   generation      TEXT NOT NULL,
   connected       INTEGER NOT NULL CHECK (connected IN (0, 1)),
   connected_at    INTEGER NOT NULL,
-  disconnected_at INTEGER,
-  CHECK ((connected = 1) = (disconnected_at IS NULL))
+  disconnected_at INTEGER
 );
 `,
 	}

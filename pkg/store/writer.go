@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -46,7 +47,47 @@ type writerStats struct {
 type wtx struct {
 	w     *writer
 	ctx   context.Context
-	wrote bool // an exec ran: a failure must be rolled back
+	wrote bool       // an exec ran: a failure must be rolled back
+	evs   []eventRow // queued events, flushed by the writer
+}
+
+// eventRow is a queued event of one job.
+type eventRow struct {
+	jobID string
+	at    int64
+	ev
+}
+
+// maxEventRows bounds one multi-row INSERT (5 parameters per row).
+const maxEventRows = 1000
+
+// flushEvents inserts the queued events in order and empties the queue.
+func (w *writer) flushEvents(rows []eventRow) error {
+	for len(rows) > 0 {
+		n := min(len(rows), maxEventRows)
+		var b strings.Builder
+		b.WriteString("INSERT INTO events (job_id, type, at, attempt, code) VALUES ")
+		args := make([]any, 0, 5*n)
+		for i, r := range rows[:n] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?, ?)")
+			var a, c any
+			if r.attempt > 0 {
+				a = r.attempt
+			}
+			if r.code != "" {
+				c = r.code
+			}
+			args = append(args, r.jobID, r.typ, r.at, a, c)
+		}
+		if _, err := w.conn.ExecContext(w.base, b.String(), args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
 }
 
 func (t *wtx) exec(query string, args ...any) (sql.Result, error) {
@@ -56,6 +97,26 @@ func (t *wtx) exec(query string, args ...any) (sql.Result, error) {
 		return nil, err
 	}
 	return st.ExecContext(t.ctx, args...)
+}
+
+// writeRow runs a writing statement with RETURNING and yields its row. A
+// statement that matched no row (sql.ErrNoRows) changed nothing, so it does
+// not mark the operation as having written.
+func (t *wtx) writeRow(query string, args ...any) returningRow {
+	return returningRow{t: t, row: t.w.conn.QueryRowContext(t.ctx, query, args...)}
+}
+
+type returningRow struct {
+	t   *wtx
+	row *sql.Row
+}
+
+func (r returningRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if !isNoRows(err) {
+		r.t.wrote = true
+	}
+	return err
 }
 
 func (t *wtx) queryRow(query string, args ...any) *sql.Row {
@@ -222,9 +283,17 @@ func (w *writer) attempt(batch []*op, results []error, savepoints bool) bool {
 	}
 	committed := 0
 	pre := append([]error(nil), results...)
+	var pending []eventRow
 	for i, o := range batch {
 		if pre[i] != nil {
 			continue
+		}
+		if o.read && len(pending) > 0 {
+			if err := w.flushEvents(pending); err != nil {
+				w.abort(batch, results, fmt.Errorf("store: insert events: %w", err))
+				return true
+			}
+			pending = pending[:0]
 		}
 		t := &wtx{w: w, ctx: w.base}
 		if savepoints {
@@ -252,8 +321,15 @@ func (w *writer) attempt(batch []*op, results []error, savepoints bool) bool {
 		}
 		if err == nil && !o.read {
 			committed++
+			pending = append(pending, t.evs...)
 		}
 		results[i] = err
+	}
+	if committed > 0 && len(pending) > 0 {
+		if err := w.flushEvents(pending); err != nil {
+			w.abort(batch, results, fmt.Errorf("store: insert events: %w", err))
+			return true
+		}
 	}
 	if committed == 0 {
 		// Nothing to make durable (every write failed, or reads only).
