@@ -55,9 +55,20 @@
 //
 // Every write goes through one writer goroutine that owns the only write
 // connection. It takes whatever is queued (up to 512 operations), runs
-// BEGIN IMMEDIATE, executes each operation inside its own SAVEPOINT (a
-// failing operation rolls back only itself), COMMITs once, and then answers
+// BEGIN IMMEDIATE, executes the operations, COMMITs once, and then answers
 // every caller. A nil error from a write method therefore means durable.
+// A failing operation rolls back only itself: operations run without
+// savepoints first (most failures are fencing refusals detected before any
+// write); if one fails after writing, the transaction is rolled back and
+// the batch re-run with a SAVEPOINT around each operation. Events are
+// queued by operations and inserted for the whole batch with multi-row
+// INSERTs before COMMIT (and before any read in the same transaction).
+//
+// The driver re-prepares every statement on every execution (modernc has
+// no statement cache), so the hot paths use few, short statements: fencing
+// is the WHERE clause of the UPDATE ... RETURNING that writes, and CHECK
+// constraints are limited to state enumerations and the key state
+// invariants.
 // Reads of file databases use a separate read-only pool and a snapshot
 // transaction; memory databases have one connection, so their reads are
 // queued on the writer too. Stats reports commits and operations.
@@ -103,6 +114,10 @@
 //	Events(ctx, id) ([]Event, error)
 //	Aggregate(ctx, id) (Aggregate, error)
 //	NextDue(ctx) (time.Time, bool, error)
+//	DebugJobs(ctx, afterCreatedAt, afterID, limit) ([]Job, error)   newest first
+//	DebugLanes(ctx, after, limit) ([]LaneState, error)              by lane name
+//	DebugJob(ctx, id) (Job, []Attempt, error)
+//	DebugEvents(ctx, id, afterSeq, limit) ([]Event, error)
 //
 // Job, Event, Attempt and Aggregate carry the docs/api.md JSON names and
 // render timestamps as TimeFormat; absent values are omitted.

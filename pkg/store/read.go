@@ -24,7 +24,8 @@ func (s *Store) read(ctx context.Context, f func(q querier) error) error {
 }
 
 const jobColumns = `id, kind, status, failure_code, result, candidate_sha, repository_id, attempt_count,
-  retry_at, created_at, updated_at, pool, plugin_id`
+  retry_at, created_at, updated_at, pool, plugin_id,
+  CASE WHEN kind = 'coding' THEN json_extract(task, '$.base_sha') END`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -32,14 +33,15 @@ func scanJob(sc scanner) (Job, error) {
 	var (
 		j                          Job
 		failure, sha, repo, result sql.NullString
+		base                       sql.NullString
 		retryAt                    sql.NullInt64
 		created, updated           int64
 	)
 	if err := sc.Scan(&j.ID, &j.Kind, &j.Status, &failure, &result, &sha, &repo, &j.AttemptCount,
-		&retryAt, &created, &updated, &j.Pool, &j.PluginID); err != nil {
+		&retryAt, &created, &updated, &j.Pool, &j.PluginID, &base); err != nil {
 		return Job{}, err
 	}
-	j.FailureCode, j.CandidateSHA, j.RepositoryID = failure.String, sha.String, repo.String
+	j.FailureCode, j.CandidateSHA, j.RepositoryID, j.BaseSHA = failure.String, sha.String, repo.String, base.String
 	if result.Valid {
 		r := result.String
 		j.Result = &r

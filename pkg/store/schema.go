@@ -46,6 +46,7 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_ready ON jobs (pool, seq) WHERE status IN ('pending', 'retry_wait');
 CREATE INDEX jobs_retry ON jobs (retry_at) WHERE status = 'retry_wait';
+CREATE INDEX jobs_created ON jobs (created_at, id);
 
 CREATE TABLE attempts (
   id              TEXT PRIMARY KEY,

@@ -122,6 +122,7 @@ type Job struct {
 
 	Pool     string `json:"-"`
 	PluginID string `json:"-"`
+	BaseSHA  string `json:"-"` // coding jobs: the task's base_sha (debug views)
 }
 
 // Event is one timeline entry. Seq numbers a job's events from 1.
