@@ -1,7 +1,11 @@
 // Command forge-host-demo runs one text operation through the real host
-// runner (pkg/plugin/host) and prints every frame exchanged. It is the
-// temporary `make demo` until the Gate exists, and the small wrapper binary
-// the host benchmarks use: its first argument may select reaper mode.
+// runner (pkg/plugin/host), under the Linux child-subreaper wrapper, and
+// prints every frame exchanged:
+//
+//	go run ./pkg/plugin/host/testdata/demo -plugin bin/forge-ref-plugin
+//
+// It is also the small wrapper binary the host tests and benchmarks use:
+// its first argument may select reaper mode.
 package main
 
 import (
