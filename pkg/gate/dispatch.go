@@ -58,6 +58,25 @@ func (g *Gate) wakeAll() {
 	}
 }
 
+// wakeSome wakes up to n idle lanes, continuing the rotation where the
+// previous call stopped.
+func (g *Gate) wakeSome(n int) {
+	g.lanes.mu.Lock()
+	var start []*lane
+	total := len(g.lanes.order)
+	for i := 0; i < total && len(start) < n; i++ {
+		g.lanes.poll = (g.lanes.poll + 1) % total
+		if l := g.lanes.order[g.lanes.poll]; g.wakeLocked(l) {
+			start = append(start, l)
+		}
+	}
+	g.lanes.mu.Unlock()
+	for _, l := range start {
+		g.wg.Add(1)
+		go g.leaseLoop(l)
+	}
+}
+
 // wakeFor wakes one idle lane that fits a new job (round robin), or, when
 // none is idle, makes every fitting lane that is asking ask again.
 func (g *Gate) wakeFor(pool, plugin, repo string) {

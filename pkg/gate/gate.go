@@ -212,12 +212,15 @@ func (g *Gate) noteDue(t time.Time) {
 }
 
 // sweeper expires overdue attempts every recovery_interval, or earlier when
-// a deadline or retry falls due, and wakes idle lanes afterwards. A lease
-// poll tick only wakes idle lanes (the fallback cadence).
+// a deadline or retry falls due. Idle lanes are woken after a sweep that
+// expired something or that ran because something fell due (a retry is
+// leasable now). A lease poll tick wakes a few idle lanes in rotation: the
+// fallback cadence, bounded so that many idle lanes cost little.
 func (g *Gate) sweeper() {
 	defer g.wg.Done()
 	every := g.cfg.RecoveryInterval.Std()
 	next := g.now().Add(every)
+	dueWake := false
 	timer := time.NewTimer(every)
 	defer timer.Stop()
 	poll := time.NewTicker(g.cfg.LeasePollInterval.Std())
@@ -226,7 +229,7 @@ func (g *Gate) sweeper() {
 		if !t.Before(next) {
 			return
 		}
-		next = t
+		next, dueWake = t, true
 		timer.Reset(max(t.Sub(g.now()), 0))
 	}
 	for {
@@ -238,7 +241,7 @@ func (g *Gate) sweeper() {
 		case t := <-g.due:
 			arm(t)
 		case <-poll.C:
-			g.wakeAll()
+			g.wakeSome(pollWakeLanes)
 		case <-timer.C:
 			now := g.now()
 			res, err := g.st.Sweep(g.ctx, now)
@@ -251,15 +254,20 @@ func (g *Gate) sweeper() {
 			for _, e := range res.Expired {
 				g.cancelExpired(e)
 			}
-			next = now.Add(every)
+			if dueWake || len(res.Expired) > 0 {
+				g.wakeAll()
+			}
+			next, dueWake = now.Add(every), false
 			timer.Reset(every)
 			if res.HasNext {
 				arm(res.NextDue)
 			}
-			g.wakeAll()
 		}
 	}
 }
+
+// pollWakeLanes is how many idle lanes one lease poll tick wakes.
+const pollWakeLanes = 16
 
 // newID returns 32 random lowercase hex digits.
 func newID() string {

@@ -48,6 +48,7 @@ type registry struct {
 	mu        sync.Mutex
 	lanes     map[string]*lane
 	rr        int // round-robin start for single wakes
+	poll      int // rotation position of the lease poll
 	order     []*lane
 	all       map[*wire.Conn]struct{} // every open connection, hello or not
 	done      bool                    // closeAll ran: close newcomers at once
