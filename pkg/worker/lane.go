@@ -52,6 +52,8 @@ func (l *lane) session(ctx context.Context) bool {
 	}
 	defer conn.Close()
 	l.seq = 0
+	// Until welcome, a shutdown aborts the handshake at once.
+	abort := context.AfterFunc(ctx, func() { conn.Close() })
 
 	hello := &wire.Hello{
 		Protocol:     wire.Protocol,
@@ -69,7 +71,7 @@ func (l *lane) session(ctx context.Context) bool {
 	_ = conn.SetReadDeadline(time.Now().Add(welcomeTimeout))
 	first, err := conn.Receive()
 	_ = conn.SetReadDeadline(time.Time{})
-	if err != nil || first.Type != wire.TypeWelcome || first.Welcome.Lane != l.name {
+	if !abort() || err != nil || first.Type != wire.TypeWelcome || first.Welcome.Lane != l.name {
 		log.Warn("no welcome", "type", string(first.Type))
 		return false
 	}
