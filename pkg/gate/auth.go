@@ -20,8 +20,12 @@ var nobody = principal{worker: -1}
 // digest is compared in constant time, whatever matched earlier.
 func (s *Secrets) identify(r *http.Request) principal {
 	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || tok == "" || len(tok) > MaxTokenBytes || len(r.Header.Values("Authorization")) != 1 {
+	const scheme = "Bearer "
+	if len(r.Header.Values("Authorization")) != 1 || len(h) <= len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
+		return nobody
+	}
+	tok := h[len(scheme):]
+	if len(tok) > MaxTokenBytes {
 		return nobody
 	}
 	d := sha256.Sum256([]byte(tok))

@@ -567,3 +567,31 @@ func TestRacingTakeoversLeaveOneLiveLane(t *testing.T) {
 		t.Fatalf("lease %+v", l)
 	}
 }
+
+func TestIdentify(t *testing.T) {
+	_, sec := testConfig(t, nil)
+	cases := []struct {
+		headers []string
+		owner   bool
+		worker  int
+	}{
+		{[]string{"Bearer " + testOwnerToken}, true, -1},
+		{[]string{"bearer " + testOwnerToken}, true, -1},
+		{[]string{"Bearer " + testWorkerToken}, false, 0},
+		{[]string{"Bearer " + testOwnerToken, "Bearer " + testOwnerToken}, false, -1},
+		{[]string{"Basic " + testOwnerToken}, false, -1},
+		{[]string{"Bearer  " + testOwnerToken}, false, -1},
+		{[]string{"Bearer"}, false, -1},
+		{[]string{testOwnerToken}, false, -1},
+		{nil, false, -1},
+	}
+	for i, tc := range cases {
+		r := httptest.NewRequest("GET", "/", nil)
+		for _, h := range tc.headers {
+			r.Header.Add("Authorization", h)
+		}
+		if p := sec.identify(r); p.owner != tc.owner || p.worker != tc.worker {
+			t.Errorf("case %d: %+v", i, p)
+		}
+	}
+}
