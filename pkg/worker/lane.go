@@ -140,7 +140,9 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 	execCtx, cancelExec := context.WithCancel(context.Background())
 	defer cancelExec()
 	done := make(chan Report, 1)
-	go func() { done <- w.execute(execCtx, lease) }()
+	link := newEvidenceLink() // coding evidence batches (coding_lane.go)
+	defer link.abort()
+	go func() { done <- w.execute(execCtx, lease, link.bind) }()
 
 	ticker := time.NewTicker(w.opt.Config.HeartbeatInterval)
 	defer ticker.Stop()
@@ -178,6 +180,15 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 			stopping = true
 			log.Info("stopping: cancelling the attempt")
 			cancelExec()
+		case req := <-link.reqs:
+			if lost || !connOK {
+				link.refuse(req)
+				continue
+			}
+			l.seq++
+			if !link.send(conn, lease, l.seq, req) {
+				dropConn()
+			}
 		case <-ticker.C:
 			if lost {
 				continue
@@ -209,6 +220,10 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 				if e.Reject.Code != wire.RejectUnavailable {
 					loseLease("heartbeat_" + string(e.Reject.Code))
 				}
+			case link.owns(e):
+				if code := link.answer(e); code == wire.RejectStale || code == wire.RejectExpired {
+					loseLease("evidence_" + string(code))
+				}
 			case e.Type == wire.TypeCancel:
 				if e.Cancel.JobID == lease.JobID && e.Cancel.AttemptID == lease.AttemptID {
 					loseLease("cancel_" + string(e.Cancel.Reason))
@@ -232,8 +247,12 @@ func (l *lane) report(conn *wire.Conn, msgs <-chan wire.Envelope, lease *wire.Le
 	res := &wire.Result{JobID: lease.JobID, AttemptID: lease.AttemptID}
 	if r.Succeeded {
 		res.Outcome = wire.OutcomeSucceeded
-		out := r.Output
-		res.Output = &out
+		if r.CandidateSHA != "" {
+			res.CandidateSHA, res.AgentReport = r.CandidateSHA, r.AgentReport
+		} else {
+			out := r.Output
+			res.Output = &out
+		}
 	} else {
 		res.Outcome = wire.OutcomeFailed
 		res.Disposition, res.FailureCode = wireFailure(r.Code)
@@ -275,11 +294,15 @@ func (l *lane) report(conn *wire.Conn, msgs <-chan wire.Envelope, lease *wire.Le
 	}
 }
 
-// execute dispatches a lease to the executor of its kind.
-func (w *Worker) execute(ctx context.Context, lease *wire.Lease) Report {
+// execute dispatches a lease to the executor of its kind; an executor
+// that binds evidence gets the lane's binder.
+func (w *Worker) execute(ctx context.Context, lease *wire.Lease, bind Binder) Report {
 	x, ok := w.opt.Executors[lease.Kind]
 	if !ok {
 		return Report{Code: CodeUnsupportedKind}
+	}
+	if ex, ok := x.(evidenceExecutor); ok {
+		return ex.ExecuteWithEvidence(ctx, lease, bind)
 	}
 	return x.Execute(ctx, lease)
 }

@@ -46,6 +46,10 @@ type Report struct {
 	Output    string
 	Code      string
 	Cancelled bool
+	// CandidateSHA (coding) replaces Output on success, with the plugin's
+	// self-reported AgentReport when one was negotiated and sent.
+	CandidateSHA string
+	AgentReport  *wire.AgentReport
 }
 
 // Options wires a Worker. Zero values pick production defaults.

@@ -1,0 +1,329 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/evidence"
+	"github.com/0k-lab/agent-forge/pkg/gitx"
+	"github.com/0k-lab/agent-forge/pkg/plugin"
+	"github.com/0k-lab/agent-forge/pkg/plugin/host"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// Coding jobs: one leased attempt turns {repository, base, instruction,
+// checks} into a candidate commit, in this order:
+//
+//  1. preparation: the task and policy decode and fit this Worker; the
+//     repository is registered, under a root, at its canonical path; the
+//     base commit exists and is an ancestor of the default branch (the
+//     repository's HEAD branch); a private worktree is added, detached at
+//     the base, in a fresh 0700 directory under worktree_root. Nothing is
+//     ever fetched, cloned or pushed.
+//  2. plugin: workspace_edit in a fresh plugin process, offered progress,
+//     cancel, commit_subject and agent_report.
+//  3. workspace validation: the worktree's HEAD is still detached at the
+//     base; refs (other than other attempts' candidate refs), Git config,
+//     hooks, alternates and the worktree's Git metadata are unchanged; the
+//     change is staged (git add -A) and every changed path stays inside
+//     the worktree (no "..", no .git component, no gitlink, no symlink
+//     whose target leaves the tree). An unchanged tree is an empty change:
+//     a terminal failure (the instruction produced nothing to review;
+//     running the same instruction on the same base again is not expected
+//     to help, and a candidate equal to its base would mean nothing).
+//  4. scoped checks: the task's tests argv arrays, in order, stopping at
+//     the first that does not pass, each in a restricted environment
+//     under pkg/supervise. They run against the staged tree, whose files
+//     are exactly the worktree's tracked content; the candidate is later
+//     made from that same tree, not from whatever the checks leave behind.
+//  5. candidate commit: only when every check passed, commit-tree of the
+//     staged tree with parent = base, the task's author (or Agent Forge)
+//     and the Agent Forge committer, and the deterministic ref
+//     refs/agent-forge/candidates/<job>/<attempt>, created only if absent.
+//     The check records then name the candidate SHA (the exact commit of
+//     the tree they ran against); failed checks stay bound to the base.
+//  6. evidence batch 1 is bound and ACKed by Gate, and only then is the
+//     worktree removed (idempotently); a cleanup failure is batch 2; then
+//     the result goes out (the lane sends it).
+//
+// A failure at any step becomes one evidence record naming the phase and
+// a closed reason; nothing else (no argv value, path, output or secret)
+// leaves the Worker.
+
+// Git identities and defaults of candidate commits.
+const (
+	ForgeName       = "Agent Forge"
+	ForgeEmail      = "forge@example.invalid"
+	DefaultSubject  = "chore: apply coding task"
+	CandidatePrefix = "refs/agent-forge/candidates/"
+)
+
+// Worker-local failure codes of coding attempts (wireFailure maps each to
+// its class; the evidence record carries the closed reason).
+const (
+	CodeScopedTestFailed = wire.FailureScopedTestFailed
+	codeCodingTerminal   = wire.FailureInvalidTask
+	codeCodingRetryable  = wire.FailureExecution
+)
+
+// Binder binds one evidence batch to the current attempt and returns nil
+// once Gate has durably acknowledged it.
+type Binder func(ctx context.Context, batch int, records []json.RawMessage) error
+
+// errNoBinder is what a Binder-less run reports: evidence cannot be made
+// durable, so no candidate may be claimed.
+var errNoBinder = errors.New("no evidence binder")
+
+// Activity receives the pipeline's live-activity hooks (issue #6). Each
+// method is called from the attempt's goroutine and must return quickly.
+// The zero value of CodingOptions uses a no-op.
+type Activity interface {
+	PluginStarted(jobID, attemptID string)
+	PluginProgress(jobID, attemptID string, stage plugin.Stage)
+	ChecksStarted(jobID, attemptID string, n int)
+	ChecksEnded(jobID, attemptID string)
+}
+
+type noActivity struct{}
+
+func (noActivity) PluginStarted(string, string)                {}
+func (noActivity) PluginProgress(string, string, plugin.Stage) {}
+func (noActivity) ChecksStarted(string, string, int)           {}
+func (noActivity) ChecksEnded(string, string)                  {}
+
+// CodingOptions wires a CodingExecutor.
+type CodingOptions struct {
+	// LookupEnv supplies the values of allowlisted variables (os.LookupEnv).
+	LookupEnv func(string) (string, bool)
+	// Reaper is the binary that dispatches supervise.ReaperArg (empty: none).
+	Reaper string
+	// Git is the absolute path of git (empty: found on LookupEnv("PATH")).
+	Git string
+	// Now is the clock for commit dates and durations (default time.Now).
+	Now func() time.Time
+	// Activity receives live-activity hooks (default: none).
+	Activity Activity
+}
+
+// CodingExecutor runs coding jobs. It is safe for concurrent use by lanes.
+type CodingExecutor struct {
+	cfg *Config
+	opt CodingOptions
+}
+
+// NewCodingExecutor returns the coding executor, or an error when git
+// cannot be found.
+func NewCodingExecutor(cfg *Config, opt CodingOptions) (*CodingExecutor, error) {
+	if opt.LookupEnv == nil {
+		opt.LookupEnv = func(string) (string, bool) { return "", false }
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Activity == nil {
+		opt.Activity = noActivity{}
+	}
+	if opt.Git == "" {
+		path, _ := opt.LookupEnv("PATH")
+		git, err := gitx.Find(path)
+		if err != nil {
+			return nil, err
+		}
+		opt.Git = git
+	}
+	return &CodingExecutor{cfg: cfg, opt: opt}, nil
+}
+
+// Execute implements Executor for callers that cannot bind evidence; such
+// an attempt never reports a candidate.
+func (x *CodingExecutor) Execute(ctx context.Context, lease *wire.Lease) Report {
+	return x.ExecuteWithEvidence(ctx, lease, nil)
+}
+
+// ExecuteWithEvidence runs one coding attempt, binding its evidence with
+// bind before the worktree is removed.
+func (x *CodingExecutor) ExecuteWithEvidence(ctx context.Context, lease *wire.Lease, bind Binder) Report {
+	if bind == nil {
+		bind = func(context.Context, int, []json.RawMessage) error { return errNoBinder }
+	}
+	j := &codingJob{x: x, lease: lease, bind: bind}
+	return j.run(ctx)
+}
+
+// codingJob is the state of one attempt.
+type codingJob struct {
+	x     *CodingExecutor
+	lease *wire.Lease
+	bind  Binder
+	task  wire.CodingTask
+	inv   *invocation
+
+	git       *gitx.Runner
+	gitHome   string
+	repo      repoPaths
+	container string // private directory holding the worktree
+	wt        string // the worktree
+	admin     string // the worktree's administrative git dir
+	branch    string
+
+	records []evidence.Record
+}
+
+// outcome is how the work (before evidence and cleanup) ended.
+type outcome struct {
+	report Report
+}
+
+func (j *codingJob) fail(p evidence.Phase, r evidence.Reason, code string) outcome {
+	j.records = append(j.records, evidence.Failure(p, r))
+	return outcome{report: Report{Code: code}}
+}
+
+func (j *codingJob) run(ctx context.Context) Report {
+	out := j.work(ctx)
+	cancelled := ctx.Err() != nil
+	r := out.report
+	if cancelled {
+		r = Report{Cancelled: true, Code: CodeWorkerShutdown}
+	} else if err := j.bindWork(ctx); err != nil {
+		// Without durable evidence nothing may be claimed.
+		r = Report{Code: codeCodingRetryable, Cancelled: ctx.Err() != nil}
+		cancelled = true
+	}
+	cleanErr := j.cleanup()
+	if cleanErr != nil && !cancelled {
+		rec, _ := evidence.Failure(evidence.PhaseCleanup, evidence.ReasonCleanupFailed).Encode()
+		if err := j.bind(ctx, 2, []json.RawMessage{rec}); err != nil {
+			r = Report{Code: codeCodingRetryable, Cancelled: ctx.Err() != nil}
+		}
+	}
+	return r
+}
+
+// bindWork sends evidence batch 1.
+func (j *codingJob) bindWork(ctx context.Context) error {
+	if len(j.records) == 0 {
+		return nil
+	}
+	raw, err := evidence.EncodeAll(j.records)
+	if err != nil {
+		return err
+	}
+	return j.bind(ctx, 1, raw)
+}
+
+// work runs preparation through candidate creation.
+func (j *codingJob) work(ctx context.Context) outcome {
+	if o, ok := j.prepare(ctx); !ok {
+		return o
+	}
+	before, err := j.snapshot(ctx)
+	if err != nil {
+		return j.fail(evidence.PhasePreparation, evidence.ReasonGitFailed, codeCodingRetryable)
+	}
+	res, o, ok := j.runPlugin(ctx)
+	if !ok {
+		return o
+	}
+	tree, o, ok := j.validate(ctx, before)
+	if !ok {
+		return o
+	}
+	checks, o, ok := j.runChecks(ctx)
+	if !ok {
+		return o
+	}
+	sha, o, ok := j.commit(ctx, tree, res.CommitSubject)
+	if !ok {
+		return o
+	}
+	for i := range checks {
+		checks[i].SHA = sha
+	}
+	for _, c := range checks {
+		j.records = append(j.records, evidence.CheckRecord(c))
+	}
+	j.records = append(j.records, evidence.Candidate(sha))
+	r := Report{Succeeded: true, CandidateSHA: sha}
+	if res.Summary != nil && res.Changes != nil {
+		r.AgentReport = &wire.AgentReport{Summary: *res.Summary, Changes: res.Changes}
+	}
+	return outcome{report: r}
+}
+
+// runPlugin runs workspace_edit in the worktree.
+func (j *codingJob) runPlugin(ctx context.Context) (host.Outcome, outcome, bool) {
+	run, code := j.inv.begin()
+	if code != "" {
+		return host.Outcome{}, j.fail(evidence.PhasePreparation, evidence.ReasonPluginRejected, code), false
+	}
+	defer run.end()
+	id, att := j.lease.JobID, j.lease.AttemptID
+	j.x.opt.Activity.PluginStarted(id, att)
+	res, err := host.Run(ctx, run.cmd(j.x.opt.Reaper), host.Request{
+		Offer: []plugin.Capability{plugin.CapWorkspaceEdit, plugin.CapProgress, plugin.CapCancel,
+			plugin.CapCommitSubject, plugin.CapAgentReport},
+		Operation:   plugin.OpWorkspaceEdit,
+		Workspace:   j.wt,
+		Instruction: j.task.Instruction,
+		TimeoutMS:   max(j.inv.exec.PluginTimeout.Std().Milliseconds(), 1),
+	}, func(p host.Progress) {
+		// Progress text stays Worker-local; only the stage is passed on.
+		j.x.opt.Activity.PluginProgress(id, att, p.Stage)
+	})
+	if err != nil {
+		rep := runFailure(err)
+		return host.Outcome{}, j.fail(evidence.PhasePlugin, pluginReason(host.KindOf(err)), rep.Code), false
+	}
+	return res, outcome{}, true
+}
+
+func pluginReason(k host.Kind) evidence.Reason {
+	switch k {
+	case host.KindCancelled:
+		return evidence.ReasonCancelled
+	case host.KindTimeout:
+		return evidence.ReasonTimedOut
+	case host.KindOutputLimit:
+		return evidence.ReasonOutputLimit
+	case host.KindFailure:
+		return evidence.ReasonPluginFailed
+	case host.KindSpawn, host.KindRequest:
+		return evidence.ReasonSpawnFailed
+	default:
+		return evidence.ReasonProtocolViolation
+	}
+}
+
+// cleanup removes the worktree and every private directory. It is
+// idempotent and runs with its own bounded context (cleanup_timeout), so
+// a lost lease still cleans up.
+func (j *codingJob) cleanup() error {
+	var failed bool
+	if j.container != "" {
+		timeout := 10 * time.Second
+		if j.inv != nil {
+			timeout = j.inv.exec.CleanupTimeout.Std()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if err := j.removeWorktree(ctx); err != nil {
+			failed = true
+		}
+		if err := os.RemoveAll(j.container); err != nil {
+			failed = true
+		}
+	}
+	if j.gitHome != "" {
+		if err := os.RemoveAll(j.gitHome); err != nil {
+			failed = true
+		}
+	}
+	if failed {
+		return errors.New("cleanup failed")
+	}
+	return nil
+}

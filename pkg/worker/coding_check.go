@@ -1,0 +1,163 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/evidence"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
+)
+
+// checkOutputBudget is the supervise budget of a scoped check. Capture is
+// bounded by check_output_bytes (and then redacted); the budget itself is
+// effectively unlimited so that a chatty check is never killed for its
+// output, only reported as truncated.
+const checkOutputBudget = 1 << 62
+
+// runChecks runs the task's scoped checks in order against the staged
+// tree, stopping at the first that does not pass. On success it returns
+// the passed checks (their SHA is set once the candidate exists); on
+// failure the records (bound to the base) are already added.
+func (j *codingJob) runChecks(ctx context.Context) ([]evidence.Check, outcome, bool) {
+	tests := j.task.Tests
+	if len(tests) == 0 {
+		return nil, outcome{}, true
+	}
+	id, att := j.lease.JobID, j.lease.AttemptID
+	j.x.opt.Activity.ChecksStarted(id, att, len(tests))
+	defer j.x.opt.Activity.ChecksEnded(id, att)
+	var done []evidence.Check
+	for i, argv := range tests {
+		c := j.runCheck(ctx, i, argv)
+		if ctx.Err() != nil {
+			return nil, outcome{report: Report{Cancelled: true, Code: CodeWorkerShutdown}}, false
+		}
+		done = append(done, c)
+		if c.Reason != evidence.ReasonPassed {
+			for _, d := range done {
+				d.SHA = j.task.BaseSHA
+				j.records = append(j.records, evidence.CheckRecord(d))
+			}
+			return nil, outcome{report: Report{Code: CodeScopedTestFailed}}, false
+		}
+	}
+	return done, outcome{}, true
+}
+
+// runCheck runs one check in its own process group with a private HOME,
+// TMPDIR and XDG_CACHE_HOME and only the check allowlist's variables.
+func (j *codingJob) runCheck(ctx context.Context, index int, argv []string) evidence.Check {
+	c := evidence.Check{Index: index, ArgCount: len(argv), Reason: evidence.ReasonSpawnFailed}
+	start := j.x.opt.Now()
+	priv, err := os.MkdirTemp(j.x.cfg.RuntimeRoot, "check-")
+	if err != nil {
+		c.DurationMS = j.x.opt.Now().Sub(start).Milliseconds()
+		return c
+	}
+	defer os.RemoveAll(priv)
+	env := []string{}
+	for _, name := range j.x.cfg.CheckEnvironmentAllowlist {
+		if name == "HOME" || name == "TMPDIR" || name == "XDG_CACHE_HOME" {
+			continue
+		}
+		if v, ok := j.x.opt.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	dirs := map[string]string{"HOME": "home", "TMPDIR": "tmp", "XDG_CACHE_HOME": "cache"}
+	for _, name := range []string{"HOME", "TMPDIR", "XDG_CACHE_HOME"} {
+		d := filepath.Join(priv, dirs[name])
+		if err := os.Mkdir(d, 0o700); err != nil {
+			c.DurationMS = j.x.opt.Now().Sub(start).Milliseconds()
+			return c
+		}
+		env = append(env, name+"="+d)
+	}
+	prog, ok := resolveProgram(argv[0], j.wt, env)
+	if !ok {
+		c.DurationMS = j.x.opt.Now().Sub(start).Milliseconds()
+		return c
+	}
+	p, err := supervise.Start(ctx, supervise.Command{
+		Path: prog, Args: argv[1:], Env: env, Dir: j.wt, Reaper: j.x.opt.Reaper,
+		OutputLimit: checkOutputBudget, StderrBytes: 1,
+		Timeout: j.inv.exec.CheckTimeout.Std(), KillGrace: j.inv.exec.CleanupTimeout.Std(),
+	})
+	if err != nil {
+		c.DurationMS = j.x.opt.Now().Sub(start).Milliseconds()
+		return c
+	}
+	defer p.Close()
+	p.Stdin().Close()
+	counted := make(chan int64, 1)
+	go func() {
+		n, _ := io.Copy(io.Discard, p.Stdout())
+		counted <- n
+	}()
+	exit, reason := p.Wait()
+	var stdoutBytes int64
+	t := time.NewTimer(j.inv.exec.CleanupTimeout.Std())
+	select {
+	case stdoutBytes = <-counted:
+	case <-t.C:
+		p.CloseStdout() // a leftover process still holds stdout open
+		stdoutBytes = <-counted
+	}
+	t.Stop()
+	c.OutputBytes = stdoutBytes + p.StderrTotal()
+	c.Truncated = c.OutputBytes > j.inv.exec.CheckOutputBytes
+	switch {
+	case errors.Is(reason, supervise.ErrTimeout):
+		c.Reason = evidence.ReasonTimedOut
+	case reason != nil:
+		c.Reason = evidence.ReasonSignalled
+	case exit.Signal != 0:
+		c.Reason = evidence.ReasonSignalled
+	case exit.Code == 0:
+		c.Reason = evidence.ReasonPassed
+	case exit.Code >= 1 && exit.Code <= 255:
+		c.Reason, c.ExitCode = evidence.ReasonFailed, exit.Code
+	default:
+		c.Reason = evidence.ReasonSignalled
+	}
+	c.DurationMS = j.x.opt.Now().Sub(start).Milliseconds()
+	return c
+}
+
+// resolveProgram finds a check's program: a name with a slash is taken
+// relative to the worktree; a bare name is searched on the check
+// environment's PATH (absolute entries only), never the Worker's.
+func resolveProgram(name, wt string, env []string) (string, bool) {
+	if strings.ContainsRune(name, '/') {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(wt, name)
+		}
+		return name, isExecutable(name)
+	}
+	var pathEnv string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if isExecutable(p) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}

@@ -1,0 +1,49 @@
+package worker
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/0k-lab/agent-forge/pkg/evidence"
+	"github.com/0k-lab/agent-forge/pkg/gitx"
+)
+
+// zeroSHA as update-ref's old value means "the ref must not exist".
+const zeroSHA = "0000000000000000000000000000000000000000"
+
+// CandidateRef is the deterministic ref of an attempt's candidate.
+func CandidateRef(jobID, attemptID string) string {
+	return CandidatePrefix + jobID + "/" + attemptID
+}
+
+// commit makes the candidate commit from the staged tree and pins it with
+// the candidate ref (created only if absent).
+func (j *codingJob) commit(ctx context.Context, tree string, subject *string) (string, outcome, bool) {
+	const P = evidence.PhaseCandidateCommit
+	msg := DefaultSubject
+	if subject != nil {
+		msg = *subject
+	}
+	authorName, authorEmail := ForgeName, ForgeEmail
+	if j.task.CommitAuthorName != "" {
+		authorName, authorEmail = j.task.CommitAuthorName, j.task.CommitAuthorEmail
+	}
+	date := strconv.FormatInt(j.x.opt.Now().Unix(), 10) + " +0000"
+	env := []string{
+		"GIT_AUTHOR_NAME=" + authorName, "GIT_AUTHOR_EMAIL=" + authorEmail, "GIT_AUTHOR_DATE=" + date,
+		"GIT_COMMITTER_NAME=" + ForgeName, "GIT_COMMITTER_EMAIL=" + ForgeEmail, "GIT_COMMITTER_DATE=" + date,
+	}
+	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Env: env,
+		Args: []string{"commit-tree", tree, "-p", j.task.BaseSHA, "-m", msg}})
+	sha := strings.TrimSuffix(string(out), "\n")
+	if err != nil || !gitx.ValidSHA(sha) {
+		return "", j.fail(P, evidence.ReasonCommitFailed, codeCodingRetryable), false
+	}
+	ref := CandidateRef(j.lease.JobID, j.lease.AttemptID)
+	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common,
+		Args: []string{"update-ref", "--no-deref", ref, sha, zeroSHA}}); err != nil {
+		return "", j.fail(P, evidence.ReasonRefFailed, codeCodingRetryable), false
+	}
+	return sha, outcome{}, true
+}

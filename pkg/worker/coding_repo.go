@@ -1,0 +1,303 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/0k-lab/agent-forge/pkg/evidence"
+	"github.com/0k-lab/agent-forge/pkg/gitx"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// repoPaths locates a registered repository's Git directories.
+type repoPaths struct {
+	path   string // the configured (canonical) repository path
+	common string // the common git dir: <path>/.git or <path> when bare
+}
+
+// prepare runs the preparation phase. It fails with a record and a code.
+func (j *codingJob) prepare(ctx context.Context) (outcome, bool) {
+	const P = evidence.PhasePreparation
+	task, err := wire.DecodeCodingTask(j.lease.Task)
+	if err != nil {
+		return j.fail(P, evidence.ReasonInvalidTask, CodeInvalidTask), false
+	}
+	j.task = task
+	inv, code := j.x.cfg.prepare(j.lease.Policy, j.x.opt.LookupEnv)
+	if code != "" {
+		reason := evidence.ReasonPolicyRejected
+		if code == CodeInvalidPolicy {
+			reason = evidence.ReasonInvalidPolicy
+		}
+		return j.fail(P, reason, code), false
+	}
+	j.inv = inv
+	cfg := j.x.cfg
+	if len(cfg.RepositoryRoots) == 0 {
+		return j.fail(P, evidence.ReasonNoRepositoryRoots, codeCodingTerminal), false
+	}
+	i := slices.IndexFunc(cfg.Repositories, func(r Repository) bool { return r.ID == task.RepositoryID })
+	if i < 0 {
+		return j.fail(P, evidence.ReasonUnknownRepository, codeCodingTerminal), false
+	}
+	rp, ok := locateRepo(cfg, cfg.Repositories[i].Path)
+	if !ok {
+		return j.fail(P, evidence.ReasonRepositoryPathDrift, codeCodingTerminal), false
+	}
+	j.repo = rp
+	home, err := os.MkdirTemp(cfg.RuntimeRoot, "git-")
+	if err != nil {
+		return j.fail(P, evidence.ReasonWorktreeFailed, codeCodingRetryable), false
+	}
+	j.gitHome = home
+	j.git = &gitx.Runner{
+		Git: j.x.opt.Git, Home: home,
+		Timeout: inv.exec.GitTimeout.Std(), OutputBytes: inv.exec.GitOutputBytes,
+		KillGrace: inv.exec.CleanupTimeout.Std(),
+	}
+	head, err := j.git.Line(ctx, gitx.Cmd{GitDir: rp.common, Args: []string{"symbolic-ref", "-q", "HEAD"}})
+	if err != nil {
+		if _, exited := gitx.ExitCode(err); exited {
+			return j.fail(P, evidence.ReasonDefaultBranchMismatch, codeCodingTerminal), false
+		}
+		return j.fail(P, evidence.ReasonGitFailed, codeCodingRetryable), false
+	}
+	branch, ok := strings.CutPrefix(head, "refs/heads/")
+	if !ok || branch == "" {
+		return j.fail(P, evidence.ReasonDefaultBranchMismatch, codeCodingTerminal), false
+	}
+	if want := leaseDefaultBranch(j.lease); want != "" && want != branch {
+		return j.fail(P, evidence.ReasonDefaultBranchMismatch, codeCodingTerminal), false
+	}
+	j.branch = branch
+	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: rp.common, Args: []string{"cat-file", "-e", task.BaseSHA + "^{commit}"}}); err != nil {
+		if _, exited := gitx.ExitCode(err); exited {
+			return j.fail(P, evidence.ReasonBaseMissing, codeCodingTerminal), false
+		}
+		return j.fail(P, evidence.ReasonGitFailed, codeCodingRetryable), false
+	}
+	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: rp.common, Args: []string{"merge-base", "--is-ancestor", task.BaseSHA, "refs/heads/" + branch}}); err != nil {
+		if code, exited := gitx.ExitCode(err); exited && code == 1 {
+			return j.fail(P, evidence.ReasonBaseNotOnDefaultBranch, codeCodingTerminal), false
+		}
+		return j.fail(P, evidence.ReasonGitFailed, codeCodingRetryable), false
+	}
+	if !j.addWorktree(ctx) {
+		return j.fail(P, evidence.ReasonWorktreeFailed, codeCodingRetryable), false
+	}
+	return outcome{}, true
+}
+
+// leaseDefaultBranch is the default branch Gate names for the repository,
+// or "" when the lease does not carry one. The Worker's own notion is the
+// repository's HEAD branch; when Gate names one they must agree.
+func leaseDefaultBranch(*wire.Lease) string { return "" }
+
+// locateRepo requires the configured path to be canonical now (no symlink
+// drift since startup), inside a canonical repository root, and a Git
+// repository (non-bare with a .git directory, or bare).
+func locateRepo(cfg *Config, path string) (repoPaths, bool) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil || real != path {
+		return repoPaths{}, false
+	}
+	inRoot := false
+	for _, root := range cfg.RepositoryRoots {
+		r, err := filepath.EvalSymlinks(root)
+		if err == nil && r == root && strings.HasPrefix(path, root+string(filepath.Separator)) {
+			inRoot = true
+		}
+	}
+	if !inRoot {
+		return repoPaths{}, false
+	}
+	if fi, err := os.Lstat(filepath.Join(path, ".git")); err == nil && fi.IsDir() {
+		return repoPaths{path: path, common: filepath.Join(path, ".git")}, true
+	}
+	if fi, err := os.Lstat(filepath.Join(path, "objects")); err == nil && fi.IsDir() {
+		if fi, err := os.Lstat(filepath.Join(path, "HEAD")); err == nil && fi.Mode().IsRegular() {
+			return repoPaths{path: path, common: path}, true
+		}
+	}
+	return repoPaths{}, false
+}
+
+// addWorktree creates the private container and the detached worktree,
+// and finds the worktree's administrative directory.
+func (j *codingJob) addWorktree(ctx context.Context) bool {
+	c, err := os.MkdirTemp(j.x.cfg.WorktreeRoot, "wt-")
+	if err != nil {
+		return false
+	}
+	j.container = c
+	if err := os.Chmod(c, 0o700); err != nil {
+		return false
+	}
+	wt := filepath.Join(c, "tree")
+	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common,
+		Args: []string{"worktree", "add", "--detach", wt, j.task.BaseSHA}}); err != nil {
+		return false
+	}
+	j.wt = wt
+	admin, ok := worktreeAdmin(wt, j.repo.common)
+	if !ok {
+		return false
+	}
+	j.admin = admin
+	return true
+}
+
+// worktreeAdmin reads the worktree's .git file and requires it to point
+// into <common>/worktrees/.
+func worktreeAdmin(wt, common string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(wt, ".git"))
+	if err != nil || len(b) > 4096 {
+		return "", false
+	}
+	line, ok := strings.CutPrefix(strings.TrimSuffix(string(b), "\n"), "gitdir: ")
+	if !ok || !filepath.IsAbs(line) || filepath.Clean(line) != line {
+		return "", false
+	}
+	if filepath.Dir(line) != filepath.Join(common, "worktrees") {
+		return "", false
+	}
+	return line, true
+}
+
+// removeWorktree removes the worktree and its administrative entry. It is
+// idempotent: a worktree already gone is success.
+func (j *codingJob) removeWorktree(ctx context.Context) error {
+	if j.wt == "" {
+		return nil
+	}
+	if _, err := os.Lstat(j.wt); err == nil && j.git != nil {
+		_, _ = j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Args: []string{"worktree", "remove", "--force", "--force", j.wt}})
+	}
+	if _, err := os.Lstat(j.wt); err == nil {
+		if err := os.RemoveAll(j.wt); err != nil {
+			return err
+		}
+	}
+	if j.admin != "" && j.git != nil {
+		if _, err := os.Lstat(j.admin); err == nil {
+			if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Args: []string{"worktree", "prune"}}); err != nil {
+				return err
+			}
+			if _, err := os.Lstat(j.admin); err == nil {
+				return errors.New("worktree entry remains")
+			}
+		}
+	}
+	return nil
+}
+
+// gitState is what the plugin must not change: refs (except other
+// attempts' candidate refs, which concurrent lanes create), Git config,
+// hooks, alternates and the worktree's own Git metadata.
+type gitState struct {
+	refs   []byte
+	config string
+	meta   string
+}
+
+func (j *codingJob) snapshot(ctx context.Context) (gitState, error) {
+	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Args: []string{"for-each-ref", "--format=%(objectname) %(refname)"}})
+	if err != nil {
+		return gitState{}, err
+	}
+	var refs bytes.Buffer
+	for _, line := range bytes.SplitAfter(out, []byte("\n")) {
+		if i := bytes.IndexByte(line, ' '); i >= 0 && bytes.HasPrefix(line[i+1:], []byte(CandidatePrefix)) {
+			continue
+		}
+		refs.Write(line)
+	}
+	c := j.repo.common
+	config, err := digestFiles(c, "config", "config.worktree", "info/attributes", "objects/info/alternates", "shallow", "HEAD")
+	if err != nil {
+		return gitState{}, err
+	}
+	hooks, err := digestDir(filepath.Join(c, "hooks"))
+	if err != nil {
+		return gitState{}, err
+	}
+	meta, err := digestFiles(j.admin, "HEAD", "commondir", "gitdir", "config.worktree", "locked")
+	if err != nil {
+		return gitState{}, err
+	}
+	dotgit, err := digestFiles(j.wt, ".git")
+	if err != nil {
+		return gitState{}, err
+	}
+	return gitState{refs: refs.Bytes(), config: config + hooks, meta: meta + dotgit}, nil
+}
+
+// digestFiles hashes the named files under dir (absent files hash as
+// absent; anything but a regular file is hashed by its type).
+func digestFiles(dir string, names ...string) (string, error) {
+	h := sha256.New()
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			h.Write([]byte(n + "\x00absent\x00"))
+			continue
+		case err != nil:
+			return "", err
+		case !fi.Mode().IsRegular():
+			h.Write([]byte(n + "\x00" + fi.Mode().Type().String() + "\x00"))
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "", err
+		}
+		h.Write([]byte(n + "\x00" + fi.Mode().String() + "\x00"))
+		sum := sha256.Sum256(b)
+		h.Write(sum[:])
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// digestDir hashes the entries of a directory (names, modes, contents of
+// regular files, symlink targets); an absent directory hashes as absent.
+func digestDir(dir string) (string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "absent", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "", err
+		}
+		h.Write([]byte(e.Name() + "\x00" + fi.Mode().String() + "\x00"))
+		switch {
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return "", err
+			}
+			sum := sha256.Sum256(b)
+			h.Write(sum[:])
+		case fi.Mode()&fs.ModeSymlink != 0:
+			t, _ := os.Readlink(p)
+			h.Write([]byte(t))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
