@@ -595,3 +595,25 @@ func TestIdentify(t *testing.T) {
 		}
 	}
 }
+
+func TestDisconnectKeepsLeaseUntilExpiry(t *testing.T) {
+	cfg, sec := testConfig(t, nil)
+	tg := startGate(t, cfg, sec, "", nil)
+	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), noRepos())
+	job := tg.submit(`{"input":"x"}`)
+	l1 := w.lease()
+	w.c.Close()
+	<-w.closed
+	if j := tg.job(job.ID); j.Status != "leased" {
+		t.Fatalf("after disconnect %+v", j)
+	}
+	w2 := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), noRepos())
+	// The reconnected lane has a new generation: the old attempt is not its.
+	wantReject(t, w2.heartbeat(l1), wire.RejectStale)
+	tg.clock.Advance(31 * time.Second)
+	tg.waitJob(job.ID, "retry_wait")
+	tg.clock.Advance(time.Second)
+	if l2 := w2.lease(); l2.JobID != job.ID || l2.Ordinal != 2 {
+		t.Fatalf("retry %+v", l2)
+	}
+}
