@@ -43,7 +43,7 @@ func chromiumPath(t *testing.T) string {
 }
 
 // artifactDir is where the screenshot goes: $FORGE_ARTIFACT_DIR if set.
-func artifactDir(t *testing.T) string {
+func artifactDir(t testing.TB) string {
 	if d := os.Getenv("FORGE_ARTIFACT_DIR"); d != "" {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -156,6 +156,85 @@ func (p *page) waitFor(ctx context.Context, cond string) {
 	}
 }
 
+// openPage launches Chromium, attaches to a fresh tab with the Page,
+// Network, Runtime and Log domains enabled, and loads url. The caller
+// closes the Browser.
+func openPage(ctx context.Context, t *testing.T, url string) (*Browser, *page) {
+	t.Helper()
+	b, err := Launch(chromiumPath(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var target struct {
+		TargetID string `json:"targetId"`
+	}
+	if err := b.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	var attached struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := b.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached); err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	p := &page{t: t, b: b, session: attached.SessionID}
+	for _, domain := range []string{"Page.enable", "Network.enable", "Runtime.enable", "Log.enable"} {
+		p.call(ctx, domain, nil, nil)
+	}
+	from := len(b.Events())
+	p.call(ctx, "Page.navigate", map[string]any{"url": url}, nil)
+	if _, _, err := b.WaitEvent(ctx, "Page.loadEventFired", from); err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	return b, p
+}
+
+// login types the token into the password field and connects.
+func (p *page) login(ctx context.Context, token string) {
+	p.t.Helper()
+	p.eval(ctx, `document.getElementById('token').focus(), true`, nil)
+	p.call(ctx, "Input.insertText", map[string]any{"text": token}, nil)
+	var typed int
+	p.eval(ctx, `document.getElementById('token').value.length`, &typed)
+	if typed != len(token) {
+		p.t.Fatalf("token field holds %d characters after typing", typed)
+	}
+	p.eval(ctx, `document.getElementById('connect').click(), true`, nil)
+}
+
+// text returns an element's textContent.
+func (p *page) text(ctx context.Context, expr string) string {
+	p.t.Helper()
+	var s string
+	p.eval(ctx, expr+`.textContent`, &s)
+	return s
+}
+
+// screenshot saves a PNG of the page as an artifact named name.
+func (p *page) screenshot(ctx context.Context, name string) {
+	p.t.Helper()
+	var shot struct {
+		Data string `json:"data"`
+	}
+	p.call(ctx, "Page.captureScreenshot", map[string]any{"format": "png"}, &shot)
+	img, err := base64.StdEncoding.DecodeString(shot.Data)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(img))
+	if err != nil || cfg.Width < 200 || cfg.Height < 200 {
+		p.t.Fatalf("screenshot: %v %dx%d", err, cfg.Width, cfg.Height)
+	}
+	path := filepath.Join(artifactDir(p.t), name)
+	if err := os.WriteFile(path, img, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Logf("screenshot: %s", path)
+}
+
 func TestViewerInHeadlessChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -170,34 +249,8 @@ func TestViewerInHeadlessChromium(t *testing.T) {
 	srv := httptest.NewServer(rec.wrap(mux))
 	defer srv.Close()
 
-	b, err := Launch(chromiumPath(t), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, p := openPage(ctx, t, srv.URL+"/debug/")
 	defer b.Close()
-
-	var target struct {
-		TargetID string `json:"targetId"`
-	}
-	if err := b.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
-		t.Fatal(err)
-	}
-	var attached struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := b.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached); err != nil {
-		t.Fatal(err)
-	}
-	p := &page{t: t, b: b, session: attached.SessionID}
-	for _, domain := range []string{"Page.enable", "Network.enable", "Runtime.enable", "Log.enable"} {
-		p.call(ctx, domain, nil, nil)
-	}
-
-	from := len(b.Events())
-	p.call(ctx, "Page.navigate", map[string]any{"url": srv.URL + "/debug/"}, nil)
-	if _, _, err := b.WaitEvent(ctx, "Page.loadEventFired", from); err != nil {
-		t.Fatal(err)
-	}
 
 	// A wrong token is refused: the field is cleared and nothing is shown.
 	p.eval(ctx, `document.getElementById('token').focus(), true`, nil)
@@ -275,24 +328,7 @@ func TestViewerInHeadlessChromium(t *testing.T) {
 		t.Fatalf("%d cookies set", len(cookies.Cookies))
 	}
 
-	// Screenshot artifact.
-	var shot struct {
-		Data string `json:"data"`
-	}
-	p.call(ctx, "Page.captureScreenshot", map[string]any{"format": "png"}, &shot)
-	img, err := base64.StdEncoding.DecodeString(shot.Data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := png.DecodeConfig(bytes.NewReader(img))
-	if err != nil || cfg.Width < 200 || cfg.Height < 200 {
-		t.Fatalf("screenshot: %v %dx%d", err, cfg.Width, cfg.Height)
-	}
-	shotPath := filepath.Join(artifactDir(t), "debugview.png")
-	if err := os.WriteFile(shotPath, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", shotPath)
+	p.screenshot(ctx, "debugview.png")
 
 	checkRequests(t, b.Events(), rec.all())
 }

@@ -1,0 +1,326 @@
+package browsertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/debugview"
+	"github.com/0k-lab/agent-forge/pkg/debugview/readertest"
+	"github.com/0k-lab/agent-forge/pkg/gate"
+	"github.com/0k-lab/agent-forge/pkg/store"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+const (
+	gateWorkerToken = "worker-token-5a1e-BROWSER"
+	// waitLimit is a safety net against a hung Gate, not a timing assertion.
+	waitLimit = 20 * time.Second
+)
+
+// realGate is pkg/gate on a real SQLite file, serving its own listener,
+// plus the store handle the viewer reads.
+type realGate struct {
+	addr string
+	g    *gate.Gate
+	st   *store.Store
+}
+
+func startGate(t *testing.T) *realGate {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "state", "forge.db")
+	exec := `{"plugin_id":"reference","environment":["PATH"],"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m",` +
+		`"cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}`
+	cfgJSON := `{"version":1,"listen":"127.0.0.1:0","database":"` + db + `","owner_token_env":"OWNER","recovery_interval":"1s",` +
+		`"lease_poll_interval":"1h","default_pool":"text","lifecycle":{"lease_ttl":"5m","retry_base":"1s","max_attempts":3},` +
+		`"default_execution":` + exec + `,"workers":[{"id":"worker-1","pool":"text","token_env":"WORKER","concurrency":1}],"repositories":[]}`
+	env := map[string]string{"OWNER": browserToken, "WORKER": gateWorkerToken}
+	cfg, sec, err := gate.LoadConfig(strings.NewReader(cfgJSON), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	g, err := gate.New(cfg, sec, st, slog.New(slog.NewJSONHandler(io.Discard, nil)), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(ctx, ln) }()
+	stopped := false
+	t.Cleanup(func() {
+		cancel()
+		if !stopped {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("gate stopped with %v", err)
+				}
+			case <-time.After(waitLimit):
+				t.Error("gate did not stop")
+			}
+		}
+		st.Close()
+	})
+	rg := &realGate{addr: ln.Addr().String(), g: g, st: st}
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	limit := time.After(waitLimit)
+	for {
+		if code, _ := rg.api(t, http.MethodGet, "/readyz", nil); code == http.StatusOK {
+			return rg
+		}
+		select {
+		case <-tick.C:
+		case err := <-done:
+			stopped = true
+			t.Fatalf("gate stopped before ready: %v", err)
+		case <-limit:
+			t.Fatal("gate never became ready")
+		}
+	}
+}
+
+// api calls the Gate's owner API directly (not through the browser's server).
+func (rg *realGate) api(t *testing.T, method, path string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+rg.addr+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+browserToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, b
+}
+
+func (rg *realGate) submit(t *testing.T, input string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"input": input})
+	code, resp := rg.api(t, http.MethodPost, "/v1/jobs", body)
+	if code != http.StatusCreated {
+		t.Fatalf("submit: %d", code)
+	}
+	var j struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(resp, &j); err != nil {
+		t.Fatal(err)
+	}
+	return j.ID
+}
+
+// rawLane is one Worker lane speaking forge-wire/v1 over a real WebSocket.
+type rawLane struct {
+	t   *testing.T
+	c   *wire.Conn
+	seq uint64
+}
+
+func connectRawLane(t *testing.T, addr string) *rawLane {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	c, err := wire.Dial(ctx, "ws://"+addr, gateWorkerToken)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	hello := &wire.Hello{Protocol: wire.Protocol, WorkerID: "worker-1", Plugins: []string{"reference"}, Repositories: []string{}}
+	if err := c.Send(wire.Envelope{Type: wire.TypeHello, Hello: hello}); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := c.Receive(); err != nil || e.Welcome == nil {
+		t.Fatalf("no welcome: %v", err)
+	}
+	return &rawLane{t: t, c: c}
+}
+
+func (l *rawLane) lease() *wire.Lease {
+	l.t.Helper()
+	l.c.SetReadDeadline(time.Now().Add(waitLimit))
+	e, err := l.c.Receive()
+	if err != nil || e.Lease == nil {
+		l.t.Fatalf("expected a lease: %v", err)
+	}
+	return e.Lease
+}
+
+func (l *rawLane) result(r *wire.Result) {
+	l.t.Helper()
+	l.seq++
+	if err := l.c.Send(wire.Envelope{Type: wire.TypeResult, Seq: l.seq, Result: r}); err != nil {
+		l.t.Fatal(err)
+	}
+	l.c.SetReadDeadline(time.Now().Add(waitLimit))
+	if e, err := l.c.Receive(); err != nil || e.Ack == nil {
+		l.t.Fatalf("result not acknowledged: %v", err)
+	}
+}
+
+// expected builds the Dataset the viewer's Reader must serve, from the
+// store's owner-API reads (not its debug reads).
+func expected(t *testing.T, st *store.Store, ids []string) readertest.Dataset {
+	t.Helper()
+	ctx := context.Background()
+	d := readertest.Dataset{Attempts: map[string][]debugview.Attempt{}, Events: map[string][]debugview.Event{}}
+	for _, id := range ids {
+		agg, err := st.Aggregate(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := agg.Job
+		job := debugview.Job{ID: j.ID, Kind: j.Kind, Status: j.Status, FailureCode: j.FailureCode, RepositoryID: j.RepositoryID,
+			CandidateSHA: j.CandidateSHA, AttemptCount: j.AttemptCount, CreatedAt: j.CreatedAt.Time, UpdatedAt: j.UpdatedAt.Time}
+		if j.RetryAt != nil {
+			job.RetryAt = j.RetryAt.Time
+		}
+		d.Jobs = append(d.Jobs, job)
+		d.Attempts[id] = []debugview.Attempt{}
+		for _, a := range agg.Attempts {
+			at := debugview.Attempt{ID: a.ID, Ordinal: a.Ordinal, Status: a.Status, Lane: a.WorkerID, LeasedAt: a.LeasedAt.Time,
+				DeadlineAt: a.DeadlineAt.Time, Disposition: a.Disposition, FailureCode: a.FailureCode, CandidateSHA: a.CandidateSHA}
+			if a.CompletedAt != nil {
+				at.CompletedAt = a.CompletedAt.Time
+			}
+			d.Attempts[id] = append(d.Attempts[id], at)
+		}
+		for _, e := range agg.Events {
+			d.Events[id] = append(d.Events[id], debugview.Event{Seq: int64(e.Seq), Type: e.Type, At: e.At.Time, Attempt: e.Attempt, Code: e.Code})
+		}
+	}
+	sort.Slice(d.Jobs, func(a, b int) bool {
+		x, y := d.Jobs[a], d.Jobs[b]
+		if !x.CreatedAt.Equal(y.CreatedAt) {
+			return x.CreatedAt.After(y.CreatedAt)
+		}
+		return x.ID > y.ID
+	})
+	// Lanes: the listing itself is the reference; Check then proves that
+	// paging through it is consistent. Content is asserted by the caller.
+	lanes, err := st.DebugLanes(ctx, "", store.MaxDebugLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lanes {
+		d.Lanes = append(d.Lanes, debugview.Lane{Lane: l.Lane, WorkerID: l.WorkerID, Pool: "text", Connected: l.Connected,
+			ConnectedAt: l.ConnectedAt, DisconnectedAt: l.DisconnectedAt, JobID: l.JobID, AttemptID: l.AttemptID})
+	}
+	return d
+}
+
+// TestViewerOnRealGate runs the viewer on a real Gate's store (real SQLite
+// file) with a real WebSocket Worker lane, checks the store-backed Reader
+// against the Reader contract, and drives the page in Chromium.
+func TestViewerOnRealGate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	rg := startGate(t)
+
+	secrets := []string{"SECRET-INPUT-ALPHA", "SECRET-INPUT-BRAVO", "SECRET-INPUT-CHARLIE", "SECRET-OUTPUT-ALPHA"}
+	ids := []string{rg.submit(t, secrets[0]), rg.submit(t, secrets[1]), rg.submit(t, secrets[2])}
+	lane := connectRawLane(t, rg.addr)
+	first := lane.lease()
+	lane.result(&wire.Result{JobID: first.JobID, AttemptID: first.AttemptID, Outcome: wire.OutcomeSucceeded, Output: &secrets[3]})
+	second := lane.lease()
+	lane.result(&wire.Result{JobID: second.JobID, AttemptID: second.AttemptID, Outcome: wire.OutcomeFailed,
+		Disposition: wire.DispositionTerminal, FailureCode: wire.FailureInvalidTask})
+	third := lane.lease() // stays leased: the lane's current job
+
+	reader := debugview.FromStore(rg.st, func(string) string { return "text" })
+	want := expected(t, rg.st, ids)
+	readertest.Check(t, reader, want)
+	if len(want.Lanes) != 1 || !want.Lanes[0].Connected || want.Lanes[0].JobID != third.JobID || want.Lanes[0].AttemptID != third.AttemptID {
+		t.Fatalf("lanes %+v", want.Lanes)
+	}
+
+	rec := &recorder{}
+	viewer := debugview.New(reader, func(r *http.Request) bool {
+		return r.Header.Get("Authorization") == "Bearer "+browserToken
+	}, time.Now)
+	mux := http.NewServeMux()
+	mux.Handle("/debug/", viewer)
+	mux.Handle("/v1/debug/", viewer)
+	mux.Handle("/", rg.g.Handler())
+	srv := httptest.NewServer(rec.wrap(mux))
+	defer srv.Close()
+
+	// The JSON itself never carries task inputs or results.
+	for _, path := range append([]string{"/v1/debug/jobs", "/v1/debug/workers"}, "/v1/debug/jobs/"+first.JobID, "/v1/debug/jobs/"+second.JobID) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+browserToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d", path, resp.StatusCode)
+		}
+		for _, s := range secrets {
+			if bytes.Contains(body, []byte(s)) {
+				t.Fatalf("%s leaks task content", path)
+			}
+		}
+	}
+
+	b, p := openPage(ctx, t, srv.URL+"/debug/")
+	defer b.Close()
+	p.login(ctx, browserToken)
+	p.waitFor(ctx, `document.querySelectorAll('#jobs-body tr').length === 3 && document.querySelectorAll('#lanes-body tr').length === 1`)
+	var field string
+	p.eval(ctx, `document.getElementById('token').value`, &field)
+	if field != "" {
+		t.Fatal("the token field was not cleared")
+	}
+	if lanes := p.text(ctx, `document.getElementById('lanes-body')`); !strings.Contains(lanes, "worker-1") ||
+		!strings.Contains(lanes, "connected") || strings.Contains(lanes, "disconnected") || !strings.Contains(lanes, third.JobID) {
+		t.Fatalf("lanes %q", lanes)
+	}
+
+	// Open the failed job: its timeline shows the attempt failing.
+	p.eval(ctx, `document.querySelector('#jobs-body tr[data-job-id="`+second.JobID+`"]').click(), true`, nil)
+	p.waitFor(ctx, `!document.getElementById('drawer').hidden && document.querySelectorAll('#timeline li').length === 4`)
+	timeline := p.text(ctx, `document.getElementById('timeline')`)
+	for _, w := range []string{"submitted", "leased  attempt 1", "attempt_failed  attempt 1  (invalid_task)", "Z  failed  attempt 1  (invalid_task)"} {
+		if !strings.Contains(timeline, w) {
+			t.Fatalf("timeline %q lacks %q", timeline, w)
+		}
+	}
+	if title := p.text(ctx, `document.getElementById('drawer-title')`); title != "Job "+second.JobID {
+		t.Fatalf("drawer title %q", title)
+	}
+	if attempts := p.text(ctx, `document.getElementById('attempts-body')`); !strings.Contains(attempts, "worker-1") || !strings.Contains(attempts, "terminal") {
+		t.Fatalf("attempts %q", attempts)
+	}
+	body := p.text(ctx, `document.body`)
+	for _, s := range append(secrets, browserToken) {
+		if strings.Contains(body, s) {
+			t.Fatal("the page shows task content or the token")
+		}
+	}
+	p.screenshot(ctx, "debugview-real-gate.png")
+	checkRequests(t, b.Events(), rec.all())
+}
