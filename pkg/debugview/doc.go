@@ -3,8 +3,12 @@
 //
 // Mount the handler from New on both prefixes:
 //
+//	h := debugview.New(debugview.FromStore(st, poolOf), isOwner, now)
 //	mux.Handle("/debug/", h)    // public static shell, no state
 //	mux.Handle("/v1/debug/", h) // owner-only JSON, GET only
+//
+// FromStore adapts pkg/store's debug reads; package readertest holds the
+// Reader conformance check and an in-memory Reader for tests.
 //
 // Routes:
 //
