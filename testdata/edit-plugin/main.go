@@ -1,0 +1,109 @@
+// Command edit-plugin is a deterministic workspace_edit plugin for tests
+// and e2e scripts. Its instruction is a small script, one command per
+// line, applied inside the workspace:
+//
+//	write PATH TEXT      write TEXT and a newline to PATH (parents created)
+//	symlink PATH TARGET  create a symlink
+//	delete PATH          remove PATH
+//	subject TEXT         answer with commit_subject TEXT
+//	report S|C1|C2…      answer with the agent report (summary, changes)
+//	gitfile REL TEXT     write TEXT to REL under the repository's git dir
+//	                     (misbehaviour the Worker must catch)
+//	head SHA             point the worktree's HEAD at SHA (misbehaviour)
+//	fail                 end with failure{execution_failed}
+//	wait                 block until cancelled
+//
+// Unknown commands end with failure{invalid_request}. It emits fixed
+// progress text only.
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/0k-lab/agent-forge/pkg/plugin"
+	"github.com/0k-lab/agent-forge/pkg/plugin/serve"
+)
+
+func main() {
+	caps := []plugin.Capability{plugin.CapWorkspaceEdit, plugin.CapCancel, plugin.CapCommitSubject, plugin.CapAgentReport}
+	if err := serve.ServeWithProgress(context.Background(), os.Stdin, os.Stdout, caps, edit); err != nil {
+		os.Exit(1)
+	}
+}
+
+func edit(ctx context.Context, req serve.Request, progress serve.Progress) (serve.Result, error) {
+	progress(plugin.StageStarted, "editing")
+	var res serve.Result
+	ws := req.Workspace
+	for _, line := range strings.Split(req.Instruction, "\n") {
+		cmd, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+		arg, text, _ := strings.Cut(rest, " ")
+		var err error
+		switch cmd {
+		case "":
+		case "write":
+			p := filepath.Join(ws, arg)
+			if err = os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+				err = os.WriteFile(p, []byte(text+"\n"), 0o644)
+			}
+		case "symlink":
+			err = os.Symlink(text, filepath.Join(ws, arg))
+		case "delete":
+			err = os.RemoveAll(filepath.Join(ws, arg))
+		case "subject":
+			res.CommitSubject = rest
+		case "report":
+			parts := strings.Split(rest, "|")
+			res.Summary, res.Changes = parts[0], parts[1:]
+		case "gitfile":
+			var common string
+			if common, err = commonDir(ws); err == nil {
+				p := filepath.Join(common, arg)
+				if err = os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+					err = os.WriteFile(p, []byte(text+"\n"), 0o755)
+				}
+			}
+		case "head":
+			var admin string
+			if admin, err = adminDir(ws); err == nil {
+				err = os.WriteFile(filepath.Join(admin, "HEAD"), []byte(arg+"\n"), 0o644)
+			}
+		case "fail":
+			return serve.Result{}, serve.Fail(plugin.CategoryExecutionFailed)
+		case "wait":
+			<-ctx.Done()
+			return serve.Result{}, serve.Fail(plugin.CategoryCancelled)
+		default:
+			return serve.Result{}, serve.Fail(plugin.CategoryInvalidRequest)
+		}
+		if err != nil {
+			return serve.Result{}, serve.Fail(plugin.CategoryExecutionFailed)
+		}
+	}
+	progress(plugin.StageFinalizing, "done")
+	return res, nil
+}
+
+func adminDir(ws string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(ws, ".git"))
+	if err != nil {
+		return "", err
+	}
+	p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return "", errors.New("not a worktree")
+	}
+	return p, nil
+}
+
+func commonDir(ws string) (string, error) {
+	admin, err := adminDir(ws)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(filepath.Dir(admin)), nil
+}
