@@ -1,7 +1,12 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,7 +104,9 @@ func bareSessionRate(b *testing.B, exe, reaper string, n int) float64 {
 // spawners, in the same run. Metrics: e2e-jobs/s, bare-spawns/s,
 // e2e/bare-% (the target: at least 80), and for context
 // bare-sessions/s and wrapped-sessions/s (complete protocol sessions
-// through the plugin runner, 2 concurrent, without and with the wrapper).
+// through the plugin runner, 2 concurrent, without and with the wrapper)
+// and e2e-backlog-jobs/s (the same jobs submitted before the Worker
+// starts, so submission does not compete with execution).
 func BenchmarkEndToEndText(b *testing.B) {
 	const jobs = 200
 	plugin, reaper := buildBinaries(b, b.TempDir())
@@ -107,8 +114,10 @@ func BenchmarkEndToEndText(b *testing.B) {
 		bare := bareSpawnRate(b, plugin, jobs)
 		sessions := bareSessionRate(b, plugin, "", jobs)
 		wrapped := bareSessionRate(b, plugin, reaper, jobs)
-		e2e, failed := endToEndRate(b, plugin, reaper, jobs)
-		b.ReportMetric(float64(failed), "failed-attempts")
+		e2e, failed := endToEndRate(b, plugin, reaper, jobs, false)
+		backlog, failedBacklog := endToEndRate(b, plugin, reaper, jobs, true)
+		b.ReportMetric(float64(failed+failedBacklog), "failed-attempts")
+		b.ReportMetric(backlog, "e2e-backlog-jobs/s")
 		b.ReportMetric(sessions, "bare-sessions/s")
 		b.ReportMetric(wrapped, "wrapped-sessions/s")
 		b.ReportMetric(e2e, "e2e-jobs/s")
@@ -119,8 +128,10 @@ func BenchmarkEndToEndText(b *testing.B) {
 
 // endToEndRate returns attempts reported per second over n submitted jobs
 // and how many of those attempts failed (a loaded machine can miss the
-// plugin protocol's 250 ms exit window; Gate retries such attempts).
-func endToEndRate(b *testing.B, plugin, reaper string, n int) (float64, int) {
+// plugin protocol's 250 ms exit window; Gate retries such attempts). With
+// backlog the jobs are all submitted before the Worker starts; otherwise
+// they are submitted while it runs.
+func endToEndRate(b *testing.B, plugin, reaper string, n int, backlog bool) (float64, int) {
 	b.Helper()
 	dir := b.TempDir()
 	state := filepath.Join(dir, "state")
@@ -141,30 +152,44 @@ func endToEndRate(b *testing.B, plugin, reaper string, n int) (float64, int) {
 		b.Fatal(err)
 	}
 	reported := make(chan Event, n)
-	connected := make(chan struct{}, 2)
+	connected := make(chan Event, 2)
 	w := New(Options{Config: c, Token: testToken,
 		Executors: map[wire.Kind]Executor{wire.KindText: NewTextExecutor(c, os.LookupEnv, reaper)},
 		Observe: func(e Event) {
+			var ch chan Event
 			switch e.Kind {
 			case EventReported:
-				reported <- e
+				ch = reported
 			case EventConnected:
-				connected <- struct{}{}
+				ch = connected
+			}
+			select {
+			case ch <- e: // nil ch (other events) never selected
+			default: // retries beyond n, reconnects: nobody waits for them
 			}
 		}})
+	if backlog {
+		for i := 0; i < n; i++ {
+			rg.submit("benchmark input")
+		}
+	}
+	start := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = w.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	<-connected
-	<-connected
-
-	start := time.Now()
-	go func() {
-		for i := 0; i < n; i++ {
-			rg.submit("benchmark input")
-		}
-	}()
+	if !backlog {
+		<-connected
+		<-connected
+		start = time.Now()
+		go func() {
+			for i := 0; i < n; i++ {
+				if err := postJob(rg.addr, "benchmark input"); err != nil {
+					reported <- Event{Kind: EventReported, Code: "submit_failed"}
+				}
+			}
+		}()
+	}
 	failed := 0
 	for i := 0; i < n; i++ {
 		if e := <-reported; e.Code != "" {
@@ -172,4 +197,27 @@ func endToEndRate(b *testing.B, plugin, reaper string, n int) (float64, int) {
 		}
 	}
 	return float64(n) / time.Since(start).Seconds(), failed
+}
+
+// postJob submits a text job without the testing.TB helpers, for use off
+// the benchmark goroutine.
+func postJob(addr, input string) error {
+	body, _ := json.Marshal(map[string]string{"input": input})
+	req, err := http.NewRequest("POST", "http://"+addr+"/v1/jobs", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+ownerToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("submit: status %d", resp.StatusCode)
+	}
+	return nil
 }
