@@ -86,14 +86,24 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		log.Error("startup failed", "error", "cannot locate the worker executable")
 		return errors.New("cannot locate the worker executable")
 	}
+	executors := map[wire.Kind]worker.Executor{
+		wire.KindText: worker.NewTextExecutor(cfg, os.LookupEnv, reaper),
+	}
+	// The coding pipeline (issue #5) needs git only when repositories are
+	// registered; without them coding jobs are never routed here.
+	if len(cfg.Repositories) > 0 {
+		coding, err := worker.NewCodingExecutor(cfg, worker.CodingOptions{LookupEnv: os.LookupEnv, Reaper: reaper})
+		if err != nil {
+			log.Error("startup failed", "error", "git executable not found on PATH")
+			return errors.New("git executable not found on PATH")
+		}
+		executors[wire.KindCoding] = coding
+	}
 	w := worker.New(worker.Options{
-		Config: cfg,
-		Token:  token,
-		Logger: log,
-		Executors: map[wire.Kind]worker.Executor{
-			wire.KindText: worker.NewTextExecutor(cfg, os.LookupEnv, reaper),
-			// wire.KindCoding: the coding pipeline (issue #5).
-		},
+		Config:    cfg,
+		Token:     token,
+		Logger:    log,
+		Executors: executors,
 	})
 	log.Info("started", "worker", cfg.ID, "lanes", cfg.Concurrency)
 	if err := w.Run(ctx); err != nil {
