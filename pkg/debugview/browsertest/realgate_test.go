@@ -3,12 +3,15 @@ package browsertest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -20,10 +23,12 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/gate"
 	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/wire"
+	"github.com/0k-lab/agent-forge/pkg/worker"
 )
 
 const (
 	gateWorkerToken = "worker-token-5a1e-BROWSER"
+	realWorkerToken = "worker-token-77c0-REAL"
 	// waitLimit is a safety net against a hung Gate, not a timing assertion.
 	waitLimit = 20 * time.Second
 )
@@ -43,8 +48,9 @@ func startGate(t *testing.T) *realGate {
 		`"cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}`
 	cfgJSON := `{"version":1,"listen":"127.0.0.1:0","database":"` + db + `","owner_token_env":"OWNER","recovery_interval":"1s",` +
 		`"lease_poll_interval":"1h","default_pool":"text","lifecycle":{"lease_ttl":"5m","retry_base":"1s","max_attempts":3},` +
-		`"default_execution":` + exec + `,"workers":[{"id":"worker-1","pool":"text","token_env":"WORKER","concurrency":1}],"repositories":[]}`
-	env := map[string]string{"OWNER": browserToken, "WORKER": gateWorkerToken}
+		`"default_execution":` + exec + `,"workers":[{"id":"worker-1","pool":"text","token_env":"WORKER","concurrency":1},` +
+		`{"id":"worker-2","pool":"text","token_env":"WORKER2","concurrency":1}],"repositories":[]}`
+	env := map[string]string{"OWNER": browserToken, "WORKER": gateWorkerToken, "WORKER2": realWorkerToken}
 	cfg, sec, err := gate.LoadConfig(strings.NewReader(cfgJSON), func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("config: %v", err)
@@ -179,6 +185,74 @@ func (l *rawLane) result(r *wire.Result) {
 	}
 }
 
+// startRealWorker runs pkg/worker in-process as worker-2 with the
+// repository's dependency-free Python example plugin, and returns a channel
+// that receives the id of every job whose result the Gate acknowledged.
+func startRealWorker(t *testing.T, gateAddr string) <-chan string {
+	t.Helper()
+	plugin, err := filepath.Abs(filepath.Join("..", "..", "..", "examples", "forge-plugin-v1.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(plugin)
+	if err != nil {
+		t.Fatalf("example plugin: %v", err)
+	}
+	sum := sha256.Sum256(data)
+	dir := t.TempDir()
+	cfgJSON, _ := json.Marshal(map[string]any{
+		"version": 1, "gate_url": "ws://" + gateAddr, "id": "worker-2", "token_env": "WORKER2", "heartbeat_interval": "1s",
+		"concurrency": 1, "repository_roots": []string{}, "worktree_root": filepath.Join(dir, "worktrees"),
+		"runtime_root": filepath.Join(dir, "runtime"), "repositories": []any{},
+		"plugins":               []any{map[string]any{"id": "reference", "argv": []string{plugin}, "sha256": hex.EncodeToString(sum[:])}},
+		"environment_allowlist": []string{"PATH"},
+		"ceilings": map[string]any{"plugin_timeout": "15m", "check_timeout": "10m", "git_timeout": "1m", "cleanup_timeout": "10s",
+			"plugin_output_bytes": 1048576, "check_output_bytes": 2048, "git_output_bytes": 1048576},
+	})
+	cfg, err := worker.ParseConfig(cfgJSON)
+	if err != nil {
+		t.Fatalf("worker config: %v", err)
+	}
+	token, err := worker.CheckHost(cfg, func(k string) string {
+		if k == "WORKER2" {
+			return realWorkerToken
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatalf("worker host: %v", err)
+	}
+	reported := make(chan string, 16)
+	w := worker.New(worker.Options{
+		Config:    cfg,
+		Token:     token,
+		Executors: map[wire.Kind]worker.Executor{wire.KindText: worker.NewTextExecutor(cfg, os.LookupEnv, "")},
+		Observe: func(e worker.Event) {
+			if e.Kind == worker.EventReported {
+				select {
+				case reported <- e.JobID:
+				default:
+				}
+			}
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		w.Run(ctx)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(waitLimit):
+			t.Error("worker did not stop")
+		}
+	})
+	return reported
+}
+
 // expected builds the Dataset the viewer's Reader must serve, from the
 // store's owner-API reads (not its debug reads).
 func expected(t *testing.T, st *store.Store, ids []string) readertest.Dataset {
@@ -248,11 +322,29 @@ func TestViewerOnRealGate(t *testing.T) {
 		Disposition: wire.DispositionTerminal, FailureCode: wire.FailureInvalidTask})
 	third := lane.lease() // stays leased: the lane's current job
 
+	// A real Worker runs a fourth job through a real plugin process.
+	reported := startRealWorker(t, rg.addr)
+	fourth := rg.submit(t, "hello from a real worker")
+	select {
+	case id := <-reported:
+		if id != fourth {
+			t.Fatalf("worker reported job %s, want %s", id, fourth)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the real Worker did not finish the job")
+	}
+	ids = append(ids, fourth)
+	secrets = append(secrets, "HELLO FROM A REAL WORKER")
+
 	reader := debugview.FromStore(rg.st, func(string) string { return "text" })
 	want := expected(t, rg.st, ids)
 	readertest.Check(t, reader, want)
-	if len(want.Lanes) != 1 || !want.Lanes[0].Connected || want.Lanes[0].JobID != third.JobID || want.Lanes[0].AttemptID != third.AttemptID {
+	if len(want.Lanes) != 2 || !want.Lanes[0].Connected || want.Lanes[0].JobID != third.JobID || want.Lanes[0].AttemptID != third.AttemptID ||
+		want.Lanes[1].Lane != "worker-2" || !want.Lanes[1].Connected || want.Lanes[1].JobID != "" {
 		t.Fatalf("lanes %+v", want.Lanes)
+	}
+	if done := want.Jobs[0]; done.ID != fourth || done.Status != "succeeded" {
+		t.Fatalf("newest job %+v", done)
 	}
 
 	rec := &recorder{}
@@ -289,13 +381,13 @@ func TestViewerOnRealGate(t *testing.T) {
 	b, p := openPage(ctx, t, srv.URL+"/debug/")
 	defer b.Close()
 	p.login(ctx, browserToken)
-	p.waitFor(ctx, `document.querySelectorAll('#jobs-body tr').length === 3 && document.querySelectorAll('#lanes-body tr').length === 1`)
+	p.waitFor(ctx, `document.querySelectorAll('#jobs-body tr').length === 4 && document.querySelectorAll('#lanes-body tr').length === 2`)
 	var field string
 	p.eval(ctx, `document.getElementById('token').value`, &field)
 	if field != "" {
 		t.Fatal("the token field was not cleared")
 	}
-	if lanes := p.text(ctx, `document.getElementById('lanes-body')`); !strings.Contains(lanes, "worker-1") ||
+	if lanes := p.text(ctx, `document.getElementById('lanes-body')`); !strings.Contains(lanes, "worker-1") || !strings.Contains(lanes, "worker-2") ||
 		!strings.Contains(lanes, "connected") || strings.Contains(lanes, "disconnected") || !strings.Contains(lanes, third.JobID) {
 		t.Fatalf("lanes %q", lanes)
 	}
@@ -313,6 +405,15 @@ func TestViewerOnRealGate(t *testing.T) {
 		t.Fatalf("drawer title %q", title)
 	}
 	if attempts := p.text(ctx, `document.getElementById('attempts-body')`); !strings.Contains(attempts, "worker-1") || !strings.Contains(attempts, "terminal") {
+		t.Fatalf("attempts %q", attempts)
+	}
+	// The real Worker's job: its timeline and lane.
+	p.eval(ctx, `document.querySelector('#jobs-body tr[data-job-id="`+fourth+`"]').click(), true`, nil)
+	p.waitFor(ctx, `document.getElementById('drawer-title').textContent === 'Job `+fourth+`' && document.querySelectorAll('#timeline li').length === 3`)
+	if tl := p.text(ctx, `document.getElementById('timeline')`); !strings.Contains(tl, "Z  succeeded  attempt 1") {
+		t.Fatalf("timeline %q", tl)
+	}
+	if attempts := p.text(ctx, `document.getElementById('attempts-body')`); !strings.Contains(attempts, "worker-2") || !strings.Contains(attempts, "succeeded") {
 		t.Fatalf("attempts %q", attempts)
 	}
 	body := p.text(ctx, `document.body`)
