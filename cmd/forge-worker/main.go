@@ -1,6 +1,7 @@
 // Command forge-worker runs an Agent Forge Worker: one outbound WebSocket
 // lane per concurrency slot to Gate, one fresh plugin process per leased
-// attempt.
+// attempt. Text jobs always run; coding jobs run when the config registers
+// repositories (git must then be on PATH).
 //
 // Usage: forge-worker -config worker.json | forge-worker --version
 //

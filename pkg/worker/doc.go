@@ -53,9 +53,12 @@
 // # Executors and failure codes
 //
 // Each job kind has an Executor; a lease of a kind without one fails with
-// CodeUnsupportedKind (terminal). Only text has one here; coding jobs are
-// issue #5, and until a coding executor is installed the lanes advertise
-// no repositories, so Gate does not route coding jobs to them.
+// CodeUnsupportedKind (terminal). TextExecutor runs text jobs;
+// CodingExecutor (coding.go, which documents its pipeline) runs coding
+// jobs and binds evidence through the lane before its result. Lanes
+// advertise repositories only when a coding executor is installed
+// (forge-worker installs one when repositories are configured), so Gate
+// does not route coding jobs to a text-only Worker.
 //
 // TextExecutor decodes the task and the canonical policy, then fails closed
 // (terminal, before anything starts) on an unknown plugin id, a requested
