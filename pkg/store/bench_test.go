@@ -138,3 +138,80 @@ func BenchmarkStoreJobs(b *testing.B) {
 	b.ReportMetric(float64(b.N)/commits, "jobs/commit")
 	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-us/job")
 }
+
+// BenchmarkStoreJobsCombined is BenchmarkStoreJobs with each lane
+// recording its result and taking its next lease in one transaction
+// (CompleteAndLease), as a Gate can when a result arrives.
+func BenchmarkStoreJobsCombined(b *testing.B) {
+	s, _ := openFile(b)
+	const submitters, lanes = 16, 8
+	ready := make(chan struct{}, b.N)
+	finished := make(chan struct{})
+	for l := 0; l < lanes; l++ {
+		if err := s.ConnectLane(bg, fmt.Sprintf("worker-1#%d", l+1), "worker-1", l+1, gen(l), t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	before := s.Stats()
+	var next, done atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start, cpu := time.Now(), processCPU()
+	for g := 0; g < submitters; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				if _, err := s.Submit(bg, textJob(fmt.Sprintf("j%d", i), 1), t0); err != nil {
+					b.Error(err)
+					return
+				}
+				ready <- struct{}{}
+			}
+		}()
+	}
+	for l := 0; l < lanes; l++ {
+		wg.Add(1)
+		go func(l int) {
+			defer wg.Done()
+			req := LeaseRequest{Lane: fmt.Sprintf("worker-1#%d", l+1), Generation: gen(l), Pool: "coding", Plugins: []string{"reference"}}
+			var ls *Lease
+			for {
+				if ls == nil {
+					select {
+					case <-ready:
+					case <-finished:
+						return
+					}
+					var err error
+					if ls, err = s.Lease(bg, req.Lane, req.Generation, req.Pool, req.Plugins, nil, t0); err != nil {
+						b.Error(err)
+						return
+					}
+					continue
+				}
+				_, nl, err := s.CompleteAndLease(bg, fenceOf(ls, req.Lane, req.Generation), textOK("ok"), req, t0)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				ls = nl
+				if done.Add(1) == int64(b.N) {
+					close(finished)
+				}
+			}
+		}(l)
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	st := s.Stats()
+	commits := float64(st.Commits - before.Commits)
+	b.ReportMetric(float64(b.N)/elapsed, "jobs/s")
+	b.ReportMetric(commits/elapsed, "commits/s")
+	b.ReportMetric(float64(b.N)/commits, "jobs/commit")
+	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-us/job")
+}

@@ -143,8 +143,20 @@ WHERE seq = (SELECT seq FROM jobs
     ORDER BY seq LIMIT 1)
   AND EXISTS (SELECT 1 FROM lanes WHERE lane = ?1 AND generation = ?2 AND connected = 1)
   AND NOT EXISTS (SELECT 1 FROM attempts WHERE lane = ?1 AND generation = ?2 AND status = 'leased')
-RETURNING seq, id, kind, task, repository_id, plugin_id, policy, lease_ttl_us, attempt_count`)
+RETURNING seq, id, kind, task, repository_id, plugin_id, policy, lease_ttl_us, attempt_count, max_attempts,
+  retry_base_us`)
 	return b.String(), args
+}
+
+// LeaseRequest names the lane asking for work and what it can run.
+type LeaseRequest struct {
+	Lane, Generation, Pool string
+	Plugins, Repositories  []string
+}
+
+func (r LeaseRequest) valid() bool {
+	return validLane(r.Lane) && validRef(r.Generation) && policy.ValidID(r.Pool) &&
+		validIDList(r.Plugins, MaxListPlugins) && validIDList(r.Repositories, MaxListRepositories)
 }
 
 // Lease hands the oldest eligible job in pool to the lane's live
@@ -156,63 +168,67 @@ RETURNING seq, id, kind, task, repository_id, plugin_id, policy, lease_ttl_us, a
 // copied byte-for-byte), marks the job leased and records a "leased"
 // event. It returns (nil, nil) when nothing is eligible.
 func (s *Store) Lease(ctx context.Context, lane, generation, pool string, plugins, repositories []string, now time.Time) (*Lease, error) {
-	if !validLane(lane) || !validRef(generation) || !policy.ValidID(pool) ||
-		!validIDList(plugins, MaxListPlugins) || !validIDList(repositories, MaxListRepositories) {
+	req := LeaseRequest{Lane: lane, Generation: generation, Pool: pool, Plugins: plugins, Repositories: repositories}
+	if !req.valid() {
 		return nil, invalid("malformed lease request")
 	}
 	us := now.UnixMicro()
 	var out *Lease
-	err := s.w.do(ctx, func(t *wtx) error {
-		out = nil
-		attemptID := newAttemptID()
-		query, args := leaseSQL(lane, generation, pool, us, attemptID, plugins, repositories)
-		var (
-			seq, ttl, count int64
-			repo            sql.NullString
-			task, pol       string
-			l               = Lease{AttemptID: attemptID}
-		)
-		err := t.writeRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &l.PluginID, &pol, &ttl, &count)
-		if isNoRows(err) {
-			var live, busy bool
-			if err := t.queryRow(`SELECT
-  EXISTS (SELECT 1 FROM lanes WHERE lane = ?1 AND generation = ?2 AND connected = 1),
-  EXISTS (SELECT 1 FROM attempts WHERE lane = ?1 AND generation = ?2 AND status = 'leased')`,
-				lane, generation).Scan(&live, &busy); err != nil {
-				return err
-			}
-			switch {
-			case !live:
-				return ErrStale
-			case busy:
-				return ErrLaneBusy
-			}
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		l.Ordinal = int(count)
-		l.Task, l.Policy = json.RawMessage(task), json.RawMessage(pol)
-		l.RepositoryID = repo.String
-		l.LeasedAt, l.DeadlineAt = fromMicros(us).Time, fromMicros(us+ttl).Time
-		if _, err := t.exec(`INSERT INTO attempts (id, job_id, ordinal, lane, generation, policy, lease_ttl_us, kind,
-  max_attempts, retry_base_us, status, leased_at, deadline_at)
-SELECT ?, id, attempt_count, ?, ?, policy, lease_ttl_us, kind, max_attempts, retry_base_us, 'leased', ?,
-  ? + lease_ttl_us FROM jobs WHERE seq = ?`,
-			l.AttemptID, lane, generation, us, us, seq); err != nil {
-			return err
-		}
-		if err := t.events(l.JobID, us, ev{typ: EventLeased, attempt: l.Ordinal}); err != nil {
-			return err
-		}
-		out = &l
-		return nil
+	err := s.w.do(ctx, func(t *wtx) (err error) {
+		out, err = t.lease(req, us)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+func (t *wtx) lease(req LeaseRequest, us int64) (*Lease, error) {
+	attemptID := newAttemptID()
+	query, args := leaseSQL(req.Lane, req.Generation, req.Pool, us, attemptID, req.Plugins, req.Repositories)
+	var (
+		seq, ttl, count, base int64
+		maxAttempts           int
+		repo                  sql.NullString
+		task, pol             string
+		l                     = Lease{AttemptID: attemptID}
+	)
+	err := t.writeRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &l.PluginID, &pol, &ttl, &count,
+		&maxAttempts, &base)
+	if isNoRows(err) {
+		var live, busy bool
+		if err := t.queryRow(`SELECT
+  EXISTS (SELECT 1 FROM lanes WHERE lane = ?1 AND generation = ?2 AND connected = 1),
+  EXISTS (SELECT 1 FROM attempts WHERE lane = ?1 AND generation = ?2 AND status = 'leased')`,
+			req.Lane, req.Generation).Scan(&live, &busy); err != nil {
+			return nil, err
+		}
+		switch {
+		case !live:
+			return nil, ErrStale
+		case busy:
+			return nil, ErrLaneBusy
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.Ordinal = int(count)
+	l.Task, l.Policy = json.RawMessage(task), json.RawMessage(pol)
+	l.RepositoryID = repo.String
+	l.LeasedAt, l.DeadlineAt = fromMicros(us).Time, fromMicros(us+ttl).Time
+	if _, err := t.exec(`INSERT INTO attempts (id, job_id, ordinal, lane, generation, policy, lease_ttl_us, kind,
+  max_attempts, retry_base_us, status, leased_at, deadline_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'leased', ?, ?)`,
+		l.AttemptID, l.JobID, count, req.Lane, req.Generation, pol, ttl, l.Kind, maxAttempts, base, us, us+ttl); err != nil {
+		return nil, err
+	}
+	if err := t.events(l.JobID, us, ev{typ: EventLeased, attempt: l.Ordinal}); err != nil {
+		return nil, err
+	}
+	return &l, nil
 }
 
 // fenceRow is everything the fencing rules need about one attempt. The
@@ -396,69 +412,111 @@ func (s *Store) Complete(ctx context.Context, f Fence, o Outcome, now time.Time)
 	if err != nil {
 		return Completion{}, err
 	}
-	digest := outcomeDigest(o, report)
 	us := now.UnixMicro()
 	var c Completion
+	err = s.w.do(ctx, func(t *wtx) (err error) {
+		c, err = t.complete(f, o, report, us)
+		return err
+	})
+	if err != nil {
+		return Completion{}, err
+	}
+	return c, nil
+}
+
+// CompleteAndLease is Complete followed, in the same transaction (one
+// commit instead of two), by Lease for the lane that sent the result: the
+// lane is idle once its result is recorded. next must name the fence's
+// lane and generation. The lease is attempted only when the result was
+// recorded or replayed; a nil *Lease means nothing was eligible.
+func (s *Store) CompleteAndLease(ctx context.Context, f Fence, o Outcome, next LeaseRequest, now time.Time) (Completion, *Lease, error) {
+	if err := validFence(f); err != nil {
+		return Completion{}, nil, err
+	}
+	if !next.valid() || next.Lane != f.Lane || next.Generation != f.Generation {
+		return Completion{}, nil, invalid("malformed lease request")
+	}
+	report, err := validateOutcome(o)
+	if err != nil {
+		return Completion{}, nil, err
+	}
+	us := now.UnixMicro()
+	var (
+		c Completion
+		l *Lease
+	)
+	err = s.w.do(ctx, func(t *wtx) (err error) {
+		l = nil
+		if c, err = t.complete(f, o, report, us); err != nil {
+			return err
+		}
+		l, err = t.lease(next, us)
+		return err
+	})
+	if err != nil {
+		return Completion{}, nil, err
+	}
+	return c, l, nil
+}
+
+func (t *wtx) complete(f Fence, o Outcome, report []byte, us int64) (Completion, error) {
+	digest := outcomeDigest(o, report)
 	kind := KindCoding
 	if o.Output != nil {
 		kind = KindText
 	}
-	err = s.w.do(ctx, func(t *wtx) error {
-		c = Completion{}
-		if o.Succeeded {
-			var result, rep any
-			if o.Output != nil {
-				result = *o.Output
-			}
-			if report != nil {
-				rep = report
-			}
-			var ordinal int
-			err := t.writeRow(`UPDATE attempts SET status = 'succeeded', completed_at = ?5, candidate_sha = ?6,
+	var c Completion
+	if o.Succeeded {
+		var result, rep any
+		if o.Output != nil {
+			result = *o.Output
+		}
+		if report != nil {
+			rep = report
+		}
+		var ordinal int
+		err := t.writeRow(`UPDATE attempts SET status = 'succeeded', completed_at = ?5, candidate_sha = ?6,
   agent_report = ?7, outcome_digest = ?8
 WHERE `+fencedWhere+` AND kind = ?9 RETURNING ordinal`,
-				fenceArgs(f, us, nullable(o.CandidateSHA), rep, digest, kind)...).Scan(&ordinal)
-			if isNoRows(err) {
-				return t.completeRefusal(f, us, digest, kind, &c)
-			}
-			if err != nil {
-				return err
-			}
-			if _, err := t.exec(`UPDATE jobs SET status = 'succeeded', current_attempt = NULL, result = ?, candidate_sha = ?,
-  updated_at = ? WHERE id = ?`, result, nullable(o.CandidateSHA), us, f.JobID); err != nil {
-				return err
-			}
-			c.JobStatus = JobSucceeded
-			return t.events(f.JobID, us, ev{typ: EventSucceeded, attempt: ordinal})
-		}
-		var r fenceRow
-		err := t.writeRow(`UPDATE attempts SET status = 'failed', completed_at = ?5, disposition = ?6, failure_code = ?7,
-  outcome_digest = ?8
-WHERE `+fencedWhere+` RETURNING ordinal, max_attempts, retry_base_us`,
-			fenceArgs(f, us, o.Disposition, o.FailureCode, digest)...).Scan(&r.ordinal, &r.maxAttempts, &r.retryBase)
+			fenceArgs(f, us, nullable(o.CandidateSHA), rep, digest, kind)...).Scan(&ordinal)
 		if isNoRows(err) {
-			return t.completeRefusal(f, us, digest, "", &c)
+			err := t.completeRefusal(f, us, digest, kind, &c)
+			return c, err
 		}
 		if err != nil {
-			return err
+			return c, err
 		}
-		status, retryAt := nextAfterFailure(r, o.Disposition == DispositionRetryable, us)
-		terminalCode := ""
-		if o.Disposition == DispositionTerminal {
-			terminalCode = o.FailureCode
+		if _, err := t.exec(`UPDATE jobs SET status = 'succeeded', current_attempt = NULL, result = ?, candidate_sha = ?,
+  updated_at = ? WHERE id = ?`, result, nullable(o.CandidateSHA), us, f.JobID); err != nil {
+			return c, err
 		}
-		first := ev{typ: EventAttemptFailed, attempt: r.ordinal, code: o.FailureCode}
-		if err := t.finishJob(f.JobID, r.ordinal, status, retryAt, terminalCode, us, first); err != nil {
-			return err
-		}
-		c.JobStatus = status
-		if status == JobRetryWait {
-			c.RetryAt = fromMicros(retryAt).Time
-		}
-		return nil
-	})
+		c.JobStatus = JobSucceeded
+		return c, t.events(f.JobID, us, ev{typ: EventSucceeded, attempt: ordinal})
+	}
+	var r fenceRow
+	err := t.writeRow(`UPDATE attempts SET status = 'failed', completed_at = ?5, disposition = ?6, failure_code = ?7,
+  outcome_digest = ?8
+WHERE `+fencedWhere+` RETURNING ordinal, max_attempts, retry_base_us`,
+		fenceArgs(f, us, o.Disposition, o.FailureCode, digest)...).Scan(&r.ordinal, &r.maxAttempts, &r.retryBase)
+	if isNoRows(err) {
+		err := t.completeRefusal(f, us, digest, "", &c)
+		return c, err
+	}
 	if err != nil {
-		return Completion{}, err
+		return c, err
+	}
+	status, retryAt := nextAfterFailure(r, o.Disposition == DispositionRetryable, us)
+	terminalCode := ""
+	if o.Disposition == DispositionTerminal {
+		terminalCode = o.FailureCode
+	}
+	first := ev{typ: EventAttemptFailed, attempt: r.ordinal, code: o.FailureCode}
+	if err := t.finishJob(f.JobID, r.ordinal, status, retryAt, terminalCode, us, first); err != nil {
+		return c, err
+	}
+	c.JobStatus = status
+	if status == JobRetryWait {
+		c.RetryAt = fromMicros(retryAt).Time
 	}
 	return c, nil
 }

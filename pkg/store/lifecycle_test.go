@@ -727,3 +727,40 @@ func TestClosedStore(t *testing.T) {
 		t.Fatalf("second close: %v", err)
 	}
 }
+
+func TestCompleteAndLease(t *testing.T) {
+	s := mustOpen(t, ":memory:")
+	mustSubmit(t, s, textJob("j1", 1), t0)
+	mustSubmit(t, s, textJob("j2", 1), t0.Add(time.Microsecond))
+	mustConnect(t, s, "worker-1", gen(1), t0)
+	l := mustLease(t, s, "worker-1", gen(1), t0)
+	next := LeaseRequest{Lane: "worker-1", Generation: gen(1), Pool: "coding", Plugins: []string{"reference"}}
+	f := fenceOf(l, "worker-1", gen(1))
+	other := next
+	other.Lane = "worker-1#1"
+	if _, _, err := s.CompleteAndLease(bg, f, textOK("one"), other, t0); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("lease for another lane: %v", err)
+	}
+	before := s.Stats()
+	c, l2, err := s.CompleteAndLease(bg, f, textOK("one"), next, t0.Add(time.Second))
+	if err != nil || c.JobStatus != JobSucceeded || l2 == nil || l2.JobID != "j2" || l2.Ordinal != 1 {
+		t.Fatalf("complete and lease: %+v %+v %v", c, l2, err)
+	}
+	if after := s.Stats(); after.Commits-before.Commits != 1 {
+		t.Fatalf("took %d commits", after.Commits-before.Commits)
+	}
+	// A refused result leases nothing.
+	if _, l3, err := s.CompleteAndLease(bg, f, textOK("two"), next, t0.Add(time.Second)); !errors.Is(err, ErrConflict) || l3 != nil {
+		t.Fatalf("conflicting replay: %v %v", l3, err)
+	}
+	if mustJob(t, s, "j2").Status != JobLeased {
+		t.Fatal("second job not leased")
+	}
+	c, l3, err := s.CompleteAndLease(bg, fenceOf(l2, "worker-1", gen(1)), textOK("two"), next, t0.Add(2*time.Second))
+	if err != nil || c.JobStatus != JobSucceeded || l3 != nil {
+		t.Fatalf("last: %+v %+v %v", c, l3, err)
+	}
+	if j := mustJob(t, s, "j1"); *j.Result != "one" {
+		t.Fatalf("job %+v", j)
+	}
+}

@@ -49,7 +49,7 @@ CREATE INDEX jobs_retry ON jobs (retry_at) WHERE status = 'retry_wait';
 CREATE INDEX jobs_created ON jobs (created_at, id);
 
 CREATE TABLE attempts (
-  id              TEXT PRIMARY KEY,
+  id              TEXT NOT NULL PRIMARY KEY,
   job_id          TEXT NOT NULL REFERENCES jobs (id),
   ordinal         INTEGER NOT NULL CHECK (ordinal >= 1),
   lane            TEXT NOT NULL,
@@ -73,7 +73,7 @@ CREATE TABLE attempts (
   evidence_bytes  INTEGER NOT NULL DEFAULT 0,
   UNIQUE (job_id, ordinal),
   CHECK ((status = 'leased') = (completed_at IS NULL))
-);
+) WITHOUT ROWID;
 CREATE INDEX attempts_deadline ON attempts (deadline_at) WHERE status = 'leased';
 CREATE INDEX attempts_bound ON attempts (lane, generation) WHERE status = 'leased';
 

@@ -51,6 +51,7 @@ type Store struct {
 	lock *fileLock
 	wdb  *sql.DB
 	rdb  *sql.DB // nil for memory databases
+	ckpt *checkpointer
 	w    *writer
 
 	policies policyCache
@@ -93,7 +94,8 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		}
 		writerDSN = fileURI(loc.path) + "?mode=rwc&_txlock=immediate" +
 			fmt.Sprintf("&_pragma=busy_timeout(%d)", busyTimeoutMS) +
-			"&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+			"&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
+			fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walBackstopPages)
 	}
 	if loc.memory {
 		writerDSN = appendParams(writerDSN, fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", busyTimeoutMS))
@@ -144,7 +146,19 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		s.rdb.SetConnMaxLifetime(0)
 		s.rdb.SetConnMaxIdleTime(0)
 	}
-	s.w, err = newWriter(ctx, conn)
+	var kick func()
+	if !loc.memory {
+		ckdb, err := sql.Open("sqlite", fileURI(loc.path)+"?mode=rw"+
+			fmt.Sprintf("&_pragma=busy_timeout(%d)", busyTimeoutMS)+"&_pragma=synchronous(FULL)")
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("store: open checkpointer: %w", err)
+		}
+		ckdb.SetMaxOpenConns(1)
+		s.ckpt = newCheckpointer(ckdb)
+		kick = s.ckpt.request
+	}
+	s.w, err = newWriter(ctx, conn, kick)
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -177,6 +191,9 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
+	if s.ckpt != nil {
+		errs = append(errs, s.ckpt.stop())
+	}
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
 	}

@@ -35,6 +35,9 @@ type writer struct {
 	base  context.Context
 	stats writerStats
 	mu    sync.Mutex
+
+	checkpoint func() // nil for memory databases
+	sinceKick  int
 }
 
 type writerStats struct {
@@ -150,14 +153,15 @@ func (w *writer) stmt(query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
+func newWriter(ctx context.Context, conn *sql.Conn, checkpoint func()) (*writer, error) {
 	w := &writer{
-		conn:  conn,
-		ops:   make(chan *op, maxBatch),
-		quit:  make(chan struct{}),
-		done:  make(chan struct{}),
-		stmts: map[string]*sql.Stmt{},
-		base:  context.WithoutCancel(ctx),
+		conn:       conn,
+		checkpoint: checkpoint,
+		ops:        make(chan *op, maxBatch),
+		quit:       make(chan struct{}),
+		done:       make(chan struct{}),
+		stmts:      map[string]*sql.Stmt{},
+		base:       context.WithoutCancel(ctx),
 	}
 	go w.loop()
 	return w, nil
@@ -345,6 +349,10 @@ func (w *writer) attempt(batch []*op, results []error, savepoints bool) bool {
 	w.stats.commits++
 	w.stats.ops += int64(committed)
 	w.mu.Unlock()
+	if w.sinceKick++; w.checkpoint != nil && w.sinceKick >= checkpointEvery {
+		w.sinceKick = 0
+		w.checkpoint()
+	}
 	answer(batch, results)
 	return true
 }
