@@ -1,11 +1,35 @@
-// Package gate is the Gate server: the owner HTTP API, the Worker
-// WebSocket endpoint and its lane registry, push dispatch of leases, and
-// the expiry sweep, all on top of pkg/store (authoritative state) and
-// pkg/wire (the Worker protocol).
+// Package gate is the Gate server: the owner HTTP API (docs/api.md), the
+// Worker WebSocket endpoint and its lane registry, push dispatch of leases,
+// and the expiry sweep, all on top of pkg/store (authoritative state) and
+// pkg/wire (the Worker protocol, docs/wire-protocol.md).
 //
-// Startup order: open the store (migrations), mark every lane
-// disconnected, run one expiry sweep, then serve; /readyz answers ready
-// only after that. The sweep repeats every recovery_interval (sooner when a
-// retry or deadline falls due); a sweep or store failure stops the Gate
-// with an error instead of running without recovery.
+// Startup order: open the store (migrations), listen (one "listening" log
+// event with the bound address), mark every lane disconnected, run one
+// expiry sweep; only then do /readyz, the owner routes and the Worker
+// endpoint stop answering 503 not_ready. The sweep repeats every
+// recovery_interval, and sooner when a deadline or retry falls due; a sweep
+// or store failure stops the Gate with an error instead of running without
+// recovery.
+//
+// Lanes: every authenticated connection that says a valid hello becomes
+// one lane (worker-1, worker-1#1, …) with a fresh random generation. The
+// store records the generation and the registry installs the connection
+// under one lock, so a same-slot takeover fences the old generation in the
+// store and closes the old socket, and the old connection's disconnect
+// (compare-and-clear) never marks the newcomer offline. A lane is idle,
+// leasing (one store Lease call in flight) or busy (one attempt). Each
+// connection costs one goroutine: the WebSocket is taken over from the HTTP
+// handler (wire.Accept) and read by the lane's own goroutine.
+//
+// Dispatch is push: a submit wakes one idle lane that fits the job (pool,
+// plugin, repository); a lane asks for work after welcome, after its result
+// is ACKed and after a cancel; a sweep that expired something or ran
+// because a retry fell due wakes every idle lane. A wake that reaches a lane
+// while it is asking makes it ask once more. lease_poll_interval only
+// re-checks a few idle lanes per tick in rotation, as a safety net.
+//
+// Fencing is the store's: heartbeat, evidence and result are written with
+// the (job, attempt, lane, generation of this connection) fence, and the
+// store's typed rejections map to wire reject codes in one place
+// (rejectStoreErr); owner API errors map in one place too (toAPIError).
 package gate
