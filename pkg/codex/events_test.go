@@ -1,0 +1,146 @@
+package codex
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestEventType(t *testing.T) {
+	tests := []struct {
+		line string
+		typ  string // "" means rejected
+	}{
+		{`{"type":"thread.started","thread_id":"abc"}`, EventThreadStarted},
+		{`{"type":"turn.completed","usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":2}}`, EventTurnCompleted},
+		{`{"item":{"id":"i","type":"command_execution","exit_code":null},"type":"item.updated"}`, EventItemUpdated},
+		{` {"type":"error","message":"x"} `, EventError},
+		{`{"type":"thread.mystery","x":[1,{"y":null}]}`, "thread.mystery"},
+		{`{"item":{"type":"a","type":"b"},"type":"item.started"}`, EventItemStarted}, // nested keys are not interpreted
+		{``, ""},
+		{`not json`, ""},
+		{`[]`, ""},
+		{`"turn.completed"`, ""},
+		{`{}`, ""},
+		{`{"type":""}`, ""},
+		{`{"type":null}`, ""},
+		{`{"type":1}`, ""},
+		{`{"type":["turn.completed"]}`, ""},
+		{`{"type":"turn.started","type":"turn.completed"}`, ""},
+		{`{"type":"turn.completed"}{"type":"turn.completed"}`, ""},
+		{`{"type":"turn.completed"`, ""},
+		{"{\"type\":\"turn.completed\",\"x\":\"\xff\"}", ""},
+		{`{"type":"turn.completed","x":}`, ""},
+	}
+	for _, tc := range tests {
+		typ, err := EventType([]byte(tc.line))
+		if tc.typ == "" {
+			if err == nil || typ != "" {
+				t.Errorf("%q: accepted as %q", tc.line, typ)
+			}
+			continue
+		}
+		if err != nil || typ != tc.typ {
+			t.Errorf("%q: got %q, %v; want %q", tc.line, typ, err, tc.typ)
+		}
+	}
+	big := `{"type":"item.updated","t":"` + strings.Repeat("x", MaxEventBytes) + `"}`
+	if _, err := EventType([]byte(big)); err == nil {
+		t.Error("an event over MaxEventBytes was accepted")
+	}
+}
+
+func observeAll(lines ...string) *Stream {
+	var s Stream
+	for _, l := range lines {
+		s.Observe([]byte(l))
+	}
+	return &s
+}
+
+func reasonOf(err error) Reason {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return ""
+}
+
+func TestStreamVerdict(t *testing.T) {
+	const (
+		started   = `{"type":"thread.started","thread_id":"t"}`
+		turn      = `{"type":"turn.started"}`
+		item      = `{"type":"item.completed","item":{"id":"1","type":"agent_message","text":"{}"}}`
+		completed = `{"type":"turn.completed","usage":{}}`
+		failed    = `{"type":"turn.failed","error":{"message":"m"}}`
+		errorEv   = `{"type":"error","message":"m"}`
+		unknown   = `{"type":"turn.mystery"}`
+	)
+	tests := []struct {
+		name    string
+		lines   []string
+		reason  Reason // "" = success
+		unknown int
+	}{
+		{"complete", []string{started, turn, item, completed}, "", 0},
+		{"duplicate completion", []string{started, turn, completed, completed}, "", 0},
+		{"unknown events are ignored", []string{started, unknown, turn, unknown, completed}, "", 2},
+		{"unknown event cannot complete", []string{started, turn, unknown}, ReasonNoCompletion, 1},
+		{"no completion", []string{started, turn, item}, ReasonNoCompletion, 0},
+		{"empty", nil, ReasonNoCompletion, 0},
+		{"turn failed", []string{started, turn, failed}, ReasonProviderFailed, 0},
+		{"late failure after completion", []string{started, turn, completed, failed}, ReasonProviderFailed, 0},
+		{"error event", []string{started, turn, errorEv, completed}, ReasonProviderFailed, 0},
+		{"malformed line", []string{started, turn, "garbage", completed}, ReasonMalformedEvents, 0},
+		{"nothing believed after a malformed line", []string{started, "garbage", unknown, completed}, ReasonMalformedEvents, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := observeAll(tc.lines...)
+			if got := reasonOf(s.Verdict()); got != tc.reason {
+				t.Fatalf("verdict %q, want %q", got, tc.reason)
+			}
+			if s.Unknown != tc.unknown {
+				t.Fatalf("unknown %d, want %d", s.Unknown, tc.unknown)
+			}
+		})
+	}
+}
+
+func TestObserveReportsOnlyTheFirstTurn(t *testing.T) {
+	var s Stream
+	if s.Observe([]byte(`{"type":"thread.started"}`)) {
+		t.Fatal("thread.started is not a turn")
+	}
+	if !s.Observe([]byte(`{"type":"turn.started"}`)) {
+		t.Fatal("first turn.started not reported")
+	}
+	if s.Observe([]byte(`{"type":"turn.started"}`)) {
+		t.Fatal("second turn.started reported")
+	}
+}
+
+// FuzzEventType: never panics; an accepted line has a non-empty type and
+// is a complete JSON object; errors carry no value.
+func FuzzEventType(f *testing.F) {
+	f.Add([]byte(`{"type":"turn.completed","usage":{"input_tokens":1}}`))
+	f.Add([]byte(`{"type":"item.updated","item":{"exit_code":null}}`))
+	f.Add([]byte(`{"type":"a","type":"b"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		typ, err := EventType(line)
+		if err != nil {
+			if typ != "" || err.Error() != errMalformedEvent.Error() {
+				t.Fatalf("rejection returned %q / %v", typ, err)
+			}
+			return
+		}
+		if typ == "" {
+			t.Fatal("accepted an event without a type")
+		}
+		var s Stream
+		s.Observe(line)
+		if s.Malformed || s.Events != 1 {
+			t.Fatal("Observe disagrees with EventType")
+		}
+	})
+}

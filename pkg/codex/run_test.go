@@ -1,0 +1,453 @@
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/plugin"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
+)
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
+		os.Exit(supervise.ReaperMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+const conformanceInstruction = "Create a file named CONFORMANCE.md containing one line: plugin conformance check."
+
+// fakeCodex is the absolute path of the deterministic fake.
+func fakeCodex(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs("../../testdata/fake-codex/codex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// gitWorkspace creates a one-commit Git repository and returns its path.
+func gitWorkspace(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "--template=", "-b", "main"},
+		{"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "base"},
+	} {
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + dir}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", args[0], err, out)
+		}
+	}
+	return dir
+}
+
+// fixture is one run against the fake.
+type fixture struct {
+	t       *testing.T
+	cfg     Config
+	req     Request
+	files   string // where the fake records argv, prompt, env names, pids
+	mu      sync.Mutex
+	stages  []plugin.Stage
+	working chan struct{}
+	once    sync.Once
+}
+
+func newFixture(t *testing.T, want Want, env ...string) *fixture {
+	t.Helper()
+	files := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"PATH=/usr/bin:/bin",
+		"FAKE_CODEX_ARGV_FILE=" + filepath.Join(files, "argv.json"),
+		"FAKE_CODEX_PROMPT_FILE=" + filepath.Join(files, "prompt.txt"),
+		"FAKE_CODEX_ENV_FILE=" + filepath.Join(files, "env.txt"),
+		"FAKE_CODEX_PID_FILE=" + filepath.Join(files, "pids"),
+	}
+	return &fixture{
+		t:       t,
+		cfg:     Config{Bin: fakeCodex(t), Env: append(base, env...), Reaper: self, TempDir: t.TempDir()},
+		req:     Request{Workspace: gitWorkspace(t), Instruction: conformanceInstruction, Timeout: time.Minute, Want: want},
+		files:   files,
+		working: make(chan struct{}),
+	}
+}
+
+func (f *fixture) progress(stage plugin.Stage, text string) error {
+	f.mu.Lock()
+	f.stages = append(f.stages, stage)
+	f.mu.Unlock()
+	want := map[plugin.Stage]string{plugin.StageStarted: TextStarted, plugin.StageWorking: TextWorking, plugin.StageFinalizing: TextFinalized}
+	if text != want[stage] {
+		f.t.Errorf("progress %s text %q is not the fixed lifecycle text", stage, text)
+	}
+	if stage == plugin.StageWorking {
+		f.once.Do(func() { close(f.working) })
+	}
+	return nil
+}
+
+func (f *fixture) run(ctx context.Context) (Outcome, error) {
+	return Run(ctx, f.cfg, f.req, f.progress)
+}
+
+func (f *fixture) file(name string) string {
+	f.t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.files, name))
+	if err != nil {
+		f.t.Fatalf("the fake did not record %s", name)
+	}
+	return string(b)
+}
+
+func (f *fixture) workspaceFile(name string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(f.req.Workspace, name))
+	return string(b), err == nil
+}
+
+// requireNoRunDir checks the private run directory was removed.
+func (f *fixture) requireNoRunDir() {
+	f.t.Helper()
+	entries, err := os.ReadDir(f.cfg.TempDir)
+	if err != nil || len(entries) != 0 {
+		f.t.Fatalf("private run directory left behind (%d entries, %v)", len(entries), err)
+	}
+}
+
+func requireReason(t *testing.T, err error, want Reason, cat plugin.Category) {
+	t.Helper()
+	if got := reasonOf(err); got != want {
+		t.Fatalf("reason %q (%v), want %q", got, err, want)
+	}
+	if got := CategoryOf(err); got != cat {
+		t.Fatalf("category %s, want %s", got, cat)
+	}
+	if strings.Contains(err.Error(), "/") || strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("error text carries a path or executor output: %q", err)
+	}
+}
+
+func TestRunSuccessWithDescription(t *testing.T) {
+	f := newFixture(t, both)
+	out, err := f.run(context.Background())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got, ok := f.workspaceFile("CONFORMANCE.md"); !ok || got != "plugin conformance check\n" {
+		t.Fatalf("workspace not edited by the scripted rule: %q", got)
+	}
+	if out.CommitSubject != "feat: add CONFORMANCE.md" || out.Summary != "Created CONFORMANCE.md with one line." ||
+		!slices.Equal(out.Changes, []string{"CONFORMANCE.md: new file with one line"}) {
+		t.Fatalf("description %+v", out.Description)
+	}
+	if out.SubjectDropped || out.ReportDropped || out.UnknownEvents != 0 {
+		t.Fatalf("diagnostics %+v", out)
+	}
+	if want := []plugin.Stage{plugin.StageStarted, plugin.StageWorking, plugin.StageFinalizing}; !slices.Equal(f.stages, want) {
+		t.Fatalf("progress %v, want %v", f.stages, want)
+	}
+
+	var argv []string
+	if err := json.Unmarshal([]byte(f.file("argv.json")), &argv); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.Index(argv, "--output-schema")
+	if i < 0 || i+3 >= len(argv) {
+		t.Fatalf("argv lacks the output flags: %q", argv)
+	}
+	schema, last := argv[i+1], argv[i+3]
+	if filepath.Base(schema) != SchemaFile || filepath.Base(last) != LastMessageFile || filepath.Dir(schema) != filepath.Dir(last) ||
+		!strings.HasPrefix(schema, f.cfg.TempDir+"/forge-codex-") {
+		t.Fatalf("output files not in one private run directory: %q %q", schema, last)
+	}
+	if want := Args(f.req.Workspace, both, schema, last); !slices.Equal(argv, want) {
+		t.Fatalf("argv\n got %q\nwant %q", argv, want)
+	}
+	if got := f.file("prompt.txt"); got != Prompt(conformanceInstruction, both) {
+		t.Fatalf("prompt on stdin differs from Prompt():\n%s", got)
+	}
+	if names := f.file("env.txt"); !strings.Contains(names, "\nPATH\n") && !strings.HasPrefix(names, "PATH\n") {
+		t.Fatalf("Codex did not get the configured environment: %q", names)
+	}
+	f.requireNoRunDir()
+}
+
+func TestRunWithoutDescriptionAsksForNone(t *testing.T) {
+	f := newFixture(t, Want{})
+	out, err := f.run(context.Background())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if out.CommitSubject != "" || out.HasReport() || out.SubjectDropped || out.ReportDropped {
+		t.Fatalf("outcome %+v without negotiation", out)
+	}
+	var argv []string
+	if err := json.Unmarshal([]byte(f.file("argv.json")), &argv); err != nil {
+		t.Fatal(err)
+	}
+	if want := Args(f.req.Workspace, Want{}, "", ""); !slices.Equal(argv, want) {
+		t.Fatalf("argv\n got %q\nwant %q", argv, want)
+	}
+	if _, ok := f.workspaceFile("CONFORMANCE.md"); !ok {
+		t.Fatal("workspace not edited")
+	}
+}
+
+func TestRunSubjectOnlyAndReportOnly(t *testing.T) {
+	f := newFixture(t, subjectOnly)
+	out, err := f.run(context.Background())
+	if err != nil || out.CommitSubject != "feat: add CONFORMANCE.md" || out.HasReport() {
+		t.Fatalf("subject only: %+v, %v", out, err)
+	}
+	f = newFixture(t, reportOnly)
+	out, err = f.run(context.Background())
+	if err != nil || out.CommitSubject != "" || !out.HasReport() {
+		t.Fatalf("report only: %+v, %v", out, err)
+	}
+}
+
+func TestRunOmitsInvalidDescriptions(t *testing.T) {
+	tests := []struct {
+		name          string
+		env           []string
+		subject, keep bool // subject kept, report kept
+	}{
+		{"invalid structured output", []string{"FAKE_CODEX_MODE=invalid-output"}, false, false},
+		{"wrong shape", []string{"FAKE_CODEX_MODE=wrong-shape"}, false, false},
+		{"no final message", []string{"FAKE_CODEX_MODE=no-output"}, false, false},
+		{"two-line subject", []string{"FAKE_CODEX_SUBJECT=feat: one\nfeat: two"}, false, true},
+		{"control character", []string{"FAKE_CODEX_SUBJECT=feat: \x1b[31mred"}, false, true},
+		{"too long", []string{"FAKE_CODEX_SUBJECT=feat: " + strings.Repeat("x", 251)}, false, true},
+		{"leading space", []string{"FAKE_CODEX_SUBJECT= feat: x"}, false, true},
+		{"exact final message", []string{`FAKE_CODEX_LAST_MESSAGE={"commit_subject":"fix: z","summary":"S","changes":[]}`}, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, both, tc.env...)
+			out, err := f.run(context.Background())
+			if err != nil {
+				t.Fatalf("an invalid description failed the edit: %v", err)
+			}
+			if (out.CommitSubject != "") != tc.subject || out.HasReport() != tc.keep {
+				t.Fatalf("outcome %+v, want subject kept=%v report kept=%v", out.Description, tc.subject, tc.keep)
+			}
+			if out.SubjectDropped == tc.subject || out.ReportDropped == tc.keep {
+				t.Fatalf("dropped flags %+v", out)
+			}
+			if _, ok := f.workspaceFile("CONFORMANCE.md"); !ok {
+				t.Fatal("workspace not edited")
+			}
+			f.requireNoRunDir()
+		})
+	}
+}
+
+func TestRunFailures(t *testing.T) {
+	tests := []struct {
+		mode   string
+		env    []string
+		limit  int64
+		reason Reason
+	}{
+		{mode: "crash", reason: ReasonExit},
+		{mode: "turn-failed", reason: ReasonExit},
+		{mode: "turn-failed-exit0", reason: ReasonProviderFailed},
+		{mode: "no-completion", reason: ReasonNoCompletion},
+		{mode: "malformed-event", reason: ReasonMalformedEvents},
+		{mode: "long-line", reason: ReasonMalformedEvents},
+		{mode: "huge-output", limit: 1 << 20, env: []string{"FAKE_CODEX_HUGE_BYTES=16777216"}, reason: ReasonOutputLimit},
+		{mode: "huge-stderr", limit: 1 << 20, env: []string{"FAKE_CODEX_HUGE_BYTES=16777216"}, reason: ReasonOutputLimit},
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			f := newFixture(t, both, append(tc.env, "FAKE_CODEX_MODE="+tc.mode)...)
+			f.cfg.OutputLimit = tc.limit
+			_, err := f.run(context.Background())
+			requireReason(t, err, tc.reason, plugin.CategoryExecutionFailed)
+			if slices.Contains(f.stages, plugin.StageFinalizing) {
+				t.Fatal("finalizing reported for a failed run")
+			}
+			f.requireNoRunDir()
+		})
+	}
+}
+
+func TestRunHugeOutputWithinBudgetSucceeds(t *testing.T) {
+	f := newFixture(t, both, "FAKE_CODEX_MODE=huge-output", "FAKE_CODEX_HUGE_BYTES=4194304")
+	out, err := f.run(context.Background())
+	if err != nil || out.CommitSubject == "" {
+		t.Fatalf("4 MiB of events within the default budget: %+v, %v", out, err)
+	}
+}
+
+func TestRunPromptDirectiveSelectsMode(t *testing.T) {
+	f := newFixture(t, both)
+	f.req.Instruction = "Do something.\nfake-codex-mode: crash"
+	_, err := f.run(context.Background())
+	requireReason(t, err, ReasonExit, plugin.CategoryExecutionFailed)
+}
+
+func TestRunUnknownEventsAreCountedNotActedOn(t *testing.T) {
+	f := newFixture(t, both, "FAKE_CODEX_MODE=unknown-event")
+	out, err := f.run(context.Background())
+	if err != nil || out.UnknownEvents != 2 || out.CommitSubject == "" {
+		t.Fatalf("outcome %+v, %v; want success with 2 unknown events", out, err)
+	}
+}
+
+func TestRunFallbackEditForOtherInstructions(t *testing.T) {
+	f := newFixture(t, both)
+	f.req.Instruction = "Refactor the parser."
+	out, err := f.run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := f.workspaceFile("FAKE-CODEX.md"); !ok || !strings.HasPrefix(got, "task ") {
+		t.Fatalf("fallback edit missing: %q", got)
+	}
+	if out.CommitSubject != "chore: record the task in FAKE-CODEX.md" {
+		t.Fatalf("subject %q", out.CommitSubject)
+	}
+}
+
+// requireGone checks the fake, its child and its process group are gone.
+func requireGone(t *testing.T, pidFile string) {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal("the fake did not record its pids")
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) != 3 {
+		t.Fatalf("pid file %q", b)
+	}
+	for i, s := range fields {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 1 {
+			t.Fatalf("pid file %q", b)
+		}
+		if i == 1 {
+			n = -n // the process group
+		}
+		if err := syscall.Kill(n, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Fatalf("process (group) %d still exists after Run returned: %v", n, err)
+		}
+	}
+}
+
+func TestRunCancelKillsTheProcessGroup(t *testing.T) {
+	for _, mode := range []string{"hang", "hang-ignore-term"} {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t, both, "FAKE_CODEX_MODE="+mode)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				<-f.working // the fake wrote its pids and started its turn
+				cancel()
+			}()
+			_, err := f.run(ctx)
+			requireReason(t, err, ReasonCancelled, plugin.CategoryCancelled)
+			requireGone(t, filepath.Join(f.files, "pids"))
+			f.requireNoRunDir()
+		})
+	}
+}
+
+func TestRunTimeout(t *testing.T) {
+	f := newFixture(t, both, "FAKE_CODEX_MODE=hang")
+	f.req.Timeout = time.Second
+	_, err := f.run(context.Background())
+	requireReason(t, err, ReasonTimeout, plugin.CategoryExecutionFailed)
+	f.requireNoRunDir()
+}
+
+func TestRunSetupFailures(t *testing.T) {
+	t.Run("missing CODEX_BIN path", func(t *testing.T) {
+		f := newFixture(t, both)
+		f.cfg.Bin = filepath.Join(t.TempDir(), "codex")
+		_, err := f.run(context.Background())
+		requireReason(t, err, ReasonUnavailable, plugin.CategoryIncompatible)
+	})
+	t.Run("codex not on PATH", func(t *testing.T) {
+		f := newFixture(t, both)
+		f.cfg.Bin = ""
+		f.cfg.Env = []string{"PATH=" + t.TempDir()}
+		_, err := f.run(context.Background())
+		requireReason(t, err, ReasonUnavailable, plugin.CategoryIncompatible)
+	})
+	t.Run("not executable", func(t *testing.T) {
+		f := newFixture(t, both)
+		p := filepath.Join(t.TempDir(), "codex")
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f.cfg.Bin = p
+		_, err := f.run(context.Background())
+		requireReason(t, err, ReasonUnavailable, plugin.CategoryIncompatible)
+	})
+	t.Run("workspace missing", func(t *testing.T) {
+		f := newFixture(t, both)
+		f.req.Workspace = filepath.Join(t.TempDir(), "gone")
+		_, err := f.run(context.Background())
+		requireReason(t, err, ReasonWorkspace, plugin.CategoryInvalidRequest)
+	})
+	t.Run("workspace outside Git", func(t *testing.T) {
+		f := newFixture(t, both)
+		f.req.Workspace = t.TempDir()
+		_, err := f.run(context.Background())
+		requireReason(t, err, ReasonExit, plugin.CategoryExecutionFailed)
+	})
+	t.Run("already cancelled", func(t *testing.T) {
+		f := newFixture(t, both)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := f.run(ctx)
+		requireReason(t, err, ReasonCancelled, plugin.CategoryCancelled)
+		if _, err := os.Stat(filepath.Join(f.files, "argv.json")); err == nil {
+			t.Fatal("Codex started after cancellation")
+		}
+	})
+}
+
+func TestResolveFindsCodexOnPath(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "codex")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Resolve("", []string{"PATH=relative/dir::" + dir})
+	if err != nil || got != p {
+		t.Fatalf("Resolve: %q, %v", got, err)
+	}
+	if _, err := Resolve("", []string{"PATH=" + filepath.Base(dir)}); err == nil {
+		t.Fatal("a relative PATH entry was searched")
+	}
+}
+
+func TestCodexTimeoutKeepsAMargin(t *testing.T) {
+	for _, tc := range []struct{ in, want time.Duration }{
+		{10 * time.Second, 9 * time.Second},
+		{15 * time.Minute, 15*time.Minute - 5*time.Second},
+		{time.Millisecond, 900 * time.Microsecond},
+	} {
+		if got := codexTimeout(tc.in); got != tc.want {
+			t.Errorf("codexTimeout(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
