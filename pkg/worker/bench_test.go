@@ -105,8 +105,10 @@ func bareSessionRate(b *testing.B, exe, reaper string, n int) float64 {
 // e2e/bare-% (the target: at least 80), and for context
 // bare-sessions/s and wrapped-sessions/s (complete protocol sessions
 // through the plugin runner, 2 concurrent, without and with the wrapper)
-// and e2e-backlog-jobs/s (the same jobs submitted before the Worker
-// starts, so submission does not compete with execution).
+// e2e-backlog-jobs/s (the same jobs submitted before the Worker starts,
+// so submission does not compete with execution) and no-plugin-jobs/s
+// (Gate and Worker with an executor that answers at once: the cost of
+// everything but the plugin process).
 func BenchmarkEndToEndText(b *testing.B) {
 	const jobs = 200
 	plugin, reaper := buildBinaries(b, b.TempDir())
@@ -114,10 +116,13 @@ func BenchmarkEndToEndText(b *testing.B) {
 		bare := bareSpawnRate(b, plugin, jobs)
 		sessions := bareSessionRate(b, plugin, "", jobs)
 		wrapped := bareSessionRate(b, plugin, reaper, jobs)
-		e2e, failed := endToEndRate(b, plugin, reaper, jobs, false)
-		backlog, failedBacklog := endToEndRate(b, plugin, reaper, jobs, true)
+		text := func(c *Config) Executor { return NewTextExecutor(c, os.LookupEnv, reaper) }
+		e2e, failed := endToEndRate(b, plugin, text, jobs, false)
+		backlog, failedBacklog := endToEndRate(b, plugin, text, jobs, true)
+		noPlugin, _ := endToEndRate(b, plugin, func(*Config) Executor { return instantExec{} }, jobs, false)
 		b.ReportMetric(float64(failed+failedBacklog), "failed-attempts")
 		b.ReportMetric(backlog, "e2e-backlog-jobs/s")
+		b.ReportMetric(noPlugin, "no-plugin-jobs/s")
 		b.ReportMetric(sessions, "bare-sessions/s")
 		b.ReportMetric(wrapped, "wrapped-sessions/s")
 		b.ReportMetric(e2e, "e2e-jobs/s")
@@ -131,7 +136,7 @@ func BenchmarkEndToEndText(b *testing.B) {
 // plugin protocol's 250 ms exit window; Gate retries such attempts). With
 // backlog the jobs are all submitted before the Worker starts; otherwise
 // they are submitted while it runs.
-func endToEndRate(b *testing.B, plugin, reaper string, n int, backlog bool) (float64, int) {
+func endToEndRate(b *testing.B, plugin string, executor func(*Config) Executor, n int, backlog bool) (float64, int) {
 	b.Helper()
 	dir := b.TempDir()
 	state := filepath.Join(dir, "state")
@@ -154,7 +159,7 @@ func endToEndRate(b *testing.B, plugin, reaper string, n int, backlog bool) (flo
 	reported := make(chan Event, n)
 	connected := make(chan Event, 2)
 	w := New(Options{Config: c, Token: testToken,
-		Executors: map[wire.Kind]Executor{wire.KindText: NewTextExecutor(c, os.LookupEnv, reaper)},
+		Executors: map[wire.Kind]Executor{wire.KindText: executor(c)},
 		Observe: func(e Event) {
 			var ch chan Event
 			switch e.Kind {
@@ -220,4 +225,11 @@ func postJob(addr, input string) error {
 		return fmt.Errorf("submit: status %d", resp.StatusCode)
 	}
 	return nil
+}
+
+// instantExec answers every text lease at once, without a plugin.
+type instantExec struct{}
+
+func (instantExec) Execute(context.Context, *wire.Lease) Report {
+	return Report{Succeeded: true, Output: "BENCHMARK INPUT"}
 }
