@@ -1,0 +1,473 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/buildinfo"
+	"github.com/0k-lab/agent-forge/pkg/codex"
+	"github.com/0k-lab/agent-forge/pkg/plugin"
+	"github.com/0k-lab/agent-forge/pkg/plugin/conformance"
+	"github.com/0k-lab/agent-forge/pkg/plugin/host"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
+)
+
+// pluginArg turns the test binary into forge-codex-plugin (see TestMain),
+// so sessions run in a real separate process without a build step.
+const pluginArg = "forge-codex-plugin-under-test"
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
+		os.Exit(supervise.ReaperMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == pluginArg {
+		main2(os.Args[2:])
+	}
+	os.Exit(m.Run())
+}
+
+// main2 is main with the marker argument removed.
+func main2(args []string) {
+	os.Exit(exitCode(run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr)))
+}
+
+const instruction = "Create a file named NOTES.md containing one line: edited by codex."
+
+var fullOffer = []plugin.Capability{plugin.CapWorkspaceEdit, plugin.CapProgress, plugin.CapCancel,
+	plugin.CapCommitSubject, plugin.CapAgentReport}
+
+func self(t *testing.T) string {
+	t.Helper()
+	p, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func fakeCodex(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs("../../testdata/fake-codex/codex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func gitWorkspace(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "--template=", "-b", "main"},
+		{"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "base"},
+	} {
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + dir}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", args[0], err, out)
+		}
+	}
+	return dir
+}
+
+func head(t *testing.T, dir string) string {
+	t.Helper()
+	cmd := exec.Command("git", "-C", dir, "rev-parse", "HEAD")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// session is one Worker-side run of the plugin process through
+// pkg/plugin/host, the Worker's own runner.
+type session struct {
+	t         *testing.T
+	env       []string
+	offer     []plugin.Capability
+	workspace string
+	instr     string
+	timeoutMS int64
+	budget    int64
+	files     string
+
+	mu       sync.Mutex
+	frames   []plugin.Frame // frames from the plugin
+	progress []host.Progress
+	working  chan struct{}
+	once     sync.Once
+}
+
+func newSession(t *testing.T, env ...string) *session {
+	files := t.TempDir()
+	return &session{
+		t: t,
+		env: append([]string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(),
+			"FAKE_CODEX_ARGV_FILE=" + filepath.Join(files, "argv.json"),
+			"FAKE_CODEX_PROMPT_FILE=" + filepath.Join(files, "prompt.txt"),
+			"FAKE_CODEX_PID_FILE=" + filepath.Join(files, "pids")}, env...),
+		offer:     fullOffer,
+		workspace: gitWorkspace(t),
+		instr:     instruction,
+		timeoutMS: 60000,
+		budget:    64 << 10, // far below Codex's output in the huge modes
+		files:     files,
+		working:   make(chan struct{}),
+	}
+}
+
+func (s *session) run(ctx context.Context) (host.Outcome, error) {
+	return host.Run(ctx, host.Command{
+		Path: self(s.t), Args: []string{pluginArg}, Env: s.env, Reaper: self(s.t),
+		OutputBytes: s.budget,
+		Trace: func(dir host.Direction, b []byte) {
+			if dir != host.FromPlugin {
+				return
+			}
+			f, err := plugin.DecodeFrame(b)
+			if err != nil {
+				s.t.Errorf("trace: %v", err)
+				return
+			}
+			s.mu.Lock()
+			s.frames = append(s.frames, f)
+			s.mu.Unlock()
+		},
+	}, host.Request{Offer: s.offer, Operation: plugin.OpWorkspaceEdit, Workspace: s.workspace,
+		Instruction: s.instr, TimeoutMS: s.timeoutMS}, func(p host.Progress) {
+		s.mu.Lock()
+		s.progress = append(s.progress, p)
+		s.mu.Unlock()
+		if p.Stage == plugin.StageWorking {
+			s.once.Do(func() { close(s.working) })
+		}
+	})
+}
+
+// terminal returns the plugin's terminal frame.
+func (s *session) terminal() plugin.Frame {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.frames) == 0 || !s.frames[len(s.frames)-1].Type.Terminal() {
+		s.t.Fatalf("no terminal frame among %d frames", len(s.frames))
+	}
+	return s.frames[len(s.frames)-1]
+}
+
+func (s *session) requireFailure(err error, cat plugin.Category) {
+	s.t.Helper()
+	if f := s.terminal(); f.Type != plugin.TypeFailure || f.Category != cat {
+		s.t.Fatalf("terminal frame %s/%s, want failure %s (run error %v)", f.Type, f.Category, cat, err)
+	}
+}
+
+func (s *session) requireHeadUnmoved(base string) {
+	s.t.Helper()
+	if got := head(s.t, s.workspace); got != base {
+		s.t.Fatal("HEAD moved")
+	}
+}
+
+func TestSessionSuccessWithSubjectAndReport(t *testing.T) {
+	s := newSession(t)
+	base := head(t, s.workspace)
+	out, err := s.run(context.Background())
+	if err != nil {
+		t.Fatalf("host.Run: %v", err)
+	}
+	if !slices.Equal(out.Selected, fullOffer) {
+		t.Fatalf("selection %v, want every offered capability", out.Selected)
+	}
+	if out.CommitSubject == nil || *out.CommitSubject != "feat: add NOTES.md" {
+		t.Fatalf("commit subject %v", out.CommitSubject)
+	}
+	if out.Summary == nil || *out.Summary != "Created NOTES.md with one line." || !slices.Equal(out.Changes, []string{"NOTES.md: new file with one line"}) {
+		t.Fatalf("report %v %q", out.Summary, out.Changes)
+	}
+	b, err := os.ReadFile(filepath.Join(s.workspace, "NOTES.md"))
+	if err != nil || string(b) != "edited by codex\n" {
+		t.Fatalf("workspace not edited: %q %v", b, err)
+	}
+	s.requireHeadUnmoved(base)
+	var stages []string
+	for _, p := range s.progress {
+		stages = append(stages, string(p.Stage)+":"+p.Text)
+	}
+	if want := []string{"started:codex started", "working:codex editing", "finalizing:codex finished"}; !slices.Equal(stages, want) {
+		t.Fatalf("progress %q, want %q", stages, want)
+	}
+	var argv []string
+	b, err = os.ReadFile(filepath.Join(s.files, "argv.json"))
+	if err != nil || json.Unmarshal(b, &argv) != nil {
+		t.Fatal("argv not recorded")
+	}
+	i := slices.Index(argv, "--output-schema")
+	if i < 0 || i+3 >= len(argv) {
+		t.Fatalf("argv %q", argv)
+	}
+	if want := codex.Args(s.workspace, codex.Want{Subject: true, Report: true}, argv[i+1], argv[i+3]); !slices.Equal(argv, want) {
+		t.Fatalf("argv\n got %q\nwant %q", argv, want)
+	}
+	prompt, err := os.ReadFile(filepath.Join(s.files, "prompt.txt"))
+	if err != nil || !strings.Contains(string(prompt), instruction) || !strings.Contains(string(prompt), "Do not commit.") {
+		t.Fatal("prompt on stdin lacks the instruction or the constraints")
+	}
+}
+
+func TestSessionWithoutDescriptionCapabilities(t *testing.T) {
+	s := newSession(t)
+	s.offer = []plugin.Capability{plugin.CapWorkspaceEdit}
+	out, err := s.run(context.Background())
+	if err != nil {
+		t.Fatalf("host.Run: %v", err)
+	}
+	if !slices.Equal(out.Selected, s.offer) || out.CommitSubject != nil || out.Summary != nil || out.Changes != nil || len(s.progress) != 0 {
+		t.Fatalf("outcome %+v with a minimal offer", out)
+	}
+	b, _ := os.ReadFile(filepath.Join(s.files, "argv.json"))
+	if bytes.Contains(b, []byte("--output-schema")) {
+		t.Fatal("structured output requested although nothing was negotiated")
+	}
+}
+
+func TestSessionOmitsInvalidDescriptions(t *testing.T) {
+	tests := []struct {
+		name          string
+		env           string
+		subject, keep bool
+	}{
+		{"invalid structured output", "FAKE_CODEX_MODE=invalid-output", false, false},
+		{"two-line subject", "FAKE_CODEX_SUBJECT=feat: one\nfeat: two", false, true},
+		{"control character", "FAKE_CODEX_SUBJECT=feat: tab\there", false, true},
+		{"too long", "FAKE_CODEX_SUBJECT=feat: " + strings.Repeat("é", 130), false, true},
+		{"invalid report", `FAKE_CODEX_LAST_MESSAGE={"commit_subject":"fix: x","summary":"","changes":["a"]}`, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSession(t, tc.env)
+			out, err := s.run(context.Background())
+			if err != nil {
+				t.Fatalf("an invalid description failed the session: %v", err)
+			}
+			if (out.CommitSubject != nil) != tc.subject || (out.Summary != nil) != tc.keep || (out.Changes != nil) != tc.keep {
+				t.Fatalf("outcome subject=%v summary=%v changes=%v", out.CommitSubject, out.Summary, out.Changes)
+			}
+		})
+	}
+}
+
+func TestSessionFailures(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		ms   int64
+		cat  plugin.Category
+	}{
+		{"crash", []string{"FAKE_CODEX_MODE=crash"}, 60000, plugin.CategoryExecutionFailed},
+		{"provider failure", []string{"FAKE_CODEX_MODE=turn-failed-exit0"}, 60000, plugin.CategoryExecutionFailed},
+		{"malformed event", []string{"FAKE_CODEX_MODE=malformed-event"}, 60000, plugin.CategoryExecutionFailed},
+		{"hang until the timeout", []string{"FAKE_CODEX_MODE=hang"}, 1500, plugin.CategoryExecutionFailed},
+		{"huge stdout", []string{"FAKE_CODEX_MODE=huge-output", "FAKE_CODEX_HUGE_BYTES=83886080"}, 60000, plugin.CategoryExecutionFailed},
+		{"missing CODEX_BIN", []string{"CODEX_BIN=/nonexistent/codex"}, 60000, plugin.CategoryIncompatible},
+		{"codex not on PATH", []string{"CODEX_BIN="}, 60000, plugin.CategoryIncompatible},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSession(t, tc.env...)
+			s.timeoutMS = tc.ms
+			base := head(t, s.workspace)
+			_, err := s.run(context.Background())
+			if host.KindOf(err) != host.KindFailure {
+				t.Fatalf("host.Run: %v, want a failure frame", err)
+			}
+			s.requireFailure(err, tc.cat)
+			s.requireHeadUnmoved(base)
+		})
+	}
+}
+
+func TestSessionCancelStopsCodex(t *testing.T) {
+	s := newSession(t, "FAKE_CODEX_MODE=hang")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.working
+		cancel()
+	}()
+	_, err := s.run(ctx)
+	if host.KindOf(err) != host.KindCancelled {
+		t.Fatalf("host.Run: %v, want cancelled", err)
+	}
+	s.requireFailure(err, plugin.CategoryCancelled)
+	b, err := os.ReadFile(filepath.Join(s.files, "pids"))
+	if err != nil {
+		t.Fatal("the fake did not record its pids")
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) != 3 {
+		t.Fatalf("pid file %q", b)
+	}
+	for i, f := range fields {
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 1 {
+			t.Fatalf("pid file %q", b)
+		}
+		if i == 1 {
+			n = -n
+		}
+		if err := syscall.Kill(n, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Fatalf("Codex process (group) %d survived the cancel: %v", n, err)
+		}
+	}
+}
+
+// inProcess runs one session through runWith in this process, so its
+// stderr can be inspected.
+func inProcess(t *testing.T, env []string, ws string) (frames []plugin.Frame, stderr string, err error) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var errBuf bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		err := runWith(context.Background(), nil, options{env: env, reaper: self(t)}, inR, outW, &errBuf)
+		outW.Close()
+		done <- err
+	}()
+	const id = "0123456789abcdef0123456789abcdef"
+	write := func(f plugin.Frame) {
+		b, err := plugin.Encode(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := inW.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := bufio.NewReader(outR)
+	read := func() plugin.Frame {
+		line, err := plugin.ReadFrame(r)
+		if err != nil {
+			t.Fatalf("read frame: %v", err)
+		}
+		f, err := plugin.DecodeFrame(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	write(plugin.Frame{ID: id, Type: plugin.TypeInitialize, Capabilities: fullOffer, Limits: plugin.V1Limits()})
+	frames = append(frames, read())
+	write(plugin.Frame{ID: id, Type: plugin.TypeExecute, Operation: plugin.OpWorkspaceEdit, Workspace: ws,
+		Instruction: instruction, TimeoutMS: 60000})
+	for {
+		f := read()
+		frames = append(frames, f)
+		if f.Type.Terminal() {
+			break
+		}
+	}
+	inW.Close()
+	if rest, _ := io.ReadAll(outR); len(rest) != 0 {
+		t.Fatal("bytes after the terminal frame")
+	}
+	err = <-done
+	return frames, errBuf.String(), err
+}
+
+func TestExecutorOutputNeverLeavesThePlugin(t *testing.T) {
+	ws := gitWorkspace(t)
+	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_MODE=crash"}
+	frames, stderr, err := inProcess(t, env, ws)
+	if err != nil {
+		t.Fatalf("session: %v", err)
+	}
+	last := frames[len(frames)-1]
+	if last.Type != plugin.TypeFailure || last.Category != plugin.CategoryExecutionFailed {
+		t.Fatalf("terminal %s/%s", last.Type, last.Category)
+	}
+	for _, f := range frames {
+		if f.Type == plugin.TypeProgress && !slices.Contains([]string{codex.TextStarted, codex.TextWorking, codex.TextFinalized}, f.Text) {
+			t.Fatalf("progress text %q is not fixed", f.Text)
+		}
+	}
+	if strings.Contains(stderr, "panicked") || strings.Contains(stderr, ws) || strings.Contains(stderr, "thread") {
+		t.Fatalf("executor output or a path reached stderr: %q", stderr)
+	}
+	if want := name + ": codex: " + string(codex.ReasonExit) + "\n"; stderr != want {
+		t.Fatalf("stderr %q, want exactly the fixed diagnostic %q", stderr, want)
+	}
+}
+
+func TestUnknownEventsDiagnosedNotForwarded(t *testing.T) {
+	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_MODE=unknown-event"}
+	frames, stderr, err := inProcess(t, env, gitWorkspace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := frames[len(frames)-1]; last.Type != plugin.TypeResult || last.CommitSubject == nil {
+		t.Fatalf("terminal %+v", last)
+	}
+	if stderr != name+": codex: ignored 2 events of unknown type\n" {
+		t.Fatalf("stderr %q", stderr)
+	}
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := runWith(context.Background(), []string{"--version"}, options{}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != buildinfo.Line(name)+"\n" {
+		t.Fatalf("version %q", out.String())
+	}
+	out.Reset()
+	err := runWith(context.Background(), []string{"extra"}, options{}, strings.NewReader(""), &out, &errb)
+	if exitCode(err) != 2 || out.Len() != 0 {
+		t.Fatalf("usage error: exit %d, stdout %q", exitCode(err), out.String())
+	}
+}
+
+func TestInvalidInitializeWritesNothing(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := runWith(context.Background(), nil, options{}, strings.NewReader("{}\n"), &out, &errb)
+	if exitCode(err) != 1 || out.Len() != 0 {
+		t.Fatalf("exit %d, stdout %q", exitCode(err), out.String())
+	}
+}
+
+func TestConformanceWithFakeCodex(t *testing.T) {
+	sum, err := conformance.Run(context.Background(), conformance.Config{
+		Command:   []string{self(t), pluginArg},
+		Operation: plugin.OpWorkspaceEdit,
+		Env:       []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t)},
+		TempDir:   t.TempDir(),
+		Reaper:    self(t),
+	}, func(r conformance.Result) {
+		if !r.Passed() {
+			t.Errorf("%s", r.Line())
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(conformance.Scenarios(plugin.OpWorkspaceEdit)); sum.Total != want || sum.Passed != want {
+		t.Fatalf("%s", sum.Line(plugin.OpWorkspaceEdit))
+	}
+}
