@@ -27,29 +27,28 @@ func clampLimit(limit int) int {
 	return min(max(limit, 0), MaxDebugLimit)
 }
 
-// DebugJobs lists jobs newest first (created_at, then id, descending),
-// strictly after the position (afterCreatedAt, afterID); a zero
-// afterCreatedAt starts at the newest job.
-func (s *Store) DebugJobs(ctx context.Context, afterCreatedAt time.Time, afterID string, limit int) ([]Job, error) {
+// DebugJobs lists jobs newest first (submission order, which is
+// created_at order for a monotonic clock), starting strictly after the job
+// with id afterID ("" starts at the newest; an unknown id yields nothing).
+func (s *Store) DebugJobs(ctx context.Context, afterID string, limit int) ([]Job, error) {
 	limit = clampLimit(limit)
 	var jobs []Job
 	err := s.read(ctx, func(q querier) error {
 		jobs = []Job{}
 		var rows *sql.Rows
 		var err error
-		if afterCreatedAt.IsZero() {
-			rows, err = q.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?`, limit)
+		if afterID == "" {
+			rows, err = q.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs ORDER BY seq DESC LIMIT ?`, limit)
 		} else {
-			at := afterCreatedAt.UnixMicro()
 			rows, err = q.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs
-WHERE created_at < ?1 OR (created_at = ?1 AND id < ?2) ORDER BY created_at DESC, id DESC LIMIT ?3`, at, afterID, limit)
+WHERE seq < (SELECT seq FROM jobs WHERE id = ?) ORDER BY seq DESC LIMIT ?`, afterID, limit)
 		}
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			j, err := scanJob(rows)
+			j, _, err := scanJob(rows)
 			if err != nil {
 				return err
 			}
@@ -68,9 +67,10 @@ func (s *Store) DebugLanes(ctx context.Context, after string, limit int) ([]Lane
 	err := s.read(ctx, func(q querier) error {
 		lanes = []LaneState{}
 		rows, err := q.QueryContext(ctx, `SELECT l.lane, l.worker_id, l.slot, l.connected, l.connected_at, l.disconnected_at,
-  a.job_id, a.id
+  j.id, a.id
 FROM lanes l LEFT JOIN attempts a
   ON a.lane = l.lane AND a.generation = l.generation AND a.status = 'leased' AND l.connected = 1
+LEFT JOIN jobs j ON j.seq = a.job_seq
 WHERE l.lane > ? ORDER BY l.lane LIMIT ?`, after, limit)
 		if err != nil {
 			return err
@@ -117,31 +117,12 @@ func (s *Store) DebugEvents(ctx context.Context, id string, afterSeq int64, limi
 	limit = clampLimit(limit)
 	var events []Event
 	err := s.read(ctx, func(q querier) error {
-		if _, err := readJob(ctx, q, id); err != nil {
-			return err
-		}
-		events = []Event{}
-		rows, err := q.QueryContext(ctx, `SELECT seq, type, at, attempt, code FROM (
-  SELECT row_number() OVER (ORDER BY id) AS seq, type, at, attempt, code FROM events WHERE job_id = ?)
-WHERE seq > ? ORDER BY seq LIMIT ?`, id, afterSeq, limit)
+		_, seq, err := readJob(ctx, q, id)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				e       Event
-				at      int64
-				attempt sql.NullInt64
-				code    sql.NullString
-			)
-			if err := rows.Scan(&e.Seq, &e.Type, &at, &attempt, &code); err != nil {
-				return err
-			}
-			e.At, e.Attempt, e.Code = fromMicros(at), int(attempt.Int64), code.String
-			events = append(events, e)
-		}
-		return rows.Err()
+		events, err = readEvents(ctx, q, seq, afterSeq, limit)
+		return err
 	})
 	return events, err
 }

@@ -8,20 +8,19 @@ import (
 
 func TestDebugReads(t *testing.T) {
 	s, _ := openFile(t)
-	// Three jobs share a timestamp: ties order by id, descending.
 	for _, id := range []string{"a", "c", "b"} {
 		mustSubmit(t, s, textJob(id, 2), t0)
 	}
 	mustSubmit(t, s, textJob("newest", 2), t0.Add(time.Second))
 	mustSubmit(t, s, NewJob{ID: "code", Kind: KindCoding, Pool: "coding", RepositoryID: "repo",
 		Task:   []byte(`{"repository_id":"repo","base_sha":"0123456789abcdef0123456789abcdef01234567","instruction":"x"}`),
-		Policy: testPolicy(time.Minute, time.Second, 1, "reference")}, t0.Add(-time.Second))
+		Policy: testPolicy(time.Minute, time.Second, 1, "reference")}, t0.Add(2*time.Second))
 
+	// Newest first, in submission order, paged by the last id seen.
 	var order []string
-	var at time.Time
 	after := ""
 	for {
-		page, err := s.DebugJobs(bg, at, after, 2)
+		page, err := s.DebugJobs(bg, after, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,11 +30,13 @@ func TestDebugReads(t *testing.T) {
 		for _, j := range page {
 			order = append(order, j.ID)
 		}
-		last := page[len(page)-1]
-		at, after = last.CreatedAt.Time, last.ID
+		after = page[len(page)-1].ID
 	}
-	if got := join(order); got != "newest,c,b,a,code" {
+	if got := join(order); got != "code,newest,b,c,a" {
 		t.Fatalf("job order %s", got)
+	}
+	if page, err := s.DebugJobs(bg, "unknown", 10); err != nil || len(page) != 0 {
+		t.Fatalf("after an unknown id: %v %v", page, err)
 	}
 	j, _, err := s.DebugJob(bg, "code")
 	if err != nil || j.BaseSHA != "0123456789abcdef0123456789abcdef01234567" {

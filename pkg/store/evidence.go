@@ -43,7 +43,7 @@ func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []j
 	us := now.UnixMicro()
 	err = s.w.do(ctx, func(t *wtx) error {
 		replayed = false
-		r, err := t.loadFence(f.AttemptID)
+		r, err := t.loadFence(f)
 		if err != nil {
 			return err
 		}
@@ -54,7 +54,7 @@ func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []j
 			return err
 		}
 		if batch <= r.evBatches {
-			same, err := t.sameBatch(f.AttemptID, batch, compact)
+			same, err := t.sameBatch(r.jobSeq, f.AttemptID, batch, compact)
 			if err != nil {
 				return err
 			}
@@ -71,13 +71,13 @@ func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []j
 			return invalid("too many evidence records for the attempt")
 		}
 		for i, c := range compact {
-			if _, err := t.exec(`INSERT INTO evidence (attempt_id, batch, idx, record) VALUES (?, ?, ?, ?)`,
-				f.AttemptID, batch, i, string(c)); err != nil {
+			if _, err := t.exec(`INSERT INTO evidence (job_seq, attempt_id, batch, idx, record) VALUES (?, ?, ?, ?, ?)`,
+				r.jobSeq, f.AttemptID, batch, i, string(c)); err != nil {
 				return err
 			}
 		}
 		_, err = t.exec(`UPDATE attempts SET evidence_batches = ?, evidence_records = evidence_records + ?,
-  evidence_bytes = evidence_bytes + ? WHERE id = ?`, batch, len(compact), total, f.AttemptID)
+  evidence_bytes = evidence_bytes + ? WHERE job_seq = ? AND id = ?`, batch, len(compact), total, r.jobSeq, f.AttemptID)
 		return err
 	})
 	if err != nil {
@@ -86,8 +86,9 @@ func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []j
 	return replayed, nil
 }
 
-func (t *wtx) sameBatch(attemptID string, batch int, records [][]byte) (bool, error) {
-	rows, err := t.query(`SELECT record FROM evidence WHERE attempt_id = ? AND batch = ? ORDER BY idx`, attemptID, batch)
+func (t *wtx) sameBatch(jobSeq int64, attemptID string, batch int, records [][]byte) (bool, error) {
+	rows, err := t.query(`SELECT record FROM evidence WHERE job_seq = ? AND attempt_id = ? AND batch = ? ORDER BY idx`,
+		jobSeq, attemptID, batch)
 	if err != nil {
 		return false, err
 	}

@@ -22,15 +22,16 @@ type ev struct {
 	code    string
 }
 
-// events queues events for a job. They are inserted by the writer, for
-// the whole batch, with multi-row INSERTs just before COMMIT (and before
-// any read in the same transaction), in operation order; a failed
-// operation's events are dropped with it.
-func (t *wtx) events(jobID string, at int64, evs ...ev) error {
-	for _, e := range evs {
-		t.evs = append(t.evs, eventRow{jobID: jobID, at: at, ev: e})
+// events queues a job's events; last is the job's event_count after the
+// UPDATE that accounted for them, so they are numbered last-len+1..last.
+// The writer inserts queued events for the whole batch with multi-row
+// INSERTs just before COMMIT (and before any read in the same
+// transaction); a failed operation's events are dropped with it.
+func (t *wtx) events(jobSeq, last, at int64, evs ...ev) {
+	first := last - int64(len(evs)) + 1
+	for i, e := range evs {
+		t.evs = append(t.evs, eventRow{jobSeq: jobSeq, seq: first + int64(i), at: at, ev: e})
 	}
-	return nil
 }
 
 func nullable(s string) any {
@@ -80,8 +81,8 @@ func (s *Store) Submit(ctx context.Context, j NewJob, now time.Time) (Job, error
 	}
 	err = s.w.do(ctx, func(t *wtx) error {
 		res, err := t.exec(`INSERT INTO jobs (id, kind, task, pool, plugin_id, repository_id, policy,
-  lease_ttl_us, retry_base_us, max_attempts, status, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (id) DO NOTHING`,
+  lease_ttl_us, retry_base_us, max_attempts, status, event_count, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			j.ID, j.Kind, task, j.Pool, p.pluginID, nullable(j.RepositoryID), j.Policy,
 			p.leaseTTL, p.retryBase, p.maxAttempts, us, us)
 		if err != nil {
@@ -93,7 +94,13 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (id) DO NOTHI
 			}
 			return ErrConflict
 		}
-		return t.events(j.ID, us, ev{typ: EventSubmitted})
+		// seq is the rowid (INTEGER PRIMARY KEY) of the row just inserted.
+		seq, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		t.events(seq, 1, us, ev{typ: EventSubmitted})
+		return nil
 	})
 	if err != nil {
 		return Job{}, err
@@ -132,7 +139,7 @@ func leaseSQL(lane, generation, pool string, us int64, attemptID string, plugins
 	args := []any{lane, generation, pool, us, attemptID}
 	var b strings.Builder
 	b.WriteString(`UPDATE jobs SET status = 'leased', current_attempt = ?5, attempt_count = attempt_count + 1,
-  retry_at = NULL, updated_at = ?4
+  event_count = event_count + 1, retry_at = NULL, updated_at = ?4
 WHERE seq = (SELECT seq FROM jobs
     WHERE pool = ?3 AND status IN ('pending', 'retry_wait') AND (status = 'pending' OR retry_at <= ?4)
       AND plugin_id IN (`)
@@ -144,7 +151,7 @@ WHERE seq = (SELECT seq FROM jobs
   AND EXISTS (SELECT 1 FROM lanes WHERE lane = ?1 AND generation = ?2 AND connected = 1)
   AND NOT EXISTS (SELECT 1 FROM attempts WHERE lane = ?1 AND generation = ?2 AND status = 'leased')
 RETURNING seq, id, kind, task, repository_id, plugin_id, policy, lease_ttl_us, attempt_count, max_attempts,
-  retry_base_us`)
+  retry_base_us, event_count`)
 	return b.String(), args
 }
 
@@ -189,13 +196,14 @@ func (t *wtx) lease(req LeaseRequest, us int64) (*Lease, error) {
 	query, args := leaseSQL(req.Lane, req.Generation, req.Pool, us, attemptID, req.Plugins, req.Repositories)
 	var (
 		seq, ttl, count, base int64
+		events                int64
 		maxAttempts           int
 		repo                  sql.NullString
 		task, pol             string
 		l                     = Lease{AttemptID: attemptID}
 	)
 	err := t.writeRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &l.PluginID, &pol, &ttl, &count,
-		&maxAttempts, &base)
+		&maxAttempts, &base, &events)
 	if isNoRows(err) {
 		var live, busy bool
 		if err := t.queryRow(`SELECT
@@ -219,15 +227,13 @@ func (t *wtx) lease(req LeaseRequest, us int64) (*Lease, error) {
 	l.Task, l.Policy = json.RawMessage(task), json.RawMessage(pol)
 	l.RepositoryID = repo.String
 	l.LeasedAt, l.DeadlineAt = fromMicros(us).Time, fromMicros(us+ttl).Time
-	if _, err := t.exec(`INSERT INTO attempts (id, job_id, ordinal, lane, generation, policy, lease_ttl_us, kind,
+	if _, err := t.exec(`INSERT INTO attempts (job_seq, id, ordinal, lane, generation, policy, lease_ttl_us, kind,
   max_attempts, retry_base_us, status, leased_at, deadline_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'leased', ?, ?)`,
-		l.AttemptID, l.JobID, count, req.Lane, req.Generation, pol, ttl, l.Kind, maxAttempts, base, us, us+ttl); err != nil {
+		seq, l.AttemptID, count, req.Lane, req.Generation, pol, ttl, l.Kind, maxAttempts, base, us, us+ttl); err != nil {
 		return nil, err
 	}
-	if err := t.events(l.JobID, us, ev{typ: EventLeased, attempt: l.Ordinal}); err != nil {
-		return nil, err
-	}
+	t.events(seq, events, us, ev{typ: EventLeased, attempt: l.Ordinal})
 	return &l, nil
 }
 
@@ -235,6 +241,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'leased', ?, ?)`,
 // attempt carries copies of its job's kind, max_attempts and retry base,
 // so fencing never joins the jobs table.
 type fenceRow struct {
+	jobSeq                          int64
 	jobID, lane, generation, status string
 	deadline, ttl                   int64
 	live                            bool
@@ -246,13 +253,13 @@ type fenceRow struct {
 	evBatches, evRecords            int
 }
 
-func (t *wtx) loadFence(attemptID string) (fenceRow, error) {
-	var r fenceRow
-	err := t.queryRow(`SELECT job_id, lane, generation, status, deadline_at, lease_ttl_us,
+func (t *wtx) loadFence(f Fence) (fenceRow, error) {
+	r := fenceRow{jobID: f.JobID}
+	err := t.queryRow(`SELECT job_seq, lane, generation, status, deadline_at, lease_ttl_us,
   EXISTS (SELECT 1 FROM lanes l WHERE l.lane = a.lane AND l.generation = a.generation AND l.connected = 1),
   outcome_digest, ordinal, kind, max_attempts, retry_base_us, evidence_batches, evidence_records
-FROM attempts a WHERE id = ?`, attemptID).Scan(
-		&r.jobID, &r.lane, &r.generation, &r.status, &r.deadline, &r.ttl, &r.live,
+FROM attempts a WHERE job_seq = (SELECT seq FROM jobs WHERE id = ?) AND id = ?`, f.JobID, f.AttemptID).Scan(
+		&r.jobSeq, &r.lane, &r.generation, &r.status, &r.deadline, &r.ttl, &r.live,
 		&r.digest, &r.ordinal, &r.kind, &r.maxAttempts, &r.retryBase, &r.evBatches, &r.evRecords)
 	if isNoRows(err) {
 		return r, ErrNotFound
@@ -260,12 +267,9 @@ FROM attempts a WHERE id = ?`, attemptID).Scan(
 	return r, err
 }
 
-// checkBinding: the attempt exists, belongs to the job, and is bound to
+// checkBinding: the attempt (found under the fence's job) is bound to
 // exactly this lane and generation.
 func checkBinding(r fenceRow, f Fence) error {
-	if r.jobID != f.JobID {
-		return ErrNotFound
-	}
 	if r.lane != f.Lane || r.generation != f.Generation {
 		return ErrStale
 	}
@@ -295,8 +299,8 @@ func checkActive(r fenceRow, us int64) error {
 // the attempt (?1) belongs to the job (?2), is bound to the lane (?3) and
 // generation (?4), is still leased, now (?5) is strictly before its
 // deadline, and the generation is the lane's live connection.
-const fencedWhere = `id = ?1 AND job_id = ?2 AND lane = ?3 AND generation = ?4 AND status = 'leased'
-  AND deadline_at > ?5
+const fencedWhere = `job_seq = (SELECT seq FROM jobs WHERE id = ?2) AND id = ?1 AND lane = ?3 AND generation = ?4
+  AND status = 'leased' AND deadline_at > ?5
   AND EXISTS (SELECT 1 FROM lanes l WHERE l.lane = ?3 AND l.generation = ?4 AND l.connected = 1)`
 
 func fenceArgs(f Fence, us int64, more ...any) []any {
@@ -305,7 +309,7 @@ func fenceArgs(f Fence, us int64, more ...any) []any {
 
 // refusal explains why a fenced write matched no row.
 func (t *wtx) refusal(f Fence, us int64) error {
-	r, err := t.loadFence(f.AttemptID)
+	r, err := t.loadFence(f)
 	if err != nil {
 		return err
 	}
@@ -474,11 +478,14 @@ func (t *wtx) complete(f Fence, o Outcome, report []byte, us int64) (Completion,
 		if report != nil {
 			rep = report
 		}
-		var ordinal int
+		var (
+			ordinal        int
+			jobSeq, events int64
+		)
 		err := t.writeRow(`UPDATE attempts SET status = 'succeeded', completed_at = ?5, candidate_sha = ?6,
   agent_report = ?7, outcome_digest = ?8
-WHERE `+fencedWhere+` AND kind = ?9 RETURNING ordinal`,
-			fenceArgs(f, us, nullable(o.CandidateSHA), rep, digest, kind)...).Scan(&ordinal)
+WHERE `+fencedWhere+` AND kind = ?9 RETURNING job_seq, ordinal`,
+			fenceArgs(f, us, nullable(o.CandidateSHA), rep, digest, kind)...).Scan(&jobSeq, &ordinal)
 		if isNoRows(err) {
 			err := t.completeRefusal(f, us, digest, kind, &c)
 			return c, err
@@ -486,18 +493,20 @@ WHERE `+fencedWhere+` AND kind = ?9 RETURNING ordinal`,
 		if err != nil {
 			return c, err
 		}
-		if _, err := t.exec(`UPDATE jobs SET status = 'succeeded', current_attempt = NULL, result = ?, candidate_sha = ?,
-  updated_at = ? WHERE id = ?`, result, nullable(o.CandidateSHA), us, f.JobID); err != nil {
+		if err := t.writeRow(`UPDATE jobs SET status = 'succeeded', current_attempt = NULL, result = ?, candidate_sha = ?,
+  event_count = event_count + 1, updated_at = ? WHERE seq = ? RETURNING event_count`,
+			result, nullable(o.CandidateSHA), us, jobSeq).Scan(&events); err != nil {
 			return c, err
 		}
 		c.JobStatus = JobSucceeded
-		return c, t.events(f.JobID, us, ev{typ: EventSucceeded, attempt: ordinal})
+		t.events(jobSeq, events, us, ev{typ: EventSucceeded, attempt: ordinal})
+		return c, nil
 	}
 	var r fenceRow
 	err := t.writeRow(`UPDATE attempts SET status = 'failed', completed_at = ?5, disposition = ?6, failure_code = ?7,
   outcome_digest = ?8
-WHERE `+fencedWhere+` RETURNING ordinal, max_attempts, retry_base_us`,
-		fenceArgs(f, us, o.Disposition, o.FailureCode, digest)...).Scan(&r.ordinal, &r.maxAttempts, &r.retryBase)
+WHERE `+fencedWhere+` RETURNING job_seq, ordinal, max_attempts, retry_base_us`,
+		fenceArgs(f, us, o.Disposition, o.FailureCode, digest)...).Scan(&r.jobSeq, &r.ordinal, &r.maxAttempts, &r.retryBase)
 	if isNoRows(err) {
 		err := t.completeRefusal(f, us, digest, "", &c)
 		return c, err
@@ -511,7 +520,7 @@ WHERE `+fencedWhere+` RETURNING ordinal, max_attempts, retry_base_us`,
 		terminalCode = o.FailureCode
 	}
 	first := ev{typ: EventAttemptFailed, attempt: r.ordinal, code: o.FailureCode}
-	if err := t.finishJob(f.JobID, r.ordinal, status, retryAt, terminalCode, us, first); err != nil {
+	if err := t.finishJob(r.jobSeq, r.ordinal, status, retryAt, terminalCode, us, first); err != nil {
 		return c, err
 	}
 	c.JobStatus = status
@@ -527,7 +536,7 @@ WHERE `+fencedWhere+` RETURNING ordinal, max_attempts, retry_base_us`,
 // fencing error, ErrConflict for a different recorded outcome, or
 // ErrInvalid when a success does not match the job's kind.
 func (t *wtx) completeRefusal(f Fence, us int64, digest []byte, kind string, c *Completion) error {
-	r, err := t.loadFence(f.AttemptID)
+	r, err := t.loadFence(f)
 	if err != nil {
 		return err
 	}
@@ -539,7 +548,7 @@ func (t *wtx) completeRefusal(f Fence, us int64, digest []byte, kind string, c *
 			return ErrConflict
 		}
 		var retryAt sql.NullInt64
-		if err := t.queryRow(`SELECT status, retry_at FROM jobs WHERE id = ?`, f.JobID).Scan(&c.JobStatus, &retryAt); err != nil {
+		if err := t.queryRow(`SELECT status, retry_at FROM jobs WHERE seq = ?`, r.jobSeq).Scan(&c.JobStatus, &retryAt); err != nil {
 			return err
 		}
 		c.Replayed = true
@@ -572,23 +581,26 @@ func nextAfterFailure(r fenceRow, retryable bool, us int64) (string, int64) {
 // and records first (attempt_failed or expired) followed by
 // retry_scheduled or failed. A terminal failure keeps its code; a
 // retryable one that ran out of attempts becomes max_attempts_exceeded.
-func (t *wtx) finishJob(jobID string, ordinal int, status string, retryAt int64, terminalCode string, us int64, first ev) error {
+func (t *wtx) finishJob(jobSeq int64, ordinal int, status string, retryAt int64, terminalCode string, us int64, first ev) error {
+	var events int64
 	if status == JobRetryWait {
-		if _, err := t.exec(`UPDATE jobs SET status = 'retry_wait', current_attempt = NULL, retry_at = ?, updated_at = ?
-WHERE id = ?`, retryAt, us, jobID); err != nil {
+		if err := t.writeRow(`UPDATE jobs SET status = 'retry_wait', current_attempt = NULL, retry_at = ?,
+  event_count = event_count + 2, updated_at = ? WHERE seq = ? RETURNING event_count`, retryAt, us, jobSeq).Scan(&events); err != nil {
 			return err
 		}
-		return t.events(jobID, us, first, ev{typ: EventRetryScheduled, attempt: ordinal})
+		t.events(jobSeq, events, us, first, ev{typ: EventRetryScheduled, attempt: ordinal})
+		return nil
 	}
 	code := terminalCode
 	if code == "" {
 		code = CodeMaxAttemptsExceeded
 	}
-	if _, err := t.exec(`UPDATE jobs SET status = 'failed', current_attempt = NULL, failure_code = ?, updated_at = ?
-WHERE id = ?`, code, us, jobID); err != nil {
+	if err := t.writeRow(`UPDATE jobs SET status = 'failed', current_attempt = NULL, failure_code = ?,
+  event_count = event_count + 2, updated_at = ? WHERE seq = ? RETURNING event_count`, code, us, jobSeq).Scan(&events); err != nil {
 		return err
 	}
-	return t.events(jobID, us, first, ev{typ: EventFailed, attempt: ordinal, code: code})
+	t.events(jobSeq, events, us, first, ev{typ: EventFailed, attempt: ordinal, code: code})
+	return nil
 }
 
 // Sweep expires every leased attempt whose deadline is <= now: the attempt
@@ -601,8 +613,9 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
 	var res SweepResult
 	err := s.w.do(ctx, func(t *wtx) error {
 		res = SweepResult{}
-		rows, err := t.query(`SELECT id, job_id, ordinal, lane, generation, max_attempts, retry_base_us
-FROM attempts WHERE status = 'leased' AND deadline_at <= ? ORDER BY deadline_at, id`, us)
+		rows, err := t.query(`SELECT a.job_seq, a.id, j.id, a.ordinal, a.lane, a.generation, a.max_attempts, a.retry_base_us
+FROM attempts a JOIN jobs j ON j.seq = a.job_seq
+WHERE a.status = 'leased' AND a.deadline_at <= ? ORDER BY a.deadline_at, a.id`, us)
 		if err != nil {
 			return err
 		}
@@ -611,7 +624,7 @@ FROM attempts WHERE status = 'leased' AND deadline_at <= ? ORDER BY deadline_at,
 		for rows.Next() {
 			var r fenceRow
 			var id string
-			if err := rows.Scan(&id, &r.jobID, &r.ordinal, &r.lane, &r.generation, &r.maxAttempts, &r.retryBase); err != nil {
+			if err := rows.Scan(&r.jobSeq, &id, &r.jobID, &r.ordinal, &r.lane, &r.generation, &r.maxAttempts, &r.retryBase); err != nil {
 				rows.Close()
 				return err
 			}
@@ -627,10 +640,10 @@ FROM attempts WHERE status = 'leased' AND deadline_at <= ? ORDER BY deadline_at,
 		for i, r := range due {
 			status, retryAt := nextAfterFailure(r, true, us)
 			if _, err := t.exec(`UPDATE attempts SET status = 'expired', completed_at = ?, failure_code = ?
-WHERE id = ? AND status = 'leased'`, us, CodeLeaseExpired, ids[i]); err != nil {
+WHERE job_seq = ? AND id = ? AND status = 'leased'`, us, CodeLeaseExpired, r.jobSeq, ids[i]); err != nil {
 				return err
 			}
-			if err := t.finishJob(r.jobID, r.ordinal, status, retryAt, "", us, ev{typ: EventExpired, attempt: r.ordinal}); err != nil {
+			if err := t.finishJob(r.jobSeq, r.ordinal, status, retryAt, "", us, ev{typ: EventExpired, attempt: r.ordinal}); err != nil {
 				return err
 			}
 			e := Expiry{JobID: r.jobID, AttemptID: ids[i], Ordinal: r.ordinal, Lane: r.lane, Generation: r.generation, JobStatus: status}

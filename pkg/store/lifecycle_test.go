@@ -95,13 +95,21 @@ func TestCheckConstraintsGuardStates(t *testing.T) {
 		"UPDATE jobs SET status = 'failed'",     // needs a failure code
 		"UPDATE jobs SET kind = 'other'",
 		"UPDATE jobs SET attempt_count = 2", // above max_attempts
-		"INSERT INTO events (job_id, type, at) VALUES ('j1', 'bogus', 0)",
-		"INSERT INTO events (job_id, type, at) VALUES ('nope', 'submitted', 0)",
+		"INSERT INTO events (job_seq, seq, type, at) VALUES (1, 9, 'bogus', 0)",
+		"INSERT INTO events (job_seq, seq, type, at) VALUES (999, 1, 'submitted', 0)",
+		"INSERT INTO events (job_seq, seq, type, at) VALUES (1, 1, 'submitted', 0)", // duplicate seq
 		"INSERT INTO lanes (lane, worker_id, slot, generation, connected, connected_at) VALUES ('w', 'w', 0, 'g', 2, 0)",
 	} {
 		if _, err := raw.Exec("PRAGMA foreign_keys = ON; " + q); err == nil {
 			t.Errorf("%s: accepted", q)
 		}
+	}
+	// Control: a well-formed row of the same shapes is accepted.
+	if _, err := raw.Exec("PRAGMA foreign_keys = ON; INSERT INTO events (job_seq, seq, type, at) VALUES (1, 9, 'submitted', 0)"); err != nil {
+		t.Fatalf("control insert: %v", err)
+	}
+	if _, err := raw.Exec("UPDATE jobs SET status = 'failed', failure_code = 'invalid_task'"); err != nil {
+		t.Fatalf("control update: %v", err)
 	}
 }
 
@@ -213,7 +221,7 @@ func TestAttemptPolicyCopiedByteForByte(t *testing.T) {
 	}
 	defer raw.Close()
 	var jp, ap []byte
-	if err := raw.QueryRow("SELECT j.policy, a.policy FROM jobs j JOIN attempts a ON a.job_id = j.id WHERE a.id = ?", l.AttemptID).Scan(&jp, &ap); err != nil {
+	if err := raw.QueryRow("SELECT j.policy, a.policy FROM jobs j JOIN attempts a ON a.job_seq = j.seq WHERE a.id = ?", l.AttemptID).Scan(&jp, &ap); err != nil {
 		t.Fatal(err)
 	}
 	if string(jp) != string(ap) || string(ap) != string(l.Policy) {

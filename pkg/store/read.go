@@ -23,23 +23,24 @@ func (s *Store) read(ctx context.Context, f func(q querier) error) error {
 	return f(tx)
 }
 
-const jobColumns = `id, kind, status, failure_code, result, candidate_sha, repository_id, attempt_count,
+const jobColumns = `seq, id, kind, status, failure_code, result, candidate_sha, repository_id, attempt_count,
   retry_at, created_at, updated_at, pool, plugin_id,
   CASE WHEN kind = 'coding' THEN json_extract(task, '$.base_sha') END`
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanJob(sc scanner) (Job, error) {
+func scanJob(sc scanner) (Job, int64, error) {
 	var (
+		seq                        int64
 		j                          Job
 		failure, sha, repo, result sql.NullString
 		base                       sql.NullString
 		retryAt                    sql.NullInt64
 		created, updated           int64
 	)
-	if err := sc.Scan(&j.ID, &j.Kind, &j.Status, &failure, &result, &sha, &repo, &j.AttemptCount,
+	if err := sc.Scan(&seq, &j.ID, &j.Kind, &j.Status, &failure, &result, &sha, &repo, &j.AttemptCount,
 		&retryAt, &created, &updated, &j.Pool, &j.PluginID, &base); err != nil {
-		return Job{}, err
+		return Job{}, 0, err
 	}
 	j.FailureCode, j.CandidateSHA, j.RepositoryID, j.BaseSHA = failure.String, sha.String, repo.String, base.String
 	if result.Valid {
@@ -51,19 +52,23 @@ func scanJob(sc scanner) (Job, error) {
 		j.RetryAt = &t
 	}
 	j.CreatedAt, j.UpdatedAt = fromMicros(created), fromMicros(updated)
-	return j, nil
+	return j, seq, nil
 }
 
-func readJob(ctx context.Context, q querier, id string) (Job, error) {
-	j, err := scanJob(q.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+// readJob returns the job with id and its seq (the key of its attempts,
+// events and evidence).
+func readJob(ctx context.Context, q querier, id string) (Job, int64, error) {
+	j, seq, err := scanJob(q.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
 	if isNoRows(err) {
-		return Job{}, ErrNotFound
+		return Job{}, 0, ErrNotFound
 	}
-	return j, err
+	return j, seq, err
 }
 
-func readEvents(ctx context.Context, q querier, id string) ([]Event, error) {
-	rows, err := q.QueryContext(ctx, `SELECT type, at, attempt, code FROM events WHERE job_id = ? ORDER BY id`, id)
+// readEvents returns the job's events with seq > after, at most limit.
+func readEvents(ctx context.Context, q querier, jobSeq, after int64, limit int) ([]Event, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, type, at, attempt, code FROM events
+WHERE job_seq = ? AND seq > ? ORDER BY seq LIMIT ?`, jobSeq, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -76,10 +81,10 @@ func readEvents(ctx context.Context, q querier, id string) ([]Event, error) {
 			attempt sql.NullInt64
 			code    sql.NullString
 		)
-		if err := rows.Scan(&e.Type, &at, &attempt, &code); err != nil {
+		if err := rows.Scan(&e.Seq, &e.Type, &at, &attempt, &code); err != nil {
 			return nil, err
 		}
-		e.Seq, e.At, e.Attempt, e.Code = len(events)+1, fromMicros(at), int(attempt.Int64), code.String
+		e.At, e.Attempt, e.Code = fromMicros(at), int(attempt.Int64), code.String
 		events = append(events, e)
 	}
 	return events, rows.Err()
@@ -92,7 +97,7 @@ func (s *Store) Job(ctx context.Context, id string) (Job, error) {
 	}
 	var j Job
 	err := s.read(ctx, func(q querier) (err error) {
-		j, err = readJob(ctx, q, id)
+		j, _, err = readJob(ctx, q, id)
 		return err
 	})
 	return j, err
@@ -104,12 +109,12 @@ func (s *Store) Events(ctx context.Context, id string) ([]Event, error) {
 		return nil, ErrNotFound
 	}
 	var events []Event
-	err := s.read(ctx, func(q querier) (err error) {
-		events, err = readEvents(ctx, q, id)
-		if err == nil && len(events) == 0 {
-			// Every job has its "submitted" event.
-			return ErrNotFound
+	err := s.read(ctx, func(q querier) error {
+		_, seq, err := readJob(ctx, q, id)
+		if err != nil {
+			return err
 		}
+		events, err = readEvents(ctx, q, seq, 0, -1)
 		return err
 	})
 	return events, err
@@ -125,22 +130,23 @@ func (s *Store) Aggregate(ctx context.Context, id string) (Aggregate, error) {
 	var a Aggregate
 	err := s.read(ctx, func(q querier) (err error) {
 		a = Aggregate{}
-		if a.Job, err = readJob(ctx, q, id); err != nil {
+		var seq int64
+		if a.Job, seq, err = readJob(ctx, q, id); err != nil {
 			return err
 		}
-		if a.Attempts, err = readAttempts(ctx, q, id); err != nil {
+		if a.Attempts, err = readAttempts(ctx, q, seq); err != nil {
 			return err
 		}
-		a.Events, err = readEvents(ctx, q, id)
+		a.Events, err = readEvents(ctx, q, seq, 0, -1)
 		return err
 	})
 	return a, err
 }
 
-func readAttempts(ctx context.Context, q querier, jobID string) ([]Attempt, error) {
+func readAttempts(ctx context.Context, q querier, jobSeq int64) ([]Attempt, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id, ordinal, status, lane, leased_at, deadline_at, completed_at,
   disposition, failure_code, candidate_sha, agent_report
-FROM attempts WHERE job_id = ? ORDER BY ordinal`, jobID)
+FROM attempts WHERE job_seq = ? ORDER BY ordinal`, jobSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -177,8 +183,8 @@ FROM attempts WHERE job_id = ? ORDER BY ordinal`, jobID)
 	if len(attempts) == 0 {
 		return attempts, nil
 	}
-	ev, err := q.QueryContext(ctx, `SELECT e.attempt_id, e.record FROM evidence e JOIN attempts a ON a.id = e.attempt_id
-WHERE a.job_id = ? ORDER BY a.ordinal, e.batch, e.idx`, jobID)
+	ev, err := q.QueryContext(ctx, `SELECT attempt_id, record FROM evidence WHERE job_seq = ?
+ORDER BY attempt_id, batch, idx`, jobSeq)
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,7 @@ CREATE TABLE jobs (
   max_attempts    INTEGER NOT NULL CHECK (max_attempts >= 1),
   status          TEXT NOT NULL CHECK (status IN ('pending', 'leased', 'retry_wait', 'succeeded', 'failed')),
   attempt_count   INTEGER NOT NULL DEFAULT 0 CHECK (attempt_count BETWEEN 0 AND max_attempts),
+  event_count     INTEGER NOT NULL CHECK (event_count >= 1),
   current_attempt TEXT,
   retry_at        INTEGER,
   failure_code    TEXT,
@@ -46,11 +47,10 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_ready ON jobs (pool, seq) WHERE status IN ('pending', 'retry_wait');
 CREATE INDEX jobs_retry ON jobs (retry_at) WHERE status = 'retry_wait';
-CREATE INDEX jobs_created ON jobs (created_at, id);
 
 CREATE TABLE attempts (
-  id              TEXT NOT NULL PRIMARY KEY,
-  job_id          TEXT NOT NULL REFERENCES jobs (id),
+  job_seq         INTEGER NOT NULL REFERENCES jobs (seq),
+  id              TEXT NOT NULL,
   ordinal         INTEGER NOT NULL CHECK (ordinal >= 1),
   lane            TEXT NOT NULL,
   generation      TEXT NOT NULL,
@@ -71,28 +71,30 @@ CREATE TABLE attempts (
   evidence_batches INTEGER NOT NULL DEFAULT 0,
   evidence_records INTEGER NOT NULL DEFAULT 0,
   evidence_bytes  INTEGER NOT NULL DEFAULT 0,
-  UNIQUE (job_id, ordinal),
+  PRIMARY KEY (job_seq, id),
   CHECK ((status = 'leased') = (completed_at IS NULL))
 ) WITHOUT ROWID;
 CREATE INDEX attempts_deadline ON attempts (deadline_at) WHERE status = 'leased';
 CREATE INDEX attempts_bound ON attempts (lane, generation) WHERE status = 'leased';
 
 CREATE TABLE events (
-  id      INTEGER PRIMARY KEY,
-  job_id  TEXT NOT NULL REFERENCES jobs (id),
+  job_seq INTEGER NOT NULL REFERENCES jobs (seq),
+  seq     INTEGER NOT NULL CHECK (seq >= 1),
   type    TEXT NOT NULL CHECK (type IN ('submitted', 'leased', 'expired', 'attempt_failed', 'retry_scheduled', 'succeeded', 'failed')),
   at      INTEGER NOT NULL,
   attempt INTEGER CHECK (attempt IS NULL OR attempt >= 1),
-  code    TEXT
-);
-CREATE INDEX events_job ON events (job_id, id);
+  code    TEXT,
+  PRIMARY KEY (job_seq, seq)
+) WITHOUT ROWID;
 
 CREATE TABLE evidence (
-  attempt_id TEXT NOT NULL REFERENCES attempts (id),
+  job_seq    INTEGER NOT NULL,
+  attempt_id TEXT NOT NULL,
   batch      INTEGER NOT NULL CHECK (batch >= 1),
   idx        INTEGER NOT NULL CHECK (idx >= 0),
   record     TEXT NOT NULL,
-  PRIMARY KEY (attempt_id, batch, idx)
+  PRIMARY KEY (job_seq, attempt_id, batch, idx),
+  FOREIGN KEY (job_seq, attempt_id) REFERENCES attempts (job_seq, id)
 ) WITHOUT ROWID;
 
 CREATE TABLE lanes (

@@ -54,14 +54,14 @@ type wtx struct {
 	evs   []eventRow // queued events, flushed by the writer
 }
 
-// eventRow is a queued event of one job.
+// eventRow is a queued event: the job's seq, the event's number within
+// the job, and its content.
 type eventRow struct {
-	jobID string
-	at    int64
+	jobSeq, seq, at int64
 	ev
 }
 
-// maxEventRows bounds one multi-row INSERT (5 parameters per row).
+// maxEventRows bounds one multi-row INSERT (6 parameters per row).
 const maxEventRows = 1000
 
 // flushEvents inserts the queued events in order and empties the queue.
@@ -69,13 +69,13 @@ func (w *writer) flushEvents(rows []eventRow) error {
 	for len(rows) > 0 {
 		n := min(len(rows), maxEventRows)
 		var b strings.Builder
-		b.WriteString("INSERT INTO events (job_id, type, at, attempt, code) VALUES ")
-		args := make([]any, 0, 5*n)
+		b.WriteString("INSERT INTO events (job_seq, seq, type, at, attempt, code) VALUES ")
+		args := make([]any, 0, 6*n)
 		for i, r := range rows[:n] {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, ?)")
+			b.WriteString("(?, ?, ?, ?, ?, ?)")
 			var a, c any
 			if r.attempt > 0 {
 				a = r.attempt
@@ -83,7 +83,7 @@ func (w *writer) flushEvents(rows []eventRow) error {
 			if r.code != "" {
 				c = r.code
 			}
-			args = append(args, r.jobID, r.typ, r.at, a, c)
+			args = append(args, r.jobSeq, r.seq, r.typ, r.at, a, c)
 		}
 		if _, err := w.conn.ExecContext(w.base, b.String(), args...); err != nil {
 			return err
