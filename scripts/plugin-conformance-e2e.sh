@@ -56,11 +56,16 @@ run_suite() {
 run_suite "reference plugin (text)" "$work/forge-ref-plugin"
 run_suite "Python example (text)" "$root/examples/forge-plugin-v1.py"
 
-# --- Codex workspace plugin: JOINS LATER -------------------------------------
-# When cmd/forge-codex-plugin and its deterministic fake Codex land, build
-# both into "$work" and add:
-#   CODEX_BIN="$work/fake-codex" run_suite "Codex plugin (workspace_edit)" \
-#     -operation workspace_edit "$work/forge-codex-plugin"
+# --- Codex workspace plugin ---------------------------------------------------
+# forge-codex-plugin runs the deterministic fake Codex (testdata/fake-codex,
+# a dependency-free Python 3 script speaking the `codex exec` flags the
+# plugin uses); the suite passes CODEX_BIN through to the plugin. A copy in
+# "$work" keeps the run independent of the checkout's file modes.
+go build -o "$work/forge-codex-plugin" ./cmd/forge-codex-plugin
+cp "$root/testdata/fake-codex/codex" "$work/fake-codex"
+chmod 0755 "$work/fake-codex"
+CODEX_BIN="$work/fake-codex" run_suite "Codex plugin (workspace_edit)" \
+  -operation workspace_edit "$work/forge-codex-plugin"
 # ------------------------------------------------------------------------------
 
 echo "PLUGIN-CONFORMANCE PASS"
