@@ -17,6 +17,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM # run the EXIT trap on signals too
 say() { echo "demo: $*" >&2; }
 fail() {
   say "FAILED: $*"
