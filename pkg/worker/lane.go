@@ -135,6 +135,11 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 	w := l.w
 	log := w.log.With("lane", l.name, "job", lease.JobID, "attempt", lease.AttemptID)
 	log.Info("leased", "ordinal", lease.Ordinal, "kind", string(lease.Kind))
+	if lease.DeadlineAt.Sub(w.opt.Now()) <= w.opt.Config.HeartbeatInterval {
+		// The lease will likely expire before the first heartbeat: Gate's
+		// lease_ttl should be several heartbeat_intervals.
+		log.Warn("heartbeat_interval is not shorter than the time left on the lease")
+	}
 	w.opt.Observe(Event{Slot: l.slot, Kind: EventLeased, JobID: lease.JobID})
 
 	execCtx, cancelExec := context.WithCancel(context.Background())
