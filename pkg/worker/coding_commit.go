@@ -40,10 +40,41 @@ func (j *codingJob) commit(ctx context.Context, tree string, subject *string) (s
 	if err != nil || !gitx.ValidSHA(sha) {
 		return "", j.fail(P, evidence.ReasonCommitFailed, codeCodingRetryable), false
 	}
+	// Git silently trims some characters from identities; the candidate
+	// must carry exactly the requested ones, so read them back.
+	hdr, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Args: []string{"cat-file", "commit", sha}})
+	if err != nil {
+		return "", j.fail(P, evidence.ReasonCommitFailed, codeCodingRetryable), false
+	}
+	if !identitiesExact(hdr, authorName+" <"+authorEmail+"> "+date, ForgeName+" <"+ForgeEmail+"> "+date) {
+		return "", j.fail(P, evidence.ReasonCommitFailed, codeCodingTerminal), false
+	}
 	ref := CandidateRef(j.lease.JobID, j.lease.AttemptID)
 	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common,
 		Args: []string{"update-ref", "--no-deref", ref, sha, zeroSHA}}); err != nil {
 		return "", j.fail(P, evidence.ReasonRefFailed, codeCodingRetryable), false
 	}
 	return sha, outcome{}, true
+}
+
+// identitiesExact reports whether a raw commit's author and committer
+// lines are exactly the given values.
+func identitiesExact(raw []byte, author, committer string) bool {
+	head, _, _ := strings.Cut(string(raw), "\n\n")
+	var a, c int
+	for _, line := range strings.Split(head, "\n") {
+		switch {
+		case strings.HasPrefix(line, "author "):
+			a++
+			if line != "author "+author {
+				return false
+			}
+		case strings.HasPrefix(line, "committer "):
+			c++
+			if line != "committer "+committer {
+				return false
+			}
+		}
+	}
+	return a == 1 && c == 1
 }

@@ -280,6 +280,13 @@ func TestCodingPipeline(t *testing.T) {
 		}
 	})
 
+	t.Run("identity git would alter is refused", func(t *testing.T) {
+		f := newCodingFixture(t, plugin)
+		r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a",
+			CommitAuthorName: "Ada.", CommitAuthorEmail: "ada@example.org"}, nil))
+		f.expectFailure(r, codeCodingTerminal, evidence.PhaseCandidateCommit, evidence.ReasonCommitFailed)
+	})
+
 	t.Run("failing check is redacted, base-bound and stops the run", func(t *testing.T) {
 		f := newCodingFixture(t, plugin)
 		marker := filepath.Join(t.TempDir(), "second-ran")
