@@ -285,7 +285,9 @@ func TestSessionFailures(t *testing.T) {
 		{"hang until the timeout", []string{"FAKE_CODEX_MODE=hang"}, 1500, plugin.CategoryExecutionFailed},
 		{"huge stdout", []string{"FAKE_CODEX_MODE=huge-output", "FAKE_CODEX_HUGE_BYTES=83886080"}, 60000, plugin.CategoryExecutionFailed},
 		{"missing CODEX_BIN", []string{"CODEX_BIN=/nonexistent/codex"}, 60000, plugin.CategoryIncompatible},
-		{"codex not on PATH", []string{"CODEX_BIN="}, 60000, plugin.CategoryIncompatible},
+		// PATH is searched for "codex"; an empty directory guarantees a miss
+		// (and never runs a real Codex installed on this machine).
+		{"codex not on PATH", []string{"CODEX_BIN=", "PATH=" + os.TempDir() + "/forge-codex-plugin-test-empty-path"}, 60000, plugin.CategoryIncompatible},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
