@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,6 +264,31 @@ func TestCodingPipeline(t *testing.T) {
 			t.Fatal("ref lost after gc")
 		}
 		gitT(t, f.repo, "cat-file", "-e", r.CandidateSHA+"^{commit}")
+	})
+
+	t.Run("concurrent attempts on one repository", func(t *testing.T) {
+		f := newCodingFixture(t, plugin)
+		x, err := NewCodingExecutor(f.cfg, CodingOptions{LookupEnv: lookupIn(codingEnv)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reports := make(chan Report, 4)
+		for i := 0; i < 4; i++ {
+			l := f.lease(wire.CodingTask{Instruction: fmt.Sprintf("write f%d.txt %d", i, i), Tests: [][]string{{"true"}}}, nil)
+			l.AttemptID = fmt.Sprintf("att%d", i)
+			go func() {
+				reports <- x.ExecuteWithEvidence(context.Background(), l, func(context.Context, int, []json.RawMessage) error { return nil })
+			}()
+		}
+		for i := 0; i < 4; i++ {
+			if r := <-reports; !r.Succeeded {
+				t.Fatalf("a concurrent attempt failed: %+v", r)
+			}
+		}
+		if n := strings.Count(gitT(t, f.repo, "for-each-ref", CandidatePrefix), "\n") + 1; n != 4 {
+			t.Fatalf("%d candidate refs", n)
+		}
+		f.assertClean()
 	})
 
 	t.Run("author identity and default subject", func(t *testing.T) {
