@@ -28,6 +28,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM # run the EXIT trap on signals too
 fail() {
   echo "coding-e2e: FAIL: $*" >&2
   for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $(basename "$f")" >&2; tail -n 30 "$f" >&2; }; done
