@@ -47,6 +47,7 @@ if [ -d cmd/forge-codex-plugin ]; then
     echo "coding-e2e: using the real Codex at CODEX_BIN"
   else
     CODEX_BIN=$(pwd -P)/testdata/fake-codex/codex
+    deterministic=1
     echo "coding-e2e: using the fake Codex"
   fi
   instruction="Create a file named hello.txt containing one line: hello from forge."
@@ -55,9 +56,11 @@ else
   go build -o "$bin/edit-plugin" ./testdata/edit-plugin || fail "build edit-plugin"
   plugin_argv="\"$bin/edit-plugin\""
   CODEX_BIN=/nonexistent
+  deterministic=1
   instruction=$'write hello.txt hello from forge\nsubject feat: add hello.txt\nreport Added hello.txt|hello.txt: new file with one line'
 fi
 export CODEX_BIN
+deterministic=${deterministic:-}
 
 rand() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
 FORGE_OWNER_TOKEN=owner-$(rand)
@@ -139,9 +142,10 @@ job_id=$("$bin/forge" submit -file "$tmp/task.json" | field id) || fail "forge s
 "$bin/forge" wait -timeout 120s -poll 100ms "$job_id" >"$tmp/aggregate.json" || fail "forge wait (exit $?): $(cat "$tmp/aggregate.json")"
 
 # 3. The aggregate.
-read -r cand attempt < <(python3 - "$tmp/aggregate.json" <<'PY'
+read -r cand attempt < <(python3 - "$tmp/aggregate.json" "$deterministic" <<'PY'
 import json, sys
 a = json.load(open(sys.argv[1]))
+deterministic = sys.argv[2] == "1"
 job, attempts = a["job"], a["attempts"]
 assert job["status"] == "succeeded", job
 cand = job["candidate_sha"]
@@ -157,6 +161,7 @@ for c, argc in zip(checks, (3, 4)):
     assert c["arg_count"] == argc and c["args"] == ["[REDACTED]"] * argc, c
 assert ev[-1] == {"phase": "candidate_commit", "reason": "created", "sha": cand}, ev
 rep = at.get("agent_report")
+assert rep is not None or not deterministic, "the deterministic plugin always reports"
 if rep is not None:
     assert rep["self_reported"] is True and rep["summary"] and rep["changes"], rep
 print(cand, at["id"])
@@ -170,6 +175,9 @@ ref="refs/agent-forge/candidates/$job_id/$attempt"
 [ "$(g log -1 --format='%an <%ae>' "$cand")" = "Ada Lovelace <ada@example.org>" ] || fail "author is not the task identity"
 [ "$(g log -1 --format='%cn <%ce>' "$cand")" = "Agent Forge <forge@example.invalid>" ] || fail "committer is not Agent Forge"
 [ "$(g show "$cand:hello.txt")" = "hello from forge" ] || fail "candidate content"
+subject=$(g log -1 --format=%s "$cand")
+[ -n "$subject" ] || fail "empty commit subject"
+if [ -n "$deterministic" ] && [ "$subject" != "feat: add hello.txt" ]; then fail "commit subject is not the negotiated one"; fi
 [ -z "$(ls -A "$tmp/worktrees")" ] || fail "worktree left behind"
 [ -z "$(ls -A "$tmp/runtime")" ] || fail "runtime directory left behind"
 [ "$(g worktree list --porcelain | grep -c '^worktree ')" = 1 ] || fail "worktree registration left behind"
@@ -187,5 +195,5 @@ for f in "$tmp"/*.log; do
     fail "$(basename "$f") contains a token, the instruction or a path"
   fi
 done
-echo "candidate $cand on $ref"
+echo "candidate $cand on $ref: $(g log -1 --format=%s "$cand")"
 echo "CODING-E2E PASS"
