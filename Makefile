@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin
 CMDS := $(notdir $(wildcard cmd/*))
-E2E := $(sort $(wildcard scripts/*-e2e.sh))
+E2E := $(sort $(wildcard scripts/e2e.sh scripts/*-e2e.sh))
 FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 
