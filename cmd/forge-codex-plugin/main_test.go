@@ -44,6 +44,11 @@ func main2(args []string) {
 	os.Exit(exitCode(run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr)))
 }
 
+// raceExitNow keeps a -race build of the plugin process from sleeping a
+// second at exit (the race runtime's default), which would break the
+// protocol's 250 ms exit window; other builds ignore it.
+const raceExitNow = "GORACE=atexit_sleep_ms=0"
+
 const instruction = "Create a file named NOTES.md containing one line: edited by codex."
 
 var fullOffer = []plugin.Capability{plugin.CapWorkspaceEdit, plugin.CapProgress, plugin.CapCancel,
@@ -117,7 +122,7 @@ func newSession(t *testing.T, env ...string) *session {
 	files := t.TempDir()
 	return &session{
 		t: t,
-		env: append([]string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(),
+		env: append([]string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(), raceExitNow,
 			"FAKE_CODEX_ARGV_FILE=" + filepath.Join(files, "argv.json"),
 			"FAKE_CODEX_PROMPT_FILE=" + filepath.Join(files, "prompt.txt"),
 			"FAKE_CODEX_PID_FILE=" + filepath.Join(files, "pids")}, env...),
@@ -458,7 +463,7 @@ func TestConformanceWithFakeCodex(t *testing.T) {
 	sum, err := conformance.Run(context.Background(), conformance.Config{
 		Command:   []string{self(t), pluginArg},
 		Operation: plugin.OpWorkspaceEdit,
-		Env:       []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t)},
+		Env:       []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), raceExitNow},
 		TempDir:   t.TempDir(),
 		Reaper:    self(t),
 	}, func(r conformance.Result) {
