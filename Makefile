@@ -7,7 +7,7 @@ E2E := $(sort $(wildcard scripts/e2e.sh scripts/*-e2e.sh))
 FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 
-.PHONY: build test tools vet unit e2e demo bench fuzz clean
+.PHONY: build test tools vet unit lint-workflows e2e demo bench fuzz clean
 
 build:
 	@mkdir -p $(BIN)
@@ -25,7 +25,10 @@ unit:
 e2e: build
 	@for s in $(E2E); do echo "== $$s"; bash $$s || exit 1; done
 
-test: tools vet unit e2e
+lint-workflows:
+	@scripts/lint-workflows.sh
+
+test: tools vet unit lint-workflows e2e
 
 demo: build
 	@scripts/demo.sh
