@@ -91,7 +91,11 @@
 //	Heartbeat(ctx, Fence, now) (deadline time.Time, error)
 //	AddEvidence(ctx, Fence, batch, records, now) (replayed bool, error)
 //	Complete(ctx, Fence, Outcome, now) (Completion, error)
+//	CompleteAndLease(ctx, Fence, Outcome, LeaseRequest, now) (Completion, *Lease, error)
+//	  the result and the same lane's next lease in one transaction (one
+//	  commit per job per lane instead of two).
 //	Sweep(ctx, now) (SweepResult, error)   expiry + next due time
+//	Stats() Stats                         commits and operations so far
 //
 // States: job pending -> leased -> succeeded | failed | retry_wait ->
 // leased ...; attempt leased -> succeeded | failed | expired. Retryable
@@ -114,11 +118,21 @@
 //	Events(ctx, id) ([]Event, error)
 //	Aggregate(ctx, id) (Aggregate, error)
 //	NextDue(ctx) (time.Time, bool, error)
-//	DebugJobs(ctx, afterCreatedAt, afterID, limit) ([]Job, error)   newest first
+//	DebugJobs(ctx, afterID, limit) ([]Job, error)                    newest first
 //	DebugLanes(ctx, after, limit) ([]LaneState, error)              by lane name
 //	DebugJob(ctx, id) (Job, []Attempt, error)
 //	DebugEvents(ctx, id, afterSeq, limit) ([]Event, error)
 //
 // Job, Event, Attempt and Aggregate carry the docs/api.md JSON names and
-// render timestamps as TimeFormat; absent values are omitted.
+// render timestamps as TimeFormat; absent values are omitted. Event.Seq is
+// the event's persisted number within its job (1, 2, ...).
+//
+// # Layout
+//
+// jobs has an INTEGER PRIMARY KEY seq (submission order, the FIFO order of
+// leasing) and a unique id. attempts, events and evidence are WITHOUT ROWID
+// tables keyed by the job's seq first, so the rows of recently submitted
+// jobs cluster at the end of their b-trees and a commit dirties few pages.
+// Attempt ids are random 32-hex strings; the fence (job id, attempt id)
+// finds an attempt through the job's seq.
 package store

@@ -189,6 +189,15 @@ func (w *writer) submit(ctx context.Context, o *op) error {
 	select {
 	case err := <-o.done:
 		return err
+	case <-w.done:
+		// The writer exited; it answered everything it dequeued, so an
+		// unanswered operation was queued after its final drain.
+		select {
+		case err := <-o.done:
+			return err
+		default:
+			return ErrClosed
+		}
 	case <-ctx.Done():
 		return ctx.Err()
 	}
