@@ -55,19 +55,16 @@ func (c *cursorCodec) open(tag, cursor string) ([]byte, error) {
 // Positions are encoded as fixed fields: int64 big-endian values, then the
 // remaining bytes as the string part.
 
-func (c *cursorCodec) jobsCursor(p JobPosition) string {
-	b := binary.BigEndian.AppendUint64(nil, uint64(p.CreatedAt.UnixNano()))
-	return c.seal("jobs", append(b, p.ID...))
+func (c *cursorCodec) jobsCursor(afterID string) string {
+	return c.seal("jobs", []byte(afterID))
 }
 
-// jobsPosition returns the position in a jobs cursor; the time comes back
-// in UTC with nanosecond precision.
-func (c *cursorCodec) jobsPosition(cursor string) (int64, string, error) {
+func (c *cursorCodec) jobsPosition(cursor string) (string, error) {
 	b, err := c.open("jobs", cursor)
-	if err != nil || len(b) < 8 {
-		return 0, "", errBadCursor
+	if err != nil || len(b) == 0 {
+		return "", errBadCursor
 	}
-	return int64(binary.BigEndian.Uint64(b)), string(b[8:]), nil
+	return string(b), nil
 }
 
 func (c *cursorCodec) lanesCursor(lane string) string {

@@ -92,7 +92,7 @@ func newer(a, b Job) bool {
 	return a.ID > b.ID
 }
 
-func (s *fakeStore) DebugJobs(_ context.Context, after JobPosition, limit int) ([]Job, error) {
+func (s *fakeStore) DebugJobs(_ context.Context, afterID string, limit int) ([]Job, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
@@ -101,17 +101,17 @@ func (s *fakeStore) DebugJobs(_ context.Context, after JobPosition, limit int) (
 		all = append(all, r.job)
 	}
 	sort.Slice(all, func(i, j int) bool { return newer(all[i], all[j]) })
-	var out []Job
-	for _, j := range all {
-		if after.ID != "" && !newer(Job{CreatedAt: after.CreatedAt, ID: after.ID}, j) {
-			continue
+	start := 0
+	if afterID != "" {
+		start = len(all)
+		for i, j := range all {
+			if j.ID == afterID {
+				start = i + 1
+			}
 		}
-		if len(out) == limit {
-			break
-		}
-		out = append(out, j)
 	}
-	return out, nil
+	all = all[start:]
+	return all[:min(limit, len(all))], nil
 }
 
 func (s *fakeStore) DebugLanes(_ context.Context, after string, limit int) ([]Lane, error) {

@@ -190,14 +190,13 @@ func validJobID(id string) bool {
 }
 
 func (h *handler) jobs(w http.ResponseWriter, ctx context.Context, q query) {
-	var after JobPosition
+	var after string
 	if q.cursor != "" {
-		nanos, id, err := h.cursors.jobsPosition(q.cursor)
-		if err != nil {
+		var err error
+		if after, err = h.cursors.jobsPosition(q.cursor); err != nil {
 			writeError(w, http.StatusBadRequest, "invalid_cursor", "the cursor is not valid here")
 			return
 		}
-		after = JobPosition{CreatedAt: time.Unix(0, nanos).UTC(), ID: id}
 	}
 	jobs, err := h.store.DebugJobs(ctx, after, q.limit+1)
 	if err != nil {
@@ -207,8 +206,7 @@ func (h *handler) jobs(w http.ResponseWriter, ctx context.Context, q query) {
 	page := jobsPage{Jobs: []jobView{}, AsOf: stamp(h.now())}
 	if len(jobs) > q.limit {
 		jobs = jobs[:q.limit]
-		last := jobs[len(jobs)-1]
-		page.NextCursor = h.cursors.jobsCursor(JobPosition{CreatedAt: last.CreatedAt, ID: last.ID})
+		page.NextCursor = h.cursors.jobsCursor(jobs[len(jobs)-1].ID)
 	}
 	for _, j := range jobs {
 		page.Jobs = append(page.Jobs, viewJob(j))

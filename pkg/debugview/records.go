@@ -13,10 +13,10 @@ var ErrNotFound = errors.New("debugview: not found")
 // (through the Gate) implements it; tests use a fake. Implementations
 // return at most limit records, already ordered.
 type Reader interface {
-	// DebugJobs lists jobs newest first (CreatedAt, then ID, descending),
-	// starting strictly after the given position; the zero position starts
-	// at the newest job.
-	DebugJobs(ctx context.Context, after JobPosition, limit int) ([]Job, error)
+	// DebugJobs lists jobs newest first (submission order, newest at the
+	// front), starting strictly after the job with id afterID; "" starts at
+	// the newest job and an unknown afterID yields no jobs.
+	DebugJobs(ctx context.Context, afterID string, limit int) ([]Job, error)
 	// DebugLanes lists Worker lanes ordered by Lane, strictly after the
 	// given lane name ("" starts at the first).
 	DebugLanes(ctx context.Context, after string, limit int) ([]Lane, error)
@@ -26,12 +26,6 @@ type Reader interface {
 	// DebugEvents lists a job's events ordered by Seq, strictly after
 	// afterSeq; ErrNotFound for an unknown job.
 	DebugEvents(ctx context.Context, jobID string, afterSeq int64, limit int) ([]Event, error)
-}
-
-// JobPosition is a place in the newest-first job order.
-type JobPosition struct {
-	CreatedAt time.Time
-	ID        string
 }
 
 // Job is the diagnostic part of a job. It has no field for the task, the

@@ -50,12 +50,8 @@ func fromStoreJob(j store.Job) Job {
 	}
 }
 
-func (r storeReader) DebugJobs(ctx context.Context, after JobPosition, limit int) ([]Job, error) {
-	var at time.Time
-	if after.ID != "" {
-		at = after.CreatedAt
-	}
-	jobs, err := r.st.DebugJobs(ctx, at, after.ID, limit)
+func (r storeReader) DebugJobs(ctx context.Context, afterID string, limit int) ([]Job, error) {
+	jobs, err := r.st.DebugJobs(ctx, afterID, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -254,7 +254,8 @@ func startRealWorker(t *testing.T, gateAddr string) <-chan string {
 }
 
 // expected builds the Dataset the viewer's Reader must serve, from the
-// store's owner-API reads (not its debug reads).
+// store's owner-API reads (not its debug reads); ids are in submission
+// order.
 func expected(t *testing.T, st *store.Store, ids []string) readertest.Dataset {
 	t.Helper()
 	ctx := context.Background()
@@ -284,13 +285,8 @@ func expected(t *testing.T, st *store.Store, ids []string) readertest.Dataset {
 			d.Events[id] = append(d.Events[id], debugview.Event{Seq: int64(e.Seq), Type: e.Type, At: e.At.Time, Attempt: e.Attempt, Code: e.Code})
 		}
 	}
-	sort.Slice(d.Jobs, func(a, b int) bool {
-		x, y := d.Jobs[a], d.Jobs[b]
-		if !x.CreatedAt.Equal(y.CreatedAt) {
-			return x.CreatedAt.After(y.CreatedAt)
-		}
-		return x.ID > y.ID
-	})
+	// ids are in submission order; the viewer lists newest first.
+	slices.Reverse(d.Jobs)
 	// Lanes: the listing itself is the reference; Check then proves that
 	// paging through it is consistent. Content is asserted by the caller.
 	lanes, err := st.DebugLanes(ctx, "", store.MaxDebugLimit)

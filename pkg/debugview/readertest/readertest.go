@@ -22,7 +22,7 @@ import (
 
 // Dataset is the full, ordered content a Reader is expected to serve.
 type Dataset struct {
-	// Jobs newest first: CreatedAt descending, then ID descending.
+	// Jobs newest first (submission order reversed).
 	Jobs []debugview.Job
 	// Attempts per job id, by ordinal.
 	Attempts map[string][]debugview.Attempt
@@ -35,14 +35,12 @@ type Dataset struct {
 // Memory is an in-memory debugview.Reader over a Dataset.
 type Memory struct{ d Dataset }
 
-// NewMemory returns a Reader serving d. It sorts copies of d's slices into
-// the Reader's orders, so d may be given in any order.
+// NewMemory returns a Reader serving d. Jobs are served in the given
+// (newest first) order; copies of the other slices are sorted into the
+// Reader's orders, so they may be given in any order.
 func NewMemory(d Dataset) *Memory {
 	c := Dataset{Attempts: map[string][]debugview.Attempt{}, Events: map[string][]debugview.Event{}}
 	c.Jobs = append(c.Jobs, d.Jobs...)
-	sort.Slice(c.Jobs, func(i, j int) bool {
-		return newer(c.Jobs[i].CreatedAt, c.Jobs[i].ID, c.Jobs[j].CreatedAt, c.Jobs[j].ID)
-	})
 	for id, as := range d.Attempts {
 		c.Attempts[id] = append([]debugview.Attempt(nil), as...)
 		sort.Slice(c.Attempts[id], func(i, j int) bool { return c.Attempts[id][i].Ordinal < c.Attempts[id][j].Ordinal })
@@ -56,26 +54,19 @@ func NewMemory(d Dataset) *Memory {
 	return &Memory{d: c}
 }
 
-// newer reports whether (at, id) comes before (bt, bid) in newest-first order.
-func newer(at time.Time, id string, bt time.Time, bid string) bool {
-	if !at.Equal(bt) {
-		return at.After(bt)
-	}
-	return id > bid
-}
-
 // DebugJobs implements debugview.Reader.
-func (m *Memory) DebugJobs(_ context.Context, after debugview.JobPosition, limit int) ([]debugview.Job, error) {
-	var out []debugview.Job
-	for _, j := range m.d.Jobs {
-		if len(out) == limit {
-			break
-		}
-		if after.ID == "" || newer(after.CreatedAt, after.ID, j.CreatedAt, j.ID) {
-			out = append(out, j)
+func (m *Memory) DebugJobs(_ context.Context, afterID string, limit int) ([]debugview.Job, error) {
+	start := 0
+	if afterID != "" {
+		start = len(m.d.Jobs)
+		for i, j := range m.d.Jobs {
+			if j.ID == afterID {
+				start = i + 1
+			}
 		}
 	}
-	return out, nil
+	rest := m.d.Jobs[start:]
+	return append([]debugview.Job(nil), rest[:min(max(limit, 0), len(rest))]...), nil
 }
 
 // DebugLanes implements debugview.Reader.
@@ -131,7 +122,7 @@ func Check(t testing.TB, r debugview.Reader, want Dataset) {
 	ctx := context.Background()
 	for _, size := range pageSizes(len(want.Jobs)) {
 		var got []debugview.Job
-		var after debugview.JobPosition
+		after := ""
 		for pages := 0; pages <= len(want.Jobs)+1; pages++ {
 			page, err := r.DebugJobs(ctx, after, size)
 			if err != nil {
@@ -144,8 +135,7 @@ func Check(t testing.TB, r debugview.Reader, want Dataset) {
 			if len(page) < size {
 				break
 			}
-			last := page[len(page)-1]
-			after = debugview.JobPosition{CreatedAt: last.CreatedAt, ID: last.ID}
+			after = page[len(page)-1].ID
 		}
 		if err := same(got, want.Jobs); err != nil {
 			t.Fatalf("jobs walked with limit %d: %v", size, err)
@@ -205,6 +195,9 @@ func Check(t testing.TB, r debugview.Reader, want Dataset) {
 				t.Fatalf("events of %s walked with limit %d: %v", job.ID, size, err)
 			}
 		}
+	}
+	if jobs, err := r.DebugJobs(ctx, "no-such-job-0", 10); err != nil || len(jobs) != 0 {
+		t.Fatalf("DebugJobs after an unknown id = %d jobs, %v; want none", len(jobs), err)
 	}
 	if _, _, err := r.DebugJob(ctx, "no-such-job-0"); !errors.Is(err, debugview.ErrNotFound) {
 		t.Fatalf("DebugJob(unknown) = %v, want ErrNotFound", err)

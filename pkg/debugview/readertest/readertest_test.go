@@ -30,12 +30,11 @@ func sample() Dataset {
 
 func TestMemoryPassesCheck(t *testing.T) {
 	d := sample()
-	m := NewMemory(d) // sorts its own copy
 	want := Dataset{Attempts: d.Attempts, Events: d.Events, Lanes: d.Lanes}
 	for i := len(d.Jobs) - 1; i >= 0; i-- { // j_08 … j_00 is newest first
 		want.Jobs = append(want.Jobs, d.Jobs[i])
 	}
-	Check(t, m, want)
+	Check(t, NewMemory(want), want)
 }
 
 // badReader breaks one rule of the contract; Check must notice.
@@ -44,10 +43,10 @@ type badReader struct {
 	mode string
 }
 
-func (b badReader) DebugJobs(ctx context.Context, after debugview.JobPosition, limit int) ([]debugview.Job, error) {
+func (b badReader) DebugJobs(ctx context.Context, after string, limit int) ([]debugview.Job, error) {
 	jobs, err := b.Memory.DebugJobs(ctx, after, limit)
-	if b.mode == "inclusive" && after.ID != "" {
-		j, _, _ := b.Memory.DebugJob(ctx, after.ID)
+	if b.mode == "inclusive" && after != "" {
+		j, _, _ := b.Memory.DebugJob(ctx, after)
 		jobs = append([]debugview.Job{j}, jobs...)
 		if len(jobs) > limit {
 			jobs = jobs[:limit]
@@ -74,7 +73,7 @@ func TestCheckCatchesBrokenReaders(t *testing.T) {
 			rec := &recordingTB{TB: t}
 			func() {
 				defer func() { recover() }()
-				Check(rec, badReader{NewMemory(d), mode}, want)
+				Check(rec, badReader{NewMemory(want), mode}, want)
 			}()
 			if !rec.failed || !strings.Contains(rec.msg, wantMsg) {
 				t.Fatalf("Check on a %s reader: failed=%v %q", mode, rec.failed, rec.msg)
