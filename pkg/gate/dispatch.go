@@ -174,9 +174,14 @@ type agentReport struct {
 	Changes      []string `json:"changes"`
 }
 
-// outcome converts a validated wire result into the store's form.
+// outcome converts a validated wire result into the store's form. A
+// failure must be a row of the closed failure table (code and its
+// disposition); anything else is refused with reject invalid.
 func outcome(r *wire.Result) (store.Outcome, error) {
 	if r.Outcome == wire.OutcomeFailed {
+		if err := wire.CheckFailure(r.FailureCode, r.Disposition); err != nil {
+			return store.Outcome{}, err
+		}
 		return store.Outcome{Disposition: string(r.Disposition), FailureCode: r.FailureCode}, nil
 	}
 	o := store.Outcome{Succeeded: true, Output: r.Output, CandidateSHA: r.CandidateSHA}

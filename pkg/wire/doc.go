@@ -44,4 +44,12 @@
 // generation; the older socket is closed and nothing it sends afterwards is
 // accepted. Reject codes tell the Worker why: stale, expired, conflict,
 // invalid, unavailable.
+//
+// # Failures
+//
+// A failed result names one code of a closed table (DispositionOf,
+// FailureCodes) with the disposition the table fixes for it. The decoder
+// checks only the code's shape; the receiver checks the pair
+// (CheckFailure), and Gate answers an unknown code or a mismatched
+// disposition with reject invalid.
 package wire

@@ -130,25 +130,6 @@ const (
 	DispositionTerminal  Disposition = "terminal"
 )
 
-// Failure codes a Worker may report, each with a fixed disposition.
-const (
-	FailureExecution        = "execution_failed"   // retryable
-	FailureInvalidTask      = "invalid_task"       // terminal
-	FailureScopedTestFailed = "scoped_test_failed" // terminal
-)
-
-// DispositionOf returns the disposition of a Worker failure code and
-// whether the code is known.
-func DispositionOf(code string) (Disposition, bool) {
-	switch code {
-	case FailureExecution:
-		return DispositionRetryable, true
-	case FailureInvalidTask, FailureScopedTestFailed:
-		return DispositionTerminal, true
-	}
-	return "", false
-}
-
 // Result ends an attempt. On success a text attempt sets Output and a
 // coding attempt sets CandidateSHA (and optionally AgentReport); on failure
 // Disposition and FailureCode are set and nothing else.

@@ -184,7 +184,8 @@ func (e *Evidence) Validate() error {
 }
 
 // Validate checks a result: success carries exactly one of output or
-// candidate_sha, failure carries exactly a known code with its disposition.
+// candidate_sha, failure carries a well-formed code and a disposition
+// (CheckFailure decides whether the pair is in the table).
 func (r *Result) Validate() error {
 	if err := validateRefs("result", r.JobID, r.AttemptID); err != nil {
 		return err
@@ -215,12 +216,13 @@ func (r *Result) Validate() error {
 		if r.Output != nil || r.CandidateSHA != "" || r.AgentReport != nil {
 			return fieldErr("result.output", "not allowed on failure")
 		}
-		d, ok := DispositionOf(r.FailureCode)
-		if !ok {
-			return fieldErr("result.failure_code", "unknown failure code")
+		// Table membership is checked by the receiver (CheckFailure), so
+		// that an unknown code is refused, not treated as a violation.
+		if !validCode(r.FailureCode) {
+			return fieldErr("result.failure_code", "must be a failure code")
 		}
-		if r.Disposition != d {
-			return fieldErr("result.disposition", "does not match the failure code")
+		if r.Disposition != DispositionRetryable && r.Disposition != DispositionTerminal {
+			return fieldErr("result.disposition", "must be retryable or terminal")
 		}
 	default:
 		return fieldErr("result.outcome", "must be succeeded or failed")

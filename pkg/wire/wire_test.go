@@ -98,8 +98,10 @@ func TestDecodeRejects(t *testing.T) {
 		"result bad sha":   `{"type":"result","seq":1,"result":{"job_id":"j","attempt_id":"a","outcome":"succeeded","candidate_sha":"ABC"}}`,
 		"report on text":   `{"type":"result","seq":1,"result":{"job_id":"j","attempt_id":"a","outcome":"succeeded","output":"x","agent_report":{"summary":"s","changes":["c"]}}}`,
 		"fail w/ output":   `{"type":"result","seq":1,"result":{"job_id":"j","attempt_id":"a","outcome":"failed","output":"x","disposition":"retryable","failure_code":"execution_failed"}}`,
-		"fail bad code":    `{"type":"result","seq":1,"result":{"job_id":"j","attempt_id":"a","outcome":"failed","disposition":"retryable","failure_code":"oops"}}`,
-		"fail wrong disp":  `{"type":"result","seq":1,"result":{"job_id":"j","attempt_id":"a","outcome":"failed","disposition":"retryable","failure_code":"invalid_task"}}`,
+		"fail bad code":    `{"type":"result","seq":1,"result":{"job_id":"j","attempt_id":"a","outcome":"failed","disposition":"retryable","failure_code":"Oops!"}}`,
+		"fail bad disp":    `{"type":"result","seq":1,"result":{"job_id":"j","attempt_id":"a","outcome":"failed","disposition":"maybe","failure_code":"invalid_task"}}`,
+		"fail no code":     `{"type":"result","seq":1,"result":{"job_id":"j","attempt_id":"a","outcome":"failed","disposition":"terminal","failure_code":""}}`,
+		"fail long code":   `{"type":"result","seq":1,"result":{"job_id":"j","attempt_id":"a","outcome":"failed","disposition":"terminal","failure_code":"` + strings.Repeat("a", 65) + `"}}`,
 		"bad outcome":      `{"type":"result","seq":1,"result":{"job_id":"j","attempt_id":"a","outcome":"maybe"}}`,
 		"reject code":      `{"type":"reject","seq":1,"reject":{"code":"nope"}}`,
 		"cancel reason":    `{"type":"cancel","cancel":{"job_id":"j","attempt_id":"a","reason":"bored"}}`,
@@ -365,4 +367,59 @@ func FuzzParseTask(f *testing.F) {
 			t.Fatal("canonical task does not round-trip")
 		}
 	})
+}
+
+func TestFailureTable(t *testing.T) {
+	retryable := []string{"execution_failed", "plugin_protocol_violation", "plugin_failed", "plugin_timeout",
+		"plugin_output_limit", "plugin_spawn_failed", "worker_shutdown",
+		"preparation_failed", "workspace_validation_failed", "commit_failed"}
+	terminal := []string{"invalid_task", "scoped_test_failed", "plugin_identity_mismatch", "policy_exceeds_ceiling",
+		"environment_not_allowed", "unknown_plugin", "invalid_policy", "unsupported_kind",
+		"repository_unavailable", "default_branch_mismatch", "invalid_base", "workspace_violation",
+		"empty_change", "commit_identity_mismatch"}
+	want := map[string]Disposition{}
+	for _, c := range retryable {
+		want[c] = DispositionRetryable
+	}
+	for _, c := range terminal {
+		want[c] = DispositionTerminal
+	}
+	codes := FailureCodes()
+	if len(codes) != len(want) {
+		t.Fatalf("table has %d codes, want %d", len(codes), len(want))
+	}
+	for _, c := range codes {
+		d, ok := DispositionOf(c)
+		if !ok || d != want[c] {
+			t.Fatalf("%s: disposition %q %v, want %q", c, d, ok, want[c])
+		}
+		if err := CheckFailure(c, d); err != nil {
+			t.Fatalf("%s: own pair refused: %v", c, err)
+		}
+		other := DispositionTerminal
+		if d == DispositionTerminal {
+			other = DispositionRetryable
+		}
+		if CheckFailure(c, other) == nil {
+			t.Fatalf("%s: mismatched disposition accepted", c)
+		}
+		// Every table row passes the decoder, so the receiver decides.
+		msg := `{"type":"result","seq":1,"result":{"job_id":"j","attempt_id":"a","outcome":"failed","disposition":"` +
+			string(d) + `","failure_code":"` + c + `"}}`
+		if _, err := Decode([]byte(msg)); err != nil {
+			t.Fatalf("%s: decode: %v", c, err)
+		}
+	}
+	for _, c := range []string{"max_attempts_exceeded", "lease_expired", "oops", ""} {
+		if _, ok := DispositionOf(c); ok {
+			t.Fatalf("%q is in the table", c)
+		}
+		if CheckFailure(c, DispositionRetryable) == nil || CheckFailure(c, DispositionTerminal) == nil {
+			t.Fatalf("%q accepted", c)
+		}
+	}
+	// A well-formed unknown code decodes (Gate answers reject invalid).
+	if _, err := Decode([]byte(`{"type":"result","seq":1,"result":{"job_id":"j","attempt_id":"a","outcome":"failed","disposition":"retryable","failure_code":"future_code"}}`)); err != nil {
+		t.Fatalf("well-formed unknown code: %v", err)
+	}
 }
