@@ -61,8 +61,9 @@ const (
 	CandidatePrefix = "refs/agent-forge/candidates/"
 )
 
-// Worker-local failure codes of coding attempts (wireFailure maps each to
-// its class; the evidence record carries the closed reason).
+// Failure classes of coding steps: fail turns (phase, reason, class) into
+// the specific wire code (codingCode); the evidence record carries the
+// closed reason.
 const (
 	CodeScopedTestFailed = wire.FailureScopedTestFailed
 	codeCodingTerminal   = wire.FailureInvalidTask
@@ -179,7 +180,7 @@ type outcome struct {
 
 func (j *codingJob) fail(p evidence.Phase, r evidence.Reason, code string) outcome {
 	j.records = append(j.records, evidence.Failure(p, r))
-	return outcome{report: Report{Code: code}}
+	return outcome{report: Report{Code: codingCode(p, r, code)}}
 }
 
 func (j *codingJob) run(ctx context.Context) Report {

@@ -310,7 +310,7 @@ func TestCodingPipeline(t *testing.T) {
 		f := newCodingFixture(t, plugin)
 		r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a",
 			CommitAuthorName: "Ada.", CommitAuthorEmail: "ada@example.org"}, nil))
-		f.expectFailure(r, codeCodingTerminal, evidence.PhaseCandidateCommit, evidence.ReasonCommitFailed)
+		f.expectFailure(r, wire.FailureCommitIdentity, evidence.PhaseCandidateCommit, evidence.ReasonCommitFailed)
 	})
 
 	t.Run("failing check is redacted, base-bound and stops the run", func(t *testing.T) {
@@ -375,12 +375,12 @@ func TestCodingPipeline(t *testing.T) {
 		phase       evidence.Phase
 		reason      evidence.Reason
 	}{
-		{"empty change", "subject nothing to do", codeCodingTerminal, evidence.PhaseWorkspaceValidation, evidence.ReasonEmptyChange},
-		{"symlink out of the tree", "symlink out ../../../../etc/passwd", codeCodingTerminal, evidence.PhaseWorkspaceValidation, evidence.ReasonPathEscape},
-		{"absolute symlink", "symlink out /etc/passwd", codeCodingTerminal, evidence.PhaseWorkspaceValidation, evidence.ReasonPathEscape},
-		{"symlink into git metadata", "symlink g .git/config", codeCodingTerminal, evidence.PhaseWorkspaceValidation, evidence.ReasonPathEscape},
-		{"repository config changed", "write a.txt a\ngitfile config [core]", codeCodingTerminal, evidence.PhaseWorkspaceValidation, evidence.ReasonConfigChanged},
-		{"hook added", "write a.txt a\ngitfile hooks/pre-commit #!/bin/sh", codeCodingTerminal, evidence.PhaseWorkspaceValidation, evidence.ReasonConfigChanged},
+		{"empty change", "subject nothing to do", wire.FailureEmptyChange, evidence.PhaseWorkspaceValidation, evidence.ReasonEmptyChange},
+		{"symlink out of the tree", "symlink out ../../../../etc/passwd", wire.FailureWorkspaceViolation, evidence.PhaseWorkspaceValidation, evidence.ReasonPathEscape},
+		{"absolute symlink", "symlink out /etc/passwd", wire.FailureWorkspaceViolation, evidence.PhaseWorkspaceValidation, evidence.ReasonPathEscape},
+		{"symlink into git metadata", "symlink g .git/config", wire.FailureWorkspaceViolation, evidence.PhaseWorkspaceValidation, evidence.ReasonPathEscape},
+		{"repository config changed", "write a.txt a\ngitfile config [core]", wire.FailureWorkspaceViolation, evidence.PhaseWorkspaceValidation, evidence.ReasonConfigChanged},
+		{"hook added", "write a.txt a\ngitfile hooks/pre-commit #!/bin/sh", wire.FailureWorkspaceViolation, evidence.PhaseWorkspaceValidation, evidence.ReasonConfigChanged},
 		{"plugin failure", "fail", CodePluginFailed, evidence.PhasePlugin, evidence.ReasonPluginFailed},
 		{"plugin rejects the request", "unknown-command", CodePluginFailed, evidence.PhasePlugin, evidence.ReasonPluginFailed},
 	} {
@@ -393,13 +393,13 @@ func TestCodingPipeline(t *testing.T) {
 	t.Run("ref created", func(t *testing.T) {
 		f := newCodingFixture(t, plugin)
 		r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a\ngitfile refs/heads/evil " + f.side}, nil))
-		f.expectFailure(r, codeCodingTerminal, evidence.PhaseWorkspaceValidation, evidence.ReasonRefsChanged)
+		f.expectFailure(r, wire.FailureWorkspaceViolation, evidence.PhaseWorkspaceValidation, evidence.ReasonRefsChanged)
 	})
 
 	t.Run("head moved", func(t *testing.T) {
 		f := newCodingFixture(t, plugin)
 		r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a\nhead " + f.side}, nil))
-		f.expectFailure(r, codeCodingTerminal, evidence.PhaseWorkspaceValidation, evidence.ReasonHeadMoved)
+		f.expectFailure(r, wire.FailureWorkspaceViolation, evidence.PhaseWorkspaceValidation, evidence.ReasonHeadMoved)
 	})
 
 	t.Run("preparation failures", func(t *testing.T) {
@@ -411,10 +411,10 @@ func TestCodingPipeline(t *testing.T) {
 			code   string
 			reason evidence.Reason
 		}{
-			{"unknown repository", wire.CodingTask{RepositoryID: "other"}, nil, codeCodingTerminal, evidence.ReasonUnknownRepository},
-			{"base missing", wire.CodingTask{BaseSHA: strings.Repeat("ab", 20)}, nil, codeCodingTerminal, evidence.ReasonBaseMissing},
-			{"base not on the default branch", wire.CodingTask{BaseSHA: f.side}, nil, codeCodingTerminal, evidence.ReasonBaseNotOnDefaultBranch},
-			{"no repository roots", wire.CodingTask{}, func(c *Config) { c.RepositoryRoots = nil }, codeCodingTerminal, evidence.ReasonNoRepositoryRoots},
+			{"unknown repository", wire.CodingTask{RepositoryID: "other"}, nil, wire.FailureRepositoryUnavailable, evidence.ReasonUnknownRepository},
+			{"base missing", wire.CodingTask{BaseSHA: strings.Repeat("ab", 20)}, nil, wire.FailureInvalidBase, evidence.ReasonBaseMissing},
+			{"base not on the default branch", wire.CodingTask{BaseSHA: f.side}, nil, wire.FailureInvalidBase, evidence.ReasonBaseNotOnDefaultBranch},
+			{"no repository roots", wire.CodingTask{}, func(c *Config) { c.RepositoryRoots = nil }, wire.FailureRepositoryUnavailable, evidence.ReasonNoRepositoryRoots},
 			{"unknown plugin", wire.CodingTask{}, func(c *Config) { c.Plugins = nil }, CodeUnknownPlugin, evidence.ReasonPolicyRejected},
 		}
 		for _, tc := range cases {
@@ -440,7 +440,7 @@ func TestCodingPipeline(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a"}, nil))
-		if r.Code != codeCodingTerminal || f.records(evidence.Options{})[0][0].Reason != evidence.ReasonRepositoryPathDrift {
+		if r.Code != wire.FailureRepositoryUnavailable || f.records(evidence.Options{})[0][0].Reason != evidence.ReasonRepositoryPathDrift {
 			t.Fatalf("report %+v", r)
 		}
 	})
@@ -449,7 +449,7 @@ func TestCodingPipeline(t *testing.T) {
 		f := newCodingFixture(t, plugin)
 		gitT(t, f.repo, "checkout", "-q", "--detach", "HEAD")
 		r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a"}, nil))
-		f.expectFailure(r, codeCodingTerminal, evidence.PhasePreparation, evidence.ReasonDefaultBranchMismatch)
+		f.expectFailure(r, wire.FailureDefaultBranchMismatch, evidence.PhasePreparation, evidence.ReasonDefaultBranchMismatch)
 	})
 
 	t.Run("unbound evidence claims nothing and still cleans up", func(t *testing.T) {
@@ -467,7 +467,7 @@ func TestCodingPipeline(t *testing.T) {
 		// The plugin points its worktree registration at an existing
 		// directory: validation fails, and prune cannot drop the entry.
 		r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a\ngitfile worktrees/tree/gitdir " + f.root}, nil))
-		if r.Code != codeCodingTerminal {
+		if r.Code != wire.FailureWorkspaceViolation {
 			t.Fatalf("report %+v", r)
 		}
 		recs := f.records(evidence.Options{})

@@ -74,10 +74,10 @@
 // policy. Runner outcomes map to retryable codes: protocol violation,
 // plugin failure frame, timeout, output limit, spawn failure.
 //
-// Codes go to Gate in the result's failure_code when the wire protocol
-// knows them; otherwise the result carries their class (execution_failed
-// for retryable, invalid_task for terminal) with the matching disposition,
-// and the specific code appears only in the Worker's log. Plugin stdout
+// Every code is a row of the wire protocol's closed failure table
+// (wire.DispositionOf) and goes to Gate as itself in the result's
+// failure_code, with the disposition the table fixes; coding-pipeline
+// failures get the specific code of their evidence phase and reason. Plugin stdout
 // (other than the text result itself), stderr, argv and paths never reach
 // Gate or the logs.
 //

@@ -1,49 +1,81 @@
 package worker
 
-import "github.com/0k-lab/agent-forge/pkg/wire"
+import (
+	"github.com/0k-lab/agent-forge/pkg/evidence"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
 
 // Worker failure codes. Each is a fixed, bounded string that is safe to send
 // to Gate and to log: it says what kind of thing went wrong, never with
-// which values. classOf maps each to the wire failure class that decides
-// retryability.
+// which values. Every code is a row of the wire protocol's closed failure
+// table (wire.DispositionOf), which fixes its disposition; the result
+// carries the code itself.
 const (
 	// Retryable: the attempt may succeed when run again.
-	CodePluginProtocolViolation = "plugin_protocol_violation" // invalid frame, bad exit, trailing output
-	CodePluginFailed            = "plugin_failed"             // the plugin answered with a failure frame
-	CodePluginTimeout           = "plugin_timeout"            // plugin_timeout elapsed
-	CodePluginOutputLimit       = "plugin_output_limit"       // plugin_output_bytes exceeded
-	CodePluginSpawnFailed       = "plugin_spawn_failed"       // the process or runtime dir could not be created
-	CodeWorkerShutdown          = "worker_shutdown"           // the Worker stopped while the attempt ran
+	CodePluginProtocolViolation = wire.FailurePluginProtocolViolation // invalid frame, bad exit, trailing output
+	CodePluginFailed            = wire.FailurePluginFailed            // the plugin answered with a failure frame
+	CodePluginTimeout           = wire.FailurePluginTimeout           // plugin_timeout elapsed
+	CodePluginOutputLimit       = wire.FailurePluginOutputLimit       // plugin_output_bytes exceeded
+	CodePluginSpawnFailed       = wire.FailurePluginSpawnFailed       // the process or runtime dir could not be created
+	CodeWorkerShutdown          = wire.FailureWorkerShutdown          // the Worker stopped while the attempt ran
 
 	// Terminal: running the same job again here cannot help.
-	CodePluginIdentityMismatch = "plugin_identity_mismatch" // executable no longer matches its pinned sha256
-	CodePolicyExceedsCeiling   = "policy_exceeds_ceiling"   // a Gate limit is above this Worker's ceiling
-	CodeEnvironmentNotAllowed  = "environment_not_allowed"  // the policy asks for a variable outside environment_allowlist
-	CodeUnknownPlugin          = "unknown_plugin"           // the policy names a plugin this Worker lacks
-	CodeInvalidPolicy          = "invalid_policy"           // the lease's policy does not decode
-	CodeInvalidTask            = wire.FailureInvalidTask    // the lease's task does not decode
-	CodeUnsupportedKind        = "unsupported_kind"         // a job kind this Worker cannot run yet
+	CodePluginIdentityMismatch = wire.FailurePluginIdentityMismatch // executable no longer matches its pinned sha256
+	CodePolicyExceedsCeiling   = wire.FailurePolicyExceedsCeiling   // a Gate limit is above this Worker's ceiling
+	CodeEnvironmentNotAllowed  = wire.FailureEnvironmentNotAllowed  // the policy asks for a variable outside environment_allowlist
+	CodeUnknownPlugin          = wire.FailureUnknownPlugin          // the policy names a plugin this Worker lacks
+	CodeInvalidPolicy          = wire.FailureInvalidPolicy          // the lease's policy does not decode
+	CodeInvalidTask            = wire.FailureInvalidTask            // the lease's task does not decode
+	CodeUnsupportedKind        = wire.FailureUnsupportedKind        // a job kind this Worker cannot run yet
 )
 
-// classOf returns the wire failure class of a Worker failure code.
-func classOf(code string) string {
-	switch code {
-	case CodePluginIdentityMismatch, CodePolicyExceedsCeiling, CodeEnvironmentNotAllowed,
-		CodeUnknownPlugin, CodeInvalidPolicy, CodeInvalidTask, CodeUnsupportedKind:
-		return wire.FailureInvalidTask
-	default:
-		return wire.FailureExecution
-	}
-}
-
-// wireFailure returns what a failed result carries for code: the code
-// itself when the wire protocol knows it, otherwise its class, and the
-// disposition the protocol fixes for that.
+// wireFailure returns the disposition and code a failed result carries for
+// code. Every Worker code is in the wire table; a code that is not (a
+// programming error) is sent as retryable execution_failed rather than as
+// a pair Gate would refuse.
 func wireFailure(code string) (wire.Disposition, string) {
 	if d, ok := wire.DispositionOf(code); ok {
 		return d, code
 	}
-	class := classOf(code)
-	d, _ := wire.DispositionOf(class)
-	return d, class
+	return wire.DispositionRetryable, wire.FailureExecution
+}
+
+// codingCode returns the wire failure code of a coding-pipeline failure
+// recorded as (phase, reason); class is the retryable or terminal code the
+// pipeline step chose, returned as is when the pair has no specific code.
+func codingCode(p evidence.Phase, r evidence.Reason, class string) string {
+	switch p {
+	case evidence.PhasePreparation:
+		switch r {
+		case evidence.ReasonNoRepositoryRoots, evidence.ReasonUnknownRepository, evidence.ReasonRepositoryPathDrift:
+			return wire.FailureRepositoryUnavailable
+		case evidence.ReasonDefaultBranchMismatch:
+			return wire.FailureDefaultBranchMismatch
+		case evidence.ReasonBaseMissing, evidence.ReasonBaseNotOnDefaultBranch:
+			return wire.FailureInvalidBase
+		case evidence.ReasonWorktreeFailed, evidence.ReasonGitFailed:
+			return wire.FailurePreparation
+		}
+	case evidence.PhaseWorkspaceValidation:
+		switch r {
+		case evidence.ReasonGitFailed:
+			return wire.FailureWorkspaceValidation
+		case evidence.ReasonEmptyChange:
+			return wire.FailureEmptyChange
+		case evidence.ReasonHeadMoved, evidence.ReasonRefsChanged, evidence.ReasonConfigChanged,
+			evidence.ReasonGitDirChanged, evidence.ReasonPathEscape:
+			return wire.FailureWorkspaceViolation
+		}
+	case evidence.PhaseCandidateCommit:
+		switch r {
+		case evidence.ReasonCommitFailed:
+			if d, _ := wire.DispositionOf(class); d == wire.DispositionTerminal {
+				return wire.FailureCommitIdentity
+			}
+			return wire.FailureCommit
+		case evidence.ReasonRefFailed:
+			return wire.FailureCommit
+		}
+	}
+	return class
 }

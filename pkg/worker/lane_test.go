@@ -256,7 +256,7 @@ func TestShutdownReportsCancelledAttempt(t *testing.T) {
 	recv(t, x.cancelled, "cancellation")
 	res := c.nextOf(t, wire.TypeResult)
 	r := res.Result
-	if r.Outcome != wire.OutcomeFailed || r.Disposition != wire.DispositionRetryable || r.FailureCode != wire.FailureExecution {
+	if r.Outcome != wire.OutcomeFailed || r.Disposition != wire.DispositionRetryable || r.FailureCode != wire.FailureWorkerShutdown {
 		t.Fatalf("shutdown result %+v", r)
 	}
 	c.reply(t, res.Seq, true)
@@ -272,7 +272,7 @@ func TestUnsupportedKindFailsClosed(t *testing.T) {
 	c.lease(t, wire.Envelope{Type: wire.TypeLease, Lease: &wire.Lease{JobID: "j_k", AttemptID: "a_1", Ordinal: 1,
 		DeadlineAt: time.Now().Add(time.Minute), Kind: wire.KindCoding, Policy: testPolicy("reference"), Task: task}})
 	res := c.nextOf(t, wire.TypeResult)
-	if r := res.Result; r.Outcome != wire.OutcomeFailed || r.Disposition != wire.DispositionTerminal || r.FailureCode != wire.FailureInvalidTask {
+	if r := res.Result; r.Outcome != wire.OutcomeFailed || r.Disposition != wire.DispositionTerminal || r.FailureCode != wire.FailureUnsupportedKind {
 		t.Fatalf("coding lease result %+v", r)
 	}
 	c.reply(t, res.Seq, true)

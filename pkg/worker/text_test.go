@@ -146,8 +146,8 @@ func TestPolicyFailsClosed(t *testing.T) {
 			if r.Succeeded || r.Code != tc.code {
 				t.Fatalf("report %+v, want %s", r, tc.code)
 			}
-			if d, code := wireFailure(r.Code); d != wire.DispositionTerminal || code != wire.FailureInvalidTask {
-				t.Fatalf("%s maps to %s/%s, want terminal invalid_task", r.Code, d, code)
+			if d, code := wireFailure(r.Code); d != wire.DispositionTerminal || code != tc.code {
+				t.Fatalf("%s maps to %s/%s, want terminal %s", r.Code, d, code, tc.code)
 			}
 		})
 	}
@@ -183,8 +183,8 @@ func TestPluginOutcomesMapToRetryableFailures(t *testing.T) {
 			if r.Succeeded || r.Cancelled || r.Code != tc.code {
 				t.Fatalf("report %+v, want %s", r, tc.code)
 			}
-			if d, code := wireFailure(r.Code); d != wire.DispositionRetryable || code != wire.FailureExecution {
-				t.Fatalf("%s maps to %s/%s, want retryable execution_failed", r.Code, d, code)
+			if d, code := wireFailure(r.Code); d != wire.DispositionRetryable || code != tc.code {
+				t.Fatalf("%s maps to %s/%s, want retryable %s", r.Code, d, code, tc.code)
 			}
 		})
 	}
