@@ -65,10 +65,12 @@
 // INSERTs before COMMIT (and before any read in the same transaction).
 //
 // The driver re-prepares every statement on every execution (modernc has
-// no statement cache), so the hot paths use few, short statements: fencing
-// is the WHERE clause of the UPDATE ... RETURNING that writes, and CHECK
-// constraints are limited to state enumerations and the key state
-// invariants.
+// no statement cache), and subqueries and RETURNING are expensive to
+// prepare, so the hot paths use a few simple statements: fencing reads the
+// job, the attempt and the lane's live generation, and the write's own
+// WHERE clause re-checks the binding, the leased state and the deadline;
+// all inside the writer's transaction. CHECK constraints are limited to
+// state enumerations and the key state invariants.
 // Reads of file databases use a separate read-only pool and a snapshot
 // transaction; memory databases have one connection, so their reads are
 // queued on the writer too. Stats reports commits and operations.

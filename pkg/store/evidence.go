@@ -43,14 +43,8 @@ func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []j
 	us := now.UnixMicro()
 	err = s.w.do(ctx, func(t *wtx) error {
 		replayed = false
-		r, err := t.loadFence(f)
+		r, err := t.activeFence(f, us)
 		if err != nil {
-			return err
-		}
-		if err := checkBinding(r, f); err != nil {
-			return err
-		}
-		if err := checkActive(r, us); err != nil {
 			return err
 		}
 		if batch <= r.evBatches {
@@ -76,9 +70,9 @@ func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []j
 				return err
 			}
 		}
-		_, err = t.exec(`UPDATE attempts SET evidence_batches = ?, evidence_records = evidence_records + ?,
-  evidence_bytes = evidence_bytes + ? WHERE job_seq = ? AND id = ?`, batch, len(compact), total, r.jobSeq, f.AttemptID)
-		return err
+		return t.execFenced(`UPDATE attempts SET evidence_batches = ?, evidence_records = evidence_records + ?,
+  evidence_bytes = evidence_bytes + ? WHERE `+fencedAttempt,
+			append([]any{batch, len(compact), total}, fencedArgs(r, f, us)...)...)
 	})
 	if err != nil {
 		return false, err

@@ -8,7 +8,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"time"
 
@@ -114,8 +113,8 @@ func newAttemptID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// inList appends "?n, ?n+1, ..." placeholders for ids to b and their values
-// to args. An empty list yields NULL, which matches nothing.
+// inList appends "?, ?, ..." placeholders for ids to b and their values to
+// args. An empty list yields NULL, which matches nothing.
 func inList(b *strings.Builder, args []any, ids []string) []any {
 	if len(ids) == 0 {
 		b.WriteString("NULL")
@@ -126,32 +125,26 @@ func inList(b *strings.Builder, args []any, ids []string) []any {
 			b.WriteString(", ")
 		}
 		args = append(args, id)
-		b.WriteString("?" + strconv.Itoa(len(args)))
+		b.WriteString("?")
 	}
 	return args
 }
 
-// leaseSQL builds the statement that, for a live and idle lane, picks the
-// oldest eligible job and marks it leased, returning what the lease needs.
-// Parameters: ?1 lane, ?2 generation, ?3 pool, ?4 now, ?5 the new attempt
-// id, then the plugin and repository ids.
-func leaseSQL(lane, generation, pool string, us int64, attemptID string, plugins, repositories []string) (string, []any) {
-	args := []any{lane, generation, pool, us, attemptID}
+// candidateSQL selects the oldest eligible job in a pool. The modernc
+// driver re-prepares every statement on every execution and subqueries
+// and RETURNING are expensive to prepare, so the hot paths use several
+// simple statements rather than one clever one.
+func candidateSQL(pool string, us int64, plugins, repositories []string) (string, []any) {
+	args := []any{pool, us}
 	var b strings.Builder
-	b.WriteString(`UPDATE jobs SET status = 'leased', current_attempt = ?5, attempt_count = attempt_count + 1,
-  event_count = event_count + 1, retry_at = NULL, updated_at = ?4
-WHERE seq = (SELECT seq FROM jobs
-    WHERE pool = ?3 AND status IN ('pending', 'retry_wait') AND (status = 'pending' OR retry_at <= ?4)
-      AND plugin_id IN (`)
+	b.WriteString(`SELECT seq, id, kind, task, repository_id, plugin_id, policy, lease_ttl_us, attempt_count,
+  max_attempts, retry_base_us, event_count
+FROM jobs WHERE pool = ? AND status IN ('pending', 'retry_wait') AND (status = 'pending' OR retry_at <= ?)
+  AND plugin_id IN (`)
 	args = inList(&b, args, plugins)
 	b.WriteString(`) AND (kind = 'text' OR repository_id IN (`)
 	args = inList(&b, args, repositories)
-	b.WriteString(`))
-    ORDER BY seq LIMIT 1)
-  AND EXISTS (SELECT 1 FROM lanes WHERE lane = ?1 AND generation = ?2 AND connected = 1)
-  AND NOT EXISTS (SELECT 1 FROM attempts WHERE lane = ?1 AND generation = ?2 AND status = 'leased')
-RETURNING seq, id, kind, task, repository_id, plugin_id, policy, lease_ttl_us, attempt_count, max_attempts,
-  retry_base_us, event_count`)
+	b.WriteString(`)) ORDER BY seq LIMIT 1`)
 	return b.String(), args
 }
 
@@ -191,79 +184,111 @@ func (s *Store) Lease(ctx context.Context, lane, generation, pool string, plugin
 	return out, nil
 }
 
+// laneLive reports whether generation is the lane's live connection.
+func (t *wtx) laneLive(lane, generation string) (bool, error) {
+	var g string
+	var connected bool
+	err := t.queryRow(`SELECT generation, connected FROM lanes WHERE lane = ?`, lane).Scan(&g, &connected)
+	if isNoRows(err) {
+		return false, nil
+	}
+	return err == nil && connected && g == generation, err
+}
+
 func (t *wtx) lease(req LeaseRequest, us int64) (*Lease, error) {
-	attemptID := newAttemptID()
-	query, args := leaseSQL(req.Lane, req.Generation, req.Pool, us, attemptID, req.Plugins, req.Repositories)
+	live, err := t.laneLive(req.Lane, req.Generation)
+	if err != nil {
+		return nil, err
+	}
+	if !live {
+		return nil, ErrStale
+	}
+	var busy bool
+	if err := t.queryRow(`SELECT EXISTS (SELECT 1 FROM attempts WHERE lane = ? AND generation = ? AND status = 'leased')`,
+		req.Lane, req.Generation).Scan(&busy); err != nil {
+		return nil, err
+	}
+	if busy {
+		return nil, ErrLaneBusy
+	}
+	query, args := candidateSQL(req.Pool, us, req.Plugins, req.Repositories)
 	var (
 		seq, ttl, count, base int64
 		events                int64
 		maxAttempts           int
 		repo                  sql.NullString
 		task, pol             string
-		l                     = Lease{AttemptID: attemptID}
+		l                     = Lease{AttemptID: newAttemptID()}
 	)
-	err := t.writeRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &l.PluginID, &pol, &ttl, &count,
+	err = t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &l.PluginID, &pol, &ttl, &count,
 		&maxAttempts, &base, &events)
 	if isNoRows(err) {
-		var live, busy bool
-		if err := t.queryRow(`SELECT
-  EXISTS (SELECT 1 FROM lanes WHERE lane = ?1 AND generation = ?2 AND connected = 1),
-  EXISTS (SELECT 1 FROM attempts WHERE lane = ?1 AND generation = ?2 AND status = 'leased')`,
-			req.Lane, req.Generation).Scan(&live, &busy); err != nil {
-			return nil, err
-		}
-		switch {
-		case !live:
-			return nil, ErrStale
-		case busy:
-			return nil, ErrLaneBusy
-		}
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	l.Ordinal = int(count)
+	l.Ordinal = int(count) + 1
 	l.Task, l.Policy = json.RawMessage(task), json.RawMessage(pol)
 	l.RepositoryID = repo.String
 	l.LeasedAt, l.DeadlineAt = fromMicros(us).Time, fromMicros(us+ttl).Time
+	if _, err := t.exec(`UPDATE jobs SET status = 'leased', current_attempt = ?, attempt_count = ?, event_count = ?,
+  retry_at = NULL, updated_at = ? WHERE seq = ?`, l.AttemptID, l.Ordinal, events+1, us, seq); err != nil {
+		return nil, err
+	}
 	if _, err := t.exec(`INSERT INTO attempts (job_seq, id, ordinal, lane, generation, policy, lease_ttl_us, kind,
   max_attempts, retry_base_us, status, leased_at, deadline_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'leased', ?, ?)`,
-		seq, l.AttemptID, count, req.Lane, req.Generation, pol, ttl, l.Kind, maxAttempts, base, us, us+ttl); err != nil {
+		seq, l.AttemptID, l.Ordinal, req.Lane, req.Generation, pol, ttl, l.Kind, maxAttempts, base, us, us+ttl); err != nil {
 		return nil, err
 	}
-	t.events(seq, events, us, ev{typ: EventLeased, attempt: l.Ordinal})
+	t.events(seq, events+1, us, ev{typ: EventLeased, attempt: l.Ordinal})
 	return &l, nil
 }
 
-// fenceRow is everything the fencing rules need about one attempt. The
-// attempt carries copies of its job's kind, max_attempts and retry base,
-// so fencing never joins the jobs table.
+// fenceRow is everything the fencing rules need about one attempt and its
+// job. The attempt carries copies of its job's kind, max_attempts and
+// retry base.
 type fenceRow struct {
-	jobSeq                          int64
-	jobID, lane, generation, status string
-	deadline, ttl                   int64
-	live                            bool
-	digest                          []byte
-	ordinal                         int
-	kind                            string
-	maxAttempts                     int
-	retryBase                       int64
-	evBatches, evRecords            int
+	jobSeq, jobEvents        int64
+	jobStatus                string
+	jobRetryAt               sql.NullInt64
+	lane, generation, status string
+	deadline, ttl            int64
+	live                     bool
+	digest                   []byte
+	ordinal                  int
+	kind                     string
+	maxAttempts              int
+	retryBase                int64
+	evBatches, evRecords     int
 }
 
+// loadFence reads, in the writer's transaction, the job named by the
+// fence, the attempt under it, and whether the attempt's generation is its
+// lane's live connection. ErrNotFound: no such job or attempt.
 func (t *wtx) loadFence(f Fence) (fenceRow, error) {
-	r := fenceRow{jobID: f.JobID}
-	err := t.queryRow(`SELECT job_seq, lane, generation, status, deadline_at, lease_ttl_us,
-  EXISTS (SELECT 1 FROM lanes l WHERE l.lane = a.lane AND l.generation = a.generation AND l.connected = 1),
-  outcome_digest, ordinal, kind, max_attempts, retry_base_us, evidence_batches, evidence_records
-FROM attempts a WHERE job_seq = (SELECT seq FROM jobs WHERE id = ?) AND id = ?`, f.JobID, f.AttemptID).Scan(
-		&r.jobSeq, &r.lane, &r.generation, &r.status, &r.deadline, &r.ttl, &r.live,
-		&r.digest, &r.ordinal, &r.kind, &r.maxAttempts, &r.retryBase, &r.evBatches, &r.evRecords)
+	var r fenceRow
+	err := t.queryRow(`SELECT seq, event_count, status, retry_at FROM jobs WHERE id = ?`, f.JobID).Scan(
+		&r.jobSeq, &r.jobEvents, &r.jobStatus, &r.jobRetryAt)
 	if isNoRows(err) {
 		return r, ErrNotFound
 	}
+	if err != nil {
+		return r, err
+	}
+	err = t.queryRow(`SELECT lane, generation, status, deadline_at, lease_ttl_us, outcome_digest, ordinal, kind,
+  max_attempts, retry_base_us, evidence_batches, evidence_records
+FROM attempts WHERE job_seq = ? AND id = ?`, r.jobSeq, f.AttemptID).Scan(
+		&r.lane, &r.generation, &r.status, &r.deadline, &r.ttl, &r.digest, &r.ordinal, &r.kind,
+		&r.maxAttempts, &r.retryBase, &r.evBatches, &r.evRecords)
+	if isNoRows(err) {
+		return r, ErrNotFound
+	}
+	if err != nil {
+		return r, err
+	}
+	r.live, err = t.laneLive(r.lane, r.generation)
 	return r, err
 }
 
@@ -295,31 +320,45 @@ func checkActive(r fenceRow, us int64) error {
 	return nil
 }
 
-// fencedWhere binds a write to its fence, in the statement that writes:
-// the attempt (?1) belongs to the job (?2), is bound to the lane (?3) and
-// generation (?4), is still leased, now (?5) is strictly before its
-// deadline, and the generation is the lane's live connection.
-const fencedWhere = `job_seq = (SELECT seq FROM jobs WHERE id = ?2) AND id = ?1 AND lane = ?3 AND generation = ?4
-  AND status = 'leased' AND deadline_at > ?5
-  AND EXISTS (SELECT 1 FROM lanes l WHERE l.lane = ?3 AND l.generation = ?4 AND l.connected = 1)`
-
-func fenceArgs(f Fence, us int64, more ...any) []any {
-	return append([]any{f.AttemptID, f.JobID, f.Lane, f.Generation, us}, more...)
+// activeFence loads the fence and requires an active, correctly bound
+// attempt.
+func (t *wtx) activeFence(f Fence, us int64) (fenceRow, error) {
+	r, err := t.loadFence(f)
+	if err != nil {
+		return r, err
+	}
+	if err := checkBinding(r, f); err != nil {
+		return r, err
+	}
+	return r, checkActive(r, us)
 }
 
-// refusal explains why a fenced write matched no row.
-func (t *wtx) refusal(f Fence, us int64) error {
-	r, err := t.loadFence(f)
+// fencedAttempt is the WHERE clause of every write to a fenced attempt: it
+// re-checks, in the writing statement, that the attempt is still leased to
+// this lane and generation and before its deadline. The lane's liveness
+// was read by loadFence in the same transaction, and the single writer
+// runs every transaction to completion before the next begins.
+const fencedAttempt = `job_seq = ? AND id = ? AND lane = ? AND generation = ? AND status = 'leased' AND deadline_at > ?`
+
+func fencedArgs(r fenceRow, f Fence, us int64) []any {
+	return []any{r.jobSeq, f.AttemptID, f.Lane, f.Generation, us}
+}
+
+// execFenced runs a fenced write and fails with ErrStale if it matched no
+// row (impossible after loadFence's checks within the writer's
+// transaction; it is the SQL-level guard).
+func (t *wtx) execFenced(query string, args ...any) error {
+	res, err := t.exec(query, args...)
 	if err != nil {
 		return err
 	}
-	if err := checkBinding(r, f); err != nil {
-		return err
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		if err != nil {
+			return err
+		}
+		return ErrStale
 	}
-	if err := checkActive(r, us); err != nil {
-		return err
-	}
-	return ErrStale
+	return nil
 }
 
 // Heartbeat extends the fenced attempt's deadline to now + its persisted
@@ -333,12 +372,13 @@ func (s *Store) Heartbeat(ctx context.Context, f Fence, now time.Time) (time.Tim
 	us := now.UnixMicro()
 	var deadline int64
 	err := s.w.do(ctx, func(t *wtx) error {
-		err := t.writeRow(`UPDATE attempts SET deadline_at = max(deadline_at, ?5 + lease_ttl_us)
-WHERE `+fencedWhere+` RETURNING deadline_at`, fenceArgs(f, us)...).Scan(&deadline)
-		if isNoRows(err) {
-			return t.refusal(f, us)
+		r, err := t.activeFence(f, us)
+		if err != nil {
+			return err
 		}
-		return err
+		deadline = max(r.deadline, us+r.ttl)
+		return t.execFenced(`UPDATE attempts SET deadline_at = ? WHERE `+fencedAttempt,
+			append([]any{deadline}, fencedArgs(r, f, us)...)...)
 	})
 	if err != nil {
 		return time.Time{}, err
@@ -465,12 +505,33 @@ func (s *Store) CompleteAndLease(ctx context.Context, f Fence, o Outcome, next L
 
 func (t *wtx) complete(f Fence, o Outcome, report []byte, us int64) (Completion, error) {
 	digest := outcomeDigest(o, report)
-	kind := KindCoding
-	if o.Output != nil {
-		kind = KindText
-	}
 	var c Completion
+	r, err := t.loadFence(f)
+	if err != nil {
+		return c, err
+	}
+	if err := checkBinding(r, f); err != nil {
+		return c, err
+	}
+	if r.status == AttemptSucceeded || r.status == AttemptFailed {
+		// A replay: an identical outcome is answered from the job, a
+		// different one is a conflict. Nothing is written.
+		if !bytes.Equal(r.digest, digest) {
+			return c, ErrConflict
+		}
+		c = Completion{JobStatus: r.jobStatus, Replayed: true}
+		if r.jobRetryAt.Valid {
+			c.RetryAt = fromMicros(r.jobRetryAt.Int64).Time
+		}
+		return c, nil
+	}
+	if err := checkActive(r, us); err != nil {
+		return c, err
+	}
 	if o.Succeeded {
+		if (r.kind == KindText) != (o.Output != nil) {
+			return c, invalid("result kind does not match the job")
+		}
 		var result, rep any
 		if o.Output != nil {
 			result = *o.Output
@@ -478,40 +539,22 @@ func (t *wtx) complete(f Fence, o Outcome, report []byte, us int64) (Completion,
 		if report != nil {
 			rep = report
 		}
-		var (
-			ordinal        int
-			jobSeq, events int64
-		)
-		err := t.writeRow(`UPDATE attempts SET status = 'succeeded', completed_at = ?5, candidate_sha = ?6,
-  agent_report = ?7, outcome_digest = ?8
-WHERE `+fencedWhere+` AND kind = ?9 RETURNING job_seq, ordinal`,
-			fenceArgs(f, us, nullable(o.CandidateSHA), rep, digest, kind)...).Scan(&jobSeq, &ordinal)
-		if isNoRows(err) {
-			err := t.completeRefusal(f, us, digest, kind, &c)
+		if err := t.execFenced(`UPDATE attempts SET status = 'succeeded', completed_at = ?, candidate_sha = ?,
+  agent_report = ?, outcome_digest = ? WHERE `+fencedAttempt,
+			append([]any{us, nullable(o.CandidateSHA), rep, digest}, fencedArgs(r, f, us)...)...); err != nil {
 			return c, err
 		}
-		if err != nil {
+		if _, err := t.exec(`UPDATE jobs SET status = 'succeeded', current_attempt = NULL, result = ?, candidate_sha = ?,
+  event_count = ?, updated_at = ? WHERE seq = ?`, result, nullable(o.CandidateSHA), r.jobEvents+1, us, r.jobSeq); err != nil {
 			return c, err
 		}
-		if err := t.writeRow(`UPDATE jobs SET status = 'succeeded', current_attempt = NULL, result = ?, candidate_sha = ?,
-  event_count = event_count + 1, updated_at = ? WHERE seq = ? RETURNING event_count`,
-			result, nullable(o.CandidateSHA), us, jobSeq).Scan(&events); err != nil {
-			return c, err
-		}
+		t.events(r.jobSeq, r.jobEvents+1, us, ev{typ: EventSucceeded, attempt: r.ordinal})
 		c.JobStatus = JobSucceeded
-		t.events(jobSeq, events, us, ev{typ: EventSucceeded, attempt: ordinal})
 		return c, nil
 	}
-	var r fenceRow
-	err := t.writeRow(`UPDATE attempts SET status = 'failed', completed_at = ?5, disposition = ?6, failure_code = ?7,
-  outcome_digest = ?8
-WHERE `+fencedWhere+` RETURNING job_seq, ordinal, max_attempts, retry_base_us`,
-		fenceArgs(f, us, o.Disposition, o.FailureCode, digest)...).Scan(&r.jobSeq, &r.ordinal, &r.maxAttempts, &r.retryBase)
-	if isNoRows(err) {
-		err := t.completeRefusal(f, us, digest, "", &c)
-		return c, err
-	}
-	if err != nil {
+	if err := t.execFenced(`UPDATE attempts SET status = 'failed', completed_at = ?, disposition = ?, failure_code = ?,
+  outcome_digest = ? WHERE `+fencedAttempt,
+		append([]any{us, o.Disposition, o.FailureCode, digest}, fencedArgs(r, f, us)...)...); err != nil {
 		return c, err
 	}
 	status, retryAt := nextAfterFailure(r, o.Disposition == DispositionRetryable, us)
@@ -520,7 +563,7 @@ WHERE `+fencedWhere+` RETURNING job_seq, ordinal, max_attempts, retry_base_us`,
 		terminalCode = o.FailureCode
 	}
 	first := ev{typ: EventAttemptFailed, attempt: r.ordinal, code: o.FailureCode}
-	if err := t.finishJob(r.jobSeq, r.ordinal, status, retryAt, terminalCode, us, first); err != nil {
+	if err := t.finishJob(r.jobSeq, r.jobEvents, r.ordinal, status, retryAt, terminalCode, us, first); err != nil {
 		return c, err
 	}
 	c.JobStatus = status
@@ -528,42 +571,6 @@ WHERE `+fencedWhere+` RETURNING job_seq, ordinal, max_attempts, retry_base_us`,
 		c.RetryAt = fromMicros(retryAt).Time
 	}
 	return c, nil
-}
-
-// completeRefusal explains why a result matched no leased attempt: an
-// identical replay of a recorded outcome (same lane and generation) is
-// answered from the job with c.Replayed set; otherwise it returns the
-// fencing error, ErrConflict for a different recorded outcome, or
-// ErrInvalid when a success does not match the job's kind.
-func (t *wtx) completeRefusal(f Fence, us int64, digest []byte, kind string, c *Completion) error {
-	r, err := t.loadFence(f)
-	if err != nil {
-		return err
-	}
-	if err := checkBinding(r, f); err != nil {
-		return err
-	}
-	if r.status == AttemptSucceeded || r.status == AttemptFailed {
-		if !bytes.Equal(r.digest, digest) {
-			return ErrConflict
-		}
-		var retryAt sql.NullInt64
-		if err := t.queryRow(`SELECT status, retry_at FROM jobs WHERE seq = ?`, r.jobSeq).Scan(&c.JobStatus, &retryAt); err != nil {
-			return err
-		}
-		c.Replayed = true
-		if retryAt.Valid {
-			c.RetryAt = fromMicros(retryAt.Int64).Time
-		}
-		return nil
-	}
-	if err := checkActive(r, us); err != nil {
-		return err
-	}
-	if kind != "" && r.kind != kind {
-		return invalid("result kind does not match the job")
-	}
-	return ErrStale
 }
 
 // nextAfterFailure decides where a job goes after its attempt failed or
@@ -581,11 +588,11 @@ func nextAfterFailure(r fenceRow, retryable bool, us int64) (string, int64) {
 // and records first (attempt_failed or expired) followed by
 // retry_scheduled or failed. A terminal failure keeps its code; a
 // retryable one that ran out of attempts becomes max_attempts_exceeded.
-func (t *wtx) finishJob(jobSeq int64, ordinal int, status string, retryAt int64, terminalCode string, us int64, first ev) error {
-	var events int64
+func (t *wtx) finishJob(jobSeq, jobEvents int64, ordinal int, status string, retryAt int64, terminalCode string, us int64, first ev) error {
+	events := jobEvents + 2
 	if status == JobRetryWait {
-		if err := t.writeRow(`UPDATE jobs SET status = 'retry_wait', current_attempt = NULL, retry_at = ?,
-  event_count = event_count + 2, updated_at = ? WHERE seq = ? RETURNING event_count`, retryAt, us, jobSeq).Scan(&events); err != nil {
+		if _, err := t.exec(`UPDATE jobs SET status = 'retry_wait', current_attempt = NULL, retry_at = ?,
+  event_count = ?, updated_at = ? WHERE seq = ?`, retryAt, events, us, jobSeq); err != nil {
 			return err
 		}
 		t.events(jobSeq, events, us, first, ev{typ: EventRetryScheduled, attempt: ordinal})
@@ -595,8 +602,8 @@ func (t *wtx) finishJob(jobSeq int64, ordinal int, status string, retryAt int64,
 	if code == "" {
 		code = CodeMaxAttemptsExceeded
 	}
-	if err := t.writeRow(`UPDATE jobs SET status = 'failed', current_attempt = NULL, failure_code = ?,
-  event_count = event_count + 2, updated_at = ? WHERE seq = ? RETURNING event_count`, code, us, jobSeq).Scan(&events); err != nil {
+	if _, err := t.exec(`UPDATE jobs SET status = 'failed', current_attempt = NULL, failure_code = ?,
+  event_count = ?, updated_at = ? WHERE seq = ?`, code, events, us, jobSeq); err != nil {
 		return err
 	}
 	t.events(jobSeq, events, us, first, ev{typ: EventFailed, attempt: ordinal, code: code})
@@ -613,23 +620,25 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
 	var res SweepResult
 	err := s.w.do(ctx, func(t *wtx) error {
 		res = SweepResult{}
-		rows, err := t.query(`SELECT a.job_seq, a.id, j.id, a.ordinal, a.lane, a.generation, a.max_attempts, a.retry_base_us
+		rows, err := t.query(`SELECT a.job_seq, a.id, j.id, a.ordinal, a.lane, a.generation, a.max_attempts, a.retry_base_us,
+  j.event_count
 FROM attempts a JOIN jobs j ON j.seq = a.job_seq
 WHERE a.status = 'leased' AND a.deadline_at <= ? ORDER BY a.deadline_at, a.id`, us)
 		if err != nil {
 			return err
 		}
 		var due []fenceRow
-		var ids []string
+		var ids, jobIDs []string
 		for rows.Next() {
 			var r fenceRow
-			var id string
-			if err := rows.Scan(&r.jobSeq, &id, &r.jobID, &r.ordinal, &r.lane, &r.generation, &r.maxAttempts, &r.retryBase); err != nil {
+			var id, jobID string
+			if err := rows.Scan(&r.jobSeq, &id, &jobID, &r.ordinal, &r.lane, &r.generation, &r.maxAttempts,
+				&r.retryBase, &r.jobEvents); err != nil {
 				rows.Close()
 				return err
 			}
 			due = append(due, r)
-			ids = append(ids, id)
+			ids, jobIDs = append(ids, id), append(jobIDs, jobID)
 		}
 		if err := rows.Close(); err != nil {
 			return err
@@ -643,10 +652,10 @@ WHERE a.status = 'leased' AND a.deadline_at <= ? ORDER BY a.deadline_at, a.id`, 
 WHERE job_seq = ? AND id = ? AND status = 'leased'`, us, CodeLeaseExpired, r.jobSeq, ids[i]); err != nil {
 				return err
 			}
-			if err := t.finishJob(r.jobSeq, r.ordinal, status, retryAt, "", us, ev{typ: EventExpired, attempt: r.ordinal}); err != nil {
+			if err := t.finishJob(r.jobSeq, r.jobEvents, r.ordinal, status, retryAt, "", us, ev{typ: EventExpired, attempt: r.ordinal}); err != nil {
 				return err
 			}
-			e := Expiry{JobID: r.jobID, AttemptID: ids[i], Ordinal: r.ordinal, Lane: r.lane, Generation: r.generation, JobStatus: status}
+			e := Expiry{JobID: jobIDs[i], AttemptID: ids[i], Ordinal: r.ordinal, Lane: r.lane, Generation: r.generation, JobStatus: status}
 			if status == JobRetryWait {
 				e.RetryAt = fromMicros(retryAt).Time
 			}

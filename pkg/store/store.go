@@ -61,8 +61,9 @@ type Store struct {
 }
 
 const (
-	busyTimeoutMS = 10000
-	readConns     = 4
+	busyTimeoutMS  = 10000
+	readConns      = 4
+	writerCacheKiB = 32 << 10 // the writer's page cache (32 MiB)
 )
 
 // Open validates dsn, runs the permission preflight for file databases,
@@ -95,7 +96,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		writerDSN = fileURI(loc.path) + "?mode=rwc&_txlock=immediate" +
 			fmt.Sprintf("&_pragma=busy_timeout(%d)", busyTimeoutMS) +
 			"&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
-			fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walBackstopPages)
+			fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)&_pragma=cache_size(-%d)", walBackstopPages, writerCacheKiB)
 	}
 	if loc.memory {
 		writerDSN = appendParams(writerDSN, fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", busyTimeoutMS))

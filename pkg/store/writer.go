@@ -102,26 +102,6 @@ func (t *wtx) exec(query string, args ...any) (sql.Result, error) {
 	return st.ExecContext(t.ctx, args...)
 }
 
-// writeRow runs a writing statement with RETURNING and yields its row. A
-// statement that matched no row (sql.ErrNoRows) changed nothing, so it does
-// not mark the operation as having written.
-func (t *wtx) writeRow(query string, args ...any) returningRow {
-	return returningRow{t: t, row: t.w.conn.QueryRowContext(t.ctx, query, args...)}
-}
-
-type returningRow struct {
-	t   *wtx
-	row *sql.Row
-}
-
-func (r returningRow) Scan(dest ...any) error {
-	err := r.row.Scan(dest...)
-	if !isNoRows(err) {
-		r.t.wrote = true
-	}
-	return err
-}
-
 func (t *wtx) queryRow(query string, args ...any) *sql.Row {
 	st, err := t.w.stmt(query)
 	if err != nil {
