@@ -203,13 +203,14 @@ func (t *wtx) lease(req LeaseRequest, us int64) (*Lease, error) {
 	if !live {
 		return nil, ErrStale
 	}
-	var busy bool
-	if err := t.queryRow(`SELECT EXISTS (SELECT 1 FROM attempts WHERE lane = ? AND generation = ? AND status = 'leased')`,
-		req.Lane, req.Generation).Scan(&busy); err != nil {
-		return nil, err
-	}
-	if busy {
+	var one int
+	err = t.queryRow(`SELECT 1 FROM attempts WHERE lane = ? AND generation = ? AND status = 'leased' LIMIT 1`,
+		req.Lane, req.Generation).Scan(&one)
+	if err == nil {
 		return nil, ErrLaneBusy
+	}
+	if !isNoRows(err) {
+		return nil, err
 	}
 	query, args := candidateSQL(req.Pool, us, req.Plugins, req.Repositories)
 	var (
