@@ -22,7 +22,10 @@
 // remaining descendant (ordinary ones still attached to a living parent and
 // setsid ones reparented to the reaper), sends SIGTERM and SIGCONT, then
 // SIGKILL after a short grace, reaps them, and exits with the program's
-// status (128+N when a signal N ended it). Every signal to a process that is
+// status (128+N when a signal N ended it). When the reaper has no child
+// left at that point there is no descendant left anywhere (each one either
+// has a living parent below the reaper or was reparented to it), so it
+// exits at once: no /proc scan, no signal, no grace period. Every signal to a process that is
 // not the reaper's own unreaped child goes through a pidfd whose identity
 // is confirmed by the process start time, so a recycled PID is never hit.
 // The whole cleanup is bounded in time.

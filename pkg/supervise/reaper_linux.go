@@ -32,16 +32,29 @@ const (
 // its arguments. It returns the exit status for os.Exit. See the package
 // documentation for what it does and how a binary dispatches to it.
 func ReaperMain(args []string) int {
+	status, _ := reap(args)
+	return status
+}
+
+// sweepReport says what the cleanup after the program did: nothing at all
+// (fast: no child was left once the program had been reaped), or how many
+// signals it sent and whether the bound cut it short.
+type sweepReport struct {
+	fast       bool
+	term, kill int
+	timedOut   bool
+}
+
+// reap is ReaperMain with the sweep's report, which tests inspect.
+func reap(args []string) (int, sweepReport) {
 	if len(args) == 0 || args[0] == "" {
-		return reaperUsage
+		return reaperUsage, sweepReport{}
 	}
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
-		return reaperUsage
+		return reaperUsage, sweepReport{}
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
-	chld := make(chan os.Signal, 1)
-	signal.Notify(chld, syscall.SIGCHLD)
 
 	pidfd := -1
 	pid, err := syscall.ForkExec(args[0], args, &syscall.ProcAttr{
@@ -50,23 +63,23 @@ func ReaperMain(args []string) int {
 		Sys:   &syscall.SysProcAttr{PidFD: &pidfd},
 	})
 	if err != nil {
-		return reaperStartFailed
+		return reaperStartFailed, sweepReport{}
 	}
 	prog := program{pid: pid, pidfd: pidfd}
 	stop := make(chan struct{})
 	go prog.forward(sigs, stop)
 	ws, ok := waitProgram(pid)
 	close(stop)
-	sweep(chld)
+	rep := sweep()
 	switch {
 	case !ok:
-		return reaperUsage
+		return reaperUsage, rep
 	case ws.Exited():
-		return ws.ExitStatus()
+		return ws.ExitStatus(), rep
 	case ws.Signaled():
-		return 128 + int(ws.Signal())
+		return 128 + int(ws.Signal()), rep
 	}
-	return reaperUsage
+	return reaperUsage, rep
 }
 
 // program is the reaper's direct child. Its pidfd (from clone) can never
@@ -145,10 +158,19 @@ func reapAvailable() bool {
 
 // sweep terminates and reaps every remaining descendant, bounded by
 // sweepLimit: SIGTERM and SIGCONT first, SIGKILL after sweepTermGrace.
-func sweep(chld <-chan os.Signal) {
+//
+// The fast path, by far the common case, costs one wait4 call: when no
+// child is left there is no descendant at all, and the reaper exits at
+// once without scanning /proc, registering for SIGCHLD or waiting.
+func sweep() sweepReport {
 	if !reapAvailable() {
-		return
+		return sweepReport{fast: true}
 	}
+	// SIGCHLD only wakes the poll below early; one that arrived before
+	// this registration needs no wake-up, reapAvailable runs first anyway.
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	var rep sweepReport
 	self := os.Getpid()
 	tree := newProcTree()
 	start := time.Now()
@@ -156,7 +178,8 @@ func sweep(chld <-chan os.Signal) {
 	for reapAvailable() {
 		elapsed := time.Since(start)
 		if elapsed >= sweepLimit {
-			return
+			rep.timedOut = true
+			return rep
 		}
 		sig := syscall.SIGTERM
 		if elapsed >= sweepTermGrace {
@@ -166,9 +189,14 @@ func sweep(chld <-chan os.Signal) {
 			if prev, ok := sent[d]; ok && (prev == syscall.SIGKILL || sig == syscall.SIGTERM) {
 				continue
 			}
-			signalIdentified(d, sig)
+			if !signalIdentified(d, sig) {
+				continue
+			}
 			if sig == syscall.SIGTERM {
 				signalIdentified(d, syscall.SIGCONT)
+				rep.term++
+			} else {
+				rep.kill++
 			}
 			sent[d] = sig
 		}
@@ -179,25 +207,28 @@ func sweep(chld <-chan os.Signal) {
 		}
 		t.Stop()
 	}
+	return rep
 }
 
 // signalIdentified signals d only while it is still the process that was
 // found: it opens a pidfd for the pid, then confirms the start time, so
-// the signal cannot reach a process that recycled the pid.
-func signalIdentified(d proc, sig syscall.Signal) {
+// the signal cannot reach a process that recycled the pid. It reports
+// whether the signal was sent.
+func signalIdentified(d proc, sig syscall.Signal) bool {
 	fd, _, e := syscall.Syscall(sysPidfdOpen, uintptr(d.pid), 0, 0)
 	if e == syscall.ENOSYS {
 		if cur, ok := readProcStat(d.pid); ok && cur.start == d.start {
-			syscall.Kill(d.pid, sig) // no pidfd on this kernel: best effort
+			return syscall.Kill(d.pid, sig) == nil // no pidfd on this kernel: best effort
 		}
-		return
+		return false
 	}
 	if e != 0 {
-		return // already gone
+		return false // already gone
 	}
 	defer syscall.Close(int(fd))
 	if cur, ok := readProcStat(d.pid); !ok || cur.start != d.start {
-		return
+		return false
 	}
-	syscall.Syscall6(sysPidfdSendSignal, fd, uintptr(sig), 0, 0, 0, 0)
+	_, _, e = syscall.Syscall6(sysPidfdSendSignal, fd, uintptr(sig), 0, 0, 0, 0)
+	return e == 0
 }

@@ -165,3 +165,113 @@ func TestReaperMainRejectsMissingProgram(t *testing.T) {
 		t.Fatal("ReaperMain without a program returned 0")
 	}
 }
+
+// sweepReportOf makes c run under the test binary's reaper with a sweep
+// report file, and returns a function that reads the report after Wait.
+func sweepReportOf(t *testing.T, c *supervise.Command) func() string {
+	t.Helper()
+	path := t.TempDir() + "/sweep"
+	c.Reaper = self(t)
+	c.Env = append(c.Env, supervise.SweepReportEnv+"="+path)
+	return func() string {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("no sweep report: %v", err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+}
+
+// parseSweep splits a report line into its fields.
+func parseSweep(t *testing.T, line string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range strings.Fields(line) {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			t.Fatalf("bad sweep report %q", line)
+		}
+		out[k] = v
+	}
+	if len(out) != 4 {
+		t.Fatalf("bad sweep report %q", line)
+	}
+	return out
+}
+
+// With nothing left behind, the reaper exits straight after the program:
+// no /proc scan, no signal, no grace period (the fast path).
+func TestReaperFastPathWithoutDescendants(t *testing.T) {
+	cases := map[string]string{
+		"no child at all":         `exit 3`,
+		"children already waited": `ls / >/dev/null; env >/dev/null; exit 3`,
+	}
+	for name, script := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := shell(t, script)
+			report := sweepReportOf(t, &c)
+			res, err := supervise.Run(context.Background(), c, nil)
+			if err != nil || res.Exit.Code != 3 {
+				t.Fatalf("exit = %+v, %v; want code 3", res.Exit, err)
+			}
+			if got, want := report(), "fast=true term=0 kill=0 timedout=false"; got != want {
+				t.Fatalf("sweep = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// Leftovers take the slow path: every one is signalled (each gets SIGTERM
+// once, or SIGKILL when it outlives the grace) and none survives.
+func TestReaperSlowPathSignalsEveryLeftover(t *testing.T) {
+	c := shell(t, leaverScript)
+	c.Env = append(c.Env, "D="+t.TempDir(), "CODE=0")
+	report := sweepReportOf(t, &c)
+	p, _, line := startReady(t, context.Background(), c)
+	var left []leftover
+	for _, f := range strings.Fields(line) {
+		pid, _ := strconv.Atoi(f)
+		left = append(left, leftover{pid, identity(pid)})
+	}
+	p.Stdin().Close()
+	if exit, err := p.Wait(); err != nil || !exit.Success() {
+		t.Fatalf("exit = %+v, %v", exit, err)
+	}
+	assertGone(t, left)
+	rep := parseSweep(t, report())
+	term, _ := strconv.Atoi(rep["term"])
+	kill, _ := strconv.Atoi(rep["kill"])
+	if rep["fast"] != "false" || term+kill < len(left) {
+		t.Fatalf("sweep = %v, want the slow path with a signal for each of %d leftovers", rep, len(left))
+	}
+}
+
+// A leftover that ignores SIGTERM (inherited SIG_IGN survives exec) is
+// still killed: the sweep escalates to SIGKILL.
+func TestReaperKillsLeftoverIgnoringTerm(t *testing.T) {
+	c := shell(t, `setsid sh -c 'trap "" TERM; echo $$ > "$0.s"; exec sleep 1000' "$D/p" &
+while [ ! -s "$D/p.s" ]; do :; done
+cat "$D/p.s"
+read x
+exit 0`)
+	c.Env = append(c.Env, "D="+t.TempDir())
+	report := sweepReportOf(t, &c)
+	p, _, line := startReady(t, context.Background(), c)
+	pid, err := strconv.Atoi(line)
+	if err != nil {
+		t.Fatalf("bad pid line %q", line)
+	}
+	left := []leftover{{pid, identity(pid)}}
+	if left[0].id == "" {
+		t.Fatal("leftover not running before cleanup")
+	}
+	p.Stdin().Close()
+	if exit, err := p.Wait(); err != nil || !exit.Success() {
+		t.Fatalf("exit = %+v, %v", exit, err)
+	}
+	assertGone(t, left)
+	if rep := parseSweep(t, report()); rep["fast"] != "false" || rep["kill"] == "0" {
+		t.Fatalf("sweep = %v, want SIGKILL sent", rep)
+	}
+}

@@ -16,10 +16,11 @@ import (
 )
 
 // TestMain lets the test binary serve as the reaper, exactly as every
-// binary that runs plugins does.
+// binary that runs plugins does (ReaperTestMain is ReaperMain that can
+// also report what its sweep did).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
-		os.Exit(supervise.ReaperMain(os.Args[2:]))
+		os.Exit(supervise.ReaperTestMain(os.Args[2:]))
 	}
 	os.Exit(m.Run())
 }
