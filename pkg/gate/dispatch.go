@@ -32,11 +32,11 @@ func (g *Gate) wakeLocked(l *lane) bool {
 	if l.closed {
 		return false
 	}
-	switch l.state {
-	case laneIdle:
+	switch {
+	case l.state == laneIdle:
 		l.state = laneLeasing
 		return true
-	case laneLeasing:
+	case l.state == laneLeasing, l.completing:
 		l.again = true
 	}
 	return false
@@ -94,7 +94,7 @@ func (g *Gate) wakeFor(pool, plugin, repo string) {
 		g.wakeLocked(start)
 	} else {
 		for _, l := range g.lanes.order {
-			if l.state == laneLeasing && l.fits(pool, plugin, repo) {
+			if (l.state == laneLeasing || l.completing) && l.fits(pool, plugin, repo) {
 				l.again = true
 			}
 		}
@@ -128,11 +128,7 @@ func (g *Gate) leaseLoop(l *lane) {
 			if !closed {
 				// A failed send closes the connection; the attempt keeps its
 				// lease until it expires and is retried.
-				l.send(wire.Envelope{Type: wire.TypeLease, Lease: &wire.Lease{
-					JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
-					DeadlineAt: ls.DeadlineAt.UTC(), Kind: wire.Kind(ls.Kind),
-					Policy: ls.Policy, Task: ls.Task,
-				}})
+				l.sendLease(ls)
 			}
 			return
 		}

@@ -35,11 +35,17 @@ type lane struct {
 	sendMu     sync.Mutex
 
 	// guarded by registry.mu
-	state     laneState
-	again     bool // a wake arrived while leasing: lease once more
-	closed    bool
-	jobID     string
-	attemptID string
+	state      laneState
+	again      bool // a wake arrived while leasing or completing: lease once more
+	completing bool // busy, and the result of its attempt is being recorded
+	closed     bool
+	jobID      string
+	attemptID  string
+}
+
+// leaseRequest names this lane to the store's Lease.
+func (l *lane) leaseRequest() store.LeaseRequest {
+	return store.LeaseRequest{Lane: l.name, Generation: l.generation, Pool: l.pool, Plugins: l.plugins, Repositories: l.repos}
 }
 
 // registry maps lane names to their live connection.
@@ -295,12 +301,30 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		}
 		return reply(true, &wire.Ack{}, "")
 	case wire.TypeResult:
-		r := e.Result
-		f := store.Fence{JobID: r.JobID, AttemptID: r.AttemptID, Lane: l.name, Generation: l.generation}
-		out, err := outcome(r)
-		if err != nil {
-			return reply(false, nil, wire.RejectInvalid)
-		}
+		return g.handleResult(l, e.Result, now, reply)
+	}
+	// hello twice or a Gate-only message from a Worker: protocol violation.
+	return false
+}
+
+// handleResult records a result. For the lane's current attempt the
+// store records it and, in the same transaction, leases the lane its next
+// attempt (CompleteAndLease): one commit, and the next lease follows the
+// ACK at once. Any other result (a replay, another attempt) is recorded
+// or refused on its own and leaves the lane as it is.
+func (g *Gate) handleResult(l *lane, r *wire.Result, now time.Time, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
+	f := store.Fence{JobID: r.JobID, AttemptID: r.AttemptID, Lane: l.name, Generation: l.generation}
+	out, err := outcome(r)
+	if err != nil {
+		return reply(false, nil, wire.RejectInvalid)
+	}
+	g.lanes.mu.Lock()
+	current := !l.closed && l.state == laneBusy && !l.completing && l.attemptID == r.AttemptID && l.jobID == r.JobID
+	if current {
+		l.completing, l.again = true, false
+	}
+	g.lanes.mu.Unlock()
+	if !current {
 		c, err := g.st.Complete(g.ctx, f, out, now)
 		if err != nil {
 			return g.rejectStoreErr(err, reply)
@@ -308,22 +332,57 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		if c.JobStatus == store.JobRetryWait {
 			g.noteDue(c.RetryAt)
 		}
-		if !reply(true, &wire.Ack{}, "") {
-			return false
-		}
-		g.lanes.mu.Lock()
-		current := l.state == laneBusy && l.attemptID == r.AttemptID
-		if current {
-			l.state, l.jobID, l.attemptID = laneIdle, "", ""
-		}
-		g.lanes.mu.Unlock()
-		if current {
-			g.wakeLane(l)
-		}
-		return true
+		return reply(true, &wire.Ack{}, "")
 	}
-	// hello twice or a Gate-only message from a Worker: protocol violation.
-	return false
+	c, next, err := g.st.CompleteAndLease(g.ctx, f, out, l.leaseRequest(), now)
+	if err != nil {
+		// Nothing was recorded. The lane stays busy with the attempt
+		// until its lease ends (a sweep expiry cancels it).
+		g.lanes.mu.Lock()
+		l.completing, l.again = false, false
+		g.lanes.mu.Unlock()
+		return g.rejectStoreErr(err, reply)
+	}
+	if c.JobStatus == store.JobRetryWait {
+		g.noteDue(c.RetryAt)
+	}
+	g.lanes.mu.Lock()
+	l.completing = false
+	start := false
+	switch {
+	case next != nil:
+		l.state, l.again, l.jobID, l.attemptID = laneBusy, false, next.JobID, next.AttemptID
+	case l.again && !l.closed:
+		// A submit or retry named this lane while the store looked: ask
+		// once more.
+		l.state, l.again, l.jobID, l.attemptID = laneLeasing, false, "", ""
+		start = true
+	default:
+		l.state, l.again, l.jobID, l.attemptID = laneIdle, false, "", ""
+	}
+	g.lanes.mu.Unlock()
+	if !reply(true, &wire.Ack{}, "") {
+		return false
+	}
+	if next != nil {
+		// A failed send closes the connection; the attempt keeps its
+		// lease until it expires and is retried.
+		return l.sendLease(next)
+	}
+	if start {
+		g.wg.Add(1)
+		go g.leaseLoop(l)
+	}
+	return true
+}
+
+// sendLease pushes a lease the store handed to l.
+func (l *lane) sendLease(ls *store.Lease) bool {
+	return l.send(wire.Envelope{Type: wire.TypeLease, Lease: &wire.Lease{
+		JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
+		DeadlineAt: ls.DeadlineAt.UTC(), Kind: wire.Kind(ls.Kind),
+		Policy: ls.Policy, Task: ls.Task,
+	}})
 }
 
 // rejectStoreErr maps a store rejection to a wire reject code; an
