@@ -64,6 +64,9 @@ const (
 	busyTimeoutMS  = 10000
 	readConns      = 4
 	writerCacheKiB = 32 << 10 // the writer's page cache (32 MiB)
+	// pageSize for new databases (SQLite's default, stated explicitly:
+	// 1 KiB pages made commits smaller but measured no clear gain here).
+	pageSize = 4096
 )
 
 // Open validates dsn, runs the permission preflight for file databases,
@@ -95,7 +98,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		}
 		writerDSN = fileURI(loc.path) + "?mode=rwc&_txlock=immediate" +
 			fmt.Sprintf("&_pragma=busy_timeout(%d)", busyTimeoutMS) +
-			"&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
+			"&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)" +
 			fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)&_pragma=cache_size(-%d)", walBackstopPages, writerCacheKiB)
 	}
 	if loc.memory {
@@ -114,8 +117,14 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
 	if !loc.memory {
+		// The page size only takes effect on a new, empty database, and only
+		// before WAL mode is enabled.
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA page_size = %d", pageSize)); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("store: open: set page size: %w", err)
+		}
 		var mode string
-		if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil || mode != "wal" {
 			conn.Close()
 			return nil, errors.New("store: open: database is not in WAL mode")
 		}
