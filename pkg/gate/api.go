@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/0k-lab/agent-forge/pkg/debugview"
 	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
@@ -25,8 +26,25 @@ func (g *Gate) Handler() http.Handler {
 	mux.HandleFunc("/v1/jobs/{id}/events", g.owner(http.MethodGet, g.handleEvents))
 	mux.HandleFunc("/v1/jobs/{id}/aggregate", g.owner(http.MethodGet, g.handleAggregate))
 	mux.HandleFunc(wire.Path, g.handleWorker)
+	// The debug viewer: a public static shell under /debug/ and owner-only
+	// JSON reads under /v1/debug/ (the same owner check as the API).
+	viewer := debugview.New(debugview.FromStore(g.st, g.poolOf), func(r *http.Request) bool {
+		return g.sec.identify(r).owner
+	}, g.now)
+	mux.Handle("/debug/", viewer)
+	mux.Handle("/v1/debug/", viewer)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, errRouteNotFound) })
 	return mux
+}
+
+// poolOf names the pool of a configured Worker id ("" if unknown).
+func (g *Gate) poolOf(workerID string) string {
+	for i := range g.cfg.Workers {
+		if g.cfg.Workers[i].ID == workerID {
+			return g.cfg.Workers[i].Pool
+		}
+	}
+	return ""
 }
 
 // owner wraps an owner route: owner token first, then the method.
