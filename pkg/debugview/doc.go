@@ -3,7 +3,8 @@
 //
 // Mount the handler from New on both prefixes:
 //
-//	h := debugview.New(debugview.FromStore(st, poolOf), isOwner, now)
+//	h := debugview.New(debugview.FromStore(st, poolOf), isOwner, now,
+//		debugview.WithActivity(activityStore))
 //	mux.Handle("/debug/", h)    // public static shell, no state
 //	mux.Handle("/v1/debug/", h) // owner-only JSON, GET only
 //
@@ -16,6 +17,12 @@
 //	GET /v1/debug/jobs          {"jobs":[job…],"next_cursor"?,"as_of"}
 //	GET /v1/debug/workers       {"lanes":[lane…],"next_cursor"?,"as_of"}
 //	GET /v1/debug/jobs/{id}     {"job":job,"attempts":[attempt…],"events":[event…],"next_cursor"?,"as_of"}
+//	GET /v1/debug/jobs/{id}/activity
+//	                            {"live":bool,"activity":[{"attempt","attempt_id","worker_id","stage","at"}…],"as_of"}
+//
+// Live activity (WithActivity) is read from the Gate's memory only: the
+// stages of the job's live attempts, nothing else. The page polls it every
+// five seconds while a job drawer is open, independently of the listings.
 //
 // The JSON routes require the authenticate callback to accept the request
 // (the Gate checks the owner bearer token), otherwise 401. Any method but

@@ -35,13 +35,17 @@ type handler struct {
 	authenticate func(*http.Request) bool
 	now          func() time.Time
 	cursors      cursorCodec
+	activity     ActivitySource // nil: live activity is not enabled
 }
 
 // New returns the viewer. authenticate decides whether a JSON request
 // carries the owner's credentials; now stamps responses. Each handler has
 // its own random cursor key.
-func New(store Reader, authenticate func(*http.Request) bool, now func() time.Time) http.Handler {
+func New(store Reader, authenticate func(*http.Request) bool, now func() time.Time, opts ...Option) http.Handler {
 	h := &handler{store: store, authenticate: authenticate, now: now}
+	for _, o := range opts {
+		o(h)
+	}
 	if _, err := rand.Read(h.cursors.key[:]); err != nil {
 		panic("debugview: no randomness for the cursor key")
 	}
@@ -115,12 +119,20 @@ func (h *handler) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "only GET is allowed")
 		return
 	}
+	rest := strings.TrimPrefix(r.URL.Path, "/v1/debug/")
+	if id, ok := strings.CutSuffix(strings.TrimPrefix(rest, "jobs/"), "/activity"); ok && strings.HasPrefix(rest, "jobs/") {
+		if !validJobID(id) {
+			writeError(w, http.StatusNotFound, "not_found", "no such job")
+			return
+		}
+		h.liveActivity(w, id, r.URL.RawQuery)
+		return
+	}
 	q, err := parseQuery(r.URL.RawQuery)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_query", err.Error())
 		return
 	}
-	rest := strings.TrimPrefix(r.URL.Path, "/v1/debug/")
 	switch {
 	case rest == "jobs":
 		h.jobs(w, r.Context(), q)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/debugview"
 	"github.com/0k-lab/agent-forge/pkg/debugview/readertest"
 )
@@ -239,10 +240,27 @@ func TestViewerInHeadlessChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
+	// Live activity for the newest job's attempt, in the real in-memory
+	// activity store.
+	acts := activity.NewStore(time.Now)
+	liveLease := activity.Lease{JobID: "j_0003", AttemptID: "a_j_0003", Ordinal: 1, Lane: "worker-1#1",
+		Generation: strings.Repeat("5e", 16), Version: activity.Version, Deadline: time.Now().Add(time.Hour)}
+	record := func(stage activity.Stage) {
+		t.Helper()
+		if _, err := acts.Record(liveLease.Lane, liveLease.Generation, activity.Payload{JobID: liveLease.JobID,
+			AttemptID: liveLease.AttemptID, Version: activity.Version, Stage: stage}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !acts.Begin(liveLease) {
+		t.Fatal("lease not tracked")
+	}
+	record(activity.StageAnalyzing)
+
 	rec := &recorder{}
 	viewer := debugview.New(readertest.NewMemory(sampleData()), func(r *http.Request) bool {
 		return r.Header.Get("Authorization") == "Bearer "+browserToken
-	}, time.Now)
+	}, time.Now, debugview.WithActivity(acts))
 	mux := http.NewServeMux()
 	mux.Handle("/debug/", viewer)
 	mux.Handle("/v1/debug/", viewer)
@@ -305,8 +323,16 @@ func TestViewerInHeadlessChromium(t *testing.T) {
 			t.Fatalf("timeline %q lacks %q", timeline, want)
 		}
 	}
-	if drawerTitle != "Job j_0003" || !strings.Contains(live, "Live activity") || !strings.Contains(live, "not available") {
+	if drawerTitle != "Job j_0003" || !strings.Contains(live, "Live activity") {
 		t.Fatalf("drawer title %q, live %q", drawerTitle, live)
+	}
+	// The live section shows the current stage and, on its own 5 s
+	// refresh, picks up the next one without reopening the drawer.
+	p.waitFor(ctx, `document.querySelectorAll('#live-list li').length === 1 && document.getElementById('live-note').textContent.startsWith('Current stage: analyzing')`)
+	record(activity.StageEditing)
+	p.waitFor(ctx, `document.querySelectorAll('#live-list li').length === 2 && document.getElementById('live-note').textContent.startsWith('Current stage: editing')`)
+	if tl := p.text(ctx, `document.getElementById('timeline')`); strings.Contains(tl, "editing") || strings.Contains(tl, "analyzing") {
+		t.Fatal("live activity leaked into the timeline")
 	}
 
 	// Nothing was persisted anywhere the page could reach again.

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/debugview"
 	"github.com/0k-lab/agent-forge/pkg/debugview/readertest"
 	"github.com/0k-lab/agent-forge/pkg/gate"
@@ -139,9 +140,10 @@ func (rg *realGate) submit(t *testing.T, input string) string {
 
 // rawLane is one Worker lane speaking forge-wire/v1 over a real WebSocket.
 type rawLane struct {
-	t   *testing.T
-	c   *wire.Conn
-	seq uint64
+	t       *testing.T
+	c       *wire.Conn
+	seq     uint64
+	welcome wire.Welcome
 }
 
 func connectRawLane(t *testing.T, addr string) *rawLane {
@@ -157,10 +159,11 @@ func connectRawLane(t *testing.T, addr string) *rawLane {
 	if err := c.Send(wire.Envelope{Type: wire.TypeHello, Hello: hello}); err != nil {
 		t.Fatal(err)
 	}
-	if e, err := c.Receive(); err != nil || e.Welcome == nil {
+	e, err := c.Receive()
+	if err != nil || e.Welcome == nil {
 		t.Fatalf("no welcome: %v", err)
 	}
-	return &rawLane{t: t, c: c}
+	return &rawLane{t: t, c: c, welcome: *e.Welcome}
 }
 
 func (l *rawLane) lease() *wire.Lease {
@@ -343,10 +346,22 @@ func TestViewerOnRealGate(t *testing.T) {
 		t.Fatalf("newest job %+v", done)
 	}
 
+	// The raw lane's current attempt reports a live stage into the
+	// in-memory activity store, bound to its lane and connection generation.
+	acts := activity.NewStore(time.Now)
+	if !acts.Begin(activity.Lease{JobID: third.JobID, AttemptID: third.AttemptID, Ordinal: third.Ordinal, Lane: lane.welcome.Lane,
+		Generation: lane.welcome.Generation, Version: activity.Version, Deadline: third.DeadlineAt}) {
+		t.Fatal("lease not tracked")
+	}
+	if _, err := acts.Record(lane.welcome.Lane, lane.welcome.Generation, activity.Payload{JobID: third.JobID, AttemptID: third.AttemptID,
+		Version: activity.Version, Stage: activity.StageAnalyzing}); err != nil {
+		t.Fatal(err)
+	}
+
 	rec := &recorder{}
 	viewer := debugview.New(reader, func(r *http.Request) bool {
 		return r.Header.Get("Authorization") == "Bearer "+browserToken
-	}, time.Now)
+	}, time.Now, debugview.WithActivity(acts))
 	mux := http.NewServeMux()
 	mux.Handle("/debug/", viewer)
 	mux.Handle("/v1/debug/", viewer)
@@ -411,6 +426,13 @@ func TestViewerOnRealGate(t *testing.T) {
 	}
 	if attempts := p.text(ctx, `document.getElementById('attempts-body')`); !strings.Contains(attempts, "worker-2") || !strings.Contains(attempts, "succeeded") {
 		t.Fatalf("attempts %q", attempts)
+	}
+	// The running job shows its live stage; finished jobs show none.
+	p.waitFor(ctx, `document.getElementById('live-note').textContent.startsWith('No live activity')`)
+	p.eval(ctx, `document.querySelector('#jobs-body tr[data-job-id="`+third.JobID+`"]').click(), true`, nil)
+	p.waitFor(ctx, `document.getElementById('drawer-title').textContent === 'Job `+third.JobID+`' && document.querySelectorAll('#live-list li').length === 1`)
+	if live := p.text(ctx, `document.getElementById('live-list')`); !strings.Contains(live, "analyzing  attempt 1 on worker-1") {
+		t.Fatalf("live activity %q", live)
 	}
 	body := p.text(ctx, `document.body`)
 	for _, s := range append(secrets, browserToken) {

@@ -13,10 +13,11 @@
   let currentJob = '';
   let busy = false;
   let liveTimer = 0;
+  let liveInflight = false;
 
   // Live activity refreshes on its own 5 s timer while a job drawer is
-  // open, independently of backlog loading (the `busy` flag). The Gate has
-  // no live-activity route yet, so refreshLive only states that.
+  // open, independently of backlog loading (it ignores the `busy` flag and
+  // never touches the listings).
   const liveEveryMs = 5000;
 
   const $ = (id) => document.getElementById(id);
@@ -218,9 +219,42 @@
     $('timeline-more').hidden = !timelineCursor;
   }
 
-  function refreshLive() {
-    const body = $('live-body');
-    body.textContent = currentJob ? 'Live activity is not available in this version.' : '';
+  async function refreshLive() {
+    const id = currentJob;
+    if (!id || liveInflight) {
+      return;
+    }
+    liveInflight = true;
+    try {
+      const page = await api('/v1/debug/jobs/' + encodeURIComponent(id) + '/activity', {});
+      if (id !== currentJob) {
+        return;
+      }
+      const list = $('live-list');
+      clear(list);
+      const acts = page.activity || [];
+      for (const a of acts) {
+        const li = document.createElement('li');
+        li.className = 'mono';
+        li.textContent = text(a.at) + '  ' + text(a.stage) + '  attempt ' + text(a.attempt) + ' on ' + text(a.worker_id);
+        list.appendChild(li);
+      }
+      let note;
+      if (!page.live) {
+        note = 'Live activity is not enabled on this Gate.';
+      } else if (acts.length === 0) {
+        note = 'No live activity: the job is not running, or its Worker does not report stages.';
+      } else {
+        note = 'Current stage: ' + text(acts[acts.length - 1].stage) + ' (as of ' + text(page.as_of) + ')';
+      }
+      $('live-note').textContent = note;
+    } catch (e) {
+      if (id === currentJob) {
+        $('live-note').textContent = 'Live activity unavailable: ' + text(e && e.message);
+      }
+    } finally {
+      liveInflight = false;
+    }
   }
 
   function startLive() {
@@ -239,6 +273,8 @@
   function openJob(id) {
     currentJob = id;
     timelineCursor = '';
+    clear($('live-list'));
+    $('live-note').textContent = 'loading live activity…';
     startLive();
     for (const tr of $('jobs-body').children) {
       tr.classList.toggle('selected', tr.dataset.jobId === id);
