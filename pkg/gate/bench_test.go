@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/wire"
+	"golang.org/x/net/websocket"
 )
 
 // Benchmarks run a real Gate on a file database (WAL, synchronous=FULL)
@@ -70,38 +72,69 @@ func benchSubmit(b *testing.B, c *http.Client, addr string) {
 }
 
 // benchLane is a raw worker lane that answers every lease with a no-op
-// result as fast as it can.
+// result as fast as it can. It is a load generator sharing the machine
+// with the Gate under test, so it speaks the protocol with plain
+// encoding/json on the raw WebSocket (the Gate still decodes strictly) and
+// reads only the fields it needs.
 type benchLane struct {
-	c      *wire.Conn
+	ws     *websocket.Conn
 	leases chan time.Time // receive time of every lease
+}
+
+// benchMsg is the part of a Gate message the bench lane reads.
+type benchMsg struct {
+	Type  string `json:"type"`
+	Seq   uint64 `json:"seq"`
+	Lease *struct {
+		JobID     string `json:"job_id"`
+		AttemptID string `json:"attempt_id"`
+	} `json:"lease"`
 }
 
 func openBenchLane(b *testing.B, addr string, slot int) *benchLane {
 	b.Helper()
-	c, err := dialWorker(b, addr, benchWorkerToken)
+	cfg, err := websocket.NewConfig("ws://"+addr+wire.Path, "http://"+addr)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := c.Send(wire.Envelope{Type: wire.TypeHello, Hello: &wire.Hello{Protocol: wire.Protocol, WorkerID: "worker-1", Slot: slot, Plugins: []string{"reference"}, Repositories: []string{}}}); err != nil {
+	cfg.Header.Set("Authorization", "Bearer "+benchWorkerToken)
+	ws, err := cfg.DialContext(context.Background())
+	if err != nil {
 		b.Fatal(err)
 	}
-	if e, err := c.Receive(); err != nil || e.Welcome == nil {
-		b.Fatalf("welcome: %v", err)
+	b.Cleanup(func() { ws.Close() })
+	hello := `{"type":"hello","hello":{"protocol":"` + wire.Protocol + `","worker_id":"worker-1","slot":` + strconv.Itoa(slot) +
+		`,"plugins":["reference"],"repositories":[]}}`
+	if err := websocket.Message.Send(ws, hello); err != nil {
+		b.Fatal(err)
 	}
-	b.Cleanup(func() { c.Close() })
-	return &benchLane{c: c, leases: make(chan time.Time, 1)}
+	l := &benchLane{ws: ws, leases: make(chan time.Time, 1)}
+	if m, err := l.receive(); err != nil || m.Type != "welcome" {
+		b.Fatalf("welcome: %+v %v", m, err)
+	}
+	return l
+}
+
+func (l *benchLane) receive() (benchMsg, error) {
+	var data []byte
+	if err := websocket.Message.Receive(l.ws, &data); err != nil {
+		return benchMsg{}, err
+	}
+	var m benchMsg
+	err := json.Unmarshal(data, &m)
+	return m, err
 }
 
 // serve answers leases until the connection closes: lease → result → ack.
 func (l *benchLane) serve(done *atomic.Int64) {
 	var seq uint64
-	out := ""
+	var buf []byte
 	for {
-		e, err := l.c.Receive()
+		m, err := l.receive()
 		if err != nil {
 			return
 		}
-		if e.Lease == nil {
+		if m.Lease == nil {
 			continue
 		}
 		select {
@@ -109,12 +142,18 @@ func (l *benchLane) serve(done *atomic.Int64) {
 		default:
 		}
 		seq++
-		res := wire.Envelope{Type: wire.TypeResult, Seq: seq, Result: &wire.Result{JobID: e.Lease.JobID, AttemptID: e.Lease.AttemptID, Outcome: wire.OutcomeSucceeded, Output: &out}}
-		if err := l.c.Send(res); err != nil {
+		buf = append(buf[:0], `{"type":"result","seq":`...)
+		buf = strconv.AppendUint(buf, seq, 10)
+		buf = append(buf, `,"result":{"job_id":"`...)
+		buf = append(buf, m.Lease.JobID...)
+		buf = append(buf, `","attempt_id":"`...)
+		buf = append(buf, m.Lease.AttemptID...)
+		buf = append(buf, `","outcome":"succeeded","output":""}}`...)
+		if err := websocket.Message.Send(l.ws, string(buf)); err != nil {
 			return
 		}
-		ack, err := l.c.Receive()
-		if err != nil || ack.Ack == nil {
+		ack, err := l.receive()
+		if err != nil || ack.Type != "ack" || ack.Seq != seq {
 			return
 		}
 		done.Add(1)
@@ -169,6 +208,7 @@ func BenchmarkDurableSubmits(b *testing.B) {
 	total := 5000 * b.N
 	client := ownerClient(submitters)
 	before := tg.st.Stats()
+	cpu0 := processCPU()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
@@ -190,6 +230,7 @@ func BenchmarkDurableSubmits(b *testing.B) {
 	b.ReportMetric(float64(total)/el.Seconds(), "submits_per_s")
 	b.ReportMetric(float64(commits)/el.Seconds(), "commits_per_s")
 	b.ReportMetric(float64(total)/float64(max(commits, 1)), "submits_per_commit")
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(total)/1000, "cpu_ms_per_submit")
 }
 
 // BenchmarkEndToEnd (c): 20,000 no-op text jobs submitted over HTTP by S
@@ -212,6 +253,7 @@ func endToEnd(b *testing.B, submitters, lanes, total int) {
 	}
 	client := ownerClient(submitters)
 	before := tg.st.Stats()
+	cpu0 := processCPU()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
@@ -241,6 +283,9 @@ func endToEnd(b *testing.B, submitters, lanes, total int) {
 	b.ReportMetric(float64(commits)/el.Seconds(), "commits_per_s")
 	b.ReportMetric(float64(total)/float64(max(commits, 1)), "jobs_per_commit")
 	b.ReportMetric(float64(after.Operations-before.Operations)/float64(total), "store_ops_per_job")
+	// CPU of the whole process (Gate and load generator) per job: the
+	// figure that does not depend on what else the machine runs.
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(total)/1000, "cpu_ms_per_job")
 }
 
 // BenchmarkIdleLaneMemory (d): Gate memory per idle connected lane. The
