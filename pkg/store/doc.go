@@ -71,7 +71,10 @@
 // WHERE clause re-checks the binding, the leased state and the deadline;
 // all inside the writer's transaction. CHECK constraints are limited to
 // state enumerations and the key state invariants.
-// Reads of file databases use a separate read-only pool and a snapshot
+//
+// A checkpointer on its own connection runs PASSIVE checkpoints every 64
+// commits, so COMMIT never pays for one (the writer keeps a large
+// wal_autocheckpoint as a backstop). Reads of file databases use a separate read-only pool and a snapshot
 // transaction; memory databases have one connection, so their reads are
 // queued on the writer too. Stats reports commits and operations.
 //
