@@ -20,12 +20,16 @@ import (
 )
 
 // buildBinaries builds the reference plugin and forge-worker (whose reaper
-// mode wraps each plugin on Linux) into dir.
+// mode wraps each plugin on Linux) into dir the way release binaries are
+// built (scripts/build-release.sh): CGO_ENABLED=0, stripped. A cgo build of
+// forge-worker links libc dynamically, and every wrapper start then pays
+// for the dynamic loader too.
 func buildBinaries(b *testing.B, dir string) (plugin, reaper string) {
 	b.Helper()
 	plugin, reaper = filepath.Join(dir, "forge-ref-plugin"), filepath.Join(dir, "forge-worker")
 	for out, pkg := range map[string]string{plugin: "../../cmd/forge-ref-plugin", reaper: "../../cmd/forge-worker"} {
-		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {
 			b.Fatalf("build %s: %v", pkg, err)
@@ -106,22 +110,29 @@ func bareSessionRate(b *testing.B, exe, reaper string, n int) float64 {
 // bare-sessions/s and wrapped-sessions/s (complete protocol sessions
 // through the plugin runner, 2 concurrent, without and with the wrapper)
 // e2e-backlog-jobs/s (the same jobs submitted before the Worker starts,
-// so submission does not compete with execution) and no-plugin-jobs/s
-// (Gate and Worker with an executor that answers at once: the cost of
-// everything but the plugin process).
+// so submission does not compete with execution), e2e-pinned-jobs/s (as
+// e2e-jobs/s with the plugin's sha256 pinned, so it is hashed before every
+// invocation) and no-plugin-jobs/s (Gate and Worker with an executor that
+// answers at once: the cost of everything but the plugin process).
 func BenchmarkEndToEndText(b *testing.B) {
 	const jobs = 200
 	plugin, reaper := buildBinaries(b, b.TempDir())
+	digest, err := fileSHA256(plugin)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for i := 0; i < b.N; i++ {
 		bare := bareSpawnRate(b, plugin, jobs)
 		sessions := bareSessionRate(b, plugin, "", jobs)
 		wrapped := bareSessionRate(b, plugin, reaper, jobs)
 		text := func(c *Config) Executor { return NewTextExecutor(c, os.LookupEnv, reaper) }
-		e2e, failed := endToEndRate(b, plugin, text, jobs, false)
-		backlog, failedBacklog := endToEndRate(b, plugin, text, jobs, true)
-		noPlugin, _ := endToEndRate(b, plugin, func(*Config) Executor { return instantExec{} }, jobs, false)
-		b.ReportMetric(float64(failed+failedBacklog), "failed-attempts")
+		e2e, failed := endToEndRate(b, plugin, "", text, jobs, false)
+		backlog, failedBacklog := endToEndRate(b, plugin, "", text, jobs, true)
+		pinned, failedPinned := endToEndRate(b, plugin, digest, text, jobs, false)
+		noPlugin, _ := endToEndRate(b, plugin, "", func(*Config) Executor { return instantExec{} }, jobs, false)
+		b.ReportMetric(float64(failed+failedBacklog+failedPinned), "failed-attempts")
 		b.ReportMetric(backlog, "e2e-backlog-jobs/s")
+		b.ReportMetric(pinned, "e2e-pinned-jobs/s")
 		b.ReportMetric(noPlugin, "no-plugin-jobs/s")
 		b.ReportMetric(sessions, "bare-sessions/s")
 		b.ReportMetric(wrapped, "wrapped-sessions/s")
@@ -135,8 +146,9 @@ func BenchmarkEndToEndText(b *testing.B) {
 // and how many of those attempts failed (a loaded machine can miss the
 // plugin protocol's 250 ms exit window; Gate retries such attempts). With
 // backlog the jobs are all submitted before the Worker starts; otherwise
-// they are submitted while it runs.
-func endToEndRate(b *testing.B, plugin string, executor func(*Config) Executor, n int, backlog bool) (float64, int) {
+// they are submitted while it runs. A non-empty pin is the plugin's
+// sha256 in the config.
+func endToEndRate(b *testing.B, plugin, pin string, executor func(*Config) Executor, n int, backlog bool) (float64, int) {
 	b.Helper()
 	dir := b.TempDir()
 	state := filepath.Join(dir, "state")
@@ -148,7 +160,7 @@ func endToEndRate(b *testing.B, plugin string, executor func(*Config) Executor, 
 	c := &Config{
 		GateURL: rg.url(), ID: "worker-1", TokenEnv: "WTOKEN", HeartbeatInterval: 10 * time.Second, Concurrency: 2,
 		WorktreeRoot: filepath.Join(dir, "wt"), RuntimeRoot: filepath.Join(dir, "rt"),
-		Plugins:              []Plugin{{ID: "reference", Argv: []string{plugin}}},
+		Plugins:              []Plugin{{ID: "reference", Argv: []string{plugin}, SHA256: pin}},
 		EnvironmentAllowlist: []string{"PATH"},
 		Ceilings: Ceilings{PluginTimeout: time.Hour, CheckTimeout: time.Hour, GitTimeout: time.Hour, CleanupTimeout: 10 * time.Second,
 			PluginOutputBytes: 1 << 20, CheckOutputBytes: 2048, GitOutputBytes: 1 << 20},
@@ -232,4 +244,22 @@ type instantExec struct{}
 
 func (instantExec) Execute(context.Context, *wire.Lease) Report {
 	return Report{Succeeded: true, Output: "BENCHMARK INPUT"}
+}
+
+// BenchmarkPluginDigest is the cost of the sha256 pin check made before
+// every invocation of a pinned plugin: hashing the reference plugin binary
+// (built as released). SetBytes makes the MB/s figure the hash rate.
+func BenchmarkPluginDigest(b *testing.B) {
+	plugin, _ := buildBinaries(b, b.TempDir())
+	fi, err := os.Stat(plugin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(fi.Size())
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := fileSHA256(plugin); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

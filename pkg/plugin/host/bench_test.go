@@ -61,6 +61,20 @@ func BenchmarkSpawnWrapper(b *testing.B) {
 	})
 }
 
+// (a) under the wrapper: the same bare spawn-and-wait with the reference
+// plugin started by the child-subreaper wrapper. The difference to (a) is
+// what the wrapper costs per invocation when nothing is left to clean up
+// (its fast path): one more process start.
+func BenchmarkSpawnWrappedRefPlugin(b *testing.B) {
+	measure(b, func() error {
+		err := exec.Command(built.wrapper, supervise.ReaperArg, built.refPlugin).Run()
+		if _, ok := err.(*exec.ExitError); ok {
+			return nil
+		}
+		return err
+	})
+}
+
 func benchSession(b *testing.B, reaper string) {
 	cmd := host.Command{Path: built.refPlugin, Env: []string{}, OutputBytes: 1 << 20, Reaper: reaper}
 	req := host.Request{Offer: []plugin.Capability{plugin.CapText}, Operation: plugin.OpText, Input: "hello, forge"}
