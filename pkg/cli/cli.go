@@ -82,8 +82,8 @@ type subcommand struct {
 // subcommands lists the job subcommands in usage order.
 func subcommands() []subcommand {
 	return []subcommand{
-		{"submit", "submit -file PATH|- [-wait [-timeout D] [-poll D]]", runSubmit},
-		{"wait", "wait [-timeout D] [-poll D] JOB_ID", runWait},
+		{"submit", "submit -file PATH|- [-wait [-timeout D] [-poll D] [-progress]]", runSubmit},
+		{"wait", "wait [-timeout D] [-poll D] [-progress] JOB_ID", runWait},
 		{"status", "status JOB_ID", runStatus},
 		{"events", "events JOB_ID", runEvents},
 		{"result", "result JOB_ID", runResult},

@@ -506,3 +506,52 @@ func TestGatePathPrefix(t *testing.T) {
 	r := runForge(t, env, `{"input":"x"}`, "submit", "-file", "-")
 	wantCode(t, r, ExitOK)
 }
+
+func TestWaitProgress(t *testing.T) {
+	g := newFakeGate(t, testToken)
+	env := gateEnv(g)
+	submit := func() string {
+		r := runForge(t, env, `{"input":"stages"}`, "submit", "-file", "-")
+		wantCode(t, r, ExitOK)
+		return decodeOut[Job](t, r).ID
+	}
+
+	id := submit()
+	r := runForge(t, env, "", "wait", "-poll", "10ms", "-progress", id)
+	wantCode(t, r, ExitOK)
+	want := "forge: progress: analyzing (attempt 1 on worker-1#1)\nforge: progress: editing (attempt 1 on worker-1#1)\n"
+	if r.stderr != want {
+		t.Fatalf("progress %q, want %q", r.stderr, want)
+	}
+	if decodeOut[Aggregate](t, r).Job.Status != "succeeded" {
+		t.Fatal("aggregate not printed")
+	}
+
+	// stderr is not a terminal here: no progress without the flag.
+	r = runForge(t, env, "", "wait", "-poll", "10ms", submit())
+	wantCode(t, r, ExitOK)
+	if r.stderr != "" {
+		t.Fatalf("unrequested progress %q", r.stderr)
+	}
+
+	// A Gate without the route (or a bad answer) turns progress off quietly.
+	for name, body := range map[string]string{
+		"missing": `{"error":{"code":"not_found","message":"no such route"}}`,
+		"invalid": `{"live":true,"activity":[{"attempt":1,"attempt_id":"a","worker_id":"w","stage":"compiling","at":"` + t1 + `"}],"as_of":"` + t1 + `"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			id := submit()
+			status := http.StatusNotFound
+			if name == "invalid" {
+				status = http.StatusOK
+			}
+			g.setRaw("/v1/debug/jobs/"+id+"/activity", status, body)
+			r := runForge(t, env, "", "wait", "-poll", "10ms", "-progress", id)
+			wantCode(t, r, ExitOK)
+			if r.stderr != "" {
+				t.Fatalf("stderr %q", r.stderr)
+			}
+		})
+	}
+	wantCode(t, runForge(t, env, "", "submit", "-file", "-", "-progress"), ExitUsage)
+}

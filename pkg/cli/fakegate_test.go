@@ -21,7 +21,9 @@ const (
 
 // fakeGate serves docs/api.md from memory. A text job's input scripts its
 // life: "fail" ends failed, "forever" stays pending, "flaky" answers 503 on
-// its second poll, anything else succeeds after one poll in "leased".
+// its second poll, "stages" stays leased for three polls while its live
+// activity moves from analyzing to editing, anything else succeeds after
+// one poll in "leased".
 type fakeGate struct {
 	t     *testing.T
 	token string
@@ -56,6 +58,7 @@ func newFakeGate(t *testing.T, token string) *fakeGate {
 	mux.HandleFunc("GET /v1/jobs/{id}", g.job)
 	mux.HandleFunc("GET /v1/jobs/{id}/events", g.events)
 	mux.HandleFunc("GET /v1/jobs/{id}/aggregate", g.aggregate)
+	mux.HandleFunc("GET /v1/debug/jobs/{id}/activity", g.activity)
 	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 2<<20))
 		g.mu.Lock()
@@ -127,6 +130,8 @@ func (j *fakeJob) advance() {
 	switch {
 	case j.input == "forever" || terminal(j.job.Status):
 		return
+	case j.input == "stages" && j.job.Status == "leased" && j.polls < 4:
+		return
 	case j.job.Status == "pending":
 		j.job.Status, j.job.AttemptCount, j.job.UpdatedAt = "leased", &one, t1
 		j.attempts = []Attempt{{ID: "a_1", Ordinal: 1, Status: "leased", WorkerID: "worker-1#1", LeasedAt: t1, DeadlineAt: &deadline}}
@@ -186,6 +191,24 @@ func (g *fakeGate) aggregate(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, Aggregate{Job: j.job, Attempts: attempts, Events: j.events})
 	}
+}
+
+// activity serves the debug viewer's live activity route.
+func (g *fakeGate) activity(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	j := g.lookup(w, r)
+	if j == nil {
+		return
+	}
+	acts := []activityRecord{}
+	if j.input == "stages" && j.job.Status == "leased" {
+		acts = append(acts, activityRecord{Attempt: 1, AttemptID: "a_1", WorkerID: "worker-1#1", Stage: "analyzing", At: t1})
+		if j.polls >= 3 {
+			acts = append(acts, activityRecord{Attempt: 1, AttemptID: "a_1", WorkerID: "worker-1#1", Stage: "editing", At: t2})
+		}
+	}
+	writeJSON(w, http.StatusOK, activityAnswer{Live: true, Activity: acts, AsOf: t2})
 }
 
 func (g *fakeGate) recordedRequests() []recorded {

@@ -87,3 +87,26 @@ func FuzzDecodeAggregate(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeActivity: never panics; an accepted, valid activity answer
+// re-encodes to one that is accepted and valid again.
+func FuzzDecodeActivity(f *testing.F) {
+	addSeeds(f, "activity")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var a activityAnswer
+		if err := strictjson.Decode(data, &a); err != nil || a.validate() != nil {
+			return
+		}
+		out, err := json.Marshal(&a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var again activityAnswer
+		if err := strictjson.Decode(out, &again); err != nil || again.validate() != nil {
+			t.Fatalf("re-encoded answer rejected: %v", err)
+		}
+		if !reflect.DeepEqual(a, again) {
+			t.Fatal("round trip changed the answer")
+		}
+	})
+}

@@ -30,8 +30,8 @@ func runSubmit(ctx context.Context, c *command, args []string) error {
 	if file == "" {
 		return usageErr("submit: -file PATH or -file - is required")
 	}
-	if !wait && (flagSet(fset, "timeout") || flagSet(fset, "poll")) {
-		return usageErr("submit: -timeout and -poll need -wait")
+	if !wait && (flagSet(fset, "timeout") || flagSet(fset, "poll") || flagSet(fset, "progress")) {
+		return usageErr("submit: -timeout, -poll and -progress need -wait")
 	}
 	if err := wf.check(c.name); err != nil {
 		return err

@@ -16,13 +16,15 @@ const (
 
 // waitFlags are the flags of wait and submit -wait.
 type waitFlags struct {
-	timeout time.Duration
-	poll    time.Duration
+	timeout  time.Duration
+	poll     time.Duration
+	progress bool
 }
 
 func (w *waitFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&w.timeout, "timeout", defaultWaitTimeout, "give up waiting after this long (exit 4)")
 	fs.DurationVar(&w.poll, "poll", defaultPoll, "interval between status polls")
+	fs.BoolVar(&w.progress, "progress", false, "show the live activity stage on stderr (default: when stderr is a terminal)")
 }
 
 func (w *waitFlags) check(name string) error {
@@ -67,6 +69,7 @@ func runWait(ctx context.Context, c *command, args []string) error {
 func (c *command) waitAndPrint(ctx context.Context, cl *client, id string, wf waitFlags, failFast bool) error {
 	deadlineCtx, cancel := context.WithTimeout(ctx, wf.timeout)
 	defer cancel()
+	prog := progress{enabled: wf.progress || stderrIsTerminal(c.stderr)}
 	lastStatus := ""
 	var lastErr error
 	for first := true; ; first = false {
@@ -76,6 +79,9 @@ func (c *command) waitAndPrint(ctx context.Context, cl *client, id string, wf wa
 			lastStatus, lastErr = job.Status, nil
 			if terminal(job.Status) {
 				return c.printOutcome(ctx, cl, id)
+			}
+			if job.Status == "leased" {
+				prog.poll(deadlineCtx, cl, id, c.stderr)
 			}
 		case ctx.Err() != nil:
 			return fail(ExitErr, "", "interrupted")
