@@ -11,7 +11,9 @@
 // documents (job, event array, aggregate), each strictly decoded, checked and
 // re-encoded with two-space indentation and a trailing newline. Human text
 // goes to stderr as `forge: error: …` and `forge: hint: …`; a Gate error body
-// {"error":{"code":c,"message":m}} is shown as `forge: error: c: m`.
+// {"error":{"code":c,"message":m}} is shown as `forge: error: c: m`. While
+// waiting, `-progress` (automatic when stderr is a terminal) prints live
+// activity stage changes as `forge: progress: …` (see progress.go).
 //
 // Exit codes:
 //
