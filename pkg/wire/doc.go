@@ -21,6 +21,7 @@
 //	                         ←   lease{job,attempt,…}         lane busy
 //	heartbeat seq=n          →
 //	                         ←   ack seq=n {deadline_at}  |  reject seq=n {code}
+//	activity{job,attempt,…}  →   (optional, no seq, no answer)
 //	evidence seq=n (coding)  →
 //	                         ←   ack seq=n  |  reject seq=n {code}
 //	result seq=n             →
@@ -30,7 +31,9 @@
 // hello is the first and only hello on a connection. Gate sends lease only
 // to an idle lane, so at most one attempt is in flight per connection.
 // heartbeat, evidence and result carry a seq (≥ 1) that the Gate echoes in
-// its ack or reject; lease, cancel, hello and welcome carry none. A reject
+// its ack or reject; lease, cancel, hello, welcome and activity carry none.
+// Live activity (pkg/activity) is negotiated by hello.activity_versions and
+// lease.activity_version; Gate never answers an activity message. A reject
 // without seq is a connection-level refusal (for example a hello for a slot
 // the token does not own); the Gate closes the connection after sending it.
 //

@@ -34,6 +34,7 @@ const (
 	FailureWorkspaceViolation     = "workspace_violation"      // coding: HEAD, refs, Git config or metadata touched, or a path escapes
 	FailureEmptyChange            = "empty_change"             // coding: the staged tree equals the base tree
 	FailureCommitIdentity         = "commit_identity_mismatch" // coding: git would alter the requested author identity
+	FailureInvalidActivity        = "invalid_activity"         // the lease selects an unknown activity version or carries an activity payload
 )
 
 // DispositionOf returns the fixed disposition of a Worker failure code and
@@ -47,7 +48,7 @@ func DispositionOf(code string) (Disposition, bool) {
 	case FailureInvalidTask, FailureScopedTestFailed, FailurePluginIdentityMismatch, FailurePolicyExceedsCeiling,
 		FailureEnvironmentNotAllowed, FailureUnknownPlugin, FailureInvalidPolicy, FailureUnsupportedKind,
 		FailureRepositoryUnavailable, FailureDefaultBranchMismatch, FailureInvalidBase,
-		FailureWorkspaceViolation, FailureEmptyChange, FailureCommitIdentity:
+		FailureWorkspaceViolation, FailureEmptyChange, FailureCommitIdentity, FailureInvalidActivity:
 		return DispositionTerminal, true
 	}
 	return "", false
@@ -63,7 +64,7 @@ func FailureCodes() []string {
 		FailureInvalidTask, FailureScopedTestFailed, FailurePluginIdentityMismatch, FailurePolicyExceedsCeiling,
 		FailureEnvironmentNotAllowed, FailureUnknownPlugin, FailureInvalidPolicy, FailureUnsupportedKind,
 		FailureRepositoryUnavailable, FailureDefaultBranchMismatch, FailureInvalidBase,
-		FailureWorkspaceViolation, FailureEmptyChange, FailureCommitIdentity,
+		FailureWorkspaceViolation, FailureEmptyChange, FailureCommitIdentity, FailureInvalidActivity,
 	}
 }
 

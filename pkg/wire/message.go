@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/activity"
 )
 
 // Protocol is the value of hello.protocol for this version.
@@ -27,8 +29,8 @@ const (
 // Type names an Envelope's payload.
 type Type string
 
-// Message types. Worker → Gate: Hello, Heartbeat, Evidence, Result.
-// Gate → Worker: Welcome, Lease, Ack, Reject, Cancel.
+// Message types. Worker → Gate: Hello, Heartbeat, Evidence, Result,
+// Activity. Gate → Worker: Welcome, Lease, Ack, Reject, Cancel.
 const (
 	TypeHello     Type = "hello"
 	TypeWelcome   Type = "welcome"
@@ -39,11 +41,12 @@ const (
 	TypeAck       Type = "ack"
 	TypeReject    Type = "reject"
 	TypeCancel    Type = "cancel"
+	TypeActivity  Type = "activity"
 )
 
 // Envelope is one WebSocket message: {"type":t,"seq":n,t:{…}}. Exactly one
 // payload pointer is set and it matches Type. Seq is zero (absent) except on
-// heartbeat, evidence, result and their ack or reject.
+// heartbeat, evidence, result and their ack or reject (never on activity).
 type Envelope struct {
 	Type      Type       `json:"type"`
 	Seq       uint64     `json:"seq,omitempty"`
@@ -56,6 +59,7 @@ type Envelope struct {
 	Ack       *Ack       `json:"ack,omitempty"`
 	Reject    *Reject    `json:"reject,omitempty"`
 	Cancel    *Cancel    `json:"cancel,omitempty"`
+	Activity  *Activity  `json:"activity,omitempty"`
 }
 
 // Hello is a lane's first message: who it is and what it can run.
@@ -65,6 +69,10 @@ type Hello struct {
 	Slot         int      `json:"slot"`
 	Plugins      []string `json:"plugins"`
 	Repositories []string `json:"repositories"`
+	// ActivityVersions offers live-activity versions (optional; at most
+	// activity.MaxOffer distinct names). Gate selects one it knows in each
+	// lease, or none.
+	ActivityVersions []string `json:"activity_versions,omitempty"`
 }
 
 // Welcome accepts a hello. Lane is the server-side lane name (worker-1,
@@ -94,7 +102,22 @@ type Lease struct {
 	Kind       Kind            `json:"kind"`
 	Policy     json.RawMessage `json:"policy"`
 	Task       json.RawMessage `json:"task"`
+	// ActivityVersion is the live-activity version Gate selected from the
+	// lane's offer; empty disables activity for this attempt. The decoder
+	// checks only its shape: a Worker refuses a version it does not know
+	// before executing anything (failure invalid_activity).
+	ActivityVersion string `json:"activity_version,omitempty"`
+	// Activity must be absent: activity belongs only to activity messages.
+	// It is decoded, not rejected by the decoder, so that a Worker can fail
+	// such a lease with invalid_activity instead of dropping the connection.
+	Activity json.RawMessage `json:"activity,omitempty"`
 }
+
+// Activity is one live-activity stage of the lane's current attempt
+// (Worker → Gate, no seq, never answered). Gate records it only for the
+// exact job, attempt, lane and connection of the lease, with the selected
+// version; anything else is dropped.
+type Activity = activity.Payload
 
 // Heartbeat asks the Gate to extend the lease of the named attempt.
 type Heartbeat struct {

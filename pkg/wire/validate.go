@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"unicode/utf8"
 
+	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 )
 
@@ -12,7 +13,7 @@ import (
 func (e *Envelope) Validate() error {
 	set := 0
 	for _, p := range []bool{e.Hello != nil, e.Welcome != nil, e.Lease != nil, e.Heartbeat != nil,
-		e.Evidence != nil, e.Result != nil, e.Ack != nil, e.Reject != nil, e.Cancel != nil} {
+		e.Evidence != nil, e.Result != nil, e.Ack != nil, e.Reject != nil, e.Cancel != nil, e.Activity != nil} {
 		if p {
 			set++
 		}
@@ -46,6 +47,13 @@ func (e *Envelope) Validate() error {
 		err = ifSet(e.Reject != nil, func() error { return e.Reject.Validate() })
 	case TypeCancel:
 		err = ifSet(e.Cancel != nil, func() error { return e.Cancel.Validate() })
+	case TypeActivity:
+		err = ifSet(e.Activity != nil, func() error {
+			if e.Activity.Validate() != nil {
+				return fieldErr("activity", "must name a job, an attempt, a known version and a stage")
+			}
+			return nil
+		})
 	default:
 		return fieldErr("type", "unknown message type")
 	}
@@ -81,6 +89,9 @@ func (h *Hello) Validate() error {
 	}
 	if err := uniqueIDs(h.Plugins, MaxHelloPlugins, "hello.plugins"); err != nil {
 		return err
+	}
+	if activity.ValidOffer(h.ActivityVersions) != nil {
+		return fieldErr("hello.activity_versions", "at most 8 distinct version names")
 	}
 	return uniqueIDs(h.Repositories, MaxHelloRepos, "hello.repositories")
 }
@@ -144,6 +155,9 @@ func (l *Lease) Validate() error {
 	}
 	if !isObject(l.Task) {
 		return fieldErr("lease.task", "must be an object")
+	}
+	if l.ActivityVersion != "" && !activity.ValidVersionToken(l.ActivityVersion) {
+		return fieldErr("lease.activity_version", "must be a version name")
 	}
 	var err error
 	switch l.Kind {

@@ -1,0 +1,97 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"golang.org/x/net/websocket"
+)
+
+// The Gate sends an ack for every request and a lease for every attempt;
+// these encoders build exactly the bytes Encode would (for compact policy
+// and task documents) without reflection and without decoding the task
+// again. Send the result with Conn.SendEncoded.
+
+// EncodeAck encodes an ack for seq (≥ 1); deadline is set on heartbeat
+// acks only (zero: omitted).
+func EncodeAck(seq uint64, deadline time.Time) ([]byte, error) {
+	if seq == 0 {
+		return nil, fieldErr("seq", "required for this type")
+	}
+	b := make([]byte, 0, 96)
+	b = append(b, `{"type":"ack","seq":`...)
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, `,"ack":{`...)
+	if !deadline.IsZero() {
+		b = append(b, `"deadline_at":"`...)
+		b = deadline.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	return append(b, "}}"...), nil
+}
+
+// EncodeLease encodes a lease. It checks everything Lease.Validate checks
+// except that the task is only required to be a JSON object, not decoded
+// against its kind: the Gate sends tasks it validated at submission.
+// Policy and task are compacted as Encode would.
+func EncodeLease(l *Lease) ([]byte, error) {
+	if err := validateRefs("lease", l.JobID, l.AttemptID); err != nil {
+		return nil, err
+	}
+	if l.Ordinal < 1 {
+		return nil, fieldErr("lease.ordinal", "must be at least 1")
+	}
+	if l.DeadlineAt.IsZero() || l.DeadlineAt.Year() > 9999 || l.DeadlineAt.Year() < 0 {
+		return nil, fieldErr("lease.deadline_at", "required")
+	}
+	if l.Kind != KindText && l.Kind != KindCoding {
+		return nil, fieldErr("lease.kind", "must be text or coding")
+	}
+	if !isObject(l.Policy) {
+		return nil, fieldErr("lease.policy", "must be an object")
+	}
+	if !isObject(l.Task) {
+		return nil, fieldErr("lease.task", "must be an object")
+	}
+	var buf bytes.Buffer
+	buf.Grow(160 + len(l.Policy) + len(l.Task))
+	buf.WriteString(`{"type":"lease","lease":{"job_id":"`)
+	buf.WriteString(l.JobID) // ValidRef: nothing to escape
+	buf.WriteString(`","attempt_id":"`)
+	buf.WriteString(l.AttemptID)
+	buf.WriteString(`","ordinal":`)
+	buf.Write(strconv.AppendInt(nil, int64(l.Ordinal), 10))
+	buf.WriteString(`,"deadline_at":"`)
+	buf.Write(l.DeadlineAt.AppendFormat(nil, time.RFC3339Nano))
+	buf.WriteString(`","kind":"`)
+	buf.WriteString(string(l.Kind))
+	buf.WriteString(`","policy":`)
+	if err := json.Compact(&buf, l.Policy); err != nil {
+		return nil, fieldErr("lease.policy", "must be an object")
+	}
+	buf.WriteString(`,"task":`)
+	if err := json.Compact(&buf, l.Task); err != nil {
+		return nil, fieldErr("lease.task", "must be an object")
+	}
+	buf.WriteString("}}")
+	if buf.Len() > MaxMessageBytes {
+		return nil, ErrTooLarge
+	}
+	return buf.Bytes(), nil
+}
+
+// rawMarshal passes bytes that are already an encoded Envelope.
+func rawMarshal(v any) ([]byte, byte, error) { return v.([]byte), websocket.TextFrame, nil }
+
+// SendEncoded writes one message encoded by Encode, EncodeAck or
+// EncodeLease, with a write deadline (cleared after).
+func (c *Conn) SendEncoded(b []byte, d time.Time) error {
+	if err := c.ws.SetWriteDeadline(d); err != nil {
+		return err
+	}
+	err := websocket.Codec{Marshal: rawMarshal}.Send(c.ws, b)
+	_ = c.ws.SetWriteDeadline(time.Time{})
+	return err
+}
