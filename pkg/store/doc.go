@@ -50,6 +50,9 @@
 // Open), foreign_keys=ON and a busy timeout. Open always migrates inside an
 // IMMEDIATE transaction and records SchemaVersion in schema_version; a
 // database from a newer build fails with ErrSchemaTooNew.
+// ReadSchemaVersion(ctx, dsn) reads the recorded version without
+// migrating, locking or creating files (for forge doctor and the
+// installer).
 //
 // # Writes: group commit
 //

@@ -1,0 +1,70 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+)
+
+// ReadSchemaVersion reports the schema version recorded in the file
+// database named by dsn (0 for a database no Gate has migrated) without
+// migrating, locking or creating anything: it opens the file read-only
+// (query_only; immutable when no -wal or -shm exists), so forge doctor and the installer can compare it with
+// SchemaVersion while a Gate may be running. It runs no permission
+// preflight (doctor checks paths itself) but refuses a missing database or
+// one that is not a regular file. Errors never contain the path.
+func ReadSchemaVersion(ctx context.Context, dsn string) (int, error) {
+	loc, err := parseDSN(dsn)
+	if err != nil {
+		return 0, err
+	}
+	if loc.memory {
+		return 0, errors.New("store: read schema version: not a file database")
+	}
+	if !fileStorageSupported {
+		return 0, ErrUnsupportedStorage
+	}
+	fi, err := os.Lstat(loc.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return 0, errors.New("store: read schema version: database does not exist")
+	case err != nil:
+		return 0, errors.New("store: read schema version: database cannot be inspected")
+	case !fi.Mode().IsRegular():
+		return 0, errors.New("store: read schema version: database is not a regular file")
+	}
+	// A read-only connection still creates -wal and -shm when they are
+	// missing. Without them the database is fully checkpointed (no Gate has
+	// it open), so it is read as immutable: no locks and no new files.
+	params := "?mode=ro"
+	if !exists(loc.path+"-wal") && !exists(loc.path+"-shm") {
+		params += "&immutable=1"
+	}
+	db, err := sql.Open("sqlite", fileURI(loc.path)+params+
+		fmt.Sprintf("&_pragma=busy_timeout(%d)", busyTimeoutMS)+"&_pragma=query_only(1)")
+	if err != nil {
+		return 0, fmt.Errorf("store: read schema version: %w", err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var version int
+	err = db.QueryRowContext(ctx, "SELECT version FROM schema_version WHERE id = 1").Scan(&version)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil && strings.Contains(err.Error(), "no such table"):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("store: read schema version: %w", err)
+	}
+	return version, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}

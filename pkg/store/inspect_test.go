@@ -1,0 +1,70 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestReadSchemaVersion(t *testing.T) {
+	s, path := openFile(t)
+	mustSubmit(t, s, textJob("j1", 1), t0)
+	// While the Gate's store is open.
+	if v, err := ReadSchemaVersion(bg, path); err != nil || v != SchemaVersion {
+		t.Fatalf("running: %d %v", v, err)
+	}
+	s.Close()
+	dir := filepath.Dir(path)
+	before := snapshotNames(t, dir)
+	if v, err := ReadSchemaVersion(bg, "file://"+path+"?mode=rwc"); err != nil || v != SchemaVersion {
+		t.Fatalf("closed: %d %v", v, err)
+	}
+	if after := snapshotNames(t, dir); after != before {
+		t.Fatalf("reading created files: %s -> %s", before, after)
+	}
+	// A SQLite file no Gate migrated reads as version 0.
+	plain := filepath.Join(dir, "plain.db")
+	raw, err := sql.Open("sqlite", plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Exec("CREATE TABLE x (y)")
+	raw.Close()
+	if v, err := ReadSchemaVersion(bg, plain); err != nil || v != 0 {
+		t.Fatalf("plain: %d %v", v, err)
+	}
+	for name, dsn := range map[string]string{
+		"missing":   filepath.Join(dir, "missing.db"),
+		"directory": dir + "/sub/..",
+		"memory":    ":memory:",
+		"bad dsn":   "file:" + path + "?mode=ro",
+	} {
+		_, err := ReadSchemaVersion(bg, dsn)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		if strings.Contains(err.Error(), dir) {
+			t.Errorf("%s: error names the path: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a missing database was created")
+	}
+}
+
+func snapshotNames(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, ",")
+}
