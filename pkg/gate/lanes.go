@@ -141,6 +141,22 @@ func (l *lane) send(e wire.Envelope) bool {
 	return true
 }
 
+// sendEncoded writes one message already encoded by wire.Encode* with a
+// write deadline. A failed send closes the connection.
+func (l *lane) sendEncoded(b []byte, err error) bool {
+	if err != nil {
+		l.conn.Close()
+		return false
+	}
+	l.sendMu.Lock()
+	defer l.sendMu.Unlock()
+	if err := l.conn.SendEncoded(b, time.Now().Add(writeTimeout)); err != nil {
+		l.conn.Close()
+		return false
+	}
+	return true
+}
+
 // fits reports whether a job with this pool, plugin and repository may be
 // leased to l.
 func (l *lane) fits(pool, plugin, repo string) bool {
@@ -281,7 +297,7 @@ func (g *Gate) disconnect(l *lane) {
 func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 	reply := func(ok bool, ack *wire.Ack, code wire.RejectCode) bool {
 		if ok {
-			return l.send(wire.Envelope{Type: wire.TypeAck, Seq: e.Seq, Ack: ack})
+			return l.sendEncoded(wire.EncodeAck(e.Seq, ack.DeadlineAt))
 		}
 		return l.send(wire.Envelope{Type: wire.TypeReject, Seq: e.Seq, Reject: &wire.Reject{Code: code}})
 	}
@@ -378,11 +394,11 @@ func (g *Gate) handleResult(l *lane, r *wire.Result, now time.Time, reply func(b
 
 // sendLease pushes a lease the store handed to l.
 func (l *lane) sendLease(ls *store.Lease) bool {
-	return l.send(wire.Envelope{Type: wire.TypeLease, Lease: &wire.Lease{
+	return l.sendEncoded(wire.EncodeLease(&wire.Lease{
 		JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
 		DeadlineAt: ls.DeadlineAt.UTC(), Kind: wire.Kind(ls.Kind),
 		Policy: ls.Policy, Task: ls.Task,
-	}})
+	}))
 }
 
 // rejectStoreErr maps a store rejection to a wire reject code; an
