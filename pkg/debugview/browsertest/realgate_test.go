@@ -303,9 +303,10 @@ func expected(t *testing.T, st *store.Store, ids []string) readertest.Dataset {
 	return d
 }
 
-// TestViewerOnRealGate runs the viewer on a real Gate's store (real SQLite
-// file) with a real WebSocket Worker lane, checks the store-backed Reader
-// against the Reader contract, and drives the page in Chromium.
+// TestViewerOnRealGate runs a real Gate (real SQLite file) with a raw
+// WebSocket lane and a real in-process Worker, checks the store-backed
+// Reader against the Reader contract, and drives the Gate's own viewer in
+// Chromium.
 func TestViewerOnRealGate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -358,16 +359,36 @@ func TestViewerOnRealGate(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The browser talks to the Gate's own routes (pkg/gate mounts the
+	// viewer with its owner check). Until the Gate wires live activity
+	// (debugview.WithActivity), the test supplies that one route from its
+	// activity store; everything else is the Gate's.
 	rec := &recorder{}
-	viewer := debugview.New(reader, func(r *http.Request) bool {
+	liveOnly := debugview.New(reader, func(r *http.Request) bool {
 		return r.Header.Get("Authorization") == "Bearer "+browserToken
 	}, time.Now, debugview.WithActivity(acts))
 	mux := http.NewServeMux()
-	mux.Handle("/debug/", viewer)
-	mux.Handle("/v1/debug/", viewer)
+	mux.Handle("GET /v1/debug/jobs/{id}/activity", liveOnly)
 	mux.Handle("/", rg.g.Handler())
 	srv := httptest.NewServer(rec.wrap(mux))
 	defer srv.Close()
+
+	// Owner-only on the Gate: both Worker tokens are refused.
+	for _, token := range []string{gateWorkerToken, realWorkerToken, browserToken} {
+		for _, path := range []string{"/v1/debug/jobs", "/v1/debug/workers", "/v1/debug/jobs/" + first.JobID} {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+rg.addr+path, nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if want := map[bool]int{true: http.StatusOK, false: http.StatusUnauthorized}[token == browserToken]; resp.StatusCode != want {
+				t.Fatalf("%s with a %s token: %d", path, map[bool]string{true: "owner", false: "worker"}[token == browserToken], resp.StatusCode)
+			}
+		}
+	}
 
 	// The JSON itself never carries task inputs or results.
 	for _, path := range append([]string{"/v1/debug/jobs", "/v1/debug/workers"}, "/v1/debug/jobs/"+first.JobID, "/v1/debug/jobs/"+second.JobID) {
