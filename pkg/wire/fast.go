@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/activity"
 	"golang.org/x/net/websocket"
 )
 
@@ -34,7 +35,8 @@ func EncodeAck(seq uint64, deadline time.Time) ([]byte, error) {
 
 // EncodeLease encodes a lease. It checks everything Lease.Validate checks
 // except that the task is only required to be a JSON object, not decoded
-// against its kind: the Gate sends tasks it validated at submission.
+// against its kind: the Gate sends tasks it validated at submission. An
+// activity payload is refused (never sent by Gate).
 // Policy and task are compacted as Encode would.
 func EncodeLease(l *Lease) ([]byte, error) {
 	if err := validateRefs("lease", l.JobID, l.AttemptID); err != nil {
@@ -55,6 +57,13 @@ func EncodeLease(l *Lease) ([]byte, error) {
 	if !isObject(l.Task) {
 		return nil, fieldErr("lease.task", "must be an object")
 	}
+	if l.ActivityVersion != "" && !activity.ValidVersionToken(l.ActivityVersion) {
+		return nil, fieldErr("lease.activity_version", "must be a version name")
+	}
+	if l.Activity != nil {
+		// Activity belongs to activity messages only; Gate never sends it.
+		return nil, fieldErr("lease.activity", "not allowed")
+	}
 	var buf bytes.Buffer
 	buf.Grow(160 + len(l.Policy) + len(l.Task))
 	buf.WriteString(`{"type":"lease","lease":{"job_id":"`)
@@ -74,6 +83,11 @@ func EncodeLease(l *Lease) ([]byte, error) {
 	buf.WriteString(`,"task":`)
 	if err := json.Compact(&buf, l.Task); err != nil {
 		return nil, fieldErr("lease.task", "must be an object")
+	}
+	if l.ActivityVersion != "" {
+		buf.WriteString(`,"activity_version":"`)
+		buf.WriteString(l.ActivityVersion) // a version token: nothing to escape
+		buf.WriteByte('"')
 	}
 	buf.WriteString("}}")
 	if buf.Len() > MaxMessageBytes {

@@ -53,7 +53,9 @@ func TestEncodeLeaseMatchesEncode(t *testing.T) {
 	coding.Task = json.RawMessage(`{"repository_id":"r","base_sha":"` + sha + `","instruction":"x","tests":[["go","test"]]}`)
 	spaced := testLease()
 	spaced.Policy = json.RawMessage("{ \"a\" : [1, 2] }")
-	for _, l := range []Lease{testLease(), coding, spaced} {
+	live := testLease()
+	live.ActivityVersion = "live_activity/v1"
+	for _, l := range []Lease{testLease(), coding, spaced, live} {
 		got, err := EncodeLease(&l)
 		if err != nil {
 			t.Fatal(err)
@@ -69,7 +71,8 @@ func TestEncodeLeaseMatchesEncode(t *testing.T) {
 		if err != nil {
 			t.Fatalf("own lease rejected: %v", err)
 		}
-		if e.Lease.JobID != l.JobID || e.Lease.AttemptID != l.AttemptID || !e.Lease.DeadlineAt.Equal(l.DeadlineAt) || e.Lease.Ordinal != l.Ordinal {
+		if e.Lease.JobID != l.JobID || e.Lease.AttemptID != l.AttemptID || !e.Lease.DeadlineAt.Equal(l.DeadlineAt) ||
+			e.Lease.Ordinal != l.Ordinal || e.Lease.ActivityVersion != l.ActivityVersion {
 			t.Fatalf("round trip %+v", e.Lease)
 		}
 	}
@@ -83,6 +86,8 @@ func TestEncodeLeaseRejects(t *testing.T) {
 		"deadline":       func(l *Lease) { l.DeadlineAt = time.Time{} },
 		"far deadline":   func(l *Lease) { l.DeadlineAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) },
 		"kind":           func(l *Lease) { l.Kind = "shell" },
+		"activity ver":   func(l *Lease) { l.ActivityVersion = "Live Activity" },
+		"activity body":  func(l *Lease) { l.Activity = json.RawMessage(`{}`) },
 		"policy array":   func(l *Lease) { l.Policy = json.RawMessage(`[]`) },
 		"policy broken":  func(l *Lease) { l.Policy = json.RawMessage(`{"a":`) },
 		"task scalar":    func(l *Lease) { l.Task = json.RawMessage(`"x"`) },
