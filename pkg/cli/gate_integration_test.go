@@ -222,6 +222,17 @@ func TestAgainstRealGate(t *testing.T) {
 	}
 	noWorkerToken(r)
 
+	// The Gate's live-activity route decodes into what wait -progress reads.
+	var cl client
+	cl.base, cl.token, cl.http = "http://"+addr, testToken, http.DefaultClient
+	var act activityAnswer
+	if err := cl.do(context.Background(), http.MethodGet, "/v1/debug/jobs/"+job.ID+"/activity", nil, http.StatusOK, &act); err != nil {
+		t.Fatalf("activity route: %v", err)
+	}
+	if err := act.validate(); err != nil {
+		t.Fatalf("activity answer: %v", err)
+	}
+
 	// Shape-valid tasks the Gate rejects map its error body.
 	r = runForge(t, env, `{"repository_id":"not-registered","base_sha":"0123456789abcdef0123456789abcdef01234567","instruction":"x"}`, "submit", "-file", "-")
 	wantCode(t, r, ExitErr)
