@@ -22,11 +22,18 @@
 // handler (wire.Accept) and read by the lane's own goroutine.
 //
 // Dispatch is push: a submit wakes one idle lane that fits the job (pool,
-// plugin, repository); a lane asks for work after welcome, after its result
-// is ACKed and after a cancel; a sweep that expired something or ran
-// because a retry fell due wakes every idle lane. A wake that reaches a lane
-// while it is asking makes it ask once more. lease_poll_interval only
-// re-checks a few idle lanes per tick in rotation, as a safety net.
+// plugin, repository); a lane asks for work after welcome and after a
+// cancel; a result for the lane's current attempt is recorded together
+// with the lane's next lease in one store operation (CompleteAndLease: one
+// commit), and that lease is sent right after the result's ACK. A sweep
+// that expired something or ran because a retry fell due wakes every idle
+// lane. A wake that reaches a lane while it is asking, or while its result
+// is being recorded, makes it ask once more. lease_poll_interval only
+// re-checks a few idle lanes per tick in rotation, as a safety net. Acks
+// and leases are encoded without reflection (wire.EncodeAck/EncodeLease).
+//
+// The debug viewer (pkg/debugview) is mounted at /debug/ (static shell)
+// and /v1/debug/ (owner-only reads, the same owner check as the API).
 //
 // Fencing is the store's: heartbeat, evidence and result are written with
 // the (job, attempt, lane, generation of this connection) fence, and the
