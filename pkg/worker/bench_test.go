@@ -38,16 +38,31 @@ func buildBinaries(b *testing.B, dir string) (plugin, reaper string) {
 	return plugin, reaper
 }
 
+// phase is one measured part of the benchmark: operations per second of
+// wall time and CPU milliseconds per operation (this process and every
+// process it reaped, see processCPU). On a machine shared with other work
+// the CPU figure is the steadier one.
+type phase struct {
+	rate, cpuMS float64
+}
+
+func measurePhase(n int, start time.Time, cpu0 time.Duration) phase {
+	return phase{
+		rate:  float64(n) / time.Since(start).Seconds(),
+		cpuMS: float64((processCPU() - cpu0).Microseconds()) / float64(n) / 1000,
+	}
+}
+
 // bareSpawnRate runs the plugin binary n times with 2 concurrent spawners
-// (spawn and wait, empty stdin) and returns spawns per second.
-func bareSpawnRate(b *testing.B, plugin string, n int) float64 {
+// (spawn and wait, empty stdin).
+func bareSpawnRate(b *testing.B, plugin string, n int) phase {
 	b.Helper()
 	jobs := make(chan struct{}, n)
 	for i := 0; i < n; i++ {
 		jobs <- struct{}{}
 	}
 	close(jobs)
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	var wg sync.WaitGroup
 	for s := 0; s < 2; s++ {
 		wg.Add(1)
@@ -61,13 +76,13 @@ func bareSpawnRate(b *testing.B, plugin string, n int) float64 {
 		}()
 	}
 	wg.Wait()
-	return float64(n) / time.Since(start).Seconds()
+	return measurePhase(n, start, cpu0)
 }
 
 // bareSessionRate runs n complete text sessions of the plugin through the
 // plugin runner (under the wrapper when reaper is set), without Gate or
-// Worker, with 2 concurrent runners, and returns sessions per second.
-func bareSessionRate(b *testing.B, exe, reaper string, n int) float64 {
+// Worker, with 2 concurrent runners.
+func bareSessionRate(b *testing.B, exe, reaper string, n int) phase {
 	b.Helper()
 	jobs := make(chan struct{}, n)
 	for i := 0; i < n; i++ {
@@ -75,7 +90,7 @@ func bareSessionRate(b *testing.B, exe, reaper string, n int) float64 {
 	}
 	close(jobs)
 	dir := b.TempDir()
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	for s := 0; s < 2; s++ {
@@ -98,7 +113,7 @@ func bareSessionRate(b *testing.B, exe, reaper string, n int) float64 {
 		b.Fatal(err)
 	default:
 	}
-	return float64(n) / time.Since(start).Seconds()
+	return measurePhase(n, start, cpu0)
 }
 
 // BenchmarkEndToEndText measures text jobs/s through the real Gate
@@ -113,7 +128,12 @@ func bareSessionRate(b *testing.B, exe, reaper string, n int) float64 {
 // so submission does not compete with execution), e2e-pinned-jobs/s (as
 // e2e-jobs/s with the plugin's sha256 pinned, so it is hashed before every
 // invocation) and no-plugin-jobs/s (Gate and Worker with an executor that
-// answers at once: the cost of everything but the plugin process).
+// answers at once: the cost of everything but the plugin process). The
+// same phases also report CPU milliseconds per operation (*-cpu-ms*),
+// counting this process (Gate, Worker, load generator) and every process it
+// reaped (plugins, wrappers); bare/e2e-cpu-% is the bare spawn's share of
+// an end-to-end job's CPU, the target's ratio expressed in CPU rather than
+// in wall-clock rates, which a shared machine disturbs.
 func BenchmarkEndToEndText(b *testing.B) {
 	const jobs = 200
 	plugin, reaper := buildBinaries(b, b.TempDir())
@@ -131,14 +151,21 @@ func BenchmarkEndToEndText(b *testing.B) {
 		pinned, failedPinned := endToEndRate(b, plugin, digest, text, jobs, false)
 		noPlugin, _ := endToEndRate(b, plugin, "", func(*Config) Executor { return instantExec{} }, jobs, false)
 		b.ReportMetric(float64(failed+failedBacklog+failedPinned), "failed-attempts")
-		b.ReportMetric(backlog, "e2e-backlog-jobs/s")
-		b.ReportMetric(pinned, "e2e-pinned-jobs/s")
-		b.ReportMetric(noPlugin, "no-plugin-jobs/s")
-		b.ReportMetric(sessions, "bare-sessions/s")
-		b.ReportMetric(wrapped, "wrapped-sessions/s")
-		b.ReportMetric(e2e, "e2e-jobs/s")
-		b.ReportMetric(bare, "bare-spawns/s")
-		b.ReportMetric(100*e2e/bare, "e2e/bare-%")
+		b.ReportMetric(backlog.rate, "e2e-backlog-jobs/s")
+		b.ReportMetric(pinned.rate, "e2e-pinned-jobs/s")
+		b.ReportMetric(noPlugin.rate, "no-plugin-jobs/s")
+		b.ReportMetric(sessions.rate, "bare-sessions/s")
+		b.ReportMetric(wrapped.rate, "wrapped-sessions/s")
+		b.ReportMetric(e2e.rate, "e2e-jobs/s")
+		b.ReportMetric(bare.rate, "bare-spawns/s")
+		b.ReportMetric(100*e2e.rate/bare.rate, "e2e/bare-%")
+		b.ReportMetric(bare.cpuMS, "bare-cpu-ms/spawn")
+		b.ReportMetric(sessions.cpuMS, "bare-session-cpu-ms")
+		b.ReportMetric(wrapped.cpuMS, "wrapped-session-cpu-ms")
+		b.ReportMetric(e2e.cpuMS, "e2e-cpu-ms/job")
+		b.ReportMetric(pinned.cpuMS, "e2e-pinned-cpu-ms/job")
+		b.ReportMetric(noPlugin.cpuMS, "no-plugin-cpu-ms/job")
+		b.ReportMetric(100*bare.cpuMS/e2e.cpuMS, "bare/e2e-cpu-%")
 	}
 }
 
@@ -148,7 +175,7 @@ func BenchmarkEndToEndText(b *testing.B) {
 // backlog the jobs are all submitted before the Worker starts; otherwise
 // they are submitted while it runs. A non-empty pin is the plugin's
 // sha256 in the config.
-func endToEndRate(b *testing.B, plugin, pin string, executor func(*Config) Executor, n int, backlog bool) (float64, int) {
+func endToEndRate(b *testing.B, plugin, pin string, executor func(*Config) Executor, n int, backlog bool) (phase, int) {
 	b.Helper()
 	dir := b.TempDir()
 	state := filepath.Join(dir, "state")
@@ -190,7 +217,7 @@ func endToEndRate(b *testing.B, plugin, pin string, executor func(*Config) Execu
 			rg.submit("benchmark input")
 		}
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = w.Run(ctx); close(done) }()
@@ -198,7 +225,7 @@ func endToEndRate(b *testing.B, plugin, pin string, executor func(*Config) Execu
 	if !backlog {
 		<-connected
 		<-connected
-		start = time.Now()
+		start, cpu0 = time.Now(), processCPU()
 		go func() {
 			for i := 0; i < n; i++ {
 				if err := postJob(rg.addr, "benchmark input"); err != nil {
@@ -213,7 +240,7 @@ func endToEndRate(b *testing.B, plugin, pin string, executor func(*Config) Execu
 			failed++
 		}
 	}
-	return float64(n) / time.Since(start).Seconds(), failed
+	return measurePhase(n, start, cpu0), failed
 }
 
 // postJob submits a text job without the testing.TB helpers, for use off
