@@ -283,6 +283,7 @@ func endToEnd(b *testing.B, submitters, lanes, total int) {
 	b.ReportMetric(float64(commits)/el.Seconds(), "commits_per_s")
 	b.ReportMetric(float64(total)/float64(max(commits, 1)), "jobs_per_commit")
 	b.ReportMetric(float64(after.Operations-before.Operations)/float64(total), "store_ops_per_job")
+	b.ReportMetric(float64(after.Operations-before.Operations)/float64(max(commits, 1)), "ops_per_commit")
 	// CPU of the whole process (Gate and load generator) per job: the
 	// figure that does not depend on what else the machine runs.
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(total)/1000, "cpu_ms_per_job")
