@@ -264,6 +264,7 @@ func (j *codingJob) runPlugin(ctx context.Context) (host.Outcome, outcome, bool)
 	defer run.end()
 	id, att := j.lease.JobID, j.lease.AttemptID
 	j.x.opt.Activity.PluginStarted(id, att)
+	tr := trackerFrom(ctx) // live activity (activity.go)
 	res, err := host.Run(ctx, run.cmd(j.x.opt.Reaper), host.Request{
 		Offer: []plugin.Capability{plugin.CapWorkspaceEdit, plugin.CapProgress, plugin.CapCancel,
 			plugin.CapCommitSubject, plugin.CapAgentReport},
@@ -274,6 +275,7 @@ func (j *codingJob) runPlugin(ctx context.Context) (host.Outcome, outcome, bool)
 	}, func(p host.Progress) {
 		// Progress text stays Worker-local; only the stage is passed on.
 		j.x.opt.Activity.PluginProgress(id, att, p.Stage)
+		tr.Progress(p.Stage)
 	})
 	if err != nil {
 		rep := runFailure(err)

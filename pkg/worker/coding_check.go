@@ -31,6 +31,9 @@ func (j *codingJob) runChecks(ctx context.Context) ([]evidence.Check, outcome, b
 	id, att := j.lease.JobID, j.lease.AttemptID
 	j.x.opt.Activity.ChecksStarted(id, att, len(tests))
 	defer j.x.opt.Activity.ChecksEnded(id, att)
+	tr := trackerFrom(ctx) // live activity (activity.go)
+	tr.ChecksStarted(len(tests))
+	defer tr.ChecksEnded()
 	var done []evidence.Check
 	for i, argv := range tests {
 		c := j.runCheck(ctx, i, argv)

@@ -81,7 +81,11 @@
 // (other than the text result itself), stderr, argv and paths never reach
 // Gate or the logs.
 //
-// Issue #6 (live activity) hooks: the hello built in lane.session (offer
-// activity_versions) and the progress callback passed to host.Run in
-// TextExecutor.Execute.
+// Live activity (live_activity/v1, activity.go): every lane offers the
+// version in its hello; a lease that selects an unknown version or carries
+// an activity payload fails with invalid_activity before anything runs.
+// Otherwise the lane hands the attempt an activity.Tracker through the
+// executor's context: plugin progress stages (text discarded) and the
+// coding check batch move it forward, and the lane sends each stage as an
+// activity message while it holds the lease.
 package worker

@@ -27,6 +27,7 @@ const (
 	CodeInvalidPolicy          = wire.FailureInvalidPolicy          // the lease's policy does not decode
 	CodeInvalidTask            = wire.FailureInvalidTask            // the lease's task does not decode
 	CodeUnsupportedKind        = wire.FailureUnsupportedKind        // a job kind this Worker cannot run yet
+	CodeInvalidActivity        = wire.FailureInvalidActivity        // the lease selects an unknown activity version or carries an activity payload
 )
 
 // wireFailure returns the disposition and code a failed result carries for

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
@@ -61,8 +62,8 @@ func (l *lane) session(ctx context.Context) bool {
 		Slot:         l.slot,
 		Plugins:      l.w.pluginIDs(),
 		Repositories: l.w.repositoryIDs(),
-		// Issue #6 (live activity): offer activity_versions here once the
-		// wire Hello carries it.
+		// Live activity (activity.go): Gate selects a version it knows.
+		ActivityVersions: activity.Offer(),
 	}
 	if err := conn.SendDeadline(wire.Envelope{Type: wire.TypeHello, Hello: hello}, time.Now().Add(sendTimeout)); err != nil {
 		log.Warn("hello failed")
@@ -141,12 +142,26 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 		log.Warn("heartbeat_interval is not shorter than the time left on the lease")
 	}
 	w.opt.Observe(Event{Slot: l.slot, Kind: EventLeased, JobID: lease.JobID})
+	if code := leaseActivityCode(lease); code != "" {
+		// Refused before anything runs (activity.go).
+		return l.report(conn, msgs, lease, Report{Code: code}, log)
+	}
 
 	execCtx, cancelExec := context.WithCancel(context.Background())
 	defer cancelExec()
 	done := make(chan Report, 1)
 	link := newEvidenceLink() // coding evidence batches (coding_lane.go)
 	defer link.abort()
+	// Live activity: at most activity.MaxEvents stages, so the buffer never
+	// fills and the executor never blocks on it.
+	acts := make(chan activity.Payload, activity.MaxEvents)
+	tr := activity.NewTracker(lease.JobID, lease.AttemptID, lease.ActivityVersion, func(p activity.Payload) {
+		select {
+		case acts <- p:
+		default:
+		}
+	})
+	execCtx = withTracker(execCtx, tr)
 	go func() { done <- w.execute(execCtx, lease, link.bind) }()
 
 	ticker := time.NewTicker(w.opt.Config.HeartbeatInterval)
@@ -170,9 +185,19 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 		loseLease("connection_lost")
 	}
 
+	sendStage := func(p activity.Payload) {
+		if !lost && connOK && sendActivity(conn, p) != nil {
+			dropConn()
+		}
+	}
+
 	for {
 		select {
 		case r := <-done:
+			// Stages emitted before the executor returned go out first.
+			for n := len(acts); n > 0; n-- {
+				sendStage(<-acts)
+			}
 			if lost || !connOK {
 				return connOK
 			}
@@ -185,6 +210,8 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 			stopping = true
 			log.Info("stopping: cancelling the attempt")
 			cancelExec()
+		case p := <-acts:
+			sendStage(p)
 		case req := <-link.reqs:
 			if lost || !connOK {
 				link.refuse(req)

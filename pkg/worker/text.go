@@ -41,13 +41,13 @@ func (x *TextExecutor) Execute(ctx context.Context, lease *wire.Lease) Report {
 		return Report{Code: code}
 	}
 	defer run.end()
-	// Progress stays Worker-local. Issue #6 (live activity) maps stages to
-	// activity events here.
+	// Progress text stays Worker-local; only the stage feeds live activity.
+	tr := trackerFrom(ctx)
 	out, err := host.Run(ctx, run.cmd(x.reaper), host.Request{
 		Offer:     []plugin.Capability{plugin.CapText, plugin.CapProgress, plugin.CapCancel},
 		Operation: plugin.OpText,
 		Input:     task.Input,
-	}, nil)
+	}, func(p host.Progress) { tr.Progress(p.Stage) })
 	if err != nil {
 		return runFailure(err)
 	}

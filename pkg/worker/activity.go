@@ -1,0 +1,46 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/activity"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// Live activity (live_activity/v1). Every lane offers activity.Offer() in
+// its hello. A lease that selects a version this Worker does not know, or
+// that carries an activity payload, fails with CodeInvalidActivity before
+// anything runs. Otherwise the lane gives the attempt an activity.Tracker
+// through the executor's context; executors feed it plugin progress stages
+// and check-batch boundaries, and the lane sends each emitted stage as an
+// activity message (no seq, never answered) while the lease is held.
+
+// trackerKey is the context key of the attempt's tracker.
+type trackerKey struct{}
+
+// withTracker returns ctx carrying t.
+func withTracker(ctx context.Context, t *activity.Tracker) context.Context {
+	return context.WithValue(ctx, trackerKey{}, t)
+}
+
+// trackerFrom returns the attempt's tracker, or nil (a no-op tracker) when
+// ctx carries none.
+func trackerFrom(ctx context.Context) *activity.Tracker {
+	t, _ := ctx.Value(trackerKey{}).(*activity.Tracker)
+	return t
+}
+
+// leaseActivityCode returns CodeInvalidActivity when the lease must be
+// refused before execution, else "".
+func leaseActivityCode(l *wire.Lease) string {
+	if len(l.Activity) != 0 || (l.ActivityVersion != "" && !activity.Known(l.ActivityVersion)) {
+		return CodeInvalidActivity
+	}
+	return ""
+}
+
+// sendActivity writes one activity message for the lane's current attempt.
+func sendActivity(conn *wire.Conn, p activity.Payload) error {
+	return conn.SendDeadline(wire.Envelope{Type: wire.TypeActivity, Activity: &p}, time.Now().Add(sendTimeout))
+}

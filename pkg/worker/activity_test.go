@@ -1,0 +1,195 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/activity"
+	"github.com/0k-lab/agent-forge/pkg/plugin"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// stagedExec is an Executor that drives the attempt's tracker the way the
+// coding pipeline does, then succeeds.
+type stagedExec struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (x *stagedExec) Execute(ctx context.Context, l *wire.Lease) Report {
+	x.mu.Lock()
+	x.calls++
+	x.mu.Unlock()
+	tr := trackerFrom(ctx)
+	tr.Progress(plugin.StageStarted)
+	tr.Progress(plugin.StageWorking)
+	tr.Progress(plugin.StageWorking)
+	tr.Progress(plugin.StageFinalizing)
+	tr.ChecksStarted(2)
+	tr.ChecksEnded()
+	return Report{Succeeded: true, Output: "OK"}
+}
+
+func (x *stagedExec) count() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.calls
+}
+
+func activityLease(version string, payload json.RawMessage) wire.Envelope {
+	e := textLease("job-7", "att-7", testPolicy("reference"), "x")
+	e.Lease.ActivityVersion = version
+	e.Lease.Activity = payload
+	return e
+}
+
+// untilResult returns the activity messages the Worker sends before its
+// result (acking heartbeats), and the result.
+func untilResult(t *testing.T, c *gateConn) ([]wire.Activity, *wire.Result, uint64) {
+	t.Helper()
+	var acts []wire.Activity
+	for {
+		e := c.next(t)
+		switch e.Type {
+		case wire.TypeHeartbeat:
+			c.reply(t, e.Seq, true)
+		case wire.TypeActivity:
+			acts = append(acts, *e.Activity)
+		case wire.TypeResult:
+			return acts, e.Result, e.Seq
+		default:
+			t.Fatalf("unexpected %s", e.Type)
+		}
+	}
+}
+
+func TestLaneActivity(t *testing.T) {
+	g := newFakeGate(t)
+	x := &stagedExec{}
+	startWorker(t, Options{Config: laneConfig(t, g, 1), Executors: map[wire.Kind]Executor{wire.KindText: x}})
+	c := g.accept()
+	if !reflect.DeepEqual(c.hello.ActivityVersions, []string{activity.Version}) {
+		t.Fatalf("hello offers %q", c.hello.ActivityVersions)
+	}
+
+	t.Run("selected", func(t *testing.T) {
+		c.lease(t, activityLease(activity.Version, nil))
+		acts, res, seq := untilResult(t, c)
+		var stages []activity.Stage
+		for _, a := range acts {
+			if a.JobID != "job-7" || a.AttemptID != "att-7" || a.Version != activity.Version {
+				t.Fatalf("activity %+v", a)
+			}
+			stages = append(stages, a.Stage)
+		}
+		if !reflect.DeepEqual(stages, activity.Stages()) {
+			t.Fatalf("stages %v", stages)
+		}
+		if res.Outcome != wire.OutcomeSucceeded {
+			t.Fatalf("result %+v", res)
+		}
+		c.reply(t, seq, true)
+	})
+	t.Run("not selected", func(t *testing.T) {
+		c.lease(t, activityLease("", nil))
+		acts, res, seq := untilResult(t, c)
+		if len(acts) != 0 || res.Outcome != wire.OutcomeSucceeded {
+			t.Fatalf("activity %+v result %+v", acts, res)
+		}
+		c.reply(t, seq, true)
+	})
+	for name, e := range map[string]wire.Envelope{
+		"unknown version":  activityLease("live_activity/v9", nil),
+		"activity payload": activityLease(activity.Version, json.RawMessage(`{"stage":"editing"}`)),
+		"payload only":     activityLease("", json.RawMessage(`{}`)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := x.count()
+			c.lease(t, e)
+			acts, res, seq := untilResult(t, c)
+			if len(acts) != 0 || res.Outcome != wire.OutcomeFailed || res.FailureCode != wire.FailureInvalidActivity ||
+				res.Disposition != wire.DispositionTerminal {
+				t.Fatalf("activity %+v result %+v", acts, res)
+			}
+			if x.count() != before {
+				t.Fatal("the executor ran")
+			}
+			c.reply(t, seq, true)
+		})
+	}
+}
+
+// TestTextExecutorActivity runs the reference plugin (progress started,
+// finalizing) through the text executor: only analyzing is emitted.
+func TestTextExecutorActivity(t *testing.T) {
+	ref := filepath.Join(t.TempDir(), "forge-ref-plugin")
+	cmd := exec.Command("go", "build", "-o", ref, "./cmd/forge-ref-plugin")
+	cmd.Dir = "../.."
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build reference plugin: %v\n%s", err, b)
+	}
+	c, _ := hostFixture(t)
+	c.Plugins = []Plugin{{ID: "reference", Argv: []string{ref}}}
+	c.EnvironmentAllowlist = []string{"PATH"}
+	if _, err := CheckHost(c, envWith(map[string]string{"FORGE_WORKER_TOKEN": testToken})); err != nil {
+		t.Fatal(err)
+	}
+	x := NewTextExecutor(c, lookupIn(workerEnv), "")
+	var got []activity.Payload
+	tr := activity.NewTracker("j_1", "a_1", activity.Version, func(p activity.Payload) { got = append(got, p) })
+	r := x.Execute(withTracker(context.Background(), tr), leaseFor(t, testPolicy("reference"), "hello"))
+	if !r.Succeeded || r.Output != "HELLO" {
+		t.Fatalf("report %+v", r)
+	}
+	want := []activity.Payload{{JobID: "j_1", AttemptID: "a_1", Version: activity.Version, Stage: activity.StageAnalyzing}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("activity %+v", got)
+	}
+	// Without a tracker in the context nothing is emitted and nothing breaks.
+	if r := x.Execute(context.Background(), leaseFor(t, testPolicy("reference"), "hi")); !r.Succeeded {
+		t.Fatalf("report %+v", r)
+	}
+}
+
+// TestCodingActivity runs the coding pipeline with the edit plugin
+// (progress started, finalizing) and real checks.
+func TestCodingActivity(t *testing.T) {
+	f := newCodingFixture(t, buildEditPlugin(t))
+	x, err := NewCodingExecutor(f.cfg, CodingOptions{LookupEnv: lookupIn(codingEnv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		tests [][]string
+		ok    bool
+		want  []activity.Stage
+	}{
+		{"checks pass", [][]string{{"test", "-f", "hello.txt"}, {"true"}}, true,
+			[]activity.Stage{activity.StageAnalyzing, activity.StageTesting, activity.StagePreparingResult}},
+		{"stop on failure", [][]string{{"false"}, {"true"}}, false,
+			[]activity.Stage{activity.StageAnalyzing, activity.StageTesting, activity.StagePreparingResult}},
+		{"no checks", nil, true, []activity.Stage{activity.StageAnalyzing}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got []activity.Stage
+			l := f.lease(wire.CodingTask{Instruction: "write hello.txt hi", Tests: c.tests}, nil)
+			l.AttemptID = fmt.Sprintf("att%d", i)
+			tr := activity.NewTracker(l.JobID, l.AttemptID, activity.Version, func(p activity.Payload) { got = append(got, p.Stage) })
+			r := x.ExecuteWithEvidence(withTracker(context.Background(), tr), l, func(context.Context, int, []json.RawMessage) error { return nil })
+			if r.Succeeded != c.ok {
+				t.Fatalf("report %+v", r)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("stages %v, want %v", got, c.want)
+			}
+		})
+	}
+}
