@@ -30,7 +30,7 @@ func (g *Gate) Handler() http.Handler {
 	// JSON reads under /v1/debug/ (the same owner check as the API).
 	viewer := debugview.New(debugview.FromStore(g.st, g.poolOf), func(r *http.Request) bool {
 		return g.sec.identify(r).owner
-	}, g.now)
+	}, g.now, debugview.WithActivity(g.act))
 	mux.Handle("/debug/", viewer)
 	mux.Handle("/v1/debug/", viewer)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, errRouteNotFound) })

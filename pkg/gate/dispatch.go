@@ -146,6 +146,7 @@ func (g *Gate) leaseLoop(l *lane) {
 // cancelExpired tells the lane holding an attempt the sweep expired that
 // its lease is gone, and makes the lane idle.
 func (g *Gate) cancelExpired(e store.Expiry) {
+	g.act.End(e.AttemptID)
 	if e.JobStatus == store.JobRetryWait {
 		g.noteDue(e.RetryAt)
 	}

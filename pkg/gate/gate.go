@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/policy"
 	"github.com/0k-lab/agent-forge/pkg/store"
 )
@@ -44,7 +45,8 @@ type Gate struct {
 	ready   atomic.Bool
 	readied chan struct{} // closed when Start has succeeded
 	lanes   registry
-	due     chan time.Time // earlier wake-up requests for the sweeper
+	act     *activity.Store // live activity of current leases, memory only (activity.go)
+	due     chan time.Time  // earlier wake-up requests for the sweeper
 
 	ctx     context.Context // cancelled when the Gate stops
 	stop    context.CancelFunc
@@ -67,6 +69,7 @@ func New(cfg *Config, sec *Secrets, st *store.Store, log *slog.Logger, now func(
 		readied:     make(chan struct{}),
 	}
 	g.lanes.lanes = map[string]*lane{}
+	g.act = activity.NewStore(now)
 	g.ctx, g.stop = context.WithCancel(context.Background())
 	p := policy.Resolve(cfg.Lifecycle, cfg.DefaultExecution)
 	if err := p.Validate(); err != nil {

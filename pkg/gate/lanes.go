@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
@@ -33,6 +34,11 @@ type lane struct {
 	repoSet    map[string]bool
 	conn       *wire.Conn
 	sendMu     sync.Mutex
+	// activity is the live-activity version selected for this lane's
+	// leases ("" when its hello offered none this Gate knows); act is the
+	// Gate's activity store (activity.go).
+	activity string
+	act      *activity.Store
 
 	// guarded by registry.mu
 	state      laneState
@@ -225,6 +231,7 @@ func (g *Gate) serveLane(c *wire.Conn, worker int) {
 		name: wire.LaneName(wc.ID, h.Slot), worker: worker, slot: h.Slot, generation: newID(),
 		pool: wc.Pool, plugins: h.Plugins, repos: h.Repositories,
 		pluginSet: set(h.Plugins), repoSet: set(h.Repositories), conn: c,
+		activity: activity.Select(h.ActivityVersions), act: g.act,
 		state: laneLeasing, // nothing is leased before welcome is out
 	}
 	if l.plugins == nil {
@@ -281,6 +288,7 @@ func set(ids []string) map[string]bool {
 func (g *Gate) disconnect(l *lane) {
 	g.lanes.remove(l)
 	l.conn.Close()
+	g.act.DropConnection(l.name, l.generation)
 	// Use a fresh context: the disconnect must be recorded even while the
 	// Gate stops; a closed store answers ErrClosed, which is fine.
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
@@ -309,6 +317,7 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		if err != nil {
 			return g.rejectStoreErr(err, reply)
 		}
+		g.act.Extend(f.JobID, f.AttemptID, l.name, l.generation, deadline)
 		return reply(true, &wire.Ack{DeadlineAt: deadline.UTC()}, "")
 	case wire.TypeEvidence:
 		f := store.Fence{JobID: e.Evidence.JobID, AttemptID: e.Evidence.AttemptID, Lane: l.name, Generation: l.generation}
@@ -318,6 +327,9 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		return reply(true, &wire.Ack{}, "")
 	case wire.TypeResult:
 		return g.handleResult(l, e.Result, now, reply)
+	case wire.TypeActivity:
+		g.recordActivity(l, e.Activity)
+		return true
 	}
 	// hello twice or a Gate-only message from a Worker: protocol violation.
 	return false
@@ -345,6 +357,7 @@ func (g *Gate) handleResult(l *lane, r *wire.Result, now time.Time, reply func(b
 		if err != nil {
 			return g.rejectStoreErr(err, reply)
 		}
+		g.act.End(r.AttemptID)
 		if c.JobStatus == store.JobRetryWait {
 			g.noteDue(c.RetryAt)
 		}
@@ -359,6 +372,7 @@ func (g *Gate) handleResult(l *lane, r *wire.Result, now time.Time, reply func(b
 		g.lanes.mu.Unlock()
 		return g.rejectStoreErr(err, reply)
 	}
+	g.act.End(r.AttemptID)
 	if c.JobStatus == store.JobRetryWait {
 		g.noteDue(c.RetryAt)
 	}
@@ -392,12 +406,17 @@ func (g *Gate) handleResult(l *lane, r *wire.Result, now time.Time, reply func(b
 	return true
 }
 
-// sendLease pushes a lease the store handed to l.
+// sendLease pushes a lease the store handed to l, selecting the lane's
+// live-activity version (tracked from here on, activity.go).
 func (l *lane) sendLease(ls *store.Lease) bool {
+	if l.activity != "" {
+		l.act.Begin(activity.Lease{JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
+			Lane: l.name, Generation: l.generation, Version: l.activity, Deadline: ls.DeadlineAt})
+	}
 	return l.sendEncoded(wire.EncodeLease(&wire.Lease{
 		JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
 		DeadlineAt: ls.DeadlineAt.UTC(), Kind: wire.Kind(ls.Kind),
-		Policy: ls.Policy, Task: ls.Task,
+		Policy: ls.Policy, Task: ls.Task, ActivityVersion: l.activity,
 	}))
 }
 
