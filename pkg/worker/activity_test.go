@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
@@ -191,5 +194,91 @@ func TestCodingActivity(t *testing.T) {
 				t.Fatalf("stages %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestRealGateLiveActivity runs a coding job through the production Gate
+// and a Worker lane whose check blocks on a FIFO: while it blocks, the
+// Gate's owner-only activity route shows the attempt in testing; once the
+// check is released and the result is in, the activity is gone.
+func TestRealGateLiveActivity(t *testing.T) {
+	f := newCodingFixture(t, buildEditPlugin(t))
+	fifo := filepath.Join(t.TempDir(), "release")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exec := `{"plugin_id":"edit","environment":["PATH"],"plugin_timeout":"1m","check_timeout":"1m","git_timeout":"1m","cleanup_timeout":"5s","plugin_output_bytes":1048576,"check_output_bytes":64,"git_output_bytes":1048576}`
+	conf := fmt.Sprintf(`{"version":1,"listen":"127.0.0.1:0","database":%q,"owner_token_env":"OWNER",
+ "recovery_interval":"50ms","lease_poll_interval":"100ms","default_pool":"local",
+ "lifecycle":{"lease_ttl":"10s","retry_base":"1s","max_attempts":2},"default_execution":%s,
+ "workers":[{"id":"worker-1","pool":"local","token_env":"WTOKEN","concurrency":1}],
+ "repositories":[{"id":"demo","default_branch":"main","worker_pool":"local","execution":%s}]}`, privateDB(t), exec, exec)
+	rg := startRealGate(t, []byte(conf), "")
+	f.cfg.GateURL = rg.url()
+	x, err := NewCodingExecutor(f.cfg, CodingOptions{LookupEnv: lookupIn(codingEnv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, ev := events()
+	stop := startWorker(t, Options{Config: f.cfg, Observe: obs, Executors: map[wire.Kind]Executor{wire.KindCoding: x}})
+	defer stop()
+	waitEvent(t, ev, EventConnected)
+
+	task, _ := json.Marshal(map[string]any{"repository_id": "demo", "base_sha": f.base,
+		"instruction": "write hello.txt hi", "tests": [][]string{{"cat", fifo}, {"test", "-f", "hello.txt"}}})
+	var job struct{ ID string }
+	if err := json.Unmarshal(rg.api("POST", "/v1/jobs", task), &job); err != nil {
+		t.Fatal(err)
+	}
+	type page struct {
+		Live     bool `json:"live"`
+		Activity []struct {
+			Attempt  int    `json:"attempt"`
+			WorkerID string `json:"worker_id"`
+			Stage    string `json:"stage"`
+		} `json:"activity"`
+	}
+	read := func() page {
+		var p page
+		if err := json.Unmarshal(rg.api("GET", "/v1/debug/jobs/"+job.ID+"/activity", nil), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Observe (poll) until the check blocks: the stage is then testing.
+	deadline := time.Now().Add(30 * time.Second)
+	var p page
+	for p = read(); len(p.Activity) == 0 || p.Activity[len(p.Activity)-1].Stage != "testing"; p = read() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never saw testing: %+v", p)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var stages []string
+	for _, a := range p.Activity {
+		if !p.Live || a.Attempt != 1 || a.WorkerID != "worker-1" {
+			t.Fatalf("activity %+v", a)
+		}
+		stages = append(stages, a.Stage)
+	}
+	if !reflect.DeepEqual(stages, []string{"analyzing", "testing"}) {
+		t.Fatalf("stages %v", stages)
+	}
+	released := make(chan error, 1)
+	go func() {
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err == nil {
+			err = w.Close()
+		}
+		released <- err
+	}()
+	if err := recv(t, released, "the check to read the FIFO"); err != nil {
+		t.Fatal(err)
+	}
+	if e := waitEvent(t, ev, EventReported); e.JobID != job.ID || e.Code != "" {
+		t.Fatalf("reported %+v", e)
+	}
+	if p := read(); len(p.Activity) != 0 {
+		t.Fatalf("activity after the result: %+v", p)
 	}
 }
