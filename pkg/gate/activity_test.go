@@ -53,8 +53,6 @@ func stagesOf(evs []activity.Event) []activity.Stage {
 }
 
 func TestActivitySelectedOnlyWhenOffered(t *testing.T) {
-	cfg, sec := testConfig(t, nil)
-	tg := startGate(t, cfg, sec, "", nil)
 	cases := []struct {
 		name  string
 		slot  int
@@ -68,6 +66,8 @@ func TestActivitySelectedOnlyWhenOffered(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			cfg, sec := testConfig(t, nil)
+			tg := startGate(t, cfg, sec, "", nil) // one lane per Gate: the job goes to it
 			w := connectOffering(t, tg, c.slot, c.offer)
 			job := tg.submit(`{"input":"x"}`)
 			l := w.lease()
@@ -90,9 +90,9 @@ func TestActivityRecordedForTheExactLease(t *testing.T) {
 	cfg, sec := testConfig(t, nil)
 	tg := startGate(t, cfg, sec, "", nil)
 	w := connectOffering(t, tg, 1, []string{activity.Version})
-	other := connectOffering(t, tg, 2, []string{activity.Version})
 	job := tg.submit(`{"input":"x"}`)
 	l := w.lease()
+	other := connectOffering(t, tg, 2, []string{activity.Version}) // idle: no job left to lease
 	tg.clock.Advance(time.Second)
 	w.stage(l, l.JobID, l.AttemptID, activity.StageAnalyzing)
 	at := tg.clock.Now()
