@@ -458,11 +458,14 @@ func TestCodingEvidenceAndResult(t *testing.T) {
 		}
 		return w.request(wire.Envelope{Type: wire.TypeEvidence, Evidence: &wire.Evidence{JobID: l.JobID, AttemptID: l.AttemptID, Batch: batch, Records: raw}})
 	}
-	wantReject(t, ev(2, `{"phase":"cleanup"}`), wire.RejectInvalid) // out of order
-	wantAck(t, ev(1, `{"phase":"plugin"}`, `{"phase":"scoped_check","index":0}`))
-	wantAck(t, ev(1, `{"phase":"plugin"}`, `{"phase":"scoped_check","index":0}`)) // identical replay
-	wantReject(t, ev(1, `{"phase":"other"}`), wire.RejectConflict)
-	wantAck(t, ev(2, `{"phase":"cleanup"}`))
+	check := `{"phase":"scoped_check","reason":"passed","index":0,"sha":"` + strings.Repeat("b", 40) + `","exit_code":0,"duration_ms":1,"arg_count":1,"args":["[REDACTED]"],"output":"","output_redacted":false,"output_truncated":false}`
+	created := `{"phase":"candidate_commit","reason":"created","sha":"` + strings.Repeat("b", 40) + `"}`
+	cleanup := `{"phase":"cleanup","reason":"cleanup_failed"}`
+	wantReject(t, ev(2, cleanup), wire.RejectInvalid) // out of order
+	wantAck(t, ev(1, check, created))
+	wantAck(t, ev(1, check, created)) // identical replay
+	wantReject(t, ev(1, `{"phase":"plugin","reason":"failed"}`), wire.RejectConflict)
+	wantAck(t, ev(2, cleanup))
 	// A text result for a coding job is invalid.
 	wantReject(t, w.textResult(l, "x"), wire.RejectInvalid)
 	res := wire.Envelope{Type: wire.TypeResult, Result: &wire.Result{JobID: l.JobID, AttemptID: l.AttemptID, Outcome: wire.OutcomeSucceeded,

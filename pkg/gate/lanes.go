@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
+	"github.com/0k-lab/agent-forge/pkg/evidence"
 	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
@@ -320,8 +321,21 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		g.act.Extend(f.JobID, f.AttemptID, l.name, l.generation, deadline)
 		return reply(true, &wire.Ack{DeadlineAt: deadline.UTC()}, "")
 	case wire.TypeEvidence:
+		// Only records that follow the evidence contract, in canonical
+		// form, reach the store (pkg/evidence). A batch for an attempt this
+		// lane does not hold is stale whatever its content.
+		b, err := evidence.ValidateBatch(e.Evidence.Batch, e.Evidence.Records, evidence.Options{})
+		if err != nil {
+			g.lanes.mu.Lock()
+			held := l.state == laneBusy && l.attemptID == e.Evidence.AttemptID && l.jobID == e.Evidence.JobID
+			g.lanes.mu.Unlock()
+			if !held {
+				return reply(false, nil, wire.RejectStale)
+			}
+			return reply(false, nil, wire.RejectInvalid)
+		}
 		f := store.Fence{JobID: e.Evidence.JobID, AttemptID: e.Evidence.AttemptID, Lane: l.name, Generation: l.generation}
-		if _, err := g.st.AddEvidence(g.ctx, f, e.Evidence.Batch, e.Evidence.Records, now); err != nil {
+		if _, err := g.st.AddEvidence(g.ctx, f, e.Evidence.Batch, b.Records, now); err != nil {
 			return g.rejectStoreErr(err, reply)
 		}
 		return reply(true, &wire.Ack{}, "")
