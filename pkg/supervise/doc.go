@@ -16,7 +16,10 @@
 // On Linux a Command may therefore name a reaper: a binary that, when its
 // first argument is ReaperArg, runs ReaperMain instead of its usual main.
 // The reaper marks itself a child subreaper (PR_SET_CHILD_SUBREAPER),
-// starts the real program with the inherited stdin, stdout and stderr,
+// starts the real program with the inherited stdin, stdout and stderr and
+// exactly the Command's Env (supervise gives the reaper itself
+// GOMAXPROCS=1 when Env does not set GOMAXPROCS, which makes its Go
+// runtime start cheaper; the reaper strips it again),
 // forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to it, and waits for it.
 // After the program exits, for whatever reason, the reaper finds every
 // remaining descendant (ordinary ones still attached to a living parent and

@@ -47,6 +47,14 @@ type sweepReport struct {
 
 // reap is ReaperMain with the sweep's report, which tests inspect.
 func reap(args []string) (int, sweepReport) {
+	env := os.Environ() // exactly what supervise passed to the reaper, but:
+	if len(args) > 0 && args[0] == reaperEnvFlag {
+		// the last entry was for this process's runtime only
+		if len(env) == 0 || env[len(env)-1] != reaperRuntimeEnv {
+			return reaperUsage, sweepReport{}
+		}
+		env, args = env[:len(env)-1], args[1:]
+	}
 	if len(args) == 0 || args[0] == "" {
 		return reaperUsage, sweepReport{}
 	}
@@ -58,7 +66,7 @@ func reap(args []string) (int, sweepReport) {
 
 	pidfd := -1
 	pid, err := syscall.ForkExec(args[0], args, &syscall.ProcAttr{
-		Env:   os.Environ(), // exactly what supervise passed to the reaper
+		Env:   env,
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{PidFD: &pidfd},
 	})

@@ -194,14 +194,16 @@ func parseSweep(t *testing.T, line string) map[string]string {
 		}
 		out[k] = v
 	}
-	if len(out) != 4 {
+	if len(out) != 5 {
 		t.Fatalf("bad sweep report %q", line)
 	}
 	return out
 }
 
 // With nothing left behind, the reaper exits straight after the program:
-// no /proc scan, no signal, no grace period (the fast path).
+// no /proc scan, no signal, no grace period (the fast path). It also ran
+// with one P: supervise set GOMAXPROCS=1 for it (and only for it, see
+// TestRunEnvironmentIsExact).
 func TestReaperFastPathWithoutDescendants(t *testing.T) {
 	cases := map[string]string{
 		"no child at all":         `exit 3`,
@@ -215,7 +217,7 @@ func TestReaperFastPathWithoutDescendants(t *testing.T) {
 			if err != nil || res.Exit.Code != 3 {
 				t.Fatalf("exit = %+v, %v; want code 3", res.Exit, err)
 			}
-			if got, want := report(), "fast=true term=0 kill=0 timedout=false"; got != want {
+			if got, want := report(), "fast=true term=0 kill=0 timedout=false procs=1"; got != want {
 				t.Fatalf("sweep = %q, want %q", got, want)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -138,6 +139,7 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 		return nil, startError("resolve executable path", err)
 	}
 	argv := append([]string{path}, c.Args...)
+	env := append([]string{}, c.Env...) // never nil: nil would mean os.Environ()
 	exe, wrapped := path, false
 	if c.Reaper != "" && reaperSupported {
 		if err := checkExecutable(path); err != nil {
@@ -148,7 +150,7 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 			return nil, startError("resolve reaper path", err)
 		}
 		exe, wrapped = reaper, true
-		argv = append([]string{reaper, ReaperArg}, argv...)
+		argv, env = reaperCommand(reaper, argv, env)
 	}
 	p := &Process{
 		wrapped:    wrapped,
@@ -170,7 +172,7 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	p.cmd = &exec.Cmd{
 		Path:        exe,
 		Args:        argv,
-		Env:         append([]string{}, c.Env...), // never nil: nil would mean os.Environ()
+		Env:         env,
 		Dir:         c.Dir,
 		Stdin:       pipes[0],
 		Stdout:      pipes[3],
@@ -190,6 +192,29 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	go p.wait()
 	go p.watch(ctx, c.Timeout)
 	return p, nil
+}
+
+// The reaper is a Go program, and the Go runtime sizes itself at start
+// from GOMAXPROCS or, without it, from the CPU affinity and cgroup CPU
+// limits, which costs /proc and /sys reads and more threads on every
+// plugin start. When the program's environment does not set GOMAXPROCS,
+// supervise appends reaperRuntimeEnv to the reaper's environment and puts
+// reaperEnvFlag before the program's path; the reaper then removes that
+// last entry again, so the program's environment stays exactly Env.
+const (
+	reaperEnvFlag    = "-drop-last-env" // never an absolute path
+	reaperRuntimeEnv = "GOMAXPROCS=1"
+)
+
+// reaperCommand returns the reaper's argv and environment for the program
+// argv with environment env.
+func reaperCommand(reaper string, argv, env []string) ([]string, []string) {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GOMAXPROCS=") {
+			return append([]string{reaper, ReaperArg}, argv...), env
+		}
+	}
+	return append([]string{reaper, ReaperArg, reaperEnvFlag}, argv...), append(env, reaperRuntimeEnv)
 }
 
 func closeFiles(fs ...*os.File) {

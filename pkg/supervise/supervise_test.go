@@ -53,29 +53,43 @@ func shell(tb testing.TB, script string) supervise.Command {
 	}
 }
 
+// The child's environment is exactly Env, with or without the reaper (which
+// runs itself with GOMAXPROCS=1 unless Env sets GOMAXPROCS, and must pass
+// neither that entry nor anything of its own on).
 func TestRunEnvironmentIsExact(t *testing.T) {
 	t.Setenv("FORGE_SUPERVISE_LEAK", "must-not-appear")
+	envs := map[string][]string{
+		"":            {"A=1", "ZZ=two words"},
+		" GOMAXPROCS": {"A=1", "GOMAXPROCS=7", "ZZ=two words"},
+		" empty":      {},
+	}
 	for _, reaper := range []bool{false, true} {
-		t.Run(map[bool]string{false: "plain", true: "reaper"}[reaper], func(t *testing.T) {
-			c := supervise.Command{
-				Path:        mustLook(t, "env"),
-				Env:         []string{"A=1", "ZZ=two words"},
-				OutputLimit: 4096,
-			}
-			if reaper {
-				c.Reaper = self(t)
-			}
-			res, err := supervise.Run(context.Background(), c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, want := string(res.Stdout), "A=1\nZZ=two words\n"; got != want {
-				t.Fatalf("environment = %q, want %q", got, want)
-			}
-			if !res.Exit.Success() {
-				t.Fatalf("exit = %+v", res.Exit)
-			}
-		})
+		for name, env := range envs {
+			t.Run(map[bool]string{false: "plain", true: "reaper"}[reaper]+name, func(t *testing.T) {
+				c := supervise.Command{
+					Path:        mustLook(t, "env"),
+					Env:         env,
+					OutputLimit: 4096,
+				}
+				if reaper {
+					c.Reaper = self(t)
+				}
+				res, err := supervise.Run(context.Background(), c, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := strings.Join(env, "\n")
+				if len(env) > 0 {
+					want += "\n"
+				}
+				if got := string(res.Stdout); got != want {
+					t.Fatalf("environment = %q, want %q", got, want)
+				}
+				if !res.Exit.Success() {
+					t.Fatalf("exit = %+v", res.Exit)
+				}
+			})
+		}
 	}
 }
 
