@@ -181,7 +181,7 @@ if [ -n "$deterministic" ] && [ "$subject" != "feat: add hello.txt" ]; then fail
 [ -z "$(ls -A "$tmp/worktrees")" ] || fail "worktree left behind"
 [ -z "$(ls -A "$tmp/runtime")" ] || fail "runtime directory left behind"
 [ "$(g worktree list --porcelain | grep -c '^worktree ')" = 1 ] || fail "worktree registration left behind"
-[ "$(g rev-parse HEAD)" = "$base" ] && [ "$(g symbolic-ref HEAD)" = refs/heads/main ] || fail "the repository's own checkout moved"
+if [ "$(g rev-parse HEAD)" != "$base" ] || [ "$(g symbolic-ref HEAD)" != refs/heads/main ]; then fail "the repository's own checkout moved"; fi
 g reflog expire --expire=now --all
 g gc -q --prune=now
 [ "$(g rev-parse "$ref")" = "$cand" ] || fail "ref lost after gc"

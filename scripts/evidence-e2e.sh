@@ -140,6 +140,7 @@ PY
 }
 
 # 1. A failing check that prints secrets.
+# shellcheck disable=SC2016 # $FORGE_CHECK_CANARY is expanded by the check's shell
 job1=$(submit '[["true"],["sh","-c","cat credentials.txt; echo env=$FORGE_CHECK_CANARY; head -c 4096 /dev/zero; exit 7"],["true"]]') || fail "submit 1"
 "$bin/forge" wait -timeout 60s -poll 100ms "$job1" >"$tmp/agg1.json" 2>>"$tmp/forge.log" && fail "job 1 succeeded"
 python3 - "$tmp/agg1.json" "$base" <<'PY' || fail "job 1 aggregate"
@@ -157,7 +158,7 @@ assert loud["output"] == "[REDACTED]" and loud["output_redacted"] is True and lo
 assert loud["exit_code"] == 7 and loud["arg_count"] == 3 and loud["args"] == ["[REDACTED]"] * 3, loud
 assert "candidate_sha" not in a["job"] or not a["job"]["candidate_sha"], a["job"]
 PY
-[ -z "$(ls -A "$tmp/worktrees")" ] && [ -z "$(ls -A "$tmp/runtime")" ] || fail "job 1 left a worktree or private directory"
+if [ -n "$(ls -A "$tmp/worktrees")" ] || [ -n "$(ls -A "$tmp/runtime")" ]; then fail "job 1 left a worktree or private directory"; fi
 [ -z "$(g for-each-ref refs/agent-forge/)" ] || fail "a failed job left a candidate ref"
 
 # 2. The limit case: 32 passing checks, 33 records.
