@@ -225,3 +225,26 @@ func FuzzValidateBatch(f *testing.F) {
 		}
 	})
 }
+
+// The per-attempt output limit can never be reached by valid records:
+// output is "" or the marker, and an attempt holds at most MaxRecords.
+// The store therefore enforces it through the record limit alone; this
+// test fails if either constant changes so that stops being true.
+func TestOutputLimitImpliedByRecordLimit(t *testing.T) {
+	if MaxRecords*len(Redacted) > MaxOutputBytes {
+		t.Fatalf("%d records of %q exceed %d output bytes", MaxRecords, Redacted, MaxOutputBytes)
+	}
+	var raw []json.RawMessage
+	for i := 0; i < 32; i++ {
+		r := CheckRecord(Check{Index: i, SHA: cand, Reason: ReasonPassed, ArgCount: MaxArgs, OutputBytes: 1})
+		raw = append(raw, mustEncode(t, r)...)
+	}
+	raw = append(raw, mustEncode(t, Candidate(cand))...)
+	b, err := ValidateBatch(1, raw, Options{})
+	if err != nil {
+		t.Fatalf("largest valid batch rejected: %v", err)
+	}
+	if b.Bytes > MaxBatchBytes || b.OutputBytes != 32*len(Redacted) {
+		t.Fatalf("largest valid batch: %d bytes, %d output bytes", b.Bytes, b.OutputBytes)
+	}
+}
