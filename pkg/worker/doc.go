@@ -67,7 +67,11 @@
 // exactly the requested, allowlisted variables that are set in the
 // Worker's own environment. When the plugin entry has a sha256, the
 // executable is hashed before every invocation; a mismatch or an
-// unreadable file is CodePluginIdentityMismatch (terminal). Each
+// unreadable file is CodePluginIdentityMismatch (terminal). The digest is
+// deliberately not cached by file identity (device, inode, size, times):
+// that would miss an in-place rewrite within one timestamp tick, so the
+// pin costs one full read and hash per invocation (about 0.8 ms per MiB on
+// a 2-core VM; BenchmarkPluginDigest, e2e-pinned-jobs/s). Each
 // invocation runs in a fresh private directory under runtime_root (its
 // working directory, removed afterwards) with plugin_timeout,
 // plugin_output_bytes and cleanup_timeout (the kill grace) from the
