@@ -89,6 +89,10 @@
 //	Submit(ctx, NewJob, now) (Job, error)
 //	  pending job + "submitted". Policy must be canonical policy bytes; the
 //	  plugin id, lease TTL, retry base and max attempts come from it.
+//	SubmitAndLease(ctx, NewJob, LeaseRequest, now) (Job, *Lease, leaseErr, err error)
+//	  Submit plus Lease for an idle lane in one transaction; the job is
+//	  stored even when the lane cannot take it (leaseErr ErrStale or
+//	  ErrLaneBusy, nil lease).
 //	ConnectLane(ctx, lane, workerID, slot, generation, now) error
 //	  the generation becomes the lane's live one; older generations fenced.
 //	DisconnectLane(ctx, lane, generation, now) (bool, error)   compare-and-clear

@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -43,34 +44,84 @@ func nullable(s string) any {
 // Submit persists a new pending job and its "submitted" event in one
 // durable transaction. A job id that already exists yields ErrConflict.
 func (s *Store) Submit(ctx context.Context, j NewJob, now time.Time) (Job, error) {
+	job, insert, err := s.submitOp(j, now)
+	if err != nil {
+		return Job{}, err
+	}
+	if err := s.w.do(ctx, insert); err != nil {
+		return Job{}, err
+	}
+	return job, nil
+}
+
+// SubmitAndLease is Submit followed, in the same transaction (one commit),
+// by Lease for next: a lane the caller believes idle gets the oldest
+// eligible job (usually the one just submitted) at once. The job is
+// persisted whatever the lease finds: a nil *Lease means nothing was
+// eligible or the lane could not take work (its generation is no longer
+// live, or it already holds an attempt), and leaseErr then says which
+// (nil, ErrStale or ErrLaneBusy). err is the submit's error; on err nothing
+// is written.
+func (s *Store) SubmitAndLease(ctx context.Context, j NewJob, next LeaseRequest, now time.Time) (job Job, l *Lease, leaseErr, err error) {
+	if !next.valid() {
+		return Job{}, nil, nil, invalid("malformed lease request")
+	}
+	job, insert, err := s.submitOp(j, now)
+	if err != nil {
+		return Job{}, nil, nil, err
+	}
+	us := now.UnixMicro()
+	err = s.w.do(ctx, func(t *wtx) error {
+		l, leaseErr = nil, nil
+		if err := insert(t); err != nil {
+			return err
+		}
+		var lerr error
+		l, lerr = t.lease(next, us)
+		if errors.Is(lerr, ErrStale) || errors.Is(lerr, ErrLaneBusy) {
+			// Detected by reads before the lease writes anything.
+			l, leaseErr = nil, lerr
+			return nil
+		}
+		return lerr
+	})
+	if err != nil {
+		return Job{}, nil, nil, err
+	}
+	return job, l, leaseErr, nil
+}
+
+// submitOp validates a new job and returns it with the writer operation
+// that inserts it.
+func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, error) {
 	if !validRef(j.ID) {
-		return Job{}, invalid("malformed job id")
+		return Job{}, nil, invalid("malformed job id")
 	}
 	if !policy.ValidID(j.Pool) {
-		return Job{}, invalid("malformed pool")
+		return Job{}, nil, invalid("malformed pool")
 	}
 	switch j.Kind {
 	case KindText:
 		if j.RepositoryID != "" {
-			return Job{}, invalid("text job with a repository")
+			return Job{}, nil, invalid("text job with a repository")
 		}
 	case KindCoding:
 		if !policy.ValidID(j.RepositoryID) {
-			return Job{}, invalid("malformed repository id")
+			return Job{}, nil, invalid("malformed repository id")
 		}
 	default:
-		return Job{}, invalid("unknown job kind")
+		return Job{}, nil, invalid("unknown job kind")
 	}
 	if len(j.Task) > MaxTaskBytes {
-		return Job{}, invalid("task too large")
+		return Job{}, nil, invalid("task too large")
 	}
 	task, ok := compactObject(j.Task)
 	if !ok {
-		return Job{}, invalid("task is not a JSON object")
+		return Job{}, nil, invalid("task is not a JSON object")
 	}
 	p, err := s.policies.decode(j.Policy)
 	if err != nil {
-		return Job{}, err
+		return Job{}, nil, err
 	}
 	us := now.UnixMicro()
 	job := Job{
@@ -78,7 +129,7 @@ func (s *Store) Submit(ctx context.Context, j NewJob, now time.Time) (Job, error
 		CreatedAt: fromMicros(us), UpdatedAt: fromMicros(us),
 		Pool: j.Pool, PluginID: p.pluginID,
 	}
-	err = s.w.do(ctx, func(t *wtx) error {
+	return job, func(t *wtx) error {
 		res, err := t.exec(`INSERT INTO jobs (id, kind, task, pool, plugin_id, repository_id, policy,
   lease_ttl_us, retry_base_us, max_attempts, status, event_count, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?) ON CONFLICT (id) DO NOTHING`,
@@ -100,11 +151,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?) ON CONFLICT (id) DO NO
 		}
 		t.events(seq, 1, us, ev{typ: EventSubmitted})
 		return nil
-	})
-	if err != nil {
-		return Job{}, err
-	}
-	return job, nil
+	}, nil
 }
 
 func newAttemptID() string {
