@@ -14,7 +14,8 @@
 #  5. A Worker whose plugin is missing refuses to start, without a path in
 #     its message.
 #  6. A hand-driven lane (testdata/evidence-lane) takes a lease: raw output
-#     and an oversized batch are rejected; a valid batch is ACKed, an
+#     an oversized batch and a failed check not bound to the base are
+#     rejected; a valid batch is ACKed, an
 #     identical replay too, a conflicting one is rejected. Gate is killed
 #     and restarted: the evidence is still on the leased attempt. After the
 #     attempt expires, late evidence for it is rejected and changes nothing.
@@ -93,7 +94,7 @@ exec_policy='{"plugin_id":"edit","environment":["PATH"],"plugin_timeout":"1m","c
 cat >"$tmp/gate.json" <<EOF
 {"version":1,"listen":"127.0.0.1:0","database":"$tmp/state/forge.db","owner_token_env":"FORGE_OWNER_TOKEN",
  "recovery_interval":"100ms","lease_poll_interval":"100ms","default_pool":"local",
- "lifecycle":{"lease_ttl":"2s","retry_base":"100ms","max_attempts":2},
+ "lifecycle":{"lease_ttl":"8s","retry_base":"100ms","max_attempts":2},
  "default_execution":$exec_policy,
  "workers":[{"id":"worker-1","pool":"local","token_env":"FORGE_WORKER_TOKEN","concurrency":1},
             {"id":"raw","pool":"local","token_env":"FORGE_RAW_TOKEN","concurrency":1}],
@@ -208,10 +209,10 @@ grep -q 'plugins\[0\]' "$tmp/worker2.log" || fail "startup error does not name t
 if grep -q -e "$tmp" -e missing-plugin "$tmp/worker2.log"; then fail "startup error contains a path"; fi
 
 # 6. A hand-driven lane: rejected, accepted and replayed batches, restart, expiry, late evidence.
-python3 - "$tmp" <<'PY'
+python3 - "$tmp" "$base" <<'PY'
 import json, sys
-d = sys.argv[1]
-check = {"phase": "scoped_check", "reason": "failed", "index": 0, "sha": "1" * 40, "exit_code": 1, "duration_ms": 1,
+d, base = sys.argv[1], sys.argv[2]
+check = {"phase": "scoped_check", "reason": "failed", "index": 0, "sha": base, "exit_code": 1, "duration_ms": 1,
          "arg_count": 1, "args": ["[REDACTED]"], "output": "[REDACTED]", "output_redacted": True, "output_truncated": False}
 raw = dict(check, output="token=sk-live-raw-output")
 def write(name, batch, records):
@@ -220,10 +221,11 @@ write("raw-output", 1, [raw])
 write("oversized", 1, [{"phase": "preparation", "reason": "base_missing", "note": "x" * (97 * 1024)}])
 write("valid", 1, [check])
 write("conflict", 1, [dict(check, exit_code=2)])
+write("not-base", 1, [dict(check, sha="1" * 40)])
 write("late", 2, [{"phase": "cleanup", "reason": "cleanup_failed"}])
 PY
 "$bin/evidence-lane" -gate "ws://$addr" -worker raw -token-env FORGE_RAW_TOKEN -repo demo take \
-  "$tmp/raw-output.json" "$tmp/oversized.json" "$tmp/valid.json" "$tmp/valid.json" "$tmp/conflict.json" >"$tmp/lane.out" 2>"$tmp/lane.log" &
+  "$tmp/raw-output.json" "$tmp/oversized.json" "$tmp/not-base.json" "$tmp/valid.json" "$tmp/valid.json" "$tmp/conflict.json" >"$tmp/lane.out" 2>"$tmp/lane.log" &
 pids+=("$!")
 job4=$(submit '[["true"]]') || fail "submit 4"
 lease=$(wait_log "$tmp/lane.out" 'e["event"] == "lease"') || fail "the hand-driven lane got no lease"
@@ -233,7 +235,7 @@ wait_log "$tmp/lane.out" 'e["event"] == "done"' >/dev/null || fail "the lane did
 python3 - "$tmp/lane.out" <<'PY' || fail "batch answers"
 import json, sys
 got = [e for e in map(json.loads, open(sys.argv[1]).read().splitlines()) if e["event"] == "evidence"]
-want = [("reject", "invalid"), ("reject", "invalid"), ("ack", None), ("ack", None), ("reject", "conflict")]
+want = [("reject", "invalid"), ("reject", "invalid"), ("reject", "invalid"), ("ack", None), ("ack", None), ("reject", "conflict")]
 assert [(e["reply"], e.get("code")) for e in got] == want, got
 PY
 "$bin/forge" result "$job4" >"$tmp/agg4-before.json" || fail "forge result 4"

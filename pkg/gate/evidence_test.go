@@ -34,6 +34,7 @@ func TestEvidenceContractEnforced(t *testing.T) {
 		"mixed purpose":   {`{"phase":"plugin","reason":"failed"}`, `{"phase":"cleanup","reason":"cleanup_failed"}`},
 		"oversized":       {`{"phase":"plugin","reason":"failed","pad":"` + strings.Repeat("x", 97<<10) + `"}`},
 		"check after end": {`{"phase":"plugin","reason":"failed"}`, check},
+		"not the base":    {strings.Replace(check, testSHA, strings.Repeat("c", 40), 1)},
 	} {
 		t.Run(name, func(t *testing.T) { wantReject(t, ev(1, recs...), wire.RejectInvalid) })
 	}

@@ -324,7 +324,12 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		// Only records that follow the evidence contract, in canonical
 		// form, reach the store (pkg/evidence). A batch for an attempt this
 		// lane does not hold is stale whatever its content.
-		b, err := evidence.ValidateBatch(e.Evidence.Batch, e.Evidence.Records, evidence.Options{})
+		// Checks without a candidate must name the job's base.
+		var opt evidence.Options
+		if j, err := g.st.Job(g.ctx, e.Evidence.JobID); err == nil {
+			opt.BaseSHA = j.BaseSHA
+		}
+		b, err := evidence.ValidateBatch(e.Evidence.Batch, e.Evidence.Records, opt)
 		if err != nil {
 			g.lanes.mu.Lock()
 			held := l.state == laneBusy && l.attemptID == e.Evidence.AttemptID && l.jobID == e.Evidence.JobID
