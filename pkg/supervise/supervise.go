@@ -37,7 +37,9 @@ type Command struct {
 	Dir string
 	// Reaper is the path of a binary that dispatches ReaperArg to
 	// ReaperMain (usually os.Executable()). When set on Linux the child runs
-	// under that subreaper wrapper. Ignored on other systems.
+	// under that subreaper wrapper. Ignored on other systems. The binary
+	// must be built from this version of the package: the reaper's
+	// arguments are private to it.
 	Reaper string
 	// OutputLimit is the combined budget, in bytes, for everything the child
 	// writes to stdout and stderr. It must be positive.
