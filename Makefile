@@ -1,6 +1,8 @@
 # Agent Forge. `make demo` runs the main job end to end on local defaults;
 # `make test` runs every check CI runs.
 GO ?= go
+# Static, libc-free binaries like the release build (cheaper process start).
+export CGO_ENABLED := 0
 BIN := bin
 CMDS := $(notdir $(wildcard cmd/*))
 E2E := $(sort $(wildcard scripts/e2e.sh scripts/*-e2e.sh))
