@@ -113,13 +113,42 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	} else {
 		nj.Pool, nj.Policy, plugin = g.cfg.DefaultPool, g.textPolicy, g.cfg.DefaultExecution.PluginID
 	}
-	job, err := g.st.Submit(r.Context(), nj, g.now())
+	l := g.reserveFor(nj.Pool, plugin, nj.RepositoryID)
+	if l == nil {
+		// No fitting lane is idle: store the job, then wake (a lane may
+		// have become idle meanwhile; lanes that are asking ask again now
+		// that the job is committed).
+		job, err := g.st.Submit(r.Context(), nj, g.now())
+		if err != nil {
+			g.storeError(w, err)
+			return
+		}
+		g.wakeFor(nj.Pool, plugin, nj.RepositoryID)
+		writeJSON(w, http.StatusCreated, job)
+		return
+	}
+	// An idle lane was reserved: the job and that lane's lease share one
+	// commit. The response goes out first, then the lease.
+	job, ls, leaseErr, err := g.st.SubmitAndLease(r.Context(), nj, l.leaseRequest(), g.now())
 	if err != nil {
+		if g.afterLease(l, nil, nil) {
+			g.wg.Add(1)
+			go g.leaseLoop(l)
+		}
 		g.storeError(w, err)
 		return
 	}
-	g.wakeFor(nj.Pool, plugin, nj.RepositoryID)
 	writeJSON(w, http.StatusCreated, job)
+	_ = http.NewResponseController(w).Flush()
+	if g.afterLease(l, ls, leaseErr) {
+		g.wg.Add(1)
+		go g.leaseLoop(l)
+	}
+	if ls == nil {
+		// The reserved lane took nothing (it went away or was not idle
+		// after all): the committed job still needs a lane.
+		g.wakeFor(nj.Pool, plugin, nj.RepositoryID)
+	}
 }
 
 func (g *Gate) handleJob(w http.ResponseWriter, r *http.Request) {

@@ -138,3 +138,33 @@ func TestResultFencingOnCombinedPath(t *testing.T) {
 		t.Fatalf("job 1 %+v", j)
 	}
 }
+
+// A submit that finds an idle lane stores the job and leases it to that
+// lane in one store operation and one commit.
+func TestSubmitToIdleLaneIsOneCommit(t *testing.T) {
+	cfg, sec := quietConfig(t)
+	tg := startGate(t, cfg, sec, "", nil)
+	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), noRepos())
+	j1 := tg.submit(`{"input":"one"}`)
+	l1 := w.lease()
+	if l1.JobID != j1.ID {
+		t.Fatalf("lease %+v", l1)
+	}
+	// Once the result is ACKed the lane is idle (nothing else queued).
+	wantAck(t, w.textResult(l1, "ONE"))
+	before := tg.st.Stats()
+	j2 := tg.submit(`{"input":"two"}`)
+	l2 := w.lease()
+	after := tg.st.Stats()
+	if l2.JobID != j2.ID || l2.Ordinal != 1 {
+		t.Fatalf("lease %+v, want %s", l2, j2.ID)
+	}
+	if after.Commits-before.Commits != 1 || after.Operations-before.Operations != 1 {
+		t.Fatalf("submit + lease took %d commits, %d operations", after.Commits-before.Commits, after.Operations-before.Operations)
+	}
+	// The lease is fenced like any other: the result lands.
+	wantAck(t, w.textResult(l2, "TWO"))
+	if j := tg.job(j2.ID); j.Status != "succeeded" {
+		t.Fatalf("job %+v", j)
+	}
+}

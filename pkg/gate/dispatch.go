@@ -80,30 +80,36 @@ func (g *Gate) wakeSome(n int) {
 // wakeFor wakes one idle lane that fits a new job (round robin), or, when
 // none is idle, makes every fitting lane that is asking ask again.
 func (g *Gate) wakeFor(pool, plugin, repo string) {
+	if l := g.reserveFor(pool, plugin, repo); l != nil {
+		g.wg.Add(1)
+		go g.leaseLoop(l)
+	}
+}
+
+// reserveFor moves one idle lane that fits a job (round robin) to the
+// leasing state and returns it; the caller must then ask the store for
+// its lease (leaseLoop, or SubmitAndLease followed by afterLease). When no
+// fitting lane is idle it returns nil and makes every fitting lane that is
+// asking, or recording a result, ask once more; call it (or wakeFor) only
+// after the job is committed, or such a lane may ask too early.
+func (g *Gate) reserveFor(pool, plugin, repo string) *lane {
 	g.lanes.mu.Lock()
-	var start *lane
+	defer g.lanes.mu.Unlock()
 	n := len(g.lanes.order)
-	for i := 0; i < n && start == nil; i++ {
+	for i := 0; i < n; i++ {
 		l := g.lanes.order[(g.lanes.rr+i)%n]
 		if l.state == laneIdle && !l.closed && l.fits(pool, plugin, repo) {
-			start = l
 			g.lanes.rr = (g.lanes.rr + i + 1) % n
+			g.wakeLocked(l)
+			return l
 		}
 	}
-	if start != nil {
-		g.wakeLocked(start)
-	} else {
-		for _, l := range g.lanes.order {
-			if (l.state == laneLeasing || l.completing) && l.fits(pool, plugin, repo) {
-				l.again = true
-			}
+	for _, l := range g.lanes.order {
+		if (l.state == laneLeasing || l.completing) && l.fits(pool, plugin, repo) {
+			l.again = true
 		}
 	}
-	g.lanes.mu.Unlock()
-	if start != nil {
-		g.wg.Add(1)
-		go g.leaseLoop(start)
-	}
+	return nil
 }
 
 // leaseLoop asks the store for one attempt for l and pushes it. It runs
@@ -112,35 +118,46 @@ func (g *Gate) leaseLoop(l *lane) {
 	defer g.wg.Done()
 	for {
 		ls, err := g.st.Lease(g.ctx, l.name, l.generation, l.pool, l.plugins, l.repos, g.now())
-		g.lanes.mu.Lock()
-		if err != nil {
-			l.state, l.again = laneIdle, false
-			g.lanes.mu.Unlock()
-			if storeFailure(err) && !errors.Is(err, store.ErrClosed) && g.ctx.Err() == nil {
-				g.fail(err)
-			}
+		if !g.afterLease(l, ls, err) {
 			return
 		}
-		if ls != nil {
-			l.state, l.again, l.jobID, l.attemptID = laneBusy, false, ls.JobID, ls.AttemptID
-			closed := l.closed
-			g.lanes.mu.Unlock()
-			if !closed {
-				// A failed send closes the connection; the attempt keeps its
-				// lease until it expires and is retried.
-				l.sendLease(ls)
-			}
-			return
-		}
-		if l.again && !l.closed {
-			l.again = false
-			g.lanes.mu.Unlock()
-			continue
-		}
+	}
+}
+
+// afterLease finishes one store lease for l, which is in the leasing
+// state: a lease makes it busy and is pushed; otherwise it becomes idle,
+// unless a wake arrived meanwhile, in which case afterLease reports true
+// and the caller must ask the store once more. A store failure stops the
+// Gate; typed refusals (a fenced generation, a busy lane) only idle it.
+func (g *Gate) afterLease(l *lane, ls *store.Lease, err error) (again bool) {
+	g.lanes.mu.Lock()
+	if err != nil {
 		l.state, l.again = laneIdle, false
 		g.lanes.mu.Unlock()
-		return
+		if storeFailure(err) && !errors.Is(err, store.ErrClosed) && g.ctx.Err() == nil {
+			g.fail(err)
+		}
+		return false
 	}
+	if ls != nil {
+		l.state, l.again, l.jobID, l.attemptID = laneBusy, false, ls.JobID, ls.AttemptID
+		closed := l.closed
+		g.lanes.mu.Unlock()
+		if !closed {
+			// A failed send closes the connection; the attempt keeps its
+			// lease until it expires and is retried.
+			l.sendLease(ls)
+		}
+		return false
+	}
+	if l.again && !l.closed {
+		l.again = false
+		g.lanes.mu.Unlock()
+		return true
+	}
+	l.state, l.again = laneIdle, false
+	g.lanes.mu.Unlock()
+	return false
 }
 
 // cancelExpired tells the lane holding an attempt the sweep expired that
