@@ -32,9 +32,11 @@ type writer struct {
 	done  chan struct{}
 	once  sync.Once
 	stmts map[string]*sql.Stmt
-	base  context.Context
-	stats writerStats
-	mu    sync.Mutex
+	// evStmts are the event INSERTs by row count (also in stmts).
+	evStmts map[int]*sql.Stmt
+	base    context.Context
+	stats   writerStats
+	mu      sync.Mutex
 
 	checkpoint func() // nil for memory databases
 	sinceKick  int
@@ -61,21 +63,43 @@ type eventRow struct {
 	ev
 }
 
-// maxEventRows bounds one multi-row INSERT (6 parameters per row).
-const maxEventRows = 1000
+// maxEventChunk is the largest multi-row event INSERT (6 parameters per
+// row). Events go in chunks of 64, 16, 4 and 1 rows (largest first), so
+// each of the four statements is parsed once and then reused: parsing a
+// statement costs modernc more than inserting a few rows.
+const maxEventChunk = 64
 
-// flushEvents inserts the queued events in order and empties the queue.
+// eventInsert returns the prepared INSERT of n event rows.
+func (w *writer) eventInsert(n int) (*sql.Stmt, error) {
+	var b strings.Builder
+	b.WriteString("INSERT INTO events (job_seq, seq, type, at, attempt, code) VALUES ")
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?)")
+	}
+	return w.stmt(b.String())
+}
+
+// flushEvents inserts the queued events in order.
 func (w *writer) flushEvents(rows []eventRow) error {
+	args := make([]any, 0, 6*min(len(rows), maxEventChunk))
 	for len(rows) > 0 {
-		n := min(len(rows), maxEventRows)
-		var b strings.Builder
-		b.WriteString("INSERT INTO events (job_seq, seq, type, at, attempt, code) VALUES ")
-		args := make([]any, 0, 6*n)
-		for i, r := range rows[:n] {
-			if i > 0 {
-				b.WriteString(", ")
+		n := maxEventChunk
+		for n > len(rows) {
+			n /= 4
+		}
+		st, ok := w.evStmts[n]
+		if !ok {
+			var err error
+			if st, err = w.eventInsert(n); err != nil {
+				return err
 			}
-			b.WriteString("(?, ?, ?, ?, ?, ?)")
+			w.evStmts[n] = st
+		}
+		args = args[:0]
+		for _, r := range rows[:n] {
 			var a, c any
 			if r.attempt > 0 {
 				a = r.attempt
@@ -85,7 +109,7 @@ func (w *writer) flushEvents(rows []eventRow) error {
 			}
 			args = append(args, r.jobSeq, r.seq, r.typ, r.at, a, c)
 		}
-		if _, err := w.conn.ExecContext(w.base, b.String(), args...); err != nil {
+		if _, err := st.ExecContext(w.base, args...); err != nil {
 			return err
 		}
 		rows = rows[n:]
@@ -141,6 +165,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, checkpoint func()) (*writer,
 		quit:       make(chan struct{}),
 		done:       make(chan struct{}),
 		stmts:      map[string]*sql.Stmt{},
+		evStmts:    map[int]*sql.Stmt{},
 		base:       context.WithoutCancel(ctx),
 	}
 	go w.loop()
