@@ -259,6 +259,14 @@ func (t *wtx) lease(req LeaseRequest, us int64) (*Lease, error) {
 	if !isNoRows(err) {
 		return nil, err
 	}
+	return t.grant(req, us)
+}
+
+// grant leases the oldest eligible job to the lane without checking that
+// its generation is live and idle: callers have established both in the
+// same transaction (lease, or a recorded result of the lane's only leased
+// attempt in CompleteAndLease).
+func (t *wtx) grant(req LeaseRequest, us int64) (*Lease, error) {
 	query, args := candidateSQL(req.Pool, us, req.Plugins, req.Repositories)
 	var (
 		seq, ttl, count, base int64
@@ -268,7 +276,7 @@ func (t *wtx) lease(req LeaseRequest, us int64) (*Lease, error) {
 		task, pol             string
 		l                     = Lease{AttemptID: newAttemptID()}
 	)
-	err = t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &l.PluginID, &pol, &ttl, &count,
+	err := t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &l.PluginID, &pol, &ttl, &count,
 		&maxAttempts, &base, &events)
 	if isNoRows(err) {
 		return nil, nil
@@ -542,7 +550,15 @@ func (s *Store) CompleteAndLease(ctx context.Context, f Fence, o Outcome, next L
 		if c, err = t.complete(f, o, report, us); err != nil {
 			return err
 		}
-		l, err = t.lease(next, us)
+		if c.Replayed {
+			// Nothing was recorded: check the lane as Lease does.
+			l, err = t.lease(next, us)
+			return err
+		}
+		// The result was recorded for the lane's live generation (checked
+		// by complete) and its attempt was the lane's only leased one
+		// (Lease never grants a second), so the lane is live and idle.
+		l, err = t.grant(next, us)
 		return err
 	})
 	if err != nil {

@@ -82,3 +82,38 @@ func TestSubmitAndLease(t *testing.T) {
 		t.Fatalf("refused submits leased something: %+v %v", l, err)
 	}
 }
+
+// CompleteAndLease leases without re-reading the lane only after it
+// recorded the result: a replay checks the lane like Lease (here it is
+// busy with the attempt the first call leased), and a fenced generation
+// records and leases nothing.
+func TestCompleteAndLeaseChecksLaneOnReplay(t *testing.T) {
+	s, _ := openFile(t)
+	for _, id := range []string{"j1", "j2", "j3"} {
+		mustSubmit(t, s, textJob(id, 2), t0)
+	}
+	mustConnect(t, s, "worker-1", gen(1), t0)
+	req := LeaseRequest{Lane: "worker-1", Generation: gen(1), Pool: "coding", Plugins: []string{"reference"}}
+	l1 := mustLease(t, s, "worker-1", gen(1), t0)
+	_, l2, err := s.CompleteAndLease(bg, fenceOf(l1, "worker-1", gen(1)), textOK("one"), req, t0)
+	if err != nil || l2 == nil || l2.JobID != "j2" {
+		t.Fatalf("first: %+v %v", l2, err)
+	}
+	if _, l, err := s.CompleteAndLease(bg, fenceOf(l1, "worker-1", gen(1)), textOK("one"), req, t0); !errors.Is(err, ErrLaneBusy) || l != nil {
+		t.Fatalf("replay while busy: %+v %v", l, err)
+	}
+	if j := mustJob(t, s, "j3"); j.Status != JobPending {
+		t.Fatalf("replay leased j3: %+v", j)
+	}
+	// A takeover fences the old generation: its result records nothing.
+	mustConnect(t, s, "worker-1", gen(2), t0)
+	if _, l, err := s.CompleteAndLease(bg, fenceOf(l2, "worker-1", gen(1)), textOK("two"), req, t0); !errors.Is(err, ErrStale) || l != nil {
+		t.Fatalf("fenced generation: %+v %v", l, err)
+	}
+	if j := mustJob(t, s, "j2"); j.Status != JobLeased {
+		t.Fatalf("fenced result recorded: %+v", j)
+	}
+	if j := mustJob(t, s, "j3"); j.Status != JobPending {
+		t.Fatalf("fenced result leased j3: %+v", j)
+	}
+}
