@@ -268,6 +268,7 @@ func endToEnd(b *testing.B, submitters, lanes, total int) {
 		}()
 	}
 	wg.Wait()
+	submitted := time.Since(start)
 	limit := time.Now().Add(2 * time.Minute)
 	for done.Load() < int64(total) {
 		if time.Now().After(limit) {
@@ -280,6 +281,7 @@ func endToEnd(b *testing.B, submitters, lanes, total int) {
 	after := tg.st.Stats()
 	commits := after.Commits - before.Commits
 	b.ReportMetric(float64(total)/el.Seconds(), "jobs_per_s")
+	b.ReportMetric(float64(total)/submitted.Seconds(), "submits_per_s")
 	b.ReportMetric(float64(commits)/el.Seconds(), "commits_per_s")
 	b.ReportMetric(float64(total)/float64(max(commits, 1)), "jobs_per_commit")
 	b.ReportMetric(float64(after.Operations-before.Operations)/float64(total), "store_ops_per_job")
