@@ -155,7 +155,8 @@ func connectRawLane(t *testing.T, addr string) *rawLane {
 		t.Fatalf("dial: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
-	hello := &wire.Hello{Protocol: wire.Protocol, WorkerID: "worker-1", Plugins: []string{"reference"}, Repositories: []string{}}
+	hello := &wire.Hello{Protocol: wire.Protocol, WorkerID: "worker-1", Plugins: []string{"reference"}, Repositories: []string{},
+		ActivityVersions: activity.Offer()}
 	if err := c.Send(wire.Envelope{Type: wire.TypeHello, Hello: hello}); err != nil {
 		t.Fatal(err)
 	}
@@ -185,6 +186,26 @@ func (l *rawLane) result(r *wire.Result) {
 	l.c.SetReadDeadline(time.Now().Add(waitLimit))
 	if e, err := l.c.Receive(); err != nil || e.Ack == nil {
 		l.t.Fatalf("result not acknowledged: %v", err)
+	}
+}
+
+// stage reports one live-activity stage of the lane's attempt to the Gate,
+// then heartbeats: the Gate handles one connection's messages in order, so
+// once the heartbeat is acknowledged the stage has been recorded.
+func (l *rawLane) stage(ls *wire.Lease, s activity.Stage) {
+	l.t.Helper()
+	p := &wire.Activity{JobID: ls.JobID, AttemptID: ls.AttemptID, Version: ls.ActivityVersion, Stage: s}
+	if err := l.c.Send(wire.Envelope{Type: wire.TypeActivity, Activity: p}); err != nil {
+		l.t.Fatal(err)
+	}
+	l.seq++
+	hb := &wire.Heartbeat{JobID: ls.JobID, AttemptID: ls.AttemptID}
+	if err := l.c.Send(wire.Envelope{Type: wire.TypeHeartbeat, Seq: l.seq, Heartbeat: hb}); err != nil {
+		l.t.Fatal(err)
+	}
+	l.c.SetReadDeadline(time.Now().Add(waitLimit))
+	if e, err := l.c.Receive(); err != nil || e.Ack == nil || e.Seq != l.seq {
+		l.t.Fatalf("heartbeat not acknowledged: %v", err)
 	}
 }
 
@@ -347,30 +368,18 @@ func TestViewerOnRealGate(t *testing.T) {
 		t.Fatalf("newest job %+v", done)
 	}
 
-	// The raw lane's current attempt reports a live stage into the
-	// in-memory activity store, bound to its lane and connection generation.
-	acts := activity.NewStore(time.Now)
-	if !acts.Begin(activity.Lease{JobID: third.JobID, AttemptID: third.AttemptID, Ordinal: third.Ordinal, Lane: lane.welcome.Lane,
-		Generation: lane.welcome.Generation, Version: activity.Version, Deadline: third.DeadlineAt}) {
-		t.Fatal("lease not tracked")
+	// The raw lane offered live_activity/v1, so its lease selected it; its
+	// current attempt reports a live stage to the Gate, which keeps it in
+	// memory bound to the lane's connection.
+	if third.ActivityVersion != activity.Version {
+		t.Fatalf("lease selects activity %q", third.ActivityVersion)
 	}
-	if _, err := acts.Record(lane.welcome.Lane, lane.welcome.Generation, activity.Payload{JobID: third.JobID, AttemptID: third.AttemptID,
-		Version: activity.Version, Stage: activity.StageAnalyzing}); err != nil {
-		t.Fatal(err)
-	}
+	lane.stage(third, activity.StageAnalyzing)
 
-	// The browser talks to the Gate's own routes (pkg/gate mounts the
-	// viewer with its owner check). Until the Gate wires live activity
-	// (debugview.WithActivity), the test supplies that one route from its
-	// activity store; everything else is the Gate's.
+	// The browser talks to the Gate's own routes only (pkg/gate mounts the
+	// viewer with its owner check and its live activity).
 	rec := &recorder{}
-	liveOnly := debugview.New(reader, func(r *http.Request) bool {
-		return r.Header.Get("Authorization") == "Bearer "+browserToken
-	}, time.Now, debugview.WithActivity(acts))
-	mux := http.NewServeMux()
-	mux.Handle("GET /v1/debug/jobs/{id}/activity", liveOnly)
-	mux.Handle("/", rg.g.Handler())
-	srv := httptest.NewServer(rec.wrap(mux))
+	srv := httptest.NewServer(rec.wrap(rg.g.Handler()))
 	defer srv.Close()
 
 	// Owner-only on the Gate: both Worker tokens are refused.
