@@ -1,0 +1,167 @@
+package acceptance
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func scenarioPlugin(t testing.TB) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("testdata", "scenario-plugin.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestPluginsWrittenByOthers runs an independently written Python plugin
+// through a real Gate and Worker: correct answers at the exact limits
+// succeed, and each subtly broken answer fails every attempt with the right
+// retryable code until max_attempts_exceeded, without plugin output or
+// stderr leaking anywhere.
+func TestPluginsWrittenByOthers(t *testing.T) {
+	t.Parallel()
+	g := newGate(t, gateOpts{maxAttempts: 2, retryBase: "50ms", pluginTimeout: "2s",
+		workers: []gateWorker{{id: "worker-1", concurrency: 4}}})
+	w := g.startWorker(t, workerOpts{plugins: map[string]string{"reference": scenarioPlugin(t)}})
+
+	type want struct {
+		status, result, attemptCode string
+	}
+	cases := map[string]want{
+		"ok hello " + marker:    {"succeeded", "HELLO " + strings.ToUpper(marker), ""},
+		"exact-output":          {"succeeded", strings.Repeat("x", 65536), ""},
+		"too-many-progress":     {"failed", "", "plugin_protocol_violation"},
+		"big-output":            {"failed", "", "plugin_protocol_violation"},
+		"extra-field":           {"failed", "", "plugin_protocol_violation"},
+		"non-compact":           {"failed", "", "plugin_protocol_violation"},
+		"crlf":                  {"failed", "", "plugin_protocol_violation"},
+		"no-lf":                 {"failed", "", "plugin_protocol_violation"},
+		"exit1":                 {"failed", "", "plugin_protocol_violation"},
+		"write-after":           {"failed", "", "plugin_protocol_violation"},
+		"linger":                {"failed", "", "plugin_protocol_violation"},
+		"wrong-id":              {"failed", "", "plugin_protocol_violation"},
+		"failure":               {"failed", "", "plugin_failed"},
+		"hang":                  {"failed", "", "plugin_timeout"},
+		"unknown-scenario-word": {"failed", "", "plugin_failed"},
+	}
+	ids := map[string]string{}
+	for input := range cases {
+		ids[input] = g.submit(t, `{"input":"`+input+`"}`)
+	}
+	for input, wnt := range cases {
+		j := g.waitTerminal(t, ids[input])
+		a := g.aggregate(t, ids[input])
+		if j.Status != wnt.status {
+			t.Errorf("%s: status %s (%+v), want %s; attempts %+v", input, j.Status, j, wnt.status, a.Attempts)
+			continue
+		}
+		if wnt.status == "succeeded" {
+			if j.Result == nil || *j.Result != wnt.result || len(a.Attempts) != 1 {
+				t.Errorf("%s: result %v, attempts %d", input, j.Result != nil, len(a.Attempts))
+			}
+			continue
+		}
+		if j.FailureCode != "max_attempts_exceeded" || j.Result != nil || len(a.Attempts) != 2 {
+			t.Errorf("%s: job %+v with %d attempts, want max_attempts_exceeded after 2", input, j, len(a.Attempts))
+		}
+		for _, at := range a.Attempts {
+			if at.Status != "failed" || at.FailureCode != wnt.attemptCode || at.Disposition != "retryable" {
+				t.Errorf("%s: attempt %+v, want failed %s retryable", input, at, wnt.attemptCode)
+			}
+		}
+	}
+	// Nothing the plugin wrote reaches the Worker's or Gate's logs.
+	for _, leak := range []string{"PLUGIN-STDERR-NOISE", marker, strings.ToUpper(marker), "PPPPPPPP", "xxxxxxxx"} {
+		if strings.Contains(w.logs.String(), leak) {
+			t.Errorf("worker log contains plugin output %q", leak)
+		}
+		if strings.Contains(g.logText(), leak) {
+			t.Errorf("gate log contains plugin output %q", leak)
+		}
+	}
+	g.assertNoSecrets(t)
+}
+
+// pidsFrom waits for a PID file the scenario plugin writes and parses it.
+func pidsFrom(t testing.TB, path string) []int {
+	t.Helper()
+	guard := time.Now().Add(60 * time.Second)
+	for {
+		lines := scanLines(t, path)
+		if len(lines) >= 2 {
+			var pids []int
+			for _, l := range lines {
+				p, err := strconv.Atoi(strings.TrimSpace(l))
+				if err != nil {
+					t.Fatalf("pid file: %q", l)
+				}
+				pids = append(pids, p)
+			}
+			return pids
+		}
+		if time.Now().After(guard) {
+			t.Fatal("the plugin never wrote its PIDs")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// alive reports whether pid names a live (non-zombie) process.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// waitGone waits (bounded) until none of pids is alive and reports the
+// ones still alive at the bound.
+func waitGone(pids []int, bound time.Duration) []int {
+	guard := time.Now().Add(bound)
+	for {
+		var left []int
+		for _, p := range pids {
+			if alive(p) {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 || time.Now().After(guard) {
+			return left
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func killAll(pids []int) {
+	for _, p := range pids {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+}
+
+// TestPluginDescendantsAreReaped: a plugin that leaves an ordinary and a
+// setsid child behind after a successful result leaves nothing running.
+func TestPluginDescendantsAreReaped(t *testing.T) {
+	t.Parallel()
+	g := newGate(t, gateOpts{})
+	g.startWorker(t, workerOpts{plugins: map[string]string{"reference": scenarioPlugin(t)}})
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	id := g.submit(t, `{"input":"children `+pidFile+`"}`)
+	j := g.waitTerminal(t, id)
+	if j.Status != "succeeded" || *j.Result != "CHILDREN" {
+		t.Fatalf("job %+v", j)
+	}
+	pids := pidsFrom(t, pidFile)
+	t.Cleanup(func() { killAll(pids) })
+	if left := waitGone(pids, 30*time.Second); len(left) != 0 {
+		t.Fatalf("plugin processes %v outlived the operation", left)
+	}
+}

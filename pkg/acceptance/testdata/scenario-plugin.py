@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+# A protocol v1 text plugin written independently of the Go SDK. The
+# execute input selects a behaviour: "ok <text>" is correct (upper-cases
+# <text>); the other words are subtly broken ways to answer.
+import json, os, subprocess, sys, time
+
+def out(s):
+    sys.stdout.write(s)
+    sys.stdout.flush()
+
+def frame(obj, sep=(",", ":")):
+    out(json.dumps(obj, separators=sep, ensure_ascii=False) + "\n")
+
+sys.stderr.write("scenario plugin starting: PLUGIN-STDERR-NOISE\n" * 50)
+init = json.loads(sys.stdin.readline())
+fid = init["id"]
+offer = init["capabilities"]
+caps = ["text"] + (["progress"] if "progress" in offer else [])
+frame({"version": "v1", "id": fid, "type": "initialized", "capabilities": caps})
+ex = json.loads(sys.stdin.readline())
+word, _, rest = ex["input"].partition(" ")
+
+def result(output, **extra):
+    d = {"version": "v1", "id": fid, "type": "result", "output": output}
+    d.update(extra)
+    return d
+
+def progress(n):
+    for i in range(1, n + 1):
+        frame({"version": "v1", "id": fid, "type": "progress", "sequence": i,
+               "stage": "working", "text": "P" * 1024})
+
+def finish():
+    # Drain stdin to EOF, then exit 0.
+    sys.stdin.read()
+    sys.exit(0)
+
+if word == "ok":
+    if "progress" in caps:
+        progress(128)
+    sys.stderr.write("PLUGIN-STDERR-NOISE " + rest + "\n")
+    frame(result(rest.upper()))
+    finish()
+elif word == "too-many-progress":
+    progress(129)
+    frame(result("X"))
+    finish()
+elif word == "exact-output":
+    frame(result("x" * 65536))
+    finish()
+elif word == "big-output":
+    frame(result("x" * 65537))
+    finish()
+elif word == "extra-field":
+    frame(result("X", extra=1))
+    finish()
+elif word == "non-compact":
+    frame(result("X"), sep=(", ", ": "))
+    finish()
+elif word == "crlf":
+    out(json.dumps(result("X"), separators=(",", ":")) + "\r\n")
+    finish()
+elif word == "no-lf":
+    out(json.dumps(result("X"), separators=(",", ":")))
+    sys.exit(0)  # stdout ends without LF
+elif word == "exit1":
+    frame(result("X"))
+    sys.stdin.read()
+    sys.exit(1)
+elif word == "write-after":
+    frame(result("X"))
+    frame(result("X"))
+    finish()
+elif word == "linger":
+    frame(result("X"))
+    time.sleep(60)
+elif word == "hang":
+    time.sleep(60)
+elif word == "failure":
+    frame({"version": "v1", "id": fid, "type": "failure", "category": "execution_failed"})
+    finish()
+elif word == "wrong-id":
+    d = result("X")
+    d["id"] = "0" * 32 if fid != "0" * 32 else "1" * 32
+    frame(d)
+    finish()
+elif word == "children":
+    # rest: a file to record the PIDs of descendants that try to outlive us
+    a = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    b = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    with open(rest, "w") as f:
+        f.write("%d\n%d\n%d\n" % (os.getpid(), a.pid, b.pid))
+    frame(result("CHILDREN"))
+    finish()
+elif word == "block":
+    # rest: a file to record our PID and a child's, then block forever
+    # without reading stdin.
+    a = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(rest + ".tmp", "w") as f:
+        f.write("%d\n%d\n" % (os.getpid(), a.pid))
+    os.rename(rest + ".tmp", rest)
+    time.sleep(300)
+else:
+    frame({"version": "v1", "id": fid, "type": "failure", "category": "invalid_request"})
+    finish()
