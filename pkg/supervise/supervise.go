@@ -179,7 +179,7 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 		Stdin:       pipes[0],
 		Stdout:      pipes[3],
 		Stderr:      pipes[5],
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: procAttr(wrapped),
 	}
 	err = p.cmd.Start()
 	closeFiles(pipes[0], pipes[3], pipes[5]) // the child's ends

@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
 		os.Exit(supervise.ReaperTestMain(os.Args[2:]))
 	}
+	if dir := os.Getenv(orphanHelperEnv); dir != "" {
+		os.Exit(orphanHelper(dir))
+	}
 	os.Exit(m.Run())
 }
 
