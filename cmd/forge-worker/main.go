@@ -98,6 +98,10 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 			log.Error("startup failed", "error", "git executable not found on PATH")
 			return errors.New("git executable not found on PATH")
 		}
+		// Leftovers of attempts a crash interrupted (cleanup deferred).
+		if err := coding.SweepLeftovers(ctx); err != nil {
+			log.Warn("startup sweep incomplete", "error", err.Error())
+		}
 		executors[wire.KindCoding] = coding
 	}
 	w := worker.New(worker.Options{
