@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -135,5 +136,62 @@ func TestWorkerCrashMidPlugin(t *testing.T) {
 	a := g.aggregate(t, id)
 	if len(a.Attempts) < 1 || a.Attempts[0].Status != "expired" || a.Attempts[0].FailureCode != "lease_expired" {
 		t.Fatalf("first attempt: %+v", a.Attempts)
+	}
+}
+
+// TestLeaseExpiryMidPlugin: a Worker whose heartbeats cannot keep the
+// lease (interval longer than the TTL) gets cancel{expired}; it stops the
+// plugin (nothing lingers), the job is retried and ends
+// max_attempts_exceeded with every attempt lease_expired.
+func TestLeaseExpiryMidPlugin(t *testing.T) {
+	t.Parallel()
+	g := newGate(t, gateOpts{leaseTTL: "500ms", maxAttempts: 2, retryBase: "50ms"})
+	g.startWorker(t, workerOpts{heartbeat: "5s", plugins: map[string]string{"reference": scenarioPlugin(t)}})
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	id := g.submit(t, `{"input":"block `+pidFile+`"}`)
+	pids := pidsFrom(t, pidFile)
+	t.Cleanup(func() { killAll(pids) })
+	j := g.waitTerminal(t, id)
+	if j.Status != "failed" || j.FailureCode != "max_attempts_exceeded" || j.AttemptCount != 2 {
+		t.Fatalf("job %+v", j)
+	}
+	for _, at := range g.aggregate(t, id).Attempts {
+		if at.Status != "expired" || at.FailureCode != "lease_expired" {
+			t.Fatalf("attempt %+v", at)
+		}
+	}
+	if left := waitGone(pids, 20*time.Second); len(left) != 0 {
+		t.Fatalf("plugin processes %v outlived the cancelled attempt", left)
+	}
+}
+
+// TestWorkerSigtermMidPlugin: SIGTERM stops the Worker cleanly (exit 0);
+// the running attempt is reported worker_shutdown (retryable), the plugin
+// is stopped, and a new Worker completes the retry.
+func TestWorkerSigtermMidPlugin(t *testing.T) {
+	t.Parallel()
+	g := newGate(t, gateOpts{maxAttempts: 2, retryBase: "50ms"})
+	w := g.startWorker(t, workerOpts{plugins: map[string]string{"reference": scenarioPlugin(t)}})
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	id := g.submit(t, `{"input":"block `+pidFile+`"}`)
+	pids := pidsFrom(t, pidFile)
+	t.Cleanup(func() { killAll(pids) })
+	w.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-w.done; err != nil {
+		t.Fatalf("worker exit on SIGTERM: %v", err)
+	}
+	w.cmd = nil
+	if left := waitGone(pids, 20*time.Second); len(left) != 0 {
+		t.Fatalf("plugin processes %v outlived the stopped Worker", left)
+	}
+	a := g.aggregate(t, id)
+	if len(a.Attempts) != 1 || a.Attempts[0].Status != "failed" || a.Attempts[0].FailureCode != "worker_shutdown" || a.Attempts[0].Disposition != "retryable" {
+		t.Fatalf("attempt after SIGTERM: %+v", a.Attempts)
+	}
+	// The retry runs the reference plugin on a fresh Worker.
+	g.startWorker(t, workerOpts{})
+	j := g.waitTerminal(t, id)
+	if j.Status != "succeeded" || j.AttemptCount != 2 {
+		t.Fatalf("job %+v", j)
 	}
 }

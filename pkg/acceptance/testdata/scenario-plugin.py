@@ -74,6 +74,12 @@ elif word == "write-after":
 elif word == "linger":
     frame(result("X"))
     time.sleep(60)
+elif word == "sleep":
+    # rest: "<seconds> <text>"
+    secs, _, text = rest.partition(" ")
+    time.sleep(float(secs))
+    frame(result(text.upper()))
+    finish()
 elif word == "hang":
     time.sleep(60)
 elif word == "failure":
