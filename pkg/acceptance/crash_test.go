@@ -1,6 +1,7 @@
 package acceptance
 
 import (
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -193,5 +194,44 @@ func TestWorkerSigtermMidPlugin(t *testing.T) {
 	j := g.waitTerminal(t, id)
 	if j.Status != "succeeded" || j.AttemptCount != 2 {
 		t.Fatalf("job %+v", j)
+	}
+}
+
+// freePort picks a loopback port for a Gate that must come back on the
+// same address.
+func freePort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestGateCrashWithRealWorker: the Gate is SIGKILLed while a real Worker
+// runs a plugin, and restarted on the same address. The Worker reconnects,
+// its late result for the fenced attempt changes nothing, the attempt
+// expires and the retry succeeds; a new job also runs.
+func TestGateCrashWithRealWorker(t *testing.T) {
+	t.Parallel()
+	g := newGate(t, gateOpts{listen: freePort(t), leaseTTL: "2s", retryBase: "50ms"})
+	w := g.startWorker(t, workerOpts{plugins: map[string]string{"reference": scenarioPlugin(t)}})
+	id := g.submit(t, `{"input":"sleep 1 restarted"}`)
+	g.waitJob(t, id, "leased", func(j apiJob) bool { return j.Status == "leased" })
+	g.kill()
+	g.start()
+	j := g.waitTerminal(t, id)
+	if j.Status != "succeeded" || *j.Result != "RESTARTED" {
+		t.Fatalf("job %+v\nworker log:\n%s", j, w.logs.String())
+	}
+	a := g.aggregate(t, id)
+	if len(a.Attempts) != 2 || a.Attempts[0].Status != "expired" || a.Attempts[1].Status != "succeeded" {
+		t.Fatalf("attempts %+v", a.Attempts)
+	}
+	id2 := g.submit(t, `{"input":"ok after restart"}`)
+	if j := g.waitTerminal(t, id2); j.Status != "succeeded" || *j.Result != "AFTER RESTART" {
+		t.Fatalf("job after restart %+v", j)
 	}
 }

@@ -109,6 +109,7 @@ type gateOpts struct {
 	recovery      string
 	pluginTimeout string
 	outputBytes   int
+	listen        string       // default 127.0.0.1:0
 	workers       []gateWorker // default: worker-1, concurrency 1
 }
 
@@ -154,6 +155,9 @@ func newGate(t testing.TB, o gateOpts) *gate {
 	if o.outputBytes == 0 {
 		o.outputBytes = 1048576
 	}
+	if o.listen == "" {
+		o.listen = "127.0.0.1:0"
+	}
 	if len(o.workers) == 0 {
 		o.workers = []gateWorker{{id: "worker-1", concurrency: 1}}
 	}
@@ -171,12 +175,12 @@ func newGate(t testing.TB, o gateOpts) *gate {
 		g.workers = append(g.workers, w)
 		ws = append(ws, fmt.Sprintf(`{"id":%q,"pool":"local","token_env":%q,"concurrency":%d}`, w.id, env, w.concurrency))
 	}
-	cfg := fmt.Sprintf(`{"version":1,"listen":"127.0.0.1:0","database":%q,"owner_token_env":"ACC_OWNER_TOKEN",`+
+	cfg := fmt.Sprintf(`{"version":1,"listen":%q,"database":%q,"owner_token_env":"ACC_OWNER_TOKEN",`+
 		`"recovery_interval":%q,"lease_poll_interval":"50ms","default_pool":"local",`+
 		`"lifecycle":{"lease_ttl":%q,"retry_base":%q,"max_attempts":%d},`+
 		`"default_execution":{"plugin_id":"reference","environment":["PATH"],"plugin_timeout":%q,"check_timeout":"1m","git_timeout":"1m","cleanup_timeout":"1s","plugin_output_bytes":%d,"check_output_bytes":2048,"git_output_bytes":1048576},`+
 		`"workers":[%s],"repositories":[]}`,
-		filepath.Join(dir, "state", "forge.db"), o.recovery, o.leaseTTL, o.retryBase, o.maxAttempts, o.pluginTimeout, o.outputBytes, strings.Join(ws, ","))
+		o.listen, filepath.Join(dir, "state", "forge.db"), o.recovery, o.leaseTTL, o.retryBase, o.maxAttempts, o.pluginTimeout, o.outputBytes, strings.Join(ws, ","))
 	g.cfgPath = filepath.Join(dir, "gate.json")
 	if err := os.WriteFile(g.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
