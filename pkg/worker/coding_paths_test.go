@@ -1,6 +1,13 @@
 package worker
 
-import "testing"
+import (
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
 
 func TestSafeTreePath(t *testing.T) {
 	for p, want := range map[string]bool{
@@ -53,4 +60,64 @@ func TestNextBlob(t *testing.T) {
 			t.Errorf("accepted %q", bad)
 		}
 	}
+}
+
+func codingSeeds(f *testing.F, pattern string) {
+	f.Helper()
+	files, _ := filepath.Glob(filepath.Join("testdata", "coding", pattern))
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+}
+
+// FuzzNextBlob: never panics; a parsed entry is a prefix of the input and
+// the rest is exactly what follows it.
+func FuzzNextBlob(f *testing.F) {
+	codingSeeds(f, "blob-*.bin")
+	const sha = "0123456789012345678901234567890123456789"
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, rest, ok := nextBlob(b, sha)
+		if !ok {
+			if v != nil || rest != nil {
+				t.Fatal("failure with a result")
+			}
+			return
+		}
+		head := sha + " blob " + strconv.Itoa(len(v)) + "\n"
+		if string(b) != head+string(v)+"\n"+string(rest) {
+			t.Fatal("entry does not reassemble to the input")
+		}
+	})
+}
+
+// FuzzLinkInside: an accepted link never resolves above the tree or into
+// a Git directory, and safe paths never contain traversal or .git.
+func FuzzLinkInside(f *testing.F) {
+	codingSeeds(f, "link-*.bin")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		link, target, _ := strings.Cut(string(b), "\x00")
+		if safeTreePath(link) {
+			for _, c := range strings.Split(link, "/") {
+				if c == ".." || c == "." || c == "" || strings.EqualFold(c, ".git") {
+					t.Fatalf("unsafe path accepted: %q", link)
+				}
+			}
+		}
+		if !linkInside(link, target) {
+			return
+		}
+		r := path.Clean(path.Join(path.Dir(link), target))
+		if strings.HasPrefix(r, "/") || r == ".." || strings.HasPrefix(r, "../") {
+			t.Fatalf("escaping link accepted: %q -> %q", link, target)
+		}
+		for _, c := range strings.Split(r, "/") {
+			if strings.EqualFold(c, ".git") {
+				t.Fatalf("link into .git accepted: %q -> %q", link, target)
+			}
+		}
+	})
 }

@@ -157,7 +157,7 @@ func nextBlob(b []byte, sha string) ([]byte, []byte, bool) {
 // linkInside reports whether a symlink at linkPath (tree-relative) with
 // the given target stays inside the tree and out of any Git directory.
 func linkInside(linkPath, target string) bool {
-	if target == "" || strings.HasPrefix(target, "/") || strings.ContainsRune(target, 0) || strings.ContainsRune(target, '\\') {
+	if strings.HasPrefix(linkPath, "/") || target == "" || strings.HasPrefix(target, "/") || strings.ContainsRune(target, 0) || strings.ContainsRune(target, '\\') {
 		return false
 	}
 	resolved := path.Clean(path.Join(path.Dir(linkPath), target))
