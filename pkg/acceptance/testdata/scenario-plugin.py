@@ -80,6 +80,13 @@ elif word == "sleep":
     time.sleep(float(secs))
     frame(result(text.upper()))
     finish()
+elif word == "stderr-flood":
+    chunk = "E" * 65536 + "\n"
+    for _ in range(40):
+        sys.stderr.write(chunk)
+    sys.stderr.flush()
+    frame(result("X"))
+    finish()
 elif word == "hang":
     time.sleep(60)
 elif word == "failure":
