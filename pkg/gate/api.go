@@ -128,8 +128,10 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// An idle lane was reserved: the job and that lane's lease share one
-	// commit. The response goes out first, then the lease.
-	job, ls, leaseErr, err := g.st.SubmitAndLease(r.Context(), nj, l.leaseRequest(), g.now())
+	// commit. The response goes out first, then the lease. The Gate's
+	// context, not the request's: a client that goes away must not leave a
+	// committed lease unsent (the lane would sit out the lease TTL).
+	job, ls, leaseErr, err := g.st.SubmitAndLease(g.ctx, nj, l.leaseRequest(), g.now())
 	if err != nil {
 		if g.afterLease(l, nil, nil) {
 			g.wg.Add(1)
