@@ -110,6 +110,7 @@ type gateOpts struct {
 	pluginTimeout string
 	outputBytes   int
 	listen        string       // default 127.0.0.1:0
+	environment   string       // JSON array of policy variables, default ["PATH"]
 	workers       []gateWorker // default: worker-1, concurrency 1
 }
 
@@ -155,6 +156,9 @@ func newGate(t testing.TB, o gateOpts) *gate {
 	if o.outputBytes == 0 {
 		o.outputBytes = 1048576
 	}
+	if o.environment == "" {
+		o.environment = `["PATH"]`
+	}
 	if o.listen == "" {
 		o.listen = "127.0.0.1:0"
 	}
@@ -178,9 +182,9 @@ func newGate(t testing.TB, o gateOpts) *gate {
 	cfg := fmt.Sprintf(`{"version":1,"listen":%q,"database":%q,"owner_token_env":"ACC_OWNER_TOKEN",`+
 		`"recovery_interval":%q,"lease_poll_interval":"50ms","default_pool":"local",`+
 		`"lifecycle":{"lease_ttl":%q,"retry_base":%q,"max_attempts":%d},`+
-		`"default_execution":{"plugin_id":"reference","environment":["PATH"],"plugin_timeout":%q,"check_timeout":"1m","git_timeout":"1m","cleanup_timeout":"1s","plugin_output_bytes":%d,"check_output_bytes":2048,"git_output_bytes":1048576},`+
+		`"default_execution":{"plugin_id":"reference","environment":%s,"plugin_timeout":%q,"check_timeout":"1m","git_timeout":"1m","cleanup_timeout":"1s","plugin_output_bytes":%d,"check_output_bytes":2048,"git_output_bytes":1048576},`+
 		`"workers":[%s],"repositories":[]}`,
-		o.listen, filepath.Join(dir, "state", "forge.db"), o.recovery, o.leaseTTL, o.retryBase, o.maxAttempts, o.pluginTimeout, o.outputBytes, strings.Join(ws, ","))
+		o.listen, filepath.Join(dir, "state", "forge.db"), o.recovery, o.leaseTTL, o.retryBase, o.maxAttempts, o.environment, o.pluginTimeout, o.outputBytes, strings.Join(ws, ","))
 	g.cfgPath = filepath.Join(dir, "gate.json")
 	if err := os.WriteFile(g.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -416,6 +420,7 @@ type workerOpts struct {
 	concurrency int
 	heartbeat   string
 	env         []string
+	pins        map[string]string // plugin id -> sha256
 }
 
 func (g *gate) startWorker(t testing.TB, o workerOpts) *worker {
@@ -433,6 +438,10 @@ func (g *gate) startWorker(t testing.TB, o workerOpts) *worker {
 	dir := t.TempDir()
 	var ps []string
 	for id, p := range o.plugins {
+		if pin := o.pins[id]; pin != "" {
+			ps = append(ps, fmt.Sprintf(`{"id":%q,"argv":[%q],"sha256":%q}`, id, p, pin))
+			continue
+		}
 		ps = append(ps, fmt.Sprintf(`{"id":%q,"argv":[%q]}`, id, p))
 	}
 	cfg := fmt.Sprintf(`{"version":1,"gate_url":%q,"id":%q,"token_env":"ACC_WORKER_TOKEN","heartbeat_interval":%q,"concurrency":%d,`+
