@@ -47,6 +47,8 @@ func TestPluginsWrittenByOthers(t *testing.T) {
 		"linger":                {"failed", "", "plugin_protocol_violation"},
 		"wrong-id":              {"failed", "", "plugin_protocol_violation"},
 		"failure":               {"failed", "", "plugin_failed"},
+		"die-mid-frame":         {"failed", "", "plugin_protocol_violation"},
+		"bad-sequence":          {"failed", "", "plugin_protocol_violation"},
 		"hang":                  {"failed", "", "plugin_timeout"},
 		"unknown-scenario-word": {"failed", "", "plugin_failed"},
 	}

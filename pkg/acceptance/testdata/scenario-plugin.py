@@ -87,6 +87,13 @@ elif word == "stderr-flood":
     sys.stderr.flush()
     frame(result("X"))
     finish()
+elif word == "die-mid-frame":
+    out('{"version":"v1","id":"' + fid + '","type":"res')
+    os.kill(os.getpid(), 9)
+elif word == "bad-sequence":
+    frame({"version": "v1", "id": fid, "type": "progress", "sequence": 2, "stage": "working", "text": "x"})
+    frame(result("X"))
+    finish()
 elif word == "hang":
     time.sleep(60)
 elif word == "failure":
