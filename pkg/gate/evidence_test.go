@@ -17,6 +17,9 @@ func TestEvidenceContractEnforced(t *testing.T) {
 	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), []string{"agent-forge"})
 	job := tg.submit(`{"repository_id":"agent-forge","base_sha":"` + testSHA + `","instruction":"Fix it."}`)
 	l := w.lease()
+	if l.DefaultBranch != "main" {
+		t.Fatalf("coding lease names default branch %q, want the configured main", l.DefaultBranch)
+	}
 	ev := func(batch int, recs ...string) wire.Envelope {
 		raw := make([]json.RawMessage, len(recs))
 		for i, r := range recs {

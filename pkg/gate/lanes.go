@@ -33,6 +33,7 @@ type lane struct {
 	repos      []string
 	pluginSet  map[string]bool
 	repoSet    map[string]bool
+	registered map[string]*RepositoryConfig // Gate's repositories (read-only): default branches for coding leases
 	conn       *wire.Conn
 	sendMu     sync.Mutex
 	// activity is the live-activity version selected for this lane's
@@ -231,7 +232,7 @@ func (g *Gate) serveLane(c *wire.Conn, worker int) {
 	l := &lane{
 		name: wire.LaneName(wc.ID, h.Slot), worker: worker, slot: h.Slot, generation: newID(),
 		pool: wc.Pool, plugins: h.Plugins, repos: h.Repositories,
-		pluginSet: set(h.Plugins), repoSet: set(h.Repositories), conn: c,
+		pluginSet: set(h.Plugins), repoSet: set(h.Repositories), registered: g.repos, conn: c,
 		activity: activity.Select(h.ActivityVersions), act: g.act,
 		state: laneLeasing, // nothing is leased before welcome is out
 	}
@@ -432,10 +433,14 @@ func (l *lane) sendLease(ls *store.Lease) bool {
 		l.act.Begin(activity.Lease{JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
 			Lane: l.name, Generation: l.generation, Version: l.activity, Deadline: ls.DeadlineAt})
 	}
+	branch := ""
+	if r := l.registered[ls.RepositoryID]; r != nil && ls.Kind == string(wire.KindCoding) {
+		branch = r.DefaultBranch
+	}
 	return l.sendEncoded(wire.EncodeLease(&wire.Lease{
 		JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
 		DeadlineAt: ls.DeadlineAt.UTC(), Kind: wire.Kind(ls.Kind),
-		Policy: ls.Policy, Task: ls.Task, ActivityVersion: l.activity,
+		Policy: ls.Policy, Task: ls.Task, DefaultBranch: branch, ActivityVersion: l.activity,
 	}))
 }
 

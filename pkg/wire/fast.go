@@ -64,6 +64,9 @@ func EncodeLease(l *Lease) ([]byte, error) {
 		// Activity belongs to activity messages only; Gate never sends it.
 		return nil, fieldErr("lease.activity", "not allowed")
 	}
+	if l.DefaultBranch != "" && (l.Kind != KindCoding || !ValidBranch(l.DefaultBranch)) {
+		return nil, fieldErr("lease.default_branch", "a branch name, on coding leases only")
+	}
 	var buf bytes.Buffer
 	buf.Grow(160 + len(l.Policy) + len(l.Task))
 	buf.WriteString(`{"type":"lease","lease":{"job_id":"`)
@@ -83,6 +86,11 @@ func EncodeLease(l *Lease) ([]byte, error) {
 	buf.WriteString(`,"task":`)
 	if err := json.Compact(&buf, l.Task); err != nil {
 		return nil, fieldErr("lease.task", "must be an object")
+	}
+	if l.DefaultBranch != "" {
+		buf.WriteString(`,"default_branch":"`)
+		buf.WriteString(l.DefaultBranch) // ValidBranch: nothing to escape
+		buf.WriteByte('"')
 	}
 	if l.ActivityVersion != "" {
 		buf.WriteString(`,"activity_version":"`)

@@ -1,6 +1,9 @@
 package wire
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // ValidID reports whether s is a safe configuration identifier (worker,
 // plugin, repository, pool): 1..MaxIDBytes bytes, a lowercase letter or
@@ -68,6 +71,25 @@ func ValidGeneration(s string) bool { return lowerHex(s, GenerationHexLen) }
 
 // ValidSHA reports whether s is a full 40-digit lowercase hex Git object id.
 func ValidSHA(s string) bool { return lowerHex(s, 40) }
+
+// ValidBranch reports whether b is a conservative Git branch name (the
+// part after refs/heads/): 1..255 bytes of [A-Za-z0-9._/-], no leading
+// '-', '/' or '.', no trailing '/', '.' or ".lock", no "..", "//", "/."
+// or "@{". It needs no JSON escaping.
+func ValidBranch(b string) bool {
+	if b == "" || len(b) > 255 || b[0] == '-' || b[0] == '/' || b[0] == '.' ||
+		strings.HasSuffix(b, "/") || strings.HasSuffix(b, ".") || strings.HasSuffix(b, ".lock") ||
+		strings.Contains(b, "..") || strings.Contains(b, "//") || strings.Contains(b, "/.") || strings.Contains(b, "@{") {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
 
 func lowerHex(s string, n int) bool {
 	if len(s) != n {

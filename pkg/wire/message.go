@@ -102,6 +102,10 @@ type Lease struct {
 	Kind       Kind            `json:"kind"`
 	Policy     json.RawMessage `json:"policy"`
 	Task       json.RawMessage `json:"task"`
+	// DefaultBranch is the repository's default branch as Gate knows it
+	// (coding leases only; optional). The Worker requires it to equal the
+	// registered repository's HEAD branch and the base to be its ancestor.
+	DefaultBranch string `json:"default_branch,omitempty"`
 	// ActivityVersion is the live-activity version Gate selected from the
 	// lane's offer; empty disables activity for this attempt. The decoder
 	// checks only its shape: a Worker refuses a version it does not know

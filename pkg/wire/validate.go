@@ -159,6 +159,9 @@ func (l *Lease) Validate() error {
 	if l.ActivityVersion != "" && !activity.ValidVersionToken(l.ActivityVersion) {
 		return fieldErr("lease.activity_version", "must be a version name")
 	}
+	if l.DefaultBranch != "" && (l.Kind != KindCoding || !ValidBranch(l.DefaultBranch)) {
+		return fieldErr("lease.default_branch", "a branch name, on coding leases only")
+	}
 	var err error
 	switch l.Kind {
 	case KindText:

@@ -99,7 +99,7 @@ func (j *codingJob) prepare(ctx context.Context) (outcome, bool) {
 // leaseDefaultBranch is the default branch Gate names for the repository,
 // or "" when the lease does not carry one. The Worker's own notion is the
 // repository's HEAD branch; when Gate names one they must agree.
-func leaseDefaultBranch(*wire.Lease) string { return "" }
+func leaseDefaultBranch(l *wire.Lease) string { return l.DefaultBranch }
 
 // locateRepo requires the configured path to be canonical now (no symlink
 // drift since startup), inside a canonical repository root, and a Git

@@ -445,6 +445,17 @@ func TestCodingPipeline(t *testing.T) {
 		}
 	})
 
+	t.Run("default branch named by Gate", func(t *testing.T) {
+		f := newCodingFixture(t, plugin)
+		l := f.lease(wire.CodingTask{Instruction: "write a.txt a"}, nil)
+		l.DefaultBranch = "side"
+		f.expectFailure(f.run(l), wire.FailureDefaultBranchMismatch, evidence.PhasePreparation, evidence.ReasonDefaultBranchMismatch)
+		l.DefaultBranch = "main"
+		if r := f.run(l); !r.Succeeded {
+			t.Fatalf("matching default branch: %+v", r)
+		}
+	})
+
 	t.Run("detached default branch", func(t *testing.T) {
 		f := newCodingFixture(t, plugin)
 		gitT(t, f.repo, "checkout", "-q", "--detach", "HEAD")
