@@ -132,16 +132,26 @@ func headerSafe(s string) bool {
 
 func trimmed(s string) bool { return strings.TrimSpace(s) == s }
 
+// gitCrud reports a byte Git strips from both ends of an identity (its
+// "crud": space and controls, . , : ; < > " \ '). An identity that starts
+// or ends with one would not become the exact Git Author.
+func gitCrud(c byte) bool {
+	return c <= ' ' || strings.IndexByte(".,:;<>\"\\'", c) >= 0
+}
+
+// gitExact reports whether Git would keep s unchanged as a name or email.
+func gitExact(s string) bool { return s != "" && !gitCrud(s[0]) && !gitCrud(s[len(s)-1]) }
+
 func validateAuthorName(name string) error {
-	if len(name) > MaxAuthorNameBytes || !trimmed(name) || !headerSafe(name) {
-		return fieldErr("commit_author_name", "must be at most 256 bytes, trimmed, without control characters or <>")
+	if len(name) > MaxAuthorNameBytes || !trimmed(name) || !headerSafe(name) || !gitExact(name) {
+		return fieldErr("commit_author_name", "must be at most 256 bytes, trimmed, without control characters or <>, not starting or ending with punctuation Git strips")
 	}
 	return nil
 }
 
 func validateAuthorEmail(email string) error {
 	const reason = "must be a plain address of at most 254 bytes"
-	if len(email) > MaxAuthorEmailBytes || !trimmed(email) || !headerSafe(email) || strings.ContainsAny(email, " \t\"(),:;[]\\") {
+	if len(email) > MaxAuthorEmailBytes || !trimmed(email) || !headerSafe(email) || !gitExact(email) || strings.ContainsAny(email, " \t\"(),:;[]\\") {
 		return fieldErr("commit_author_email", reason)
 	}
 	at := strings.LastIndexByte(email, '@')

@@ -121,3 +121,18 @@ func FuzzLinkInside(f *testing.F) {
 		}
 	})
 }
+
+// identitiesExact is the Worker's own guard (defence in depth behind the
+// submission rule): the commit header must carry exactly the identities.
+func TestIdentitiesExact(t *testing.T) {
+	raw := "tree t\nparent p\nauthor Ada <a@b.c> 1 +0000\ncommitter Agent Forge <forge@example.invalid> 1 +0000\n\nmsg\nauthor X\n"
+	if !identitiesExact([]byte(raw), "Ada <a@b.c> 1 +0000", "Agent Forge <forge@example.invalid> 1 +0000") {
+		t.Fatal("exact identities refused")
+	}
+	if identitiesExact([]byte(raw), "Ada. <a@b.c> 1 +0000", "Agent Forge <forge@example.invalid> 1 +0000") {
+		t.Fatal("an altered author accepted")
+	}
+	if identitiesExact([]byte("tree t\n\n"), "a", "b") {
+		t.Fatal("a header without identities accepted")
+	}
+}

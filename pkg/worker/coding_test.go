@@ -306,11 +306,11 @@ func TestCodingPipeline(t *testing.T) {
 		}
 	})
 
-	t.Run("identity git would alter is refused", func(t *testing.T) {
+	t.Run("identity git would alter is refused at submission", func(t *testing.T) {
 		f := newCodingFixture(t, plugin)
 		r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a",
 			CommitAuthorName: "Ada.", CommitAuthorEmail: "ada@example.org"}, nil))
-		f.expectFailure(r, wire.FailureCommitIdentity, evidence.PhaseCandidateCommit, evidence.ReasonCommitFailed)
+		f.expectFailure(r, CodeInvalidTask, evidence.PhasePreparation, evidence.ReasonInvalidTask)
 	})
 
 	t.Run("failing check is redacted, base-bound and stops the run", func(t *testing.T) {
