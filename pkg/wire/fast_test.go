@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +103,21 @@ func TestEncodeLeaseRejects(t *testing.T) {
 				t.Fatal("accepted")
 			}
 		})
+	}
+}
+
+// EncodeLease writes each Lease field by hand: a new field must be added
+// there (and to TestEncodeLeaseMatchesEncode) before this count changes.
+func TestEncodeLeaseKnowsEveryField(t *testing.T) {
+	known := []string{"JobID", "AttemptID", "Ordinal", "DeadlineAt", "Kind", "Policy", "Task",
+		"DefaultBranch", "ActivityVersion", "Activity"}
+	typ := reflect.TypeOf(Lease{})
+	if typ.NumField() != len(known) {
+		t.Fatalf("Lease has %d fields, EncodeLease knows %d: update EncodeLease", typ.NumField(), len(known))
+	}
+	for i, name := range known {
+		if typ.Field(i).Name != name {
+			t.Fatalf("Lease field %d is %s, EncodeLease expects %s", i, typ.Field(i).Name, name)
+		}
 	}
 }
