@@ -112,6 +112,13 @@ elif word == "children":
         f.write("%d\n%d\n%d\n" % (os.getpid(), a.pid, b.pid))
     frame(result("CHILDREN"))
     finish()
+elif word == "daemon":
+    # A background child that inherits stdout and stderr and outlives us.
+    d = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)
+    with open(rest, "w") as f:
+        f.write("%d\n%d\n" % (os.getpid(), d.pid))
+    frame(result("DAEMON"))
+    finish()
 elif word == "block":
     # rest: a file to record our PID and a child's, then block forever
     # without reading stdin.
