@@ -2,9 +2,14 @@ package acceptance
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -113,4 +118,51 @@ func TestCLIAsARealClient(t *testing.T) {
 	expect(0, "", "result", agg.Job.ID) // result exits 0 whatever the status
 	expect(3, "", "wait", agg.Job.ID)
 	g.assertNoSecrets(t, marker)
+}
+
+// TestCLIWaitSurvivesGateRestart: `forge wait` keeps polling through a
+// Gate crash and restart on the same address and prints the aggregate
+// once the job succeeds.
+func TestCLIWaitSurvivesGateRestart(t *testing.T) {
+	t.Parallel()
+	g := newGate(t, gateOpts{listen: freePort(t)})
+	id := g.submit(t, `{"input":"ok across restarts"}`)
+	// A pass-through proxy tells the test when the first poll got through.
+	target, _ := url.Parse(g.url())
+	rp := httputil.NewSingleHostReverseProxy(target)
+	first := make(chan struct{})
+	var once sync.Once
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		rp.ServeHTTP(rec, r)
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+		if rec.Code == http.StatusOK {
+			once.Do(func() { close(first) })
+		}
+	}))
+	t.Cleanup(proxy.Close)
+	env := []string{"PATH=" + os.Getenv("PATH"), "FORGE_GATE_URL=" + proxy.URL, "FORGE_OWNER_TOKEN=" + g.owner}
+	type res struct {
+		code     int
+		out, err string
+	}
+	done := make(chan res, 1)
+	go func() {
+		code, out, errOut := runBinary(t, "forge", env, "", "wait", "-timeout", "60s", "-poll", "20ms", id)
+		done <- res{code, out, errOut}
+	}()
+	// Let the first poll happen (it must succeed), then crash and restart.
+	<-first
+	g.kill()
+	g.start()
+	g.startWorker(t, workerOpts{plugins: map[string]string{"reference": scenarioPlugin(t)}})
+	r := <-done
+	var agg aggregate
+	if r.code != 0 || json.Unmarshal([]byte(r.out), &agg) != nil || agg.Job.Status != "succeeded" || *agg.Job.Result != "ACROSS RESTARTS" {
+		t.Fatalf("wait: exit %d stdout %q stderr %q", r.code, r.out, r.err)
+	}
 }
