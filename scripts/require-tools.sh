@@ -4,6 +4,8 @@ set -euo pipefail
 need=()
 command -v git >/dev/null || need+=(git)
 command -v python3 >/dev/null || need+=(python3)
+# The debug viewer test drives a real headless browser.
+command -v chromium >/dev/null || command -v chromium-browser >/dev/null || [ -n "${FORGE_CHROMIUM:-}" ] || need+=(chromium)
 if [ "${#need[@]}" -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
