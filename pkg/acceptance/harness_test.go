@@ -111,6 +111,7 @@ type gateOpts struct {
 	outputBytes   int
 	listen        string       // default 127.0.0.1:0
 	environment   string       // JSON array of policy variables, default ["PATH"]
+	codingRepo    bool         // register repository "demo" (plugin "edit")
 	workers       []gateWorker // default: worker-1, concurrency 1
 }
 
@@ -179,12 +180,16 @@ func newGate(t testing.TB, o gateOpts) *gate {
 		g.workers = append(g.workers, w)
 		ws = append(ws, fmt.Sprintf(`{"id":%q,"pool":"local","token_env":%q,"concurrency":%d}`, w.id, env, w.concurrency))
 	}
+	repos := "[]"
+	if o.codingRepo {
+		repos = `[{"id":"demo","default_branch":"main","worker_pool":"local","execution":{"plugin_id":"edit","environment":["PATH"],"plugin_timeout":"1m","check_timeout":"1m","git_timeout":"1m","cleanup_timeout":"5s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}]`
+	}
 	cfg := fmt.Sprintf(`{"version":1,"listen":%q,"database":%q,"owner_token_env":"ACC_OWNER_TOKEN",`+
 		`"recovery_interval":%q,"lease_poll_interval":"50ms","default_pool":"local",`+
 		`"lifecycle":{"lease_ttl":%q,"retry_base":%q,"max_attempts":%d},`+
 		`"default_execution":{"plugin_id":"reference","environment":%s,"plugin_timeout":%q,"check_timeout":"1m","git_timeout":"1m","cleanup_timeout":"1s","plugin_output_bytes":%d,"check_output_bytes":2048,"git_output_bytes":1048576},`+
-		`"workers":[%s],"repositories":[]}`,
-		o.listen, filepath.Join(dir, "state", "forge.db"), o.recovery, o.leaseTTL, o.retryBase, o.maxAttempts, o.environment, o.pluginTimeout, o.outputBytes, strings.Join(ws, ","))
+		`"workers":[%s],"repositories":%s}`,
+		o.listen, filepath.Join(dir, "state", "forge.db"), o.recovery, o.leaseTTL, o.retryBase, o.maxAttempts, o.environment, o.pluginTimeout, o.outputBytes, strings.Join(ws, ","), repos)
 	g.cfgPath = filepath.Join(dir, "gate.json")
 	if err := os.WriteFile(g.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -421,6 +426,8 @@ type workerOpts struct {
 	heartbeat   string
 	env         []string
 	pins        map[string]string // plugin id -> sha256
+	repoRoot    string            // with repoPath: serve repository "demo"
+	repoPath    string
 }
 
 func (g *gate) startWorker(t testing.TB, o workerOpts) *worker {
@@ -444,10 +451,14 @@ func (g *gate) startWorker(t testing.TB, o workerOpts) *worker {
 		}
 		ps = append(ps, fmt.Sprintf(`{"id":%q,"argv":[%q]}`, id, p))
 	}
+	roots, repos := "[]", "[]"
+	if o.repoPath != "" {
+		roots, repos = fmt.Sprintf("[%q]", o.repoRoot), fmt.Sprintf(`[{"id":"demo","path":%q}]`, o.repoPath)
+	}
 	cfg := fmt.Sprintf(`{"version":1,"gate_url":%q,"id":%q,"token_env":"ACC_WORKER_TOKEN","heartbeat_interval":%q,"concurrency":%d,`+
-		`"repository_roots":[],"worktree_root":%q,"runtime_root":%q,"repositories":[],"plugins":[%s],"environment_allowlist":["PATH"],`+
+		`"repository_roots":%s,"worktree_root":%q,"runtime_root":%q,"repositories":%s,"plugins":[%s],"environment_allowlist":["PATH"],"check_environment_allowlist":["PATH"],`+
 		`"ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}`,
-		g.wsURL(), w.id, o.heartbeat, o.concurrency, filepath.Join(dir, "worktrees"), filepath.Join(dir, "runtime"), strings.Join(ps, ","))
+		g.wsURL(), w.id, o.heartbeat, o.concurrency, roots, filepath.Join(dir, "worktrees"), filepath.Join(dir, "runtime"), repos, strings.Join(ps, ","))
 	cfgPath := filepath.Join(dir, "worker.json")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,155 @@
+package acceptance
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gitRepo makes repos/demo with one commit on main and returns the root,
+// the repository path and the base commit.
+func gitRepo(t testing.TB) (root, path, base string) {
+	t.Helper()
+	root = filepath.Join(t.TempDir(), "repos")
+	must(t, os.Mkdir(root, 0o700))
+	path = filepath.Join(root, "demo")
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = path
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+			"GIT_AUTHOR_NAME=Seed", "GIT_AUTHOR_EMAIL=seed@example.invalid", "GIT_COMMITTER_NAME=Seed", "GIT_COMMITTER_EMAIL=seed@example.invalid"}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	must(t, os.Mkdir(path, 0o700))
+	git("init", "-q", "-b", "main")
+	must(t, os.WriteFile(filepath.Join(path, "README"), []byte("demo\n"), 0o600))
+	git("add", "-A")
+	git("commit", "-q", "-m", "base")
+	return root, path, git("rev-parse", "HEAD")
+}
+
+func gitOut(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1"}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+type codingJob struct {
+	ID           string `json:"id"`
+	Status       string `json:"status"`
+	FailureCode  string `json:"failure_code"`
+	CandidateSHA string `json:"candidate_sha"`
+	AttemptCount int    `json:"attempt_count"`
+}
+
+// TestCodingJobsWithAnIndependentPlugin runs coding jobs through a real
+// Gate, Worker and git repository with a Python workspace_edit plugin:
+// a clean edit becomes a candidate commit on the base; every way of
+// touching Git state or breaking the result ends the job with the
+// documented code; the repository's branches are never moved.
+func TestCodingJobsWithAnIndependentPlugin(t *testing.T) {
+	t.Parallel()
+	root, repo, base := gitRepo(t)
+	plugin, err := filepath.Abs(filepath.Join("testdata", "edit-plugin.py"))
+	must(t, err)
+	g := newGate(t, gateOpts{codingRepo: true, maxAttempts: 2, retryBase: "50ms"})
+	w := g.startWorker(t, workerOpts{plugins: map[string]string{"edit": plugin}, repoRoot: root, repoPath: repo})
+
+	submit := func(instruction string, tests [][]string) string {
+		t.Helper()
+		task := map[string]any{"repository_id": "demo", "base_sha": base, "instruction": instruction}
+		if tests != nil {
+			task["tests"] = tests
+		}
+		b, _ := json.Marshal(task)
+		return g.submit(t, string(b))
+	}
+	type want struct {
+		status, jobCode, attemptCode string
+		attempts                     int
+	}
+	cases := []struct {
+		instruction string
+		tests       [][]string
+		want        want
+	}{
+		{"write hello " + marker, [][]string{{"true"}, {"sh", "-c", "test -f notes.txt"}}, want{"succeeded", "", "", 1}},
+		{"write failing check", [][]string{{"sh", "-c", "echo " + marker + "; exit 3"}}, want{"failed", "scoped_test_failed", "scoped_test_failed", 1}},
+		{"nothing", nil, want{"failed", "empty_change", "empty_change", 1}},
+		{"commit", nil, want{"failed", "workspace_violation", "workspace_violation", 1}},
+		{"git-config", nil, want{"failed", "workspace_violation", "workspace_violation", 1}},
+		{"new-ref", nil, want{"failed", "workspace_violation", "workspace_violation", 1}},
+		{"bad-subject", nil, want{"failed", "max_attempts_exceeded", "plugin_protocol_violation", 2}},
+		{"report-unselected", nil, want{"failed", "max_attempts_exceeded", "plugin_protocol_violation", 2}},
+		{"unknown-word", nil, want{"failed", "max_attempts_exceeded", "plugin_failed", 2}},
+	}
+	ids := make([]string, len(cases))
+	for i, c := range cases {
+		ids[i] = submit(c.instruction, c.tests)
+	}
+	for i, c := range cases {
+		g.waitTerminal(t, ids[i])
+		r := g.do(t, "GET", "/v1/jobs/"+ids[i], nil, g.bearer())
+		var j codingJob
+		must(t, json.Unmarshal(r.body, &j))
+		a := g.aggregate(t, ids[i])
+		if j.Status != c.want.status || j.FailureCode != c.want.jobCode || len(a.Attempts) != c.want.attempts {
+			t.Errorf("%s: job %+v with attempts %+v, want %+v", c.instruction, j, a.Attempts, c.want)
+			continue
+		}
+		for _, at := range a.Attempts {
+			if at.FailureCode != c.want.attemptCode {
+				t.Errorf("%s: attempt %+v, want %s", c.instruction, at, c.want.attemptCode)
+			}
+		}
+		if c.want.status == "succeeded" {
+			if len(j.CandidateSHA) != 40 {
+				t.Fatalf("candidate %q", j.CandidateSHA)
+			}
+			if p := gitOut(t, repo, "rev-parse", j.CandidateSHA+"^"); p != base {
+				t.Errorf("candidate parent %s, want base %s", p, base)
+			}
+			if s := gitOut(t, repo, "log", "-1", "--format=%s", j.CandidateSHA); s != "feat: add notes" {
+				t.Errorf("candidate subject %q", s)
+			}
+			if n := gitOut(t, repo, "show", j.CandidateSHA+":notes.txt"); n != "hello "+marker {
+				t.Errorf("candidate notes.txt %q", n)
+			}
+		}
+		if c.want.jobCode == "scoped_test_failed" && len(a.Attempts[0].Evidence) == 0 {
+			t.Errorf("%s: no evidence recorded", c.instruction)
+		}
+	}
+	// main never moved; worktrees were cleaned. (Refs and config that a
+	// violating plugin added stay behind: finding F7.)
+	if h := gitOut(t, repo, "rev-parse", "refs/heads/main"); h != base {
+		t.Errorf("main moved to %s", h)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(w.dir, "worktrees")); len(ents) != 0 {
+		t.Errorf("worktrees left behind: %d", len(ents))
+	}
+	// Check output and instructions never reach the aggregate or logs.
+	for _, id := range ids {
+		r := g.do(t, "GET", "/v1/jobs/"+id+"/aggregate", nil, g.bearer())
+		if strings.Contains(string(r.body), marker) {
+			t.Errorf("aggregate of %s contains task text or check output", id)
+		}
+	}
+	if strings.Contains(w.logs.String(), marker) || strings.Contains(w.logs.String(), repo) {
+		t.Error("worker log contains task text, check output or the repository path")
+	}
+	g.assertNoSecrets(t, marker, repo)
+}

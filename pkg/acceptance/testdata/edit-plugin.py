@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+# A protocol v1 workspace_edit plugin written independently of the Go SDK.
+# The instruction's first word selects the behaviour.
+import json, os, subprocess, sys
+
+def frame(obj):
+    sys.stdout.write(json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+init = json.loads(sys.stdin.readline())
+fid = init["id"]
+offer = init["capabilities"]
+caps = ["workspace_edit"] + [c for c in ("commit_subject", "agent_report") if c in offer]
+frame({"version": "v1", "id": fid, "type": "initialized", "capabilities": caps})
+ex = json.loads(sys.stdin.readline())
+ws = ex["workspace"]
+word, _, rest = ex["instruction"].partition(" ")
+
+def git(*args):
+    env = {"PATH": os.environ.get("PATH", ""), "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "p", "GIT_AUTHOR_EMAIL": "p@example.invalid",
+           "GIT_COMMITTER_NAME": "p", "GIT_COMMITTER_EMAIL": "p@example.invalid"}
+    subprocess.run(["git", "-C", ws] + list(args), check=True, env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+def write(name, content):
+    with open(os.path.join(ws, name), "w") as f:
+        f.write(content)
+
+res = {"version": "v1", "id": fid, "type": "result"}
+if word == "write":
+    write("notes.txt", rest + "\n")
+    res["commit_subject"] = "feat: add notes"
+    if "agent_report" in caps:
+        res["summary"] = "Added notes.txt."
+        res["changes"] = ["notes.txt: new file"]
+elif word == "nothing":
+    pass
+elif word == "commit":
+    write("notes.txt", "x\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "sneaky")
+elif word == "git-config":
+    write("notes.txt", "x\n")
+    git("config", "core.hooksPath", "/tmp/hooks")
+elif word == "fsmonitor":
+    write("notes.txt", "x\n")
+    git("config", "core.fsmonitor", rest)
+elif word == "move-main":
+    write("notes.txt", "x\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "sneaky")
+    git("update-ref", "refs/heads/main", "HEAD")
+elif word == "new-ref":
+    write("notes.txt", "x\n")
+    git("update-ref", "refs/heads/sneaky", "HEAD")
+elif word == "bad-subject":
+    write("notes.txt", "x\n")
+    res["commit_subject"] = "feat: one\nsecond line"
+elif word == "report-unselected":
+    write("notes.txt", "x\n")
+    if "agent_report" not in caps:
+        sys.exit(3)
+    res["summary"] = " untrimmed "
+    res["changes"] = ["x"]
+else:
+    frame({"version": "v1", "id": fid, "type": "failure", "category": "invalid_request"})
+    sys.stdin.read()
+    sys.exit(0)
+frame(res)
+sys.stdin.read()
