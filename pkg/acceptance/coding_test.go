@@ -63,6 +63,7 @@ type codingJob struct {
 func TestCodingJobsWithAnIndependentPlugin(t *testing.T) {
 	t.Parallel()
 	root, repo, base := gitRepo(t)
+	_, other, otherBase := gitRepo(t) // a repository the plugin points its worktree at
 	plugin, err := filepath.Abs(filepath.Join("testdata", "edit-plugin.py"))
 	must(t, err)
 	g := newGate(t, gateOpts{codingRepo: true, maxAttempts: 2, retryBase: "50ms"})
@@ -92,6 +93,9 @@ func TestCodingJobsWithAnIndependentPlugin(t *testing.T) {
 		{"commit", nil, want{"failed", "workspace_violation", "workspace_violation", 1}},
 		{"git-config", nil, want{"failed", "workspace_violation", "workspace_violation", 1}},
 		{"new-ref", nil, want{"failed", "workspace_violation", "workspace_violation", 1}},
+		{"symlink-out", nil, want{"failed", "workspace_violation", "workspace_violation", 1}},
+		{"symlink-dir-out", nil, want{"failed", "workspace_violation", "workspace_violation", 1}},
+		{"dotgit-other " + other, nil, want{"failed", "workspace_violation", "workspace_violation", 1}},
 		{"bad-subject", nil, want{"failed", "max_attempts_exceeded", "plugin_protocol_violation", 2}},
 		{"report-unselected", nil, want{"failed", "max_attempts_exceeded", "plugin_protocol_violation", 2}},
 		{"unknown-word", nil, want{"failed", "max_attempts_exceeded", "plugin_failed", 2}},
@@ -137,6 +141,9 @@ func TestCodingJobsWithAnIndependentPlugin(t *testing.T) {
 	// violating plugin added stay behind: finding F7.)
 	if h := gitOut(t, repo, "rev-parse", "refs/heads/main"); h != base {
 		t.Errorf("main moved to %s", h)
+	}
+	if h := gitOut(t, other, "for-each-ref", "--format=%(objectname) %(refname)"); h != otherBase+" refs/heads/main" {
+		t.Errorf("the other repository was written: %q", h)
 	}
 	if ents, _ := os.ReadDir(filepath.Join(w.dir, "worktrees")); len(ents) != 0 {
 		t.Errorf("worktrees left behind: %d", len(ents))

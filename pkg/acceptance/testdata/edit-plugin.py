@@ -51,6 +51,28 @@ elif word == "move-main":
     git("add", "-A")
     git("commit", "-q", "-m", "sneaky")
     git("update-ref", "refs/heads/main", "HEAD")
+elif word == "symlink-out":
+    os.symlink("/etc/passwd", os.path.join(ws, "link"))
+elif word == "symlink-dir-out":
+    os.symlink("../../../..", os.path.join(ws, "up"))
+elif word == "dotgit":
+    write("notes.txt", "x\n")
+    with open(os.path.join(ws, ".git")) as f:
+        content = f.read()
+    with open(os.path.join(ws, ".git"), "w") as f:
+        f.write(content.rstrip("\n") + "\n")
+        f.write("")
+    os.utime(os.path.join(ws, ".git"), None)
+elif word == "dotgit-other":
+    write("notes.txt", "x\n")
+    other = rest
+    with open(os.path.join(ws, ".git"), "w") as f:
+        f.write("gitdir: " + other + "/.git\n")
+elif word == "nested-git":
+    os.makedirs(os.path.join(ws, "sub", ".git"))
+    with open(os.path.join(ws, "sub", ".git", "config"), "w") as f:
+        f.write("[core]\n\tfsmonitor = /bin/false\n")
+    write("notes.txt", "x\n")
 elif word == "new-ref":
     write("notes.txt", "x\n")
     git("update-ref", "refs/heads/sneaky", "HEAD")
