@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // gitRepo makes repos/demo with one commit on main and returns the root,
@@ -159,4 +160,49 @@ func TestCodingJobsWithAnIndependentPlugin(t *testing.T) {
 		t.Error("worker log contains task text, check output or the repository path")
 	}
 	g.assertNoSecrets(t, marker, repo)
+}
+
+// TestCodingWorkerCrashMidPlugin: the Worker is SIGKILLed while a coding
+// plugin edits its worktree; restarted on the same state directories, it
+// removes the stale worktree, and the retry produces the candidate.
+func TestCodingWorkerCrashMidPlugin(t *testing.T) {
+	t.Parallel()
+	root, repo, base := gitRepo(t)
+	plugin, err := filepath.Abs(filepath.Join("testdata", "edit-plugin.py"))
+	must(t, err)
+	g := newGate(t, gateOpts{codingRepo: true, maxAttempts: 2, leaseTTL: "1s", retryBase: "50ms"})
+	opts := workerOpts{plugins: map[string]string{"edit": plugin}, repoRoot: root, repoPath: repo}
+	w := g.startWorker(t, opts)
+	flag := filepath.Join(t.TempDir(), "flag")
+	b, _ := json.Marshal(map[string]any{"repository_id": "demo", "base_sha": base, "instruction": "slow-write " + flag})
+	id := g.submit(t, string(b))
+	guard := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(flag); err == nil {
+			break
+		}
+		if time.Now().After(guard) {
+			t.Fatal("the plugin never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	w.kill()
+	if n := strings.Count(gitOut(t, repo, "worktree", "list"), "\n"); n != 1 {
+		t.Fatalf("expected the crashed attempt's worktree to be registered, got %d extra lines", n)
+	}
+	opts.dir = w.dir
+	g.startWorker(t, opts)
+	g.waitTerminal(t, id)
+	r := g.do(t, "GET", "/v1/jobs/"+id, nil, g.bearer())
+	var j codingJob
+	must(t, json.Unmarshal(r.body, &j))
+	if j.Status != "succeeded" || j.AttemptCount != 2 || len(j.CandidateSHA) != 40 {
+		t.Fatalf("job %s", r.body)
+	}
+	if l := gitOut(t, repo, "worktree", "list"); strings.Contains(l, "\n") {
+		t.Fatalf("stale worktrees after restart:\n%s", l)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(w.dir, "worktrees")); len(ents) != 0 {
+		t.Fatalf("worktree directories left: %d", len(ents))
+	}
 }

@@ -428,6 +428,7 @@ type workerOpts struct {
 	pins        map[string]string // plugin id -> sha256
 	repoRoot    string            // with repoPath: serve repository "demo"
 	repoPath    string
+	dir         string // reuse this state directory (a restarted Worker)
 }
 
 func (g *gate) startWorker(t testing.TB, o workerOpts) *worker {
@@ -442,7 +443,10 @@ func (g *gate) startWorker(t testing.TB, o workerOpts) *worker {
 	if o.heartbeat == "" {
 		o.heartbeat = "200ms"
 	}
-	dir := t.TempDir()
+	dir := o.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	var ps []string
 	for id, p := range o.plugins {
 		if pin := o.pins[id]; pin != "" {

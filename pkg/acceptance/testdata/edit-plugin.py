@@ -73,6 +73,14 @@ elif word == "nested-git":
     with open(os.path.join(ws, "sub", ".git", "config"), "w") as f:
         f.write("[core]\n\tfsmonitor = /bin/false\n")
     write("notes.txt", "x\n")
+elif word == "slow-write":
+    # rest: a file whose existence makes this run fast (the retry)
+    if not os.path.exists(rest):
+        open(rest, "w").close()
+        import time
+        time.sleep(300)
+    write("notes.txt", "slow\n")
+    res["commit_subject"] = "feat: slow"
 elif word == "new-ref":
     write("notes.txt", "x\n")
     git("update-ref", "refs/heads/sneaky", "HEAD")
