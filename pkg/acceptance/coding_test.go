@@ -206,3 +206,27 @@ func TestCodingWorkerCrashMidPlugin(t *testing.T) {
 		t.Fatalf("worktree directories left: %d", len(ents))
 	}
 }
+
+// TestScopedCheckDescendantsAreReaped: a scoped check that leaves an
+// ordinary and a setsid background process behind passes, and neither
+// process outlives the attempt.
+func TestScopedCheckDescendantsAreReaped(t *testing.T) {
+	t.Parallel()
+	root, repo, base := gitRepo(t)
+	plugin, err := filepath.Abs(filepath.Join("testdata", "edit-plugin.py"))
+	must(t, err)
+	g := newGate(t, gateOpts{codingRepo: true, maxAttempts: 1})
+	g.startWorker(t, workerOpts{plugins: map[string]string{"edit": plugin}, repoRoot: root, repoPath: repo})
+	pf := filepath.Join(t.TempDir(), "pids")
+	tests := [][]string{{"sh", "-c", "sleep 300 & echo $! > " + pf + "; setsid sleep 300 & echo $! >> " + pf + "; exit 0"}}
+	b, _ := json.Marshal(map[string]any{"repository_id": "demo", "base_sha": base, "instruction": "write x", "tests": tests})
+	id := g.submit(t, string(b))
+	if j := g.waitTerminal(t, id); j.Status != "succeeded" {
+		t.Fatalf("job %+v", j)
+	}
+	pids := pidsFrom(t, pf)
+	t.Cleanup(func() { killAll(pids) })
+	if left := waitGone(pids, 20*time.Second); len(left) != 0 {
+		t.Fatalf("check processes %v outlived the attempt", left)
+	}
+}
