@@ -31,7 +31,9 @@
 // exits at once: no /proc scan, no signal, no grace period. Every signal to a process that is
 // not the reaper's own unreaped child goes through a pidfd whose identity
 // is confirmed by the process start time, so a recycled PID is never hit.
-// The whole cleanup is bounded in time.
+// The whole cleanup is bounded in time. The reaper also gets SIGTERM when
+// its caller dies (parent-death signal), so even a SIGKILLed caller leaves
+// no program or descendant behind.
 //
 // The reaper is an explicit mode of the calling binary. Every binary that
 // runs plugins dispatches it first thing in main:

@@ -8,6 +8,11 @@ import "syscall"
 // program as on any forwarded SIGTERM and then sweeps its descendants, so a
 // crashed caller leaves no plugin process behind. The runtime closes the
 // race with a parent that dies before the signal is armed.
+//
+// Linux sends the signal when the OS thread that forked the reaper ends.
+// The Go runtime ends a thread only when a goroutine exits while locked to
+// it (runtime.LockOSThread), so Start must not be called from such a
+// goroutine; nothing in this module locks threads.
 func procAttr(wrapped bool) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true}
 	if wrapped {
