@@ -47,6 +47,13 @@ type sweepReport struct {
 
 // reap is ReaperMain with the sweep's report, which tests inspect.
 func reap(args []string) (int, sweepReport) {
+	reportFD := -1
+	if len(args) > 0 && args[0] == reaperExecFDFlag {
+		// fd 3 reports a failed exec to supervise; the program must not
+		// inherit it.
+		reportFD, args = 3, args[1:]
+		syscall.CloseOnExec(reportFD)
+	}
 	env := os.Environ() // exactly what supervise passed to the reaper, but:
 	if len(args) > 0 && args[0] == reaperEnvFlag {
 		// the last entry was for this process's runtime only
@@ -71,6 +78,9 @@ func reap(args []string) (int, sweepReport) {
 		Sys:   &syscall.SysProcAttr{PidFD: &pidfd},
 	})
 	if err != nil {
+		if reportFD >= 0 {
+			syscall.Write(reportFD, []byte{1})
+		}
 		return reaperStartFailed, sweepReport{}
 	}
 	prog := program{pid: pid, pidfd: pidfd}

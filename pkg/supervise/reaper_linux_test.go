@@ -158,6 +158,28 @@ func TestReaperReportsExecFailure(t *testing.T) {
 	if err != nil || res.Exit.Code != 127 {
 		t.Fatalf("exit = %+v, %v; want 127", res.Exit, err)
 	}
+	// The failed exec is reported as such, unlike a program that exits
+	// 127 by itself (or one that runs fine).
+	for _, c := range []struct {
+		path string
+		args []string
+		want bool
+	}{
+		{script, nil, true},
+		{mustLook(t, "sh"), []string{"-c", "exit 127"}, false},
+		{mustLook(t, "true"), nil, false},
+	} {
+		p, err := supervise.Start(context.Background(), supervise.Command{Path: c.path, Args: c.args, Reaper: self(t), OutputLimit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Stdin().Close()
+		exit, _ := p.Wait()
+		if got := p.ExecFailed(); got != c.want {
+			t.Errorf("%s %v: ExecFailed = %v (exit %+v), want %v", c.path, c.args, got, exit, c.want)
+		}
+		p.Close()
+	}
 }
 
 func TestReaperMainRejectsMissingProgram(t *testing.T) {

@@ -118,6 +118,11 @@ type Process struct {
 	reason    error
 	exit      Exit
 	closeOnce sync.Once
+
+	// execR is the read end of the reaper's exec-failure report (wrapped
+	// children only); execFailed is set from it once the child is reaped.
+	execR      *os.File
+	execFailed bool
 }
 
 // Start starts c. The child is stopped (SIGTERM, then SIGKILL to its group
@@ -171,6 +176,18 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 		}
 		pipes[i], pipes[i+1] = r, w
 	}
+	var execW *os.File
+	if wrapped {
+		// The reaper reports a failed exec of the program (bad
+		// interpreter, ENOEXEC, …) on this pipe (its fd 3), so that it is a
+		// start failure rather than the program's own exit status.
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeFiles(pipes[:]...)
+			return nil, startError("create pipe", err)
+		}
+		p.execR, execW = r, w
+	}
 	p.cmd = &exec.Cmd{
 		Path:        exe,
 		Args:        argv,
@@ -181,10 +198,13 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 		Stderr:      pipes[5],
 		SysProcAttr: procAttr(wrapped),
 	}
+	if execW != nil {
+		p.cmd.ExtraFiles = []*os.File{execW}
+	}
 	err = p.cmd.Start()
-	closeFiles(pipes[0], pipes[3], pipes[5]) // the child's ends
+	closeFiles(pipes[0], pipes[3], pipes[5], execW) // the child's ends
 	if err != nil {
-		closeFiles(pipes[1], pipes[2], pipes[4])
+		closeFiles(pipes[1], pipes[2], pipes[4], p.execR)
 		return nil, startError("spawn", err)
 	}
 	p.pid = p.cmd.Process.Pid
@@ -204,7 +224,10 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 // reaperEnvFlag before the program's path; the reaper then removes that
 // last entry again, so the program's environment stays exactly Env.
 const (
-	reaperEnvFlag    = "-drop-last-env" // never an absolute path
+	reaperEnvFlag = "-drop-last-env" // never an absolute path
+	// reaperExecFDFlag tells the reaper that fd 3 is the write end of the
+	// exec-failure report (see Process.ExecFailed).
+	reaperExecFDFlag = "-exec-report-fd3"
 	reaperRuntimeEnv = "GOMAXPROCS=1"
 )
 
@@ -213,10 +236,10 @@ const (
 func reaperCommand(reaper string, argv, env []string) ([]string, []string) {
 	for _, kv := range env {
 		if strings.HasPrefix(kv, "GOMAXPROCS=") {
-			return append([]string{reaper, ReaperArg}, argv...), env
+			return append([]string{reaper, ReaperArg, reaperExecFDFlag}, argv...), env
 		}
 	}
-	return append([]string{reaper, ReaperArg, reaperEnvFlag}, argv...), append(env, reaperRuntimeEnv)
+	return append([]string{reaper, ReaperArg, reaperExecFDFlag, reaperEnvFlag}, argv...), append(env, reaperRuntimeEnv)
 }
 
 func closeFiles(fs ...*os.File) {
@@ -242,6 +265,16 @@ func checkExecutable(path string) error {
 		return startError("spawn", err)
 	}
 	return nil
+}
+
+// ExecFailed reports, after the child was reaped (Done closed), whether a
+// reaper could not execute the program (bad interpreter, wrong format, …):
+// a start failure that only shows after Start returned. It is always false
+// without a reaper.
+func (p *Process) ExecFailed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.execFailed
 }
 
 // Pid returns the child's process id (the reaper's when wrapped).
@@ -366,6 +399,16 @@ func (p *Process) wait() {
 		p.cmd.Wait()
 		p.mu.Lock()
 		p.reapedLocked()
+		p.mu.Unlock()
+	}
+	if p.execR != nil {
+		// The reaper has exited, so every write end is closed: this read
+		// returns at once (one byte on a failed exec, else EOF).
+		var b [1]byte
+		n, _ := p.execR.Read(b[:])
+		p.execR.Close()
+		p.mu.Lock()
+		p.execFailed = n == 1
 		p.mu.Unlock()
 	}
 	t := time.NewTimer(p.killGrace)

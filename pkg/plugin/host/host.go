@@ -125,6 +125,10 @@ func Run(ctx context.Context, cmd Command, req Request, onProgress func(Progress
 		return Outcome{}, &Error{Kind: KindCancelled, Err: ctx.Err()}
 	case opCtx.Err() != nil:
 		return Outcome{}, &Error{Kind: KindTimeout, Err: opCtx.Err()}
+	case err != nil && proc.ExecFailed():
+		// The reaper could not execute the plugin (bad interpreter, …):
+		// a spawn failure, not a protocol violation.
+		return Outcome{}, &Error{Kind: KindSpawn, Reason: "the plugin could not be executed"}
 	}
 	return out, err
 }

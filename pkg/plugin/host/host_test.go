@@ -345,6 +345,16 @@ func TestSpawnFailure(t *testing.T) {
 		_, err := host.Run(context.Background(), cmd, textReq("x"), nil)
 		wantKind(t, err, host.KindSpawn)
 	}
+	// An executable whose interpreter does not exist passes every check
+	// before the reaper starts it; the failed exec is still a spawn
+	// failure, not a protocol violation.
+	script := t.TempDir() + "/plugin"
+	if err := os.WriteFile(script, []byte("#!/nonexistent/interpreter\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := host.Command{Path: script, Env: []string{}, OutputBytes: 10, Reaper: built.wrapper}
+	_, err := host.Run(context.Background(), cmd, textReq("x"), nil)
+	wantKind(t, err, host.KindSpawn)
 }
 
 // identity reads a process's start time; "" when gone or a zombie.
