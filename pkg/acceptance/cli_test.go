@@ -79,6 +79,20 @@ func TestCLIAsARealClient(t *testing.T) {
 	if _, _, errOut := forge("", "submit", "-file", missing); strings.Contains(errOut, "secret-dir") {
 		t.Errorf("error names the file path: %s", errOut)
 	}
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.json")
+	must(t, os.WriteFile(big, []byte(`{"input":"`+strings.Repeat("a", 2<<20)+`"}`), 0o600))
+	for _, f := range []string{dir, big, "/dev/null"} {
+		if code, _, errOut := forge("", "submit", "-file", f); code != 1 || strings.Contains(errOut, dir) {
+			t.Errorf("submit -file %s: exit %d, stderr %q", f, code, errOut)
+		}
+	}
+	for _, tok := range []string{strings.Repeat("t", 4097), "tok en", "tok\x7f"} {
+		code, _, errOut := runBinary(t, "forge", []string{"PATH=" + os.Getenv("PATH"), "FORGE_GATE_URL=" + g.url(), "FORGE_OWNER_TOKEN=" + tok}, "", "status", "abc")
+		if code != 1 || strings.Contains(errOut, tok) {
+			t.Errorf("malformed token: exit %d, stderr %q", code, errOut)
+		}
+	}
 	expect(1, "", "status", strings.Repeat("a", 32))
 	code, _, _ := runBinary(t, "forge", []string{"PATH=" + os.Getenv("PATH"), "FORGE_GATE_URL=" + g.url()}, "", "status", "abc")
 	if code != 1 {
