@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -312,5 +313,26 @@ func TestGateGracefulStop(t *testing.T) {
 	g.start()
 	if j := g.job(t, id); j.Status != "succeeded" || *j.Result != "GRACEFUL" {
 		t.Fatalf("job after restart: %+v", j)
+	}
+}
+
+// TestPolicyIsFixedAtSubmission: a job keeps the lifecycle resolved when
+// it was accepted, whatever the Gate's config says after a restart.
+func TestPolicyIsFixedAtSubmission(t *testing.T) {
+	t.Parallel()
+	g := newGate(t, gateOpts{maxAttempts: 1})
+	old := g.submit(t, `{"input":"failure"}`)
+	g.kill()
+	b, err := os.ReadFile(g.cfgPath)
+	must(t, err)
+	must(t, os.WriteFile(g.cfgPath, []byte(strings.Replace(string(b), `"max_attempts":1`, `"max_attempts":3`, 1)), 0o600))
+	g.start()
+	fresh := g.submit(t, `{"input":"failure"}`)
+	g.startWorker(t, workerOpts{plugins: map[string]string{"reference": scenarioPlugin(t)}})
+	for id, attempts := range map[string]int{old: 1, fresh: 3} {
+		j := g.waitTerminal(t, id)
+		if j.Status != "failed" || j.FailureCode != "max_attempts_exceeded" || j.AttemptCount != attempts {
+			t.Fatalf("job %+v, want %d attempts", j, attempts)
+		}
 	}
 }
