@@ -331,3 +331,21 @@ func TestWorkerTakeover(t *testing.T) {
 		t.Fatalf("aggregate: %+v", a)
 	}
 }
+
+// TestWorkerActivityIsNeverAnswered: activity messages for attempts the
+// lane does not hold are dropped silently (no reply, connection kept); a
+// malformed activity message is a protocol violation.
+func TestWorkerActivityIsNeverAnswered(t *testing.T) {
+	t.Parallel()
+	g := newGate(t, gateOpts{})
+	w, _ := g.lane(t, 0, 0)
+	for i := 0; i < 500; i++ {
+		w.sendText(t, `{"type":"activity","activity":{"job_id":"`+strings.Repeat("a", 32)+`","attempt_id":"`+strings.Repeat("b", 32)+`","version":"live_activity/v1","stage":"editing"}}`)
+	}
+	w.sendJSON(t, heartbeatMsg(9, strings.Repeat("a", 32), strings.Repeat("b", 32)))
+	if e := w.recv(t); e.Type != "reject" || e.Seq != 9 || e.Reject.Code != "stale" {
+		t.Fatalf("first answer after activity: %+v", e)
+	}
+	w.sendText(t, `{"type":"activity","activity":{"job_id":"a","attempt_id":"b","version":"live_activity/v1","stage":"dancing"}}`)
+	w.expectClosed(t)
+}
