@@ -170,3 +170,25 @@ func TestPluginDescendantsAreReaped(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginEnvironmentCarriesNoSecrets: the plugin sees the policy's
+// allowlisted variables only: neither the Worker's token nor anything
+// else from the Worker's environment.
+func TestPluginEnvironmentCarriesNoSecrets(t *testing.T) {
+	t.Parallel()
+	g := newGate(t, gateOpts{})
+	g.startWorker(t, workerOpts{plugins: map[string]string{"reference": scenarioPlugin(t)}, env: []string{"WORKER_ONLY_VAR=" + marker}})
+	j := g.waitTerminal(t, g.submit(t, `{"input":"env"}`))
+	if j.Status != "succeeded" || j.Result == nil {
+		t.Fatalf("job %+v", j)
+	}
+	env := *j.Result
+	if !strings.Contains(env, "PATH") {
+		t.Fatalf("PATH (allowlisted) missing: %q", env)
+	}
+	for _, bad := range []string{"ACC_WORKER_TOKEN", g.workers[0].token, "WORKER_ONLY_VAR", marker} {
+		if strings.Contains(env, bad) {
+			t.Fatalf("plugin environment contains %q", bad)
+		}
+	}
+}

@@ -94,6 +94,9 @@ elif word == "bad-sequence":
     frame({"version": "v1", "id": fid, "type": "progress", "sequence": 2, "stage": "working", "text": "x"})
     frame(result("X"))
     finish()
+elif word == "env":
+    frame(result(",".join(sorted(k + ("=" + v if k != "PATH" else "") for k, v in os.environ.items()))))
+    finish()
 elif word == "hang":
     time.sleep(60)
 elif word == "failure":
