@@ -77,6 +77,11 @@ func TestPluginsWrittenByOthers(t *testing.T) {
 				t.Errorf("%s: attempt %+v, want failed %s retryable", input, at, wnt.attemptCode)
 			}
 		}
+		c := wnt.attemptCode
+		want := "submitted leased/1 attempt_failed/1/" + c + " retry_scheduled/1 leased/2 attempt_failed/2/" + c + " failed/2/max_attempts_exceeded"
+		if got := timeline(a.Events); got != want {
+			t.Errorf("%s: timeline %q, want %q", input, got, want)
+		}
 	}
 	// Nothing the plugin wrote reaches the Worker's or Gate's logs.
 	for _, leak := range []string{"PLUGIN-STDERR-NOISE", marker, strings.ToUpper(marker), "PPPPPPPP", "xxxxxxxx"} {
@@ -191,4 +196,20 @@ func TestPluginEnvironmentCarriesNoSecrets(t *testing.T) {
 			t.Fatalf("plugin environment contains %q", bad)
 		}
 	}
+}
+
+// timeline renders events as "type[/attempt[/code]]" words.
+func timeline(events []apiEvent) string {
+	var w []string
+	for _, e := range events {
+		s := e.Type
+		if e.Attempt != 0 {
+			s += "/" + strconv.Itoa(e.Attempt)
+		}
+		if e.Code != "" {
+			s += "/" + e.Code
+		}
+		w = append(w, s)
+	}
+	return strings.Join(w, " ")
 }
