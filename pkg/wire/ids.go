@@ -3,27 +3,14 @@ package wire
 import (
 	"strconv"
 	"strings"
+
+	"github.com/0k-lab/agent-forge/pkg/policy"
 )
 
 // ValidID reports whether s is a safe configuration identifier (worker,
-// plugin, repository, pool): 1..MaxIDBytes bytes, a lowercase letter or
-// digit first, then lowercase letters, digits, '.', '_' or '-'. Such ids
-// are safe in paths, lane names, logs and URLs.
-func ValidID(s string) bool {
-	if len(s) == 0 || len(s) > MaxIDBytes {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case i > 0 && (c == '.' || c == '_' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return true
-}
+// plugin, repository, pool). The rule is the policy package's, so an id the
+// Gate accepts in config is exactly an id the wire accepts.
+func ValidID(s string) bool { return policy.ValidID(s) }
 
 // ValidRef reports whether s is a safe job or attempt id: 1..MaxRefBytes
 // ASCII letters, digits, '_' or '-'.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
+	"github.com/0k-lab/agent-forge/pkg/policy"
 )
 
 // Protocol is the value of hello.protocol for this version.
@@ -15,15 +16,15 @@ const Path = "/v1/worker/connect"
 
 // Bounds of the protocol. Sizes count bytes.
 const (
-	MaxMessageBytes   = 1 << 20 // one encoded Envelope (one WebSocket frame payload)
-	MaxIDBytes        = 64      // worker, plugin and repository ids
-	MaxRefBytes       = 64      // job and attempt ids
-	MaxSlot           = 255     // highest lane slot (concurrency ≤ 256)
-	MaxHelloPlugins   = 64      // plugin ids in hello
-	MaxHelloRepos     = 1024    // repository ids in hello
-	MaxEvidenceBatch  = 2       // evidence batches per attempt (1 = work, 2 = cleanup)
-	MaxEvidenceRecord = 34      // records per batch
-	GenerationHexLen  = 32      // hex digits of a connection generation
+	MaxMessageBytes   = 1 << 20           // one encoded Envelope (one WebSocket frame payload)
+	MaxIDBytes        = policy.MaxIDBytes // worker, plugin and repository ids
+	MaxRefBytes       = 64                // job and attempt ids
+	MaxSlot           = 255               // highest lane slot (concurrency ≤ 256)
+	MaxHelloPlugins   = 64                // plugin ids in hello
+	MaxHelloRepos     = 1024              // repository ids in hello
+	MaxEvidenceBatch  = 2                 // evidence batches per attempt (1 = work, 2 = cleanup)
+	MaxEvidenceRecord = 34                // records per batch
+	GenerationHexLen  = 32                // hex digits of a connection generation
 )
 
 // Type names an Envelope's payload.
