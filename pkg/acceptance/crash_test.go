@@ -244,7 +244,23 @@ func TestGateCrashWithRealWorker(t *testing.T) {
 // restart (answers cut off by the crash may or may not have been stored).
 func TestGateCrashDuringSubmitStorm(t *testing.T) {
 	t.Parallel()
-	g := newGate(t, gateOpts{})
+	for _, withLanes := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no lane", true: "idle lanes"}[withLanes], func(t *testing.T) {
+			t.Parallel()
+			submitStorm(t, withLanes)
+		})
+	}
+}
+
+// submitStorm is TestGateCrashDuringSubmitStorm, optionally with idle raw
+// lanes connected so that submissions lease in the same commit.
+func submitStorm(t *testing.T, withLanes bool) {
+	g := newGate(t, gateOpts{workers: []gateWorker{{id: "worker-1", concurrency: 4}}})
+	if withLanes {
+		for slot := 0; slot < 4; slot++ {
+			g.lane(t, 0, slot)
+		}
+	}
 	url, owner := g.url(), g.owner
 	var mu sync.Mutex
 	var acked []string
@@ -292,10 +308,18 @@ func TestGateCrashDuringSubmitStorm(t *testing.T) {
 	g.start()
 	mu.Lock()
 	defer mu.Unlock()
+	leased := 0
 	for _, id := range acked {
-		if j := g.job(t, id); j.Status != "pending" {
+		j := g.job(t, id)
+		switch {
+		case j.Status == "leased" && withLanes:
+			leased++
+		case j.Status != "pending":
 			t.Fatalf("acknowledged job %s after crash: %+v", id, j)
 		}
+	}
+	if withLanes && leased == 0 {
+		t.Fatal("no submission was leased: the lanes were not used")
 	}
 }
 
