@@ -71,6 +71,10 @@ func TestGateCrashDuringLeaseAndAfterResult(t *testing.T) {
 	if j := g.job(t, id); j.Status != "leased" {
 		t.Fatalf("leased job after crash: %+v", j)
 	}
+	// The crashed Gate's lane is recorded as disconnected after restart.
+	if r := g.do(t, "GET", "/v1/debug/workers", nil, g.bearer()); !strings.Contains(string(r.body), `"connected":false`) || strings.Contains(string(r.body), `"connected":true`) {
+		t.Fatalf("lanes after restart: %s", r.body)
+	}
 	// A new connection is a new generation: the old attempt is fenced.
 	w2, _ := g.lane(t, 0, 0)
 	w2.sendJSON(t, resultMsg(1, id, att, "CRASH"))
