@@ -51,10 +51,11 @@ func TestGateCrashAfterSubmitAck(t *testing.T) {
 	g.assertNoSecrets(t, "durable job")
 }
 
-// TestGateCrashDuringLeaseAndAfterResult: a raw lane holds a lease; the
-// Gate is SIGKILLed, restarted, the lane reconnects and publishes its
-// result (still within the lease), the Gate is SIGKILLed again right after
-// the result ACK, and the result is there after the second restart.
+// TestGateCrashDuringLeaseAndAfterResult: a raw lane holds a lease and the
+// Gate is SIGKILLed; after the restart the job is still leased, and the
+// lane's new connection (a new generation) cannot publish or extend the
+// old attempt. Then a result is ACKed and the Gate SIGKILLed at once: the
+// result is there after the next restart.
 func TestGateCrashDuringLeaseAndAfterResult(t *testing.T) {
 	t.Parallel()
 	g := newGate(t, gateOpts{leaseTTL: "30s"})
@@ -90,9 +91,8 @@ func TestGateCrashDuringLeaseAndAfterResult(t *testing.T) {
 	}
 	g.kill()
 	g.start()
-	// A real Worker runs the retry once the old lease expires? The lease
-	// TTL is 30s here: instead, check durability of a result on a fresh
-	// job, ACKed then crashed.
+	// Durability of an acknowledged result: a fresh job is leased and
+	// completed, and the Gate is SIGKILLed right after the result's ACK.
 	w3, _ := g.lane(t, 0, 0)
 	id2 := g.submit(t, `{"input":"second"}`)
 	e = w3.recv(t)
