@@ -49,6 +49,8 @@ func TestPluginsWrittenByOthers(t *testing.T) {
 		"failure":               {"failed", "", "plugin_failed"},
 		"die-mid-frame":         {"failed", "", "plugin_protocol_violation"},
 		"bad-sequence":          {"failed", "", "plugin_protocol_violation"},
+		"big-progress-text":     {"failed", "", "plugin_protocol_violation"},
+		"unknown-stage":         {"failed", "", "plugin_protocol_violation"},
 		"hang":                  {"failed", "", "plugin_timeout"},
 		"unknown-scenario-word": {"failed", "", "plugin_failed"},
 	}

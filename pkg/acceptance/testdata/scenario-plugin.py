@@ -97,6 +97,14 @@ elif word == "bad-sequence":
 elif word == "env":
     frame(result(",".join(sorted(k + ("=" + v if k != "PATH" else "") for k, v in os.environ.items()))))
     finish()
+elif word == "big-progress-text":
+    frame({"version": "v1", "id": fid, "type": "progress", "sequence": 1, "stage": "working", "text": "P" * 1025})
+    frame(result("X"))
+    finish()
+elif word == "unknown-stage":
+    frame({"version": "v1", "id": fid, "type": "progress", "sequence": 1, "stage": "thinking", "text": "x"})
+    frame(result("X"))
+    finish()
 elif word == "hang":
     time.sleep(60)
 elif word == "failure":
