@@ -184,11 +184,12 @@ type envelope struct {
 		Generation string `json:"generation"`
 	} `json:"welcome"`
 	Lease *struct {
-		JobID     string          `json:"job_id"`
-		AttemptID string          `json:"attempt_id"`
-		Ordinal   int             `json:"ordinal"`
-		Kind      string          `json:"kind"`
-		Task      json.RawMessage `json:"task"`
+		JobID      string          `json:"job_id"`
+		AttemptID  string          `json:"attempt_id"`
+		Ordinal    int             `json:"ordinal"`
+		Kind       string          `json:"kind"`
+		Task       json.RawMessage `json:"task"`
+		DeadlineAt time.Time       `json:"deadline_at"`
 	} `json:"lease"`
 	Reject *struct {
 		Code string `json:"code"`

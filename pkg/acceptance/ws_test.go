@@ -349,3 +349,31 @@ func TestWorkerActivityIsNeverAnswered(t *testing.T) {
 	w.sendText(t, `{"type":"activity","activity":{"job_id":"a","attempt_id":"b","version":"live_activity/v1","stage":"dancing"}}`)
 	w.expectClosed(t)
 }
+
+// TestWorkerMessagesAfterTheDeadline: with the sweep far away, a heartbeat
+// or result that arrives after the lease deadline is refused (expired or
+// stale) and the job is not completed by it.
+func TestWorkerMessagesAfterTheDeadline(t *testing.T) {
+	t.Parallel()
+	g := newGate(t, gateOpts{leaseTTL: "300ms", recovery: "1h"})
+	w, _ := g.lane(t, 0, 0)
+	id := g.submit(t, `{"input":"late"}`)
+	e := w.recv(t)
+	if e.Type != "lease" {
+		t.Fatalf("lease: %+v", e)
+	}
+	// Wait until the deadline has passed on the shared clock (ordering,
+	// not a timing assertion).
+	time.Sleep(time.Until(e.Lease.DeadlineAt) + 50*time.Millisecond)
+	w.sendJSON(t, heartbeatMsg(1, id, e.Lease.AttemptID))
+	if r := w.recv(t); r.Type != "reject" || (r.Reject.Code != "expired" && r.Reject.Code != "stale") {
+		t.Fatalf("late heartbeat: %+v", r)
+	}
+	w.sendJSON(t, resultMsg(2, id, e.Lease.AttemptID, "LATE"))
+	if r := w.recv(t); r.Type != "reject" || (r.Reject.Code != "expired" && r.Reject.Code != "stale") {
+		t.Fatalf("late result: %+v", r)
+	}
+	if j := g.job(t, id); j.Status == "succeeded" || j.Result != nil {
+		t.Fatalf("a late result completed the job: %+v", j)
+	}
+}
