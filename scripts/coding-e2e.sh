@@ -18,28 +18,18 @@
 # Everything lives in a private temp dir; a trap ends every process.
 # Final line: CODING-E2E PASS.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib/e2e.sh
+source "$(dirname "$0")/lib/e2e.sh"
 cd "$(dirname "$0")/.."
 
 tmp=$(cd "$(mktemp -d)" && pwd -P)
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM # run the EXIT trap on signals too
-fail() {
-  echo "coding-e2e: FAIL: $*" >&2
-  for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $(basename "$f")" >&2; tail -n 30 "$f" >&2; }; done
-  exit 1
-}
+e2e_traps
+fail() { e2e_fail coding-e2e "$@"; }
 
 bin=$tmp/bin
 mkdir -p "$bin"
-for c in forge-gate forge-worker forge; do
-  go build -o "$bin/$c" "./cmd/$c" || fail "build $c"
-done
+e2e_build forge-gate forge-worker forge
 if [ -d cmd/forge-codex-plugin ]; then
   go build -o "$bin/forge-codex-plugin" ./cmd/forge-codex-plugin || fail "build forge-codex-plugin"
   plugin_argv="\"$bin/forge-codex-plugin\""
@@ -62,12 +52,9 @@ fi
 export CODEX_BIN
 deterministic=${deterministic:-}
 
-rand() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
 FORGE_OWNER_TOKEN=owner-$(rand)
 FORGE_WORKER_TOKEN=worker-$(rand)
 export FORGE_OWNER_TOKEN FORGE_WORKER_TOKEN
-
-g() { GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git -C "$repo" "$@"; }
 
 # 1. A generated repository with a base commit on main.
 mkdir -m 0700 "$tmp/repos" "$tmp/worktrees" "$tmp/runtime" "$tmp/state"
@@ -89,35 +76,7 @@ cat >"$tmp/gate.json" <<EOF
  "repositories":[{"id":"demo","default_branch":"main","worker_pool":"local","execution":$exec_policy}]}
 EOF
 
-wait_log() { # FILE PYTHON-EXPR: first JSON line satisfying the expression, within 30 s
-  python3 - "$1" "$2" <<'PY'
-import json, sys, time
-path, expr = sys.argv[1], sys.argv[2]
-deadline = time.time() + 30
-while time.time() < deadline:
-    try:
-        lines = open(path).read().splitlines()
-    except FileNotFoundError:
-        lines = []
-    for line in lines:
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue
-        if eval(expr):
-            print(json.dumps(e))
-            sys.exit(0)
-    time.sleep(0.05)
-sys.exit(1)
-PY
-}
-field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
-
-"$bin/forge-gate" -config "$tmp/gate.json" 2>"$tmp/gate.log" &
-gate_pid=$!
-pids+=("$gate_pid")
-addr=$(wait_log "$tmp/gate.log" 'e.get("msg") == "listening"' | field addr) || fail "Gate did not start"
-export FORGE_GATE_URL="http://$addr"
+e2e_start_gate "$tmp/gate.log" "Gate did not start"
 
 cat >"$tmp/worker.json" <<EOF
 {"version":1,"gate_url":"ws://$addr","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":1,
@@ -127,9 +86,7 @@ cat >"$tmp/worker.json" <<EOF
  "environment_allowlist":["PATH","CODEX_HOME","CODEX_BIN"],"check_environment_allowlist":["PATH"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF
-"$bin/forge-worker" -config "$tmp/worker.json" 2>"$tmp/worker.log" &
-worker_pid=$!
-pids+=("$worker_pid")
+e2e_start_worker
 
 # 2. Submit and wait.
 python3 - "$base" "$instruction" >"$tmp/task.json" <<'PY'
@@ -187,8 +144,8 @@ g gc -q --prune=now
 [ "$(g rev-parse "$ref")" = "$cand" ] || fail "ref lost after gc"
 g cat-file -e "$cand^{commit}" || fail "candidate object lost after gc"
 
-kill -TERM "$worker_pid"; wait "$worker_pid" || fail "Worker did not exit 0 on SIGTERM"
-kill -TERM "$gate_pid"; wait "$gate_pid" || fail "Gate did not exit 0 on SIGTERM"
+stop Worker "$worker_pid"
+stop Gate "$gate_pid"
 pids=()
 for f in "$tmp"/*.log; do
   if grep -q -e "$FORGE_OWNER_TOKEN" -e "$FORGE_WORKER_TOKEN" -e "hello from forge" -e "$tmp" "$f"; then

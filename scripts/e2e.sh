@@ -7,72 +7,22 @@
 # lanes show disconnected after the Worker stops, and that no token reached
 # a log. Final line: E2E PASS.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib/e2e.sh
+source "$(dirname "$0")/lib/e2e.sh"
 cd "$(dirname "$0")/.."
 
 tmp=$(mktemp -d)
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM # run the EXIT trap on signals too
-fail() {
-  echo "e2e: FAIL: $*" >&2
-  for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $(basename "$f")" >&2; tail -n 30 "$f" >&2; }; done
-  exit 1
-}
+e2e_traps
+fail() { e2e_fail e2e "$@"; }
 
 bin=$tmp/bin
 mkdir -p "$bin"
-for c in forge-gate forge-worker forge-ref-plugin forge; do
-  go build -o "$bin/$c" "./cmd/$c" || fail "build $c"
-done
+e2e_build forge-gate forge-worker forge-ref-plugin forge
 
-FORGE_OWNER_TOKEN=owner-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-FORGE_WORKER_TOKEN=worker-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+FORGE_OWNER_TOKEN=owner-$(rand)
+FORGE_WORKER_TOKEN=worker-$(rand)
 export FORGE_OWNER_TOKEN FORGE_WORKER_TOKEN
-
-# wait_for FILE PYTHON-EXPR: poll FILE's JSON log lines until one satisfies
-# the expression (variable e); print the first match. Bounded to 30 s.
-wait_for() {
-  python3 - "$1" "$2" <<'PY'
-import json, sys, time
-path, expr = sys.argv[1], sys.argv[2]
-deadline = time.time() + 30
-while time.time() < deadline:
-    try:
-        lines = open(path).read().splitlines()
-    except FileNotFoundError:
-        lines = []
-    for line in lines:
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue
-        if eval(expr):
-            print(json.dumps(e))
-            sys.exit(0)
-    time.sleep(0.05)
-sys.exit(1)
-PY
-}
-# count_in FILE PYTHON-EXPR: number of JSON log lines satisfying the expression.
-count_in() {
-  python3 - "$1" "$2" <<'PY'
-import json, sys
-n = 0
-for line in open(sys.argv[1]).read().splitlines():
-    try:
-        e = json.loads(line)
-    except ValueError:
-        continue
-    if eval(sys.argv[2]):
-        n += 1
-print(n)
-PY
-}
 
 mkdir -m 0700 "$tmp/state"
 cat >"$tmp/gate.json" <<EOF
@@ -84,12 +34,7 @@ cat >"$tmp/gate.json" <<EOF
  "repositories":[]}
 EOF
 
-"$bin/forge-gate" -config "$tmp/gate.json" 2>"$tmp/gate.log" &
-gate_pid=$!
-pids+=("$gate_pid")
-addr=$(wait_for "$tmp/gate.log" 'e.get("msg") == "listening"' | python3 -c 'import json,sys; print(json.load(sys.stdin)["addr"])') ||
-  fail "Gate did not log its listening address"
-export FORGE_GATE_URL="http://$addr"
+e2e_start_gate "$tmp/gate.log" "Gate did not log its listening address"
 
 plugin_sha=$(sha256sum "$bin/forge-ref-plugin" | cut -d' ' -f1)
 cat >"$tmp/worker.json" <<EOF
@@ -99,11 +44,9 @@ cat >"$tmp/worker.json" <<EOF
  "environment_allowlist":["PATH"],"check_environment_allowlist":[],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF
-"$bin/forge-worker" -config "$tmp/worker.json" 2>"$tmp/worker.log" &
-worker_pid=$!
-pids+=("$worker_pid")
+e2e_start_worker
 for lane in worker-1 'worker-1#1'; do
-  wait_for "$tmp/gate.log" "e.get('msg') == 'lane connected' and e.get('lane') == '$lane'" >/dev/null ||
+  wait_log "$tmp/gate.log" "e.get('msg') == 'lane connected' and e.get('lane') == '$lane'" >/dev/null ||
     fail "lane $lane did not connect"
 done
 
@@ -167,7 +110,7 @@ if [ "$code" = 200 ]; then
 elif [ "$code" = 404 ]; then
   # No debug route in this Gate: its lane log is the record.
   for lane in worker-1 'worker-1#1'; do
-    wait_for "$tmp/gate.log" "e.get('msg') == 'lane disconnected' and e.get('lane') == '$lane'" >/dev/null ||
+    wait_log "$tmp/gate.log" "e.get('msg') == 'lane disconnected' and e.get('lane') == '$lane'" >/dev/null ||
       fail "lane $lane not disconnected"
   done
   proof="Gate lane log"

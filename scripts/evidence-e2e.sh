@@ -22,32 +22,21 @@
 # Everything lives in a private temp dir; a trap ends every process.
 # Final line: EVIDENCE-E2E PASS.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib/e2e.sh
+source "$(dirname "$0")/lib/e2e.sh"
 cd "$(dirname "$0")/.."
 
 tmp=$(cd "$(mktemp -d)" && pwd -P)
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM # run the EXIT trap on signals too
-fail() {
-  echo "evidence-e2e: FAIL: $*" >&2
-  for f in "$tmp"/*.log "$tmp"/*.out; do [ -f "$f" ] && { echo "--- $(basename "$f")" >&2; tail -n 30 "$f" >&2; }; done
-  exit 1
-}
+e2e_traps
+fail() { e2e_fail evidence-e2e "$@"; }
 
 bin=$tmp/bin
 mkdir -p "$bin"
-for c in forge-gate forge-worker forge; do
-  go build -o "$bin/$c" "./cmd/$c" || fail "build $c"
-done
+e2e_build forge-gate forge-worker forge
 go build -o "$bin/edit-plugin" ./testdata/edit-plugin || fail "build edit-plugin"
 go build -o "$bin/evidence-lane" ./testdata/evidence-lane || fail "build evidence-lane"
 
-rand() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
 FORGE_OWNER_TOKEN=owner-$(rand)
 FORGE_WORKER_TOKEN=worker-$(rand)
 FORGE_RAW_TOKEN=raw-$(rand)
@@ -55,34 +44,9 @@ REPO_CANARY=sk-live-repo-$(rand)
 FORGE_CHECK_CANARY=sk-live-env-$(rand)
 export FORGE_OWNER_TOKEN FORGE_WORKER_TOKEN FORGE_RAW_TOKEN FORGE_CHECK_CANARY
 
-wait_log() { # FILE PYTHON-EXPR: first JSON line satisfying the expression, within 30 s
-  python3 - "$1" "$2" <<'PY'
-import json, sys, time
-path, expr = sys.argv[1], sys.argv[2]
-deadline = time.time() + 30
-while time.time() < deadline:
-    try:
-        lines = open(path).read().splitlines()
-    except FileNotFoundError:
-        lines = []
-    for line in lines:
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue
-        if eval(expr):
-            print(json.dumps(e))
-            sys.exit(0)
-    time.sleep(0.05)
-sys.exit(1)
-PY
-}
-field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
-
 # The repository carries a secret-looking file that a check will print.
 mkdir -m 0700 "$tmp/repos" "$tmp/worktrees" "$tmp/runtime" "$tmp/state"
 repo=$tmp/repos/demo
-g() { GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git -C "$repo" "$@"; }
 GIT_CONFIG_GLOBAL=/dev/null git init -q -b main "$repo"
 printf 'token=%s\n' "$REPO_CANARY" >"$repo/credentials.txt"
 g add -A
@@ -106,11 +70,7 @@ start_gate() { # sets gate_pid, addr
   if [ -n "${addr:-}" ]; then
     sed -i "s/\"listen\":\"[^\"]*\"/\"listen\":\"$addr\"/" "$tmp/gate.json"
   fi
-  "$bin/forge-gate" -config "$tmp/gate.json" 2>"$tmp/gate$gate_n.log" &
-  gate_pid=$!
-  pids+=("$gate_pid")
-  addr=$(wait_log "$tmp/gate$gate_n.log" 'e.get("msg") == "listening"' | field addr) || fail "Gate did not start"
-  export FORGE_GATE_URL="http://$addr"
+  e2e_start_gate "$tmp/gate$gate_n.log" "Gate did not start"
 }
 start_gate
 
@@ -126,9 +86,7 @@ EOF
 }
 cp "$bin/edit-plugin" "$tmp/plugin"
 worker_json "$tmp/plugin" >"$tmp/worker.json"
-"$bin/forge-worker" -config "$tmp/worker.json" 2>"$tmp/worker.log" &
-worker_pid=$!
-pids+=("$worker_pid")
+e2e_start_worker
 wait_log "$tmp/worker.log" 'e.get("msg") == "connected"' >/dev/null || fail "Worker did not connect"
 
 submit() { # $1: tests JSON; prints the job id
@@ -200,7 +158,7 @@ for at in a["attempts"]:
     assert at["evidence"] == [{"phase": "plugin", "reason": "spawn_failed"}], at
 PY
 [ -z "$(ls -A "$tmp/worktrees")" ] || fail "job 3 left a worktree"
-kill -TERM "$worker_pid"; wait "$worker_pid" || fail "Worker did not exit 0 on SIGTERM"
+stop Worker "$worker_pid"
 
 # 5. A missing plugin stops Worker startup, without a path in the message.
 worker_json "$tmp/missing-plugin-$(rand)" >"$tmp/worker2.json"
@@ -276,7 +234,7 @@ assert before["attempts"][0]["evidence"] == after["attempts"][0]["evidence"]
 PY
 
 # Privacy: no canary, token or instruction text anywhere Gate keeps or logs.
-kill -TERM "$gate_pid"; wait "$gate_pid" || fail "Gate did not exit 0 on SIGTERM"
+stop Gate "$gate_pid"
 pids=()
 for f in "$tmp"/agg*.json "$tmp"/state/* "$tmp"/*.log; do
   [ -f "$f" ] || continue

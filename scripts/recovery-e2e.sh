@@ -14,61 +14,24 @@
 # Everything lives in a private temp dir; a trap ends every process.
 # Final line: RECOVERY-E2E PASS.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib/e2e.sh
+source "$(dirname "$0")/lib/e2e.sh"
 cd "$(dirname "$0")/.."
 
 tmp=$(mktemp -d)
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM # run the EXIT trap on signals too
-fail() {
-  echo "recovery-e2e: FAIL: $*" >&2
-  for f in "$tmp"/*.log "$tmp"/*.out; do [ -f "$f" ] && { echo "--- $(basename "$f")" >&2; tail -n 30 "$f" >&2; }; done
-  exit 1
-}
+e2e_traps
+fail() { e2e_fail recovery-e2e "$@"; }
 
 bin=$tmp/bin
 mkdir -p "$bin"
-for c in forge-gate forge-worker forge-ref-plugin forge; do
-  go build -o "$bin/$c" "./cmd/$c" || fail "build $c"
-done
+e2e_build forge-gate forge-worker forge-ref-plugin forge
 go build -o "$bin/rawlane" ./pkg/worker/internal/rawlane || fail "build rawlane"
 
-rand() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
 FORGE_OWNER_TOKEN=owner-$(rand)
 FORGE_WORKER_TOKEN=worker-$(rand)
 FORGE_ABANDON_TOKEN=abandon-$(rand)
 export FORGE_OWNER_TOKEN FORGE_WORKER_TOKEN FORGE_ABANDON_TOKEN
-
-# wait_for FILE PYTHON-EXPR: print the first JSON line of FILE satisfying
-# the expression (variable e), polling for at most 30 s.
-wait_for() {
-  python3 - "$1" "$2" <<'PY'
-import json, sys, time
-path, expr = sys.argv[1], sys.argv[2]
-deadline = time.time() + 30
-while time.time() < deadline:
-    try:
-        lines = open(path).read().splitlines()
-    except FileNotFoundError:
-        lines = []
-    for line in lines:
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue
-        if eval(expr):
-            print(json.dumps(e))
-            sys.exit(0)
-    time.sleep(0.05)
-sys.exit(1)
-PY
-}
-field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
 mkdir -m 0700 "$tmp/state"
 cat >"$tmp/gate.json" <<EOF
@@ -82,27 +45,23 @@ cat >"$tmp/gate.json" <<EOF
 EOF
 
 start_gate() { # $1: log name; sets gate_pid and addr
-  "$bin/forge-gate" -config "$tmp/gate.json" 2>"$tmp/$1.log" &
-  gate_pid=$!
-  pids+=("$gate_pid")
-  addr=$(wait_for "$tmp/$1.log" 'e.get("msg") == "listening"' | field addr) || fail "Gate did not log its listening address"
-  export FORGE_GATE_URL="http://$addr"
+  e2e_start_gate "$tmp/$1.log" "Gate did not log its listening address"
 }
 
 # 1. First Gate; the abandoner takes attempt 1.
 start_gate gate1
 "$bin/rawlane" -gate "ws://$addr" -worker abandoner -token-env FORGE_ABANDON_TOKEN abandon >"$tmp/abandon.out" 2>"$tmp/abandon.log" &
 pids+=("$!")
-wait_for "$tmp/abandon.out" 'e["event"] == "welcome"' >/dev/null || fail "abandoner not welcomed"
+wait_log "$tmp/abandon.out" 'e["event"] == "welcome"' >/dev/null || fail "abandoner not welcomed"
 job_id=$(printf '%s\n' '{"input":"hello recovery"}' | "$bin/forge" submit -file - | field id) || fail "forge submit"
-lease=$(wait_for "$tmp/abandon.out" 'e["event"] == "lease"') || fail "abandoner got no lease"
+lease=$(wait_log "$tmp/abandon.out" 'e["event"] == "lease"') || fail "abandoner got no lease"
 [ "$(printf '%s' "$lease" | field job_id)" = "$job_id" ] || fail "abandoner leased another job"
 attempt1=$(printf '%s' "$lease" | field attempt_id)
 
 # 2. Crash and restart Gate on the same database.
 { kill -KILL "$gate_pid" && wait "$gate_pid"; } 2>/dev/null || true
 start_gate gate2
-wait_for "$tmp/gate2.log" 'e.get("msg") == "recovered"' >/dev/null || fail "restarted Gate did not recover"
+wait_log "$tmp/gate2.log" 'e.get("msg") == "recovered"' >/dev/null || fail "restarted Gate did not recover"
 
 # 3. A real Worker, connected before the retry is due.
 cat >"$tmp/worker.json" <<EOF
@@ -112,9 +71,7 @@ cat >"$tmp/worker.json" <<EOF
  "environment_allowlist":["PATH"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF
-"$bin/forge-worker" -config "$tmp/worker.json" 2>"$tmp/worker.log" &
-worker_pid=$!
-pids+=("$worker_pid")
+e2e_start_worker
 "$bin/forge" wait -timeout 60s -poll 100ms "$job_id" >"$tmp/aggregate.json" || fail "forge wait (exit $?)"
 
 # 4. Late result and late evidence for attempt 1.
@@ -164,10 +121,8 @@ print("timeline:", " -> ".join("%s@%s" % (e["type"], e["at"]) for e in events))
 PY
 
 # Clean shutdown of what is left.
-kill -TERM "$worker_pid"
-wait "$worker_pid" || fail "Worker did not exit 0 on SIGTERM"
-kill -TERM "$gate_pid"
-wait "$gate_pid" || fail "Gate did not exit 0 on SIGTERM"
+stop Worker "$worker_pid"
+stop Gate "$gate_pid"
 pids=()
 for f in "$tmp"/*.log; do
   if grep -q -e "$FORGE_OWNER_TOKEN" -e "$FORGE_WORKER_TOKEN" -e "$FORGE_ABANDON_TOKEN" -e "hello recovery" "$f"; then
