@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -554,4 +555,23 @@ func TestWaitProgress(t *testing.T) {
 		})
 	}
 	wantCode(t, runForge(t, env, "", "submit", "-file", "-", "-progress"), ExitUsage)
+}
+
+// A server that echoes the Authorization value in its error message (a
+// proxy, the wrong service) must not make the CLI print the token.
+func TestServerMessageEchoingTokenIsDropped(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":{"code":"unauthorized","message":"bad token %s"}}`, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	}))
+	defer srv.Close()
+	r := runForge(t, map[string]string{"FORGE_GATE_URL": srv.URL, "FORGE_OWNER_TOKEN": testToken}, "", "status", "j_0001")
+	wantCode(t, r, ExitErr)
+	if strings.Contains(r.stderr, testToken) || strings.Contains(r.stdout, testToken) {
+		t.Fatalf("token printed: %q", r.stderr)
+	}
+	if !strings.HasPrefix(r.stderr, "forge: error: unauthorized\n") {
+		t.Fatalf("stderr %q, want the code without the echoing message", r.stderr)
+	}
 }

@@ -214,7 +214,9 @@ func (cl *client) statusFailure(resp *http.Response) error {
 		return &failure{code: ExitErr, msg: fmt.Sprintf("Gate answered HTTP %d", resp.StatusCode), transient: transient}
 	}
 	msg := ge.Error.Code
-	if m := printable(ge.Error.Message, 256); m != "" {
+	// A server that echoes what it was sent (a proxy, the wrong service)
+	// must not make the CLI print the token.
+	if m := printable(ge.Error.Message, 256); m != "" && !strings.Contains(m, cl.token) {
 		msg += ": " + m
 	}
 	f := &failure{code: ExitErr, msg: msg, transient: transient}
