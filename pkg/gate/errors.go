@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 	"github.com/0k-lab/agent-forge/pkg/wire"
@@ -72,7 +73,13 @@ func writeError(w http.ResponseWriter, err error) {
 	if ae.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="forge"`)
 	}
+	// An error may be answered before the request body was read. Close
+	// the connection after the answer and stop reading at once: otherwise
+	// net/http first waits to discard that body (for a client that
+	// announced one and never sends it, until the server's ReadTimeout).
+	w.Header().Set("Connection", "close")
 	writeJSON(w, ae.status, b)
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

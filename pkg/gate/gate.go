@@ -23,9 +23,12 @@ const (
 	helloTimeout      = 10 * time.Second
 	writeTimeout      = 10 * time.Second
 	readHeaderTimeout = 10 * time.Second
-	idleTimeout       = 120 * time.Second
-	shutdownTimeout   = 5 * time.Second
-	maxHeaderBytes    = 64 << 10
+	// readTimeout bounds reading a whole request (headers and body); the
+	// Worker endpoint sets its own deadlines on the hijacked connection.
+	readTimeout     = 60 * time.Second
+	idleTimeout     = 120 * time.Second
+	shutdownTimeout = 5 * time.Second
+	maxHeaderBytes  = 64 << 10
 )
 
 // Gate serves the owner API and the Worker endpoint on one store. Create it
@@ -162,6 +165,7 @@ func (g *Gate) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           g.Handler(),
 		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),

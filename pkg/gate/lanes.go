@@ -326,12 +326,16 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		// form, reach the store (pkg/evidence). A batch for an attempt this
 		// lane does not hold is stale whatever its content.
 		// Checks without a candidate must name the job's base.
+		// Evidence belongs to coding attempts only: a batch for a text
+		// attempt is well-formed but unusable.
 		var opt evidence.Options
+		notCoding := false
 		if j, err := g.st.Job(g.ctx, e.Evidence.JobID); err == nil {
 			opt.BaseSHA = j.BaseSHA
+			notCoding = j.Kind != string(wire.KindCoding)
 		}
 		b, err := evidence.ValidateBatch(e.Evidence.Batch, e.Evidence.Records, opt)
-		if err != nil {
+		if err != nil || notCoding {
 			g.lanes.mu.Lock()
 			held := l.state == laneBusy && l.attemptID == e.Evidence.AttemptID && l.jobID == e.Evidence.JobID
 			g.lanes.mu.Unlock()
