@@ -16,6 +16,9 @@ import (
 func TestCLIAgainstMisbehavingServer(t *testing.T) {
 	t.Parallel()
 	token := "TOKEN" + randHex(t, 12)
+	// A token of lowercase hex that starts with a letter has the shape of
+	// an error code.
+	hexToken := "f" + randHex(t, 16)
 	const id = "0123456789abcdef0123456789abcdef"
 	job := `{"id":"` + id + `","kind":"text","status":"pending","attempt_count":0,"created_at":"2026-11-29T19:20:17.123456Z","updated_at":"2026-11-29T19:20:17.123456Z"}`
 	var leaked atomic.Bool
@@ -58,6 +61,14 @@ func TestCLIAgainstMisbehavingServer(t *testing.T) {
 			w.WriteHeader(http.StatusBadRequest)
 			w.Write([]byte(`{"error":{"code":"invalid_task","message":"\u001b[31mEVIL\u001b]0;title\u0007"}}`))
 		},
+		"error echoing token": func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error":{"code":"unauthorized","message":"bad token ` + token + `"}}`))
+		},
+		"error code echoing token": func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error":{"code":"` + hexToken + `","message":"x"}}`))
+		},
 		"huge error message": func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusInternalServerError)
 			w.Write([]byte(`{"error":{"code":"internal","message":"` + strings.Repeat("EVIL", 100000) + `"}}`))
@@ -68,7 +79,11 @@ func TestCLIAgainstMisbehavingServer(t *testing.T) {
 			t.Parallel()
 			srv := httptest.NewServer(h)
 			t.Cleanup(srv.Close)
-			env := []string{"PATH=" + os.Getenv("PATH"), "FORGE_GATE_URL=" + srv.URL, "FORGE_OWNER_TOKEN=" + token}
+			tok := token
+			if name == "error code echoing token" {
+				tok = hexToken
+			}
+			env := []string{"PATH=" + os.Getenv("PATH"), "FORGE_GATE_URL=" + srv.URL, "FORGE_OWNER_TOKEN=" + tok}
 			for _, args := range [][]string{{"status", id}, {"result", id}, {"wait", "-timeout", "2s", "-poll", "10ms", id}} {
 				code, out, errOut := runBinary(t, "forge", env, "", args...)
 				if code != 1 {
@@ -77,7 +92,7 @@ func TestCLIAgainstMisbehavingServer(t *testing.T) {
 				if out != "" {
 					t.Errorf("%v: stdout %.200q", args, out)
 				}
-				if strings.Contains(errOut, token) || strings.Contains(errOut, "\x1b") || strings.Contains(errOut, "\a") ||
+				if strings.Contains(errOut, token) || strings.Contains(errOut, hexToken) || strings.Contains(errOut, "\x1b") || strings.Contains(errOut, "\a") ||
 					strings.Contains(errOut, "EVILEVIL") || len(errOut) > 4096 {
 					t.Errorf("%v: unsafe stderr %.300q", args, errOut)
 				}

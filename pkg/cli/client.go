@@ -210,7 +210,9 @@ func (cl *client) statusFailure(resp *http.Response) error {
 	}
 	var ge gateError
 	err := strictjson.DecodeReader(resp.Body, maxErrorBytes, &ge)
-	if err != nil || !validCode(ge.Error.Code) {
+	// A code is shown only when it cannot be the token echoed back (a
+	// lowercase hex token has the shape of a code).
+	if err != nil || !validCode(ge.Error.Code) || strings.Contains(ge.Error.Code, cl.token) {
 		return &failure{code: ExitErr, msg: fmt.Sprintf("Gate answered HTTP %d", resp.StatusCode), transient: transient}
 	}
 	msg := ge.Error.Code
