@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/evidence"
@@ -39,6 +40,10 @@ import (
 //     under pkg/supervise. They run against the staged tree, whose files
 //     are exactly the worktree's tracked content; the candidate is later
 //     made from that same tree, not from whatever the checks leave behind.
+//     Whatever the outcome so far, the shared repository state saved
+//     before the plugin (refs, config, hooks; coding_restore.go) is then
+//     put back; if that fails the attempt fails closed and the repository
+//     is out of service for this Worker until it restarts.
 //  5. candidate commit: only when every check passed, commit-tree of the
 //     staged tree with parent = base, the task's author (or Agent Forge)
 //     and the Agent Forge committer, and the deterministic ref
@@ -113,6 +118,72 @@ type CodingOptions struct {
 type CodingExecutor struct {
 	cfg *Config
 	opt CodingOptions
+
+	mu    sync.Mutex
+	repos map[string]*repoGuard // by repository ID
+}
+
+// repoGuard is the Worker's view of one registered repository's shared
+// state while attempts run on it.
+type repoGuard struct {
+	outOfService bool       // a restore failed: refuse later attempts
+	inFlight     int        // attempts between saving and restoring
+	baseline     savedState // the state before the first of them ran
+}
+
+// guard returns id's guard; x.mu must be held.
+func (x *CodingExecutor) guard(id string) *repoGuard {
+	if x.repos == nil {
+		x.repos = map[string]*repoGuard{}
+	}
+	g := x.repos[id]
+	if g == nil {
+		g = &repoGuard{}
+		x.repos[id] = g
+	}
+	return g
+}
+
+// acquireBaseline returns the state the attempt restores after its
+// plugin. Concurrent attempts on one repository share the state saved
+// before the first of them started, so one attempt never "restores"
+// another plugin's change it happened to see when it started.
+func (x *CodingExecutor) acquireBaseline(ctx context.Context, j *codingJob) (savedState, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	g := x.guard(j.task.RepositoryID)
+	if g.inFlight == 0 {
+		s, err := j.saveShared(ctx)
+		if err != nil {
+			return savedState{}, err
+		}
+		delete(s.refs, j.ownRef()) // every attempt's own ref is absent before its commit
+		g.baseline = s
+	}
+	g.inFlight++
+	return g.baseline, nil
+}
+
+// releaseBaseline ends an acquireBaseline; ok=false (the restore failed)
+// takes the repository out of service until the Worker restarts.
+func (x *CodingExecutor) releaseBaseline(id string, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	g := x.guard(id)
+	g.inFlight--
+	if !ok {
+		g.outOfService = true
+	}
+	if g.inFlight == 0 {
+		g.baseline = savedState{}
+	}
+}
+
+// outOfService reports whether a restore on repository id failed.
+func (x *CodingExecutor) outOfService(id string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.repos[id] != nil && x.repos[id].outOfService
 }
 
 // NewCodingExecutor returns the coding executor, or an error when git
@@ -225,15 +296,22 @@ func (j *codingJob) work(ctx context.Context) outcome {
 	if err != nil {
 		return j.fail(evidence.PhasePreparation, evidence.ReasonGitFailed, codeCodingRetryable)
 	}
-	res, o, ok := j.runPlugin(ctx)
-	if !ok {
-		return o
+	saved, err := j.x.acquireBaseline(ctx, j)
+	if err != nil {
+		return j.fail(evidence.PhasePreparation, evidence.ReasonGitFailed, codeCodingRetryable)
 	}
-	tree, o, ok := j.validate(ctx, before)
-	if !ok {
-		return o
+	res, tree, checks, o, ok := j.edit(ctx, before)
+	// Violation or not, the shared repository gets its saved state back
+	// before anything else happens; if that fails the attempt fails
+	// closed and the repository leaves service.
+	restored := j.restoreShared(saved)
+	j.x.releaseBaseline(j.task.RepositoryID, restored)
+	if !restored {
+		if !ok {
+			return o // already a failure with its record
+		}
+		return j.fail(evidence.PhaseWorkspaceValidation, evidence.ReasonGitFailed, codeCodingTerminal)
 	}
-	checks, o, ok := j.runChecks(ctx)
 	if !ok {
 		return o
 	}
@@ -253,6 +331,23 @@ func (j *codingJob) work(ctx context.Context) outcome {
 		r.AgentReport = &wire.AgentReport{Summary: *res.Summary, Changes: res.Changes}
 	}
 	return outcome{report: r}
+}
+
+// edit runs the plugin, workspace validation and the scoped checks.
+func (j *codingJob) edit(ctx context.Context, before gitState) (host.Outcome, string, []evidence.Check, outcome, bool) {
+	res, o, ok := j.runPlugin(ctx)
+	if !ok {
+		return res, "", nil, o, false
+	}
+	tree, o, ok := j.validate(ctx, before)
+	if !ok {
+		return res, "", nil, o, false
+	}
+	checks, o, ok := j.runChecks(ctx)
+	if !ok {
+		return res, "", nil, o, false
+	}
+	return res, tree, checks, outcome{}, true
 }
 
 // runPlugin runs workspace_edit in the worktree.

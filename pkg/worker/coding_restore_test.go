@@ -1,0 +1,155 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/evidence"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// sharedView is what an operator sees of the registered repository: every
+// ref with its value, the config bytes and the hook names.
+func sharedView(t *testing.T, f *codingFixture) (refs, config string, hooks []string) {
+	t.Helper()
+	refs = gitT(t, f.repo, "for-each-ref", "--format=%(objectname) %(symref) %(refname)")
+	b, err := os.ReadFile(filepath.Join(f.repo, ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(filepath.Join(f.repo, ".git", "hooks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		hooks = append(hooks, e.Name())
+	}
+	return refs, string(b), hooks
+}
+
+func TestCodingRestoresSharedRepository(t *testing.T) {
+	plugin := buildEditPlugin(t)
+
+	violations := []struct {
+		name        string
+		instruction func(f *codingFixture) string
+		reason      evidence.Reason
+	}{
+		{"new ref", func(f *codingFixture) string { return "gitfile refs/heads/sneaky " + f.side }, evidence.ReasonRefsChanged},
+		{"new tag", func(f *codingFixture) string { return "gitfile refs/tags/v9 " + f.side }, evidence.ReasonRefsChanged},
+		{"moved main", func(f *codingFixture) string { return "gitfile refs/heads/main " + f.side }, evidence.ReasonRefsChanged},
+		{"moved other branch", func(f *codingFixture) string { return "gitfile refs/heads/side " + f.base }, evidence.ReasonRefsChanged},
+		{"fsmonitor", func(*codingFixture) string { return "gitfile config [core] fsmonitor = /bin/false" }, evidence.ReasonConfigChanged},
+		{"hooksPath", func(*codingFixture) string { return "gitfile config [core] hooksPath = /tmp" }, evidence.ReasonConfigChanged},
+		{"worktree config", func(*codingFixture) string { return "gitfile config.worktree [core] fsmonitor = /bin/false" }, evidence.ReasonConfigChanged},
+		{"hook", func(*codingFixture) string { return "gitfile hooks/pre-commit #!/bin/sh" }, evidence.ReasonConfigChanged},
+	}
+	for _, tc := range violations {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCodingFixture(t, plugin)
+			refs, config, hooks := sharedView(t, f)
+			r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a\n" + tc.instruction(f)}, nil))
+			f.expectFailure(r, wire.FailureWorkspaceViolation, evidence.PhaseWorkspaceValidation, tc.reason)
+			refs2, config2, hooks2 := sharedView(t, f)
+			if refs2 != refs {
+				t.Fatalf("refs not restored:\n%s\nwant\n%s", refs2, refs)
+			}
+			if config2 != config {
+				t.Fatalf("config not restored:\n%s", config2)
+			}
+			if len(hooks2) != len(hooks) {
+				t.Fatalf("hooks not restored: %v", hooks2)
+			}
+			if _, err := os.Lstat(filepath.Join(f.repo, ".git", "config.worktree")); err == nil {
+				t.Fatal("config.worktree left behind")
+			}
+			// The repository stays in service: the next attempt succeeds.
+			if r := f.run(f.lease(wire.CodingTask{Instruction: "write b.txt b"}, nil)); !r.Succeeded {
+				t.Fatalf("next attempt %+v", r)
+			}
+		})
+	}
+
+	t.Run("a failed plugin's changes are undone too", func(t *testing.T) {
+		f := newCodingFixture(t, plugin)
+		refs, config, _ := sharedView(t, f)
+		r := f.run(f.lease(wire.CodingTask{Instruction: "gitfile refs/heads/main " + f.side +
+			"\ngitfile config [core] hooksPath = /tmp\nfail"}, nil))
+		f.expectFailure(r, CodePluginFailed, evidence.PhasePlugin, evidence.ReasonPluginFailed)
+		if refs2, config2, _ := sharedView(t, f); refs2 != refs || config2 != config {
+			t.Fatalf("not restored:\n%s\n%s", refs2, config2)
+		}
+	})
+
+	t.Run("other attempts' candidate refs are left alone", func(t *testing.T) {
+		f := newCodingFixture(t, plugin)
+		refs, _, _ := sharedView(t, f)
+		other := CandidateRef("job2", "att7")
+		// A concurrent attempt's candidate ref appears while this plugin
+		// runs; the plugin also adds a branch (a violation).
+		r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a\ngitfile " + other + " " + f.side +
+			"\ngitfile refs/heads/sneaky " + f.side}, nil))
+		if r.Code != wire.FailureWorkspaceViolation {
+			t.Fatalf("report %+v", r)
+		}
+		if got := gitT(t, f.repo, "rev-parse", other); got != f.side {
+			t.Fatalf("other attempt's ref %q", got)
+		}
+		gitT(t, f.repo, "update-ref", "-d", other, f.side)
+		if refs2, _, _ := sharedView(t, f); refs2 != refs {
+			t.Fatalf("refs not restored:\n%s", refs2)
+		}
+	})
+
+	t.Run("a plugin-made ref of its own attempt is dropped before the commit", func(t *testing.T) {
+		f := newCodingFixture(t, plugin)
+		own := CandidateRef("job1", "att1")
+		r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a\ngitfile " + own + " " + f.side}, nil))
+		if !r.Succeeded {
+			t.Fatalf("report %+v", r)
+		}
+		if got := gitT(t, f.repo, "rev-parse", own); got != r.CandidateSHA {
+			t.Fatalf("own ref %s, candidate %s", got, r.CandidateSHA)
+		}
+	})
+
+	t.Run("an unrestorable repository leaves service", func(t *testing.T) {
+		f := newCodingFixture(t, plugin)
+		x, err := NewCodingExecutor(f.cfg, CodingOptions{LookupEnv: lookupIn(codingEnv),
+			Now: func() time.Time { return time.Unix(1_700_000_000, 0) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var batches [][]json.RawMessage
+		bind := func(_ context.Context, _ int, recs []json.RawMessage) error {
+			batches = append(batches, recs)
+			return nil
+		}
+		// A stale lock file makes resetting main impossible.
+		r := x.ExecuteWithEvidence(context.Background(), f.lease(wire.CodingTask{Instruction: "write a.txt a\ngitfile refs/heads/main.lock x" +
+			"\ngitfile refs/heads/main " + f.side}, nil), bind)
+		if r.Succeeded || r.Code != wire.FailureWorkspaceViolation {
+			t.Fatalf("report %+v", r)
+		}
+		os.Remove(filepath.Join(f.repo, ".git", "refs", "heads", "main.lock"))
+		batches = nil
+		r = x.ExecuteWithEvidence(context.Background(), f.lease(wire.CodingTask{Instruction: "write a.txt a"}, nil), bind)
+		if r.Succeeded || r.Code != wire.FailurePreparation {
+			t.Fatalf("out-of-service repository: report %+v", r)
+		}
+		var rec evidence.Record
+		if len(batches) != 1 || json.Unmarshal(batches[0][0], &rec) != nil ||
+			rec.Phase != evidence.PhasePreparation || rec.Reason != evidence.ReasonGitFailed {
+			t.Fatalf("batches %s", batches)
+		}
+		// A fresh executor (a restarted Worker) serves it again.
+		gitT(t, f.repo, "update-ref", "refs/heads/main", f.base)
+		if r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a"}, nil)); !r.Succeeded {
+			t.Fatalf("after repair %+v", r)
+		}
+	})
+}
