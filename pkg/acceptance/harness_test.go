@@ -39,9 +39,29 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
+	statSources(filepath.Join("..", ".."))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// statSources stats every Go source and module file of the repository from
+// the test process, so that go test's result cache (which tracks files the
+// test itself touches, not what the go build child reads) is invalidated
+// whenever the code under test changes.
+func statSources(root string) {
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && (strings.HasSuffix(p, ".go") || strings.HasSuffix(p, ".py") || d.Name() == "go.mod" || d.Name() == "go.sum") {
+			os.Stat(p)
+		}
+		return nil
+	})
 }
 
 func bin(name string) string { return filepath.Join(binDir, name) }
