@@ -138,10 +138,13 @@ func TestCodingJobsWithAnIndependentPlugin(t *testing.T) {
 			t.Errorf("%s: no evidence recorded", c.instruction)
 		}
 	}
-	// main never moved; worktrees were cleaned. (Refs and config that a
-	// violating plugin added stay behind: finding F7.)
+	// main never moved, no branch was added (violations are undone: F7);
+	// worktrees were cleaned.
 	if h := gitOut(t, repo, "rev-parse", "refs/heads/main"); h != base {
 		t.Errorf("main moved to %s", h)
+	}
+	if b := gitOut(t, repo, "for-each-ref", "--format=%(refname)", "refs/heads/"); b != "refs/heads/main" {
+		t.Errorf("branches: %q", b)
 	}
 	if h := gitOut(t, other, "for-each-ref", "--format=%(objectname) %(refname)"); h != otherBase+" refs/heads/main" {
 		t.Errorf("the other repository was written: %q", h)
