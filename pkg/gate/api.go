@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path"
+	"strings"
 
 	"github.com/0k-lab/agent-forge/pkg/debugview"
 	"github.com/0k-lab/agent-forge/pkg/store"
@@ -34,7 +36,26 @@ func (g *Gate) Handler() http.Handler {
 	mux.Handle("/debug/", viewer)
 	mux.Handle("/v1/debug/", viewer)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, errRouteNotFound) })
-	return mux
+	return cleanPaths(mux)
+}
+
+// cleanPaths answers a request whose path is not in canonical form
+// ("/v1//jobs", "/v1/./jobs", "/a/../b") with the documented not_found
+// error, before any route sees it; ServeMux would otherwise redirect it
+// with an HTML body.
+func cleanPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		clean := path.Clean(p)
+		if strings.HasSuffix(p, "/") && clean != "/" {
+			clean += "/"
+		}
+		if p == "" || clean != p {
+			writeError(w, errRouteNotFound)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // poolOf names the pool of a configured Worker id ("" if unknown).

@@ -29,6 +29,7 @@ var (
 	errTooLarge      = &apiError{http.StatusRequestEntityTooLarge, "too_large", "request body exceeds 1 MiB"}
 	errInvalidJSON   = &apiError{http.StatusBadRequest, "invalid_json", "request body is not acceptable strict JSON"}
 	errUnknownRepo   = &apiError{http.StatusBadRequest, "invalid_task", "repository_id is not registered"}
+	errNotWebSocket  = &apiError{http.StatusBadRequest, "not_websocket", "this route takes a WebSocket upgrade (version 13)"}
 	errNotReady      = &apiError{http.StatusServiceUnavailable, "not_ready", "gate is not ready"}
 	errUnavailable   = &apiError{http.StatusServiceUnavailable, "unavailable", "gate could not complete the request"}
 	errInternal      = &apiError{http.StatusInternalServerError, "internal", "internal error"}

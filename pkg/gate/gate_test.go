@@ -620,3 +620,31 @@ func TestDisconnectKeepsLeaseUntilExpiry(t *testing.T) {
 		t.Fatalf("retry %+v", l2)
 	}
 }
+
+// Requests the routes cannot serve get the documented JSON errors, not the
+// WebSocket library's plain text or ServeMux's redirects (finding F6).
+func TestNonCanonicalRequestsGetJSONErrors(t *testing.T) {
+	cfg, sec := testConfig(t, nil)
+	tg := startGate(t, cfg, sec, "", nil)
+
+	code, body := tg.api("GET", wire.Path, testWorkerToken, nil)
+	if code != http.StatusBadRequest || string(body) != `{"error":{"code":"not_websocket","message":"this route takes a WebSocket upgrade (version 13)"}}`+"\n" {
+		t.Fatalf("plain GET of the worker endpoint: %d %s", code, body)
+	}
+	for _, p := range []string{"/v1//jobs", "/v1/./jobs", "/v1/jobs/../../readyz", "/debug/../readyz"} {
+		code, body := tg.api("GET", p, testOwnerToken, nil)
+		if code != http.StatusNotFound || string(body) != `{"error":{"code":"not_found","message":"no such route"}}`+"\n" {
+			t.Fatalf("%s: %d %s", p, code, body)
+		}
+	}
+	// Canonical paths, with and without a trailing slash, still route.
+	if code, _ := tg.api("GET", "/readyz", "", nil); code != http.StatusOK {
+		t.Fatalf("/readyz: %d", code)
+	}
+	if code, _ := tg.api("GET", "/debug/", "", nil); code != http.StatusOK {
+		t.Fatalf("/debug/: %d", code)
+	}
+	if _, err := dialWorker(t, tg.addr, testWorkerToken); err != nil {
+		t.Fatalf("a real upgrade still works: %v", err)
+	}
+}

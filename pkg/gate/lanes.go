@@ -183,6 +183,10 @@ func (g *Gate) handleWorker(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errMethod)
 		return
 	}
+	if !wire.IsUpgrade(r) {
+		writeError(w, errNotWebSocket)
+		return
+	}
 	if !g.ready.Load() {
 		writeError(w, errNotReady)
 		return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"golang.org/x/net/websocket"
@@ -21,6 +22,7 @@ var ErrHandshake = errors.New("wire: not a valid WebSocket handshake")
 // accepts clients without an Origin header (Workers are not browsers),
 // which websocket.Handler would refuse.
 func Accept(w http.ResponseWriter, r *http.Request) (*Conn, error) {
+
 	if _, ok := w.(http.Hijacker); !ok {
 		return nil, errors.New("wire: connection cannot be hijacked")
 	}
@@ -72,4 +74,28 @@ func (c *heldConn) Close() error {
 		return nil
 	}
 	return c.Conn.Close()
+}
+
+// IsUpgrade reports whether r asks for a WebSocket (RFC 6455, version 13)
+// upgrade, so a server can answer anything else with its own documented
+// error instead of the WebSocket library's plain-text one.
+func IsUpgrade(r *http.Request) bool {
+	return r.Method == http.MethodGet &&
+		headerHasToken(r.Header, "Connection", "upgrade") &&
+		headerHasToken(r.Header, "Upgrade", "websocket") &&
+		r.Header.Get("Sec-WebSocket-Version") == "13" &&
+		r.Header.Get("Sec-WebSocket-Key") != ""
+}
+
+// headerHasToken reports whether a comma-separated header carries token,
+// compared case-insensitively.
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
