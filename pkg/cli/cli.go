@@ -224,6 +224,30 @@ func (c *command) jobIDArg(positional []string) (string, error) {
 	return positional[0], nil
 }
 
+// readJob runs a read-only subcommand: connection flags, one job id, then
+// fetch returns what is printed as JSON.
+func (c *command) readJob(ctx context.Context, args []string, fetch func(context.Context, *client, string) (any, error)) error {
+	var conn connFlags
+	fs := c.flagSet(&conn)
+	positional, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := c.jobIDArg(positional)
+	if err != nil {
+		return err
+	}
+	cl, err := c.connect(conn)
+	if err != nil {
+		return err
+	}
+	v, err := fetch(ctx, cl, id)
+	if err != nil {
+		return err
+	}
+	return c.printJSON(v)
+}
+
 // printJSON writes v to stdout as indented JSON with a trailing newline.
 func (c *command) printJSON(v any) error {
 	var b strings.Builder
