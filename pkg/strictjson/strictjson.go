@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -89,13 +90,12 @@ func Check(data []byte, t reflect.Type) error {
 	if err := checkEscapes(data); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	w := walker{dec: dec}
-	if err := w.value(t, "", 0); err != nil {
+	s := scanner{data: data}
+	if err := s.value(shapeOf(t), 0); err != nil {
 		return err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	s.space()
+	if s.i != len(s.data) {
 		return &Error{Reason: "trailing data after the value"}
 	}
 	return nil
@@ -104,12 +104,14 @@ func Check(data []byte, t reflect.Type) error {
 // checkEscapes rejects \u escapes that do not form valid UTF-16: a high
 // surrogate must be followed by a low surrogate, and a low surrogate may not
 // stand alone. A backslash only ever appears inside strings in valid JSON, so
-// no string tracking is needed; malformed JSON is left to the tokenizer.
+// no string tracking is needed; malformed JSON is left to the scanner.
 func checkEscapes(data []byte) error {
 	for i := 0; i < len(data); i++ {
-		if data[i] != '\\' {
-			continue
+		j := bytes.IndexByte(data[i:], '\\')
+		if j < 0 {
+			return nil
 		}
+		i += j
 		if i+1 >= len(data) {
 			return nil
 		}
@@ -140,19 +142,523 @@ func checkEscapes(data []byte) error {
 	return nil
 }
 
+// hex4 reads the four hex digits at data[at:].
 func hex4(data []byte, at int) (rune, bool) {
 	if at+4 > len(data) {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(string(data[at:at+4]), 16, 32)
-	if err != nil {
-		return 0, false
+	var r rune
+	for _, c := range data[at : at+4] {
+		var v byte
+		switch {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			v = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(v)
 	}
-	return rune(n), true
+	return r, true
 }
 
-type walker struct {
-	dec *json.Decoder
+// scanner walks a document once, checking JSON syntax and the target's
+// shape together, in document order: the first problem found is the one
+// reported. path is the way to the value being checked, turned into a
+// string only for an error.
+type scanner struct {
+	data  []byte
+	i     int
+	path  [MaxDepth + 1]pathStep
+	depth int // steps in path
+}
+
+// pathStep is one step of a path: a struct field name, "*" for a map or
+// opaque object key (data, never echoed), or ("") an array index.
+type pathStep struct {
+	name string
+	idx  int
+}
+
+func (s *scanner) fail(reason string) error {
+	var b strings.Builder
+	for _, p := range s.path[:s.depth] {
+		b.WriteByte('/')
+		if p.name != "" {
+			b.WriteString(p.name)
+		} else {
+			b.WriteString(strconv.Itoa(p.idx))
+		}
+	}
+	return &Error{Path: b.String(), Reason: reason}
+}
+
+func (s *scanner) malformed() error { return s.fail("malformed JSON") }
+
+// push enters a member or element; the nesting bound keeps the path within
+// its array (at most MaxDepth containers, one step each).
+func (s *scanner) push(p pathStep) {
+	s.path[s.depth] = p
+	s.depth++
+}
+
+func (s *scanner) pop() { s.depth-- }
+
+func (s *scanner) space() {
+	for s.i < len(s.data) {
+		switch s.data[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// value checks one value of shape sh (nil: any value) at s.path.
+func (s *scanner) value(sh *shape, depth int) error {
+	s.space()
+	if s.i >= len(s.data) {
+		return s.malformed()
+	}
+	switch c := s.data[s.i]; c {
+	case '{', '[':
+		if depth >= MaxDepth {
+			return s.fail("nesting too deep")
+		}
+		s.i++
+		if c == '{' {
+			return s.object(sh, depth+1)
+		}
+		return s.array(sh, depth+1)
+	case '"':
+		if _, _, ok := s.str(); !ok {
+			return s.malformed()
+		}
+		if sh != nil && !sh.text {
+			return s.fail("expected " + sh.name + ", got string")
+		}
+	case 't', 'f':
+		lit := "false"
+		if c == 't' {
+			lit = "true"
+		}
+		if !s.literal(lit) {
+			return s.malformed()
+		}
+		if sh != nil && sh.kind != reflect.Bool {
+			return s.fail("expected " + sh.name + ", got boolean")
+		}
+	case 'n':
+		if !s.literal("null") {
+			return s.malformed()
+		}
+		return s.fail("null is not allowed")
+	default:
+		n, ok := s.number()
+		if !ok {
+			return s.malformed()
+		}
+		return s.checkNumber(n, sh)
+	}
+	return nil
+}
+
+func (s *scanner) literal(lit string) bool {
+	if len(s.data)-s.i < len(lit) || string(s.data[s.i:s.i+len(lit)]) != lit {
+		return false
+	}
+	s.i += len(lit)
+	return true
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// number scans a JSON number and returns its text.
+func (s *scanner) number() ([]byte, bool) {
+	d, i := s.data, s.i
+	if i < len(d) && d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && d[i] >= '1' && d[i] <= '9':
+		for i < len(d) && isDigit(d[i]) {
+			i++
+		}
+	default:
+		return nil, false
+	}
+	if i < len(d) && d[i] == '.' {
+		i++
+		if i >= len(d) || !isDigit(d[i]) {
+			return nil, false
+		}
+		for i < len(d) && isDigit(d[i]) {
+			i++
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		if i >= len(d) || !isDigit(d[i]) {
+			return nil, false
+		}
+		for i < len(d) && isDigit(d[i]) {
+			i++
+		}
+	}
+	n := d[s.i:i]
+	s.i = i
+	return n, true
+}
+
+// str scans the string that starts at the current quote and returns its
+// content (between the quotes) and whether it contains escapes.
+func (s *scanner) str() (content []byte, escaped, ok bool) {
+	d := s.data
+	start := s.i + 1
+	for i := start; i < len(d); {
+		switch c := d[i]; {
+		case c == '"':
+			s.i = i + 1
+			return d[start:i], escaped, true
+		case c == '\\':
+			escaped = true
+			if i+1 >= len(d) {
+				return nil, false, false
+			}
+			switch d[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if _, ok := hex4(d, i+2); !ok {
+					return nil, false, false
+				}
+				i += 6
+			default:
+				return nil, false, false
+			}
+		case c < 0x20:
+			return nil, false, false
+		default:
+			i++
+		}
+	}
+	return nil, false, false
+}
+
+// key scans an object key and returns it unescaped.
+func (s *scanner) key() ([]byte, bool) {
+	if s.i >= len(s.data) || s.data[s.i] != '"' {
+		return nil, false
+	}
+	k, escaped, ok := s.str()
+	if !ok {
+		return nil, false
+	}
+	if escaped {
+		k = unescape(k)
+	}
+	return k, true
+}
+
+// unescape decodes the escapes of a syntactically valid string content
+// whose surrogate escapes come in pairs (checkEscapes).
+func unescape(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		if b[i] != '\\' {
+			out = append(out, b[i])
+			i++
+			continue
+		}
+		c := b[i+1]
+		i += 2
+		switch c {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, _ := hex4(b, i)
+			i += 4
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if i+6 <= len(b) && b[i] == '\\' && b[i+1] == 'u' {
+					r2, _ = hex4(b, i+2)
+				}
+				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+					r = dec
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default: // '"', '\\', '/'
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// checkNumber checks a number's text against sh.
+func (s *scanner) checkNumber(n []byte, sh *shape) error {
+	if sh == nil {
+		return nil
+	}
+	var ok bool
+	switch sh.kind {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		ok = fitsInt(n, sh.bits)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		ok = fitsUint(n, sh.bits)
+	case reflect.Float32, reflect.Float64:
+		_, err := strconv.ParseFloat(string(n), sh.bits)
+		ok = err == nil
+	default:
+		return s.fail("expected " + sh.name + ", got number")
+	}
+	if !ok {
+		return s.fail("number out of range or not a " + sh.name)
+	}
+	return nil
+}
+
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if !isDigit(c) {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// fitsInt reports whether strconv.ParseInt(n, 10, bits) succeeds, without
+// calling it for the short plain integers that fill real documents.
+func fitsInt(n []byte, bits int) bool {
+	neg := len(n) > 0 && n[0] == '-'
+	digits := n
+	if neg {
+		digits = n[1:]
+	}
+	if len(digits) > 18 || !allDigits(digits) {
+		_, err := strconv.ParseInt(string(n), 10, bits)
+		return err == nil
+	}
+	var v int64
+	for _, c := range digits {
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	if bits >= 64 {
+		return true
+	}
+	lim := int64(1) << (bits - 1)
+	return v >= -lim && v < lim
+}
+
+// fitsUint is fitsInt for strconv.ParseUint.
+func fitsUint(n []byte, bits int) bool {
+	if len(n) > 19 || !allDigits(n) {
+		_, err := strconv.ParseUint(string(n), 10, bits)
+		return err == nil
+	}
+	var v uint64
+	for _, c := range n {
+		v = v*10 + uint64(c-'0')
+	}
+	return bits >= 64 || v < uint64(1)<<bits
+}
+
+// keySet remembers the keys of one object: struct fields by index in a
+// bit set, other keys in a short list and, once there are many, a map.
+type keySet struct {
+	fields uint64
+	small  [8][]byte
+	n      int
+	many   map[string]bool
+}
+
+// add adds k and reports whether it was already there.
+func (ks *keySet) add(k []byte) bool {
+	if ks.many != nil {
+		if ks.many[string(k)] {
+			return true
+		}
+		ks.many[string(k)] = true
+		return false
+	}
+	for _, x := range ks.small[:ks.n] {
+		if bytes.Equal(x, k) {
+			return true
+		}
+	}
+	if ks.n < len(ks.small) {
+		ks.small[ks.n] = k
+		ks.n++
+		return false
+	}
+	ks.many = make(map[string]bool, 4*len(ks.small))
+	for _, x := range ks.small {
+		ks.many[string(x)] = true
+	}
+	ks.many[string(k)] = true
+	return false
+}
+
+// addField adds struct field f and reports whether it was already there.
+func (ks *keySet) addField(f field, k []byte) bool {
+	if f.index >= 64 {
+		return ks.add(k)
+	}
+	dup := ks.fields&(1<<f.index) != 0
+	ks.fields |= 1 << f.index
+	return dup
+}
+
+// object checks the members of an object whose '{' was consumed.
+func (s *scanner) object(sh *shape, depth int) error {
+	var elem *shape
+	isStruct := false
+	if sh != nil {
+		switch {
+		case sh.kind == reflect.Struct:
+			isStruct = true
+		case sh.stringMap:
+			elem = sh.elem
+		default:
+			return s.fail("expected " + sh.name + ", got object")
+		}
+	}
+	var seen keySet
+	for n := 0; ; n++ {
+		s.space()
+		if s.i >= len(s.data) {
+			return s.malformed()
+		}
+		if c := s.data[s.i]; c == '}' {
+			s.i++
+			return nil
+		} else if n > 0 {
+			if c != ',' {
+				return s.malformed()
+			}
+			s.i++
+			s.space()
+		}
+		k, ok := s.key()
+		if !ok {
+			return s.malformed()
+		}
+		// Only struct field names are ours; map and opaque keys are data
+		// and never appear in an error.
+		child, ft, dup := pathStep{name: "*"}, elem, false
+		if isStruct {
+			f, known := sh.fields[string(k)]
+			if !known {
+				return s.fail("unknown field")
+			}
+			child.name, ft = f.name, f.shape
+			dup = seen.addField(f, k)
+		} else {
+			dup = seen.add(k)
+		}
+		s.push(child)
+		if dup {
+			return s.fail("duplicate key")
+		}
+		s.space()
+		if s.i >= len(s.data) || s.data[s.i] != ':' {
+			return s.malformed()
+		}
+		s.i++
+		if err := s.value(ft, depth); err != nil {
+			return err
+		}
+		s.pop()
+	}
+}
+
+// array checks the elements of an array whose '[' was consumed.
+func (s *scanner) array(sh *shape, depth int) error {
+	var elem *shape
+	limit := -1
+	if sh != nil {
+		switch sh.kind {
+		case reflect.Slice:
+			elem = sh.elem
+		case reflect.Array:
+			elem, limit = sh.elem, sh.length
+		default:
+			return s.fail("expected " + sh.name + ", got array")
+		}
+	}
+	for i := 0; ; i++ {
+		s.space()
+		if s.i >= len(s.data) {
+			return s.malformed()
+		}
+		switch s.data[s.i] {
+		case ']':
+			s.i++
+			return nil
+		case '}':
+			return s.malformed()
+		}
+		if limit >= 0 && i >= limit {
+			return s.fail("too many elements")
+		}
+		s.push(pathStep{idx: i})
+		if i > 0 {
+			if s.data[s.i] != ',' {
+				return s.malformed()
+			}
+			s.i++
+		}
+		if err := s.value(elem, depth); err != nil {
+			return err
+		}
+		s.pop()
+	}
+}
+
+// shape is what Check needs to know about a target type. Pointers are
+// followed; a type that takes any JSON value (json.RawMessage, an
+// interface, a json.Unmarshaler that is not an encoding.TextUnmarshaler)
+// has the nil shape and is checked only for duplicate keys, depth and
+// nulls.
+type shape struct {
+	kind      reflect.Kind
+	bits      int              // numbers
+	name      string           // kindName, for errors
+	text      bool             // a JSON string fits: a string kind or a TextUnmarshaler
+	fields    map[string]field // structs: every exact JSON name
+	stringMap bool             // a map with string keys
+	elem      *shape           // maps, slices, arrays
+	length    int              // arrays
+}
+
+// field is one JSON name of a struct.
+type field struct {
+	name  string
+	index int // distinct per name within its struct
+	shape *shape
 }
 
 var (
@@ -168,140 +674,105 @@ func opaque(t reflect.Type) bool {
 		(t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(jsonUnmarshalerType) && !reflect.PointerTo(t).Implements(textUnmarshalerType))
 }
 
-func (w *walker) value(t reflect.Type, path string, depth int) error {
-	tok, err := w.dec.Token()
-	if err != nil {
-		return &Error{Path: path, Reason: "malformed JSON"}
+// shapes caches complete shapes by type (a cache, like encoding/json's:
+// every entry is derived from its key alone). shapeMu serialises
+// building, so a shape is published only once its whole graph is built.
+var (
+	shapes  sync.Map // reflect.Type -> *shape
+	shapeMu sync.Mutex
+)
+
+func shapeOf(t reflect.Type) *shape {
+	if s, ok := shapes.Load(t); ok {
+		return s.(*shape)
 	}
-	return w.token(tok, t, path, depth)
+	shapeMu.Lock()
+	defer shapeMu.Unlock()
+	built := map[reflect.Type]*shape{}
+	s := buildShape(t, built)
+	for k, v := range built {
+		shapes.Store(k, v)
+	}
+	shapes.Store(t, s)
+	return s
 }
 
-func (w *walker) token(tok json.Token, t reflect.Type, path string, depth int) error {
-	for t != nil && t.Kind() == reflect.Pointer {
+// buildShape returns the shape of t, adding every shape it creates to
+// built (which also breaks cycles of recursive types).
+func buildShape(t reflect.Type, built map[reflect.Type]*shape) *shape {
+	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t != nil && opaque(t) {
-		t = nil
-	}
-	switch tok := tok.(type) {
-	case nil:
-		return &Error{Path: path, Reason: "null is not allowed"}
-	case json.Delim:
-		if depth >= MaxDepth {
-			return &Error{Path: path, Reason: "nesting too deep"}
-		}
-		if tok == '{' {
-			return w.object(t, path, depth+1)
-		}
-		return w.array(t, path, depth+1)
-	case bool:
-		if t != nil && t.Kind() != reflect.Bool {
-			return &Error{Path: path, Reason: "expected " + kindName(t) + ", got boolean"}
-		}
-	case string:
-		if t != nil && t.Kind() != reflect.String && !reflect.PointerTo(t).Implements(textUnmarshalerType) {
-			return &Error{Path: path, Reason: "expected " + kindName(t) + ", got string"}
-		}
-	case json.Number:
-		return number(tok, t, path)
-	}
-	return nil
-}
-
-func number(n json.Number, t reflect.Type, path string) error {
-	if t == nil {
+	if opaque(t) {
 		return nil
 	}
-	var err error
+	if s, ok := shapes.Load(t); ok {
+		return s.(*shape)
+	}
+	if s, ok := built[t]; ok {
+		return s
+	}
+	s := &shape{kind: t.Kind(), name: kindName(t), length: -1,
+		text: t.Kind() == reflect.String || reflect.PointerTo(t).Implements(textUnmarshalerType)}
+	built[t] = s
 	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		_, err = strconv.ParseInt(string(n), 10, t.Bits())
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		_, err = strconv.ParseUint(string(n), 10, t.Bits())
-	case reflect.Float32, reflect.Float64:
-		_, err = strconv.ParseFloat(string(n), t.Bits())
-	default:
-		return &Error{Path: path, Reason: "expected " + kindName(t) + ", got number"}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		s.bits = t.Bits()
+	case reflect.Struct:
+		types := map[string]reflect.Type{}
+		var order []string
+		collectFields(t, types, &order)
+		s.fields = make(map[string]field, len(order))
+		for i, name := range order {
+			s.fields[name] = field{name: name, index: i, shape: buildShape(types[name], built)}
+		}
+	case reflect.Map:
+		if t.Key().Kind() == reflect.String {
+			s.stringMap = true
+			s.elem = buildShape(t.Elem(), built)
+		}
+	case reflect.Slice:
+		s.elem = buildShape(t.Elem(), built)
+	case reflect.Array:
+		s.elem, s.length = buildShape(t.Elem(), built), t.Len()
 	}
-	if err != nil {
-		return &Error{Path: path, Reason: "number out of range or not a " + kindName(t)}
-	}
-	return nil
+	return s
 }
 
-func (w *walker) object(t reflect.Type, path string, depth int) error {
-	var fields map[string]reflect.Type
-	var elem reflect.Type
-	if t != nil {
-		switch {
-		case t.Kind() == reflect.Struct:
-			fields = structFields(t)
-		case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
-			elem = t.Elem()
-		default:
-			return &Error{Path: path, Reason: "expected " + kindName(t) + ", got object"}
+// collectFields maps each exact JSON name of t to its field type, following
+// encoding/json's rules for tags, "-" and embedded structs; order lists
+// the names once each.
+func collectFields(t reflect.Type, m map[string]reflect.Type, order *[]string) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
 		}
-	}
-	seen := make(map[string]struct{})
-	for w.dec.More() {
-		tok, err := w.dec.Token()
-		if err != nil {
-			return &Error{Path: path, Reason: "malformed JSON"}
-		}
-		key, ok := tok.(string)
-		if !ok {
-			return &Error{Path: path, Reason: "malformed JSON"}
-		}
-		// Only struct field names are ours; map and opaque keys are data and
-		// never appear in an error.
-		ft, known := elem, fields == nil
-		child := path + "/*"
-		if fields != nil {
-			ft, known = fields[key]
-			if !known {
-				return &Error{Path: path, Reason: "unknown field"}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
 			}
-			child = path + "/" + key
+			if ft.Kind() == reflect.Struct {
+				collectFields(ft, m, order)
+				continue
+			}
 		}
-		if _, dup := seen[key]; dup {
-			return &Error{Path: child, Reason: "duplicate key"}
+		if !f.IsExported() {
+			continue
 		}
-		seen[key] = struct{}{}
-		if err := w.value(ft, child, depth); err != nil {
-			return err
+		if name == "" {
+			name = f.Name
 		}
+		if _, ok := m[name]; !ok {
+			*order = append(*order, name)
+		}
+		m[name] = f.Type
 	}
-	if _, err := w.dec.Token(); err != nil {
-		return &Error{Path: path, Reason: "malformed JSON"}
-	}
-	return nil
-}
-
-func (w *walker) array(t reflect.Type, path string, depth int) error {
-	var elem reflect.Type
-	limit := -1
-	if t != nil {
-		switch t.Kind() {
-		case reflect.Slice:
-			elem = t.Elem()
-		case reflect.Array:
-			elem, limit = t.Elem(), t.Len()
-		default:
-			return &Error{Path: path, Reason: "expected " + kindName(t) + ", got array"}
-		}
-	}
-	for i := 0; w.dec.More(); i++ {
-		if limit >= 0 && i >= limit {
-			return &Error{Path: path, Reason: "too many elements"}
-		}
-		if err := w.value(elem, path+"/"+strconv.Itoa(i), depth); err != nil {
-			return err
-		}
-	}
-	if _, err := w.dec.Token(); err != nil {
-		return &Error{Path: path, Reason: "malformed JSON"}
-	}
-	return nil
 }
 
 func kindName(t reflect.Type) string {
@@ -321,46 +792,4 @@ func kindName(t reflect.Type) string {
 		return "array"
 	}
 	return "value"
-}
-
-var fieldCache sync.Map // reflect.Type -> map[string]reflect.Type
-
-// structFields maps each exact JSON name of t to its field type, following
-// encoding/json's rules for tags, "-" and embedded structs.
-func structFields(t reflect.Type) map[string]reflect.Type {
-	if m, ok := fieldCache.Load(t); ok {
-		return m.(map[string]reflect.Type)
-	}
-	m := make(map[string]reflect.Type)
-	collectFields(t, m)
-	fieldCache.Store(t, m)
-	return m
-}
-
-func collectFields(t reflect.Type, m map[string]reflect.Type) {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				collectFields(ft, m)
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		m[name] = f.Type
-	}
 }
