@@ -3,7 +3,6 @@ package plugin
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"unicode/utf8"
@@ -267,65 +266,6 @@ func fromWire(t Type, w *wireFrame) Frame {
 	}
 	f.Category = Category(str(w.Category))
 	return f
-}
-
-func toWire(f *Frame) wireFrame {
-	v, id, t := Version, f.ID, string(f.Type)
-	w := wireFrame{Version: &v, ID: &id, Type: &t}
-	ptr := func(s string) *string { return &s }
-	switch f.Type {
-	case TypeInitialize, TypeInitialized:
-		caps := make([]string, len(f.Capabilities))
-		for i, c := range f.Capabilities {
-			caps[i] = string(c)
-		}
-		w.Capabilities = &caps
-		if f.Type == TypeInitialize {
-			l := f.Limits
-			w.Limits = &wireLimits{&l.FrameBytes, &l.ProgressFrames, &l.TextBytes, &l.ProgressTextBytes, &l.CommitSubjectBytes}
-		}
-	case TypeExecute:
-		w.Operation = ptr(string(f.Operation))
-		if f.Operation == OpText {
-			w.Input = ptr(f.Input)
-		} else {
-			w.Workspace, w.Instruction = ptr(f.Workspace), ptr(f.Instruction)
-			ms := f.TimeoutMS
-			w.TimeoutMS = &ms
-		}
-	case TypeProgress:
-		seq := f.Sequence
-		w.Sequence, w.Stage, w.Text = &seq, ptr(string(f.Stage)), ptr(f.Text)
-	case TypeResult:
-		w.Output, w.CommitSubject, w.Summary = f.Output, f.CommitSubject, f.Summary
-		if f.Changes != nil {
-			ch := f.Changes
-			w.Changes = &ch
-		}
-	case TypeFailure:
-		w.Category = ptr(string(f.Category))
-	}
-	return w
-}
-
-// AppendFrame validates f (see Frame.Validate) and appends its canonical
-// encoding to dst: compact JSON with keys in a fixed order (version, id,
-// type, then the type's fields), no HTML escaping, then one LF.
-func AppendFrame(dst []byte, f Frame) ([]byte, error) {
-	if err := f.Validate(); err != nil {
-		return dst, err
-	}
-	w := toWire(&f)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&w); err != nil {
-		return dst, invalid("frame cannot be encoded")
-	}
-	if buf.Len()-1 > FrameBytes {
-		return dst, invalid("frame exceeds %d bytes", FrameBytes)
-	}
-	return append(dst, buf.Bytes()...), nil
 }
 
 // Encode returns the canonical encoding of f including its LF.
