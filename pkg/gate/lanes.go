@@ -149,16 +149,17 @@ func (l *lane) send(e wire.Envelope) bool {
 	return true
 }
 
-// sendEncoded writes one message already encoded by wire.Encode* with a
-// write deadline. A failed send closes the connection.
-func (l *lane) sendEncoded(b []byte, err error) bool {
+// sendEncoded writes messages already encoded by wire.Encode*, in one
+// write, with a write deadline; err is the encoder's. A failed send closes
+// the connection.
+func (l *lane) sendEncoded(err error, msgs ...[]byte) bool {
 	if err != nil {
 		l.conn.Close()
 		return false
 	}
 	l.sendMu.Lock()
 	defer l.sendMu.Unlock()
-	if err := l.conn.SendEncoded(b, time.Now().Add(writeTimeout)); err != nil {
+	if err := l.conn.SendEncodedBatch(time.Now().Add(writeTimeout), msgs...); err != nil {
 		l.conn.Close()
 		return false
 	}
@@ -311,7 +312,8 @@ func (g *Gate) disconnect(l *lane) {
 func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 	reply := func(ok bool, ack *wire.Ack, code wire.RejectCode) bool {
 		if ok {
-			return l.sendEncoded(wire.EncodeAck(e.Seq, ack.DeadlineAt))
+			b, err := wire.EncodeAck(e.Seq, ack.DeadlineAt)
+			return l.sendEncoded(err, b)
 		}
 		return l.send(wire.Envelope{Type: wire.TypeReject, Seq: e.Seq, Reject: &wire.Reject{Code: code}})
 	}
@@ -354,7 +356,7 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		}
 		return reply(true, &wire.Ack{}, "")
 	case wire.TypeResult:
-		return g.handleResult(l, e.Result, now, reply)
+		return g.handleResult(l, e.Seq, e.Result, now, reply)
 	case wire.TypeActivity:
 		g.recordActivity(l, e.Activity)
 		return true
@@ -368,7 +370,7 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 // attempt (CompleteAndLease): one commit, and the next lease follows the
 // ACK at once. Any other result (a replay, another attempt) is recorded
 // or refused on its own and leaves the lane as it is.
-func (g *Gate) handleResult(l *lane, r *wire.Result, now time.Time, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
+func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
 	f := store.Fence{JobID: r.JobID, AttemptID: r.AttemptID, Lane: l.name, Generation: l.generation}
 	out, err := outcome(r)
 	if err != nil {
@@ -419,13 +421,27 @@ func (g *Gate) handleResult(l *lane, r *wire.Result, now time.Time, reply func(b
 		l.state, l.again, l.jobID, l.attemptID = laneIdle, false, "", ""
 	}
 	g.lanes.mu.Unlock()
+	if next != nil {
+		// The ack and the next lease go out together, in one write. A
+		// failed send closes the connection; the new attempt keeps its
+		// lease until it expires and is retried.
+		ack, err := wire.EncodeAck(seq, time.Time{})
+		if err != nil {
+			l.conn.Close()
+			return false
+		}
+		lease, err := l.encodeLease(next)
+		if err != nil {
+			// The result is recorded: acknowledge it, then give up the
+			// connection as for any unsendable lease.
+			l.sendEncoded(nil, ack)
+			l.conn.Close()
+			return false
+		}
+		return l.sendEncoded(nil, ack, lease)
+	}
 	if !reply(true, &wire.Ack{}, "") {
 		return false
-	}
-	if next != nil {
-		// A failed send closes the connection; the attempt keeps its
-		// lease until it expires and is retried.
-		return l.sendLease(next)
 	}
 	if start {
 		g.wg.Add(1)
@@ -434,9 +450,15 @@ func (g *Gate) handleResult(l *lane, r *wire.Result, now time.Time, reply func(b
 	return true
 }
 
-// sendLease pushes a lease the store handed to l, selecting the lane's
-// live-activity version (tracked from here on, activity.go).
+// sendLease pushes a lease the store handed to l.
 func (l *lane) sendLease(ls *store.Lease) bool {
+	b, err := l.encodeLease(ls)
+	return l.sendEncoded(err, b)
+}
+
+// encodeLease encodes a lease the store handed to l, selecting the lane's
+// live-activity version (tracked from here on, activity.go).
+func (l *lane) encodeLease(ls *store.Lease) ([]byte, error) {
 	if l.activity != "" {
 		l.act.Begin(activity.Lease{JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
 			Lane: l.name, Generation: l.generation, Version: l.activity, Deadline: ls.DeadlineAt})
@@ -445,11 +467,11 @@ func (l *lane) sendLease(ls *store.Lease) bool {
 	if r := l.registered[ls.RepositoryID]; r != nil && ls.Kind == string(wire.KindCoding) {
 		branch = r.DefaultBranch
 	}
-	return l.sendEncoded(wire.EncodeLease(&wire.Lease{
+	return wire.EncodeLease(&wire.Lease{
 		JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
 		DeadlineAt: ls.DeadlineAt.UTC(), Kind: wire.Kind(ls.Kind),
 		Policy: ls.Policy, Task: ls.Task, DefaultBranch: branch, ActivityVersion: l.activity,
-	}))
+	})
 }
 
 // rejectStoreErr maps a store rejection to a wire reject code; an

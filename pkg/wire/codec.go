@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
@@ -107,6 +108,11 @@ func codec() websocket.Codec {
 type Conn struct {
 	ws    *websocket.Conn
 	codec websocket.Codec
+	// sendMu serialises sends, so that a batch's frames stay together.
+	sendMu sync.Mutex
+	// cork batches frames into one write (server side, see Accept); nil on
+	// a client.
+	cork *heldConn
 }
 
 // NewConn wraps ws and bounds every received frame to MaxMessageBytes
@@ -117,14 +123,20 @@ func NewConn(ws *websocket.Conn) *Conn {
 }
 
 // Send validates and writes one message.
-func (c *Conn) Send(e Envelope) error { return c.codec.Send(c.ws, &e) }
+func (c *Conn) Send(e Envelope) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	return c.codec.Send(c.ws, &e)
+}
 
 // SendDeadline is Send with a write deadline; the deadline is cleared after.
 func (c *Conn) SendDeadline(e Envelope, d time.Time) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
 	if err := c.ws.SetWriteDeadline(d); err != nil {
 		return err
 	}
-	err := c.Send(e)
+	err := c.codec.Send(c.ws, &e)
 	_ = c.ws.SetWriteDeadline(time.Time{})
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/net/websocket"
@@ -43,7 +44,9 @@ func Accept(w http.ResponseWriter, r *http.Request) (*Conn, error) {
 		hw.conn.Close()
 		return nil, ErrHandshake
 	}
-	return NewConn(ws), nil
+	c := NewConn(ws)
+	c.cork = hw.conn
+	return c, nil
 }
 
 // holdWriter hands websocket.Server a connection whose Close is deferred.
@@ -59,12 +62,59 @@ func (h *holdWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	h.conn = &heldConn{Conn: c}
 	h.conn.held.Store(true)
-	return h.conn, buf, nil
+	// WebSocket frames are written through held (which can batch them,
+	// see Conn.SendEncodedBatch), not straight to the connection. The
+	// writer net/http hands over is new and empty; the reader keeps what
+	// the client may already have sent.
+	return h.conn, bufio.NewReadWriter(buf.Reader, bufio.NewWriter(h.conn)), nil
 }
 
+// heldConn is the server side of a lane's connection. Writes made while
+// it is corked (by the owning Conn's sendMu holder) are collected and go
+// out in one write at uncork; that includes frames the WebSocket library
+// writes on its own meanwhile (a pong, a close), each whole, in order.
 type heldConn struct {
 	net.Conn
-	held atomic.Bool
+	held    atomic.Bool
+	mu      sync.Mutex
+	corked  bool
+	pending []byte
+}
+
+func (c *heldConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.corked {
+		c.pending = append(c.pending, p...)
+		c.mu.Unlock()
+		return len(p), nil
+	}
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func (c *heldConn) startCork() {
+	c.mu.Lock()
+	c.corked = true
+	c.mu.Unlock()
+}
+
+// uncork writes what was collected since corking, in one write (none when
+// send is false: the batch failed and the connection is being given up).
+// Other writers wait meanwhile (the write has the batch's deadline).
+func (c *heldConn) uncork(send bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.corked = false
+	var err error
+	if send && len(c.pending) > 0 {
+		_, err = c.Conn.Write(c.pending)
+	}
+	if cap(c.pending) > 64<<10 {
+		c.pending = nil // keep no large buffer after a large message
+	} else {
+		c.pending = c.pending[:0]
+	}
+	return err
 }
 
 func (c *heldConn) release() { c.held.Store(false) }
