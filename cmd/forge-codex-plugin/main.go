@@ -83,17 +83,18 @@ func exitCode(err error) int {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	self, err := os.Executable()
-	if err != nil {
-		self = "" // no wrapper: process-group cleanup only
+	opt := options{env: os.Environ()}
+	if self, err := os.Executable(); err == nil { // else no wrapper: process-group cleanup only
+		opt.reaper = supervise.NewReaperPool(self)
+		defer opt.reaper.Close()
 	}
-	return runWith(ctx, args, options{env: os.Environ(), reaper: self}, stdin, stdout, stderr)
+	return runWith(ctx, args, opt, stdin, stdout, stderr)
 }
 
 // options are what run takes from the process; tests set them directly.
 type options struct {
 	env    []string
-	reaper string
+	reaper *supervise.ReaperPool
 }
 
 // handlerBound bounds how long the plugin waits, after its session ended,

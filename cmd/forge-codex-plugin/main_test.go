@@ -63,6 +63,14 @@ func self(t *testing.T) string {
 	return p
 }
 
+// reapers is a pool of the test binary's reapers, closed after the test.
+func reapers(t *testing.T) *supervise.ReaperPool {
+	t.Helper()
+	pl := supervise.NewReaperPool(self(t))
+	t.Cleanup(pl.Close)
+	return pl
+}
+
 func fakeCodex(t *testing.T) string {
 	t.Helper()
 	p, err := filepath.Abs("../../testdata/fake-codex/codex")
@@ -138,7 +146,7 @@ func newSession(t *testing.T, env ...string) *session {
 
 func (s *session) run(ctx context.Context) (host.Outcome, error) {
 	return host.Run(ctx, host.Command{
-		Path: self(s.t), Args: []string{pluginArg}, Env: s.env, Reaper: self(s.t),
+		Path: self(s.t), Args: []string{pluginArg}, Env: s.env, Reaper: reapers(s.t),
 		OutputBytes: s.budget,
 		Trace: func(dir host.Direction, b []byte) {
 			if dir != host.FromPlugin {
@@ -353,7 +361,7 @@ func inProcess(t *testing.T, env []string, ws string) (frames []plugin.Frame, st
 	var errBuf bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		err := runWith(context.Background(), nil, options{env: env, reaper: self(t)}, inR, outW, &errBuf)
+		err := runWith(context.Background(), nil, options{env: env, reaper: reapers(t)}, inR, outW, &errBuf)
 		outW.Close()
 		done <- err
 	}()
@@ -465,7 +473,7 @@ func TestConformanceWithFakeCodex(t *testing.T) {
 		Operation: plugin.OpWorkspaceEdit,
 		Env:       []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), raceExitNow},
 		TempDir:   t.TempDir(),
-		Reaper:    self(t),
+		Reaper:    reapers(t),
 	}, func(r conformance.Result) {
 		if !r.Passed() {
 			t.Errorf("%s", r.Line())

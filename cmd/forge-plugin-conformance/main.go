@@ -120,7 +120,9 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		Env:       pluginEnv(),
 	}
 	if self, err := os.Executable(); err == nil {
-		cfg.Reaper = self
+		reapers := supervise.NewReaperPool(self)
+		defer reapers.Close()
+		cfg.Reaper = reapers
 	}
 	if *pattern != "" {
 		re, err := regexp.Compile(*pattern)

@@ -16,7 +16,7 @@
 //
 // The binary also serves the plugin child-subreaper wrapper: when its first
 // argument is supervise.ReaperArg it runs supervise.ReaperMain instead (the
-// Worker starts itself that way around every plugin on Linux).
+// Worker keeps one such reaper per lane busy running plugins, on Linux).
 package main
 
 import (
@@ -82,11 +82,13 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		log.Error("startup failed", "error", err.Error())
 		return err
 	}
-	reaper, err := os.Executable()
+	self, err := os.Executable()
 	if err != nil {
 		log.Error("startup failed", "error", "cannot locate the worker executable")
 		return errors.New("cannot locate the worker executable")
 	}
+	reaper := supervise.NewReaperPool(self)
+	defer reaper.Close()
 	executors := map[wire.Kind]worker.Executor{
 		wire.KindText: worker.NewTextExecutor(cfg, os.LookupEnv, reaper),
 	}

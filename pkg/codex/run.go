@@ -88,10 +88,10 @@ type Config struct {
 	Bin string
 	// Env is Codex's complete environment (KEY=value).
 	Env []string
-	// Reaper is a binary that dispatches supervise.ReaperArg; when set,
-	// Codex runs under the Linux child-subreaper wrapper so descendants
-	// that left its process group are cleaned up before Run returns.
-	Reaper string
+	// Reaper, when set, runs Codex under one of the pool's Linux
+	// child-subreaper wrappers, so descendants that left its process group
+	// are cleaned up before Run returns.
+	Reaper *supervise.ReaperPool
 	// OutputLimit is the combined stdout+stderr budget in bytes.
 	OutputLimit int64
 	// KillGrace is the delay between SIGTERM and SIGKILL to Codex's group.

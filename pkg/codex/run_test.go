@@ -74,6 +74,8 @@ func newFixture(t *testing.T, want Want, env ...string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	reapers := supervise.NewReaperPool(self)
+	t.Cleanup(reapers.Close)
 	base := []string{"PATH=/usr/bin:/bin",
 		"FAKE_CODEX_ARGV_FILE=" + filepath.Join(files, "argv.json"),
 		"FAKE_CODEX_PROMPT_FILE=" + filepath.Join(files, "prompt.txt"),
@@ -82,7 +84,7 @@ func newFixture(t *testing.T, want Want, env ...string) *fixture {
 	}
 	return &fixture{
 		t:       t,
-		cfg:     Config{Bin: fakeCodex(t), Env: append(base, env...), Reaper: self, TempDir: t.TempDir()},
+		cfg:     Config{Bin: fakeCodex(t), Env: append(base, env...), Reaper: reapers, TempDir: t.TempDir()},
 		req:     Request{Workspace: gitWorkspace(t), Instruction: conformanceInstruction, Timeout: time.Minute, Want: want},
 		files:   files,
 		working: make(chan struct{}),

@@ -13,27 +13,39 @@
 // # Reaper mode (Linux)
 //
 // Descendants that leave the process group (setsid) escape group signals.
-// On Linux a Command may therefore name a reaper: a binary that, when its
-// first argument is ReaperArg, runs ReaperMain instead of its usual main.
-// The reaper marks itself a child subreaper (PR_SET_CHILD_SUBREAPER),
-// starts the real program with the inherited stdin, stdout and stderr and
-// exactly the Command's Env (supervise gives the reaper itself
-// GOMAXPROCS=1 when Env does not set GOMAXPROCS, which makes its Go
-// runtime start cheaper; the reaper strips it again),
-// forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to it, and waits for it.
-// After the program exits, for whatever reason, the reaper finds every
-// remaining descendant (ordinary ones still attached to a living parent and
-// setsid ones reparented to the reaper), sends SIGTERM and SIGCONT, then
-// SIGKILL after a short grace, reaps them, and exits with the program's
-// status (128+N when a signal N ended it). When the reaper has no child
-// left at that point there is no descendant left anywhere (each one either
-// has a living parent below the reaper or was reparented to it), so it
-// exits at once: no /proc scan, no signal, no grace period. Every signal to a process that is
-// not the reaper's own unreaped child goes through a pidfd whose identity
-// is confirmed by the process start time, so a recycled PID is never hit.
-// The whole cleanup is bounded in time. The reaper also gets SIGTERM when
-// its caller dies (parent-death signal), so even a SIGKILLed caller leaves
-// no program or descendant behind.
+// On Linux a Command may therefore name a ReaperPool: long-lived reaper
+// processes, each started from a binary that, when its first argument is
+// ReaperArg, runs ReaperMain instead of its usual main. A reaper marks
+// itself a child subreaper (PR_SET_CHILD_SUBREAPER) and then runs one
+// child at a time for supervise, driven by small messages on a private
+// socket pair: supervise sends the argv, the exact environment, the
+// working directory and the child's stdin, stdout and stderr (as passed
+// descriptors); the reaper starts the child in its own process group, with
+// SIGKILL as its parent-death signal, and answers with its pid or with
+// the errno of a failed start (so a bad interpreter is a start error, as
+// without a reaper). Terminate and Kill become messages that make the
+// reaper signal the child's group while it is still unreaped.
+//
+// After the child exits, for whatever reason, the reaper kills what is
+// left of its group, reaps it, and sweeps every remaining descendant
+// (ordinary ones still attached to a living parent and setsid ones
+// reparented to the reaper): SIGTERM and SIGCONT, SIGKILL after a short
+// grace, reaping them, all bounded in time; then it reports the child's
+// exit. When the reaper has no child left after the reap there is no
+// descendant anywhere (each one either has a living parent below the
+// reaper or was reparented to it), so the sweep costs one wait4 call: no
+// /proc scan, no signal, no grace period. Every signal to a process that
+// is not the reaper's own unreaped child goes through a pidfd whose
+// identity is confirmed by the process start time, so a recycled PID is
+// never hit. A reaper whose sweep ran out of time is retired rather than
+// reused, so leftovers are never blamed on the next child.
+//
+// Keeping the reaper alive between children matters because the reaper
+// is a Go program: starting one per child doubled the process starts of
+// every plugin invocation. When supervise's end of the socket closes
+// (ReaperPool.Close, or the caller dies, even by SIGKILL), the reaper
+// stops its child if it has one (SIGTERM, SIGKILL after a grace), sweeps,
+// and exits, so a crashed caller leaves no program or descendant behind.
 //
 // The reaper is an explicit mode of the calling binary. Every binary that
 // runs plugins dispatches it first thing in main:
@@ -45,7 +57,9 @@
 //		...
 //	}
 //
-// and passes its own path (os.Executable) as Command.Reaper.
+// and passes NewReaperPool(its own path, from os.Executable) as
+// Command.Reaper. The binary must be built from this version of the
+// package: the messages are private to it.
 //
 // This is best-effort cleanup for trusted same-UID programs, not
 // containment: without a cgroup or PID namespace a deliberately hostile

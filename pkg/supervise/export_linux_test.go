@@ -1,26 +1,21 @@
 package supervise
 
-import (
-	"fmt"
-	"os"
-	"runtime"
-)
+import "fmt"
 
-// SweepReportEnv names, in a wrapped child's environment, a file where the
-// test binary's reaper mode writes what its sweep did.
-const SweepReportEnv = "SUPERVISE_TEST_SWEEP_REPORT"
-
-// ReaperTestMain is ReaperMain for the test binary: it also writes the
-// sweep's report ("fast=… term=… kill=… timedout=… procs=…", the last
-// being the reaper's GOMAXPROCS) to the file that SweepReportEnv names,
-// when it names one.
-func ReaperTestMain(args []string) int {
-	status, rep := reap(args)
-	if path := os.Getenv(SweepReportEnv); path != "" {
-		line := fmt.Sprintf("fast=%t term=%d kill=%d timedout=%t procs=%d\n", rep.fast, rep.term, rep.kill, rep.timedOut, runtime.GOMAXPROCS(0))
-		if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
-			return reaperUsage
-		}
-	}
-	return status
+// SweepOf describes what the reaper's sweep did after p's child was
+// reaped: "fast=… term=… kill=… timedout=…".
+func SweepOf(p *Process) string {
+	<-p.done
+	r := p.sweep
+	return fmt.Sprintf("fast=%t term=%d kill=%d timedout=%t", r.fast, r.term, r.kill, r.timedOut)
 }
+
+// IdleReapers is how many reapers wait in pl for their next child.
+func IdleReapers(pl *ReaperPool) int {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return len(pl.idle)
+}
+
+// ReaperPid is the pid of the reaper running p's child.
+func ReaperPid(p *Process) int { return p.rc.cmd.Process.Pid }

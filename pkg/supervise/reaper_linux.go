@@ -13,146 +13,248 @@ const (
 	sysPidfdOpen        = 434
 )
 
-// Reaper exit statuses of its own (the program's status is passed through).
-const (
-	reaperUsage       = 125 // bad arguments or the subreaper could not be set
-	reaperStartFailed = 127 // the program could not be started
-)
+// reaperUsage is the reaper's exit status when it is started wrongly (no
+// socket on fd 3, or the subreaper attribute cannot be set).
+const reaperUsage = 125
 
-// Reaper timing. The total stays well under DefaultKillGrace, so supervise
-// never has to SIGKILL a reaper that is still cleaning up.
+// reaperFD is the reaper's end of its socket pair with supervise.
+const reaperFD = 3
+
+// Reaper timing. programKillGrace applies only when the reaper shuts down
+// while a program runs (supervise went away); otherwise the caller's
+// KillGrace escalates through a kill message.
 const (
-	programKillGrace = 300 * time.Millisecond // forwarded signal to SIGKILL of the program
+	programKillGrace = 300 * time.Millisecond // SIGTERM to SIGKILL of the program's group
 	sweepTermGrace   = 100 * time.Millisecond // SIGTERM to SIGKILL of descendants
 	sweepLimit       = 400 * time.Millisecond // bound on the whole sweep
 	sweepPoll        = 2 * time.Millisecond
 )
 
-// ReaperMain is the reaper mode: args are the program's path followed by
-// its arguments. It returns the exit status for os.Exit. See the package
-// documentation for what it does and how a binary dispatches to it.
+// ReaperMain is the reaper mode. It takes no arguments; it serves the
+// socket supervise passed as fd 3 until supervise closes it (or dies), and
+// returns the exit status for os.Exit. See the package documentation for
+// what it does and how a binary dispatches to it.
 func ReaperMain(args []string) int {
-	status, _ := reap(args)
-	return status
-}
-
-// sweepReport says what the cleanup after the program did: nothing at all
-// (fast: no child was left once the program had been reaped), or how many
-// signals it sent and whether the bound cut it short.
-type sweepReport struct {
-	fast       bool
-	term, kill int
-	timedOut   bool
-}
-
-// reap is ReaperMain with the sweep's report, which tests inspect.
-func reap(args []string) (int, sweepReport) {
-	reportFD := -1
-	if len(args) > 0 && args[0] == reaperExecFDFlag {
-		// fd 3 reports a failed exec to supervise; the program must not
-		// inherit it.
-		reportFD, args = 3, args[1:]
-		syscall.CloseOnExec(reportFD)
+	if len(args) != 0 {
+		return reaperUsage
 	}
-	env := os.Environ() // exactly what supervise passed to the reaper, but:
-	if len(args) > 0 && args[0] == reaperEnvFlag {
-		// the last entry was for this process's runtime only
-		if len(env) == 0 || env[len(env)-1] != reaperRuntimeEnv {
-			return reaperUsage, sweepReport{}
-		}
-		env, args = env[:len(env)-1], args[1:]
+	var st syscall.Stat_t
+	if syscall.Fstat(reaperFD, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
+		return reaperUsage
 	}
-	if len(args) == 0 || args[0] == "" {
-		return reaperUsage, sweepReport{}
-	}
+	syscall.CloseOnExec(reaperFD) // programs must not inherit it
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
-		return reaperUsage, sweepReport{}
+		return reaperUsage
 	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
-
-	pidfd := -1
-	pid, err := syscall.ForkExec(args[0], args, &syscall.ProcAttr{
-		Env:   env,
-		Files: []uintptr{0, 1, 2},
-		Sys:   &syscall.SysProcAttr{PidFD: &pidfd},
-	})
-	if err != nil {
-		if reportFD >= 0 {
-			syscall.Write(reportFD, []byte{1})
-		}
-		return reaperStartFailed, sweepReport{}
-	}
-	prog := program{pid: pid, pidfd: pidfd}
-	stop := make(chan struct{})
-	go prog.forward(sigs, stop)
-	ws, ok := waitProgram(pid)
-	close(stop)
-	rep := sweep()
-	switch {
-	case !ok:
-		return reaperUsage, rep
-	case ws.Exited():
-		return ws.ExitStatus(), rep
-	case ws.Signaled():
-		return 128 + int(ws.Signal()), rep
-	}
-	return reaperUsage, rep
+	newReaperServer(reaperFD).serve()
+	return 0
 }
 
-// program is the reaper's direct child. Its pidfd (from clone) can never
-// name a recycled process; without pidfd support the plain pid is used.
-type program struct {
-	pid, pidfd int
+// inbound is one message read from supervise.
+type inbound struct {
+	kind  byte
+	spawn spawnRequest
+	fds   [3]int
 }
 
-func (p program) signal(sig syscall.Signal) {
-	if p.pidfd >= 0 {
-		syscall.Syscall6(sysPidfdSendSignal, uintptr(p.pidfd), uintptr(sig), 0, 0, 0, 0)
-		return
-	}
-	syscall.Kill(p.pid, sig)
+// reaperServer runs one program at a time for supervise. Everything that
+// touches the current program happens on serve's goroutine, so a signal to
+// the program's group is only ever sent while its leader is unreaped: the
+// group id cannot have been recycled.
+type reaperServer struct {
+	fd   int
+	sigs chan os.Signal // termination signals: shut down
+	chld chan os.Signal // SIGCHLD: wakes the sweep's poll early
 }
 
-// forward passes termination signals to the program and escalates to
-// SIGKILL when it has not exited programKillGrace after the first one.
-func (p program) forward(sigs <-chan os.Signal, stop <-chan struct{}) {
+func newReaperServer(fd int) *reaperServer {
+	s := &reaperServer{fd: fd, sigs: make(chan os.Signal, 4), chld: make(chan os.Signal, 1)}
+	signal.Notify(s.sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	signal.Notify(s.chld, syscall.SIGCHLD)
+	return s
+}
+
+// serve handles messages until supervise closes the socket, sends
+// something malformed, or a termination signal arrives; a program still
+// running then gets SIGTERM, SIGKILL after programKillGrace, and is
+// reaped and swept before serve returns.
+func (s *reaperServer) serve() {
+	in := make(chan inbound)
+	go s.read(in)
+	exited := make(chan struct{}, 1)
+	pid := 0 // the running program, 0 when idle
+	closing := false
 	var escalate <-chan time.Time
-	for {
-		select {
-		case s := <-sigs:
-			if sig, ok := s.(syscall.Signal); ok {
-				p.signal(sig)
-			}
-			if escalate == nil {
-				t := time.NewTimer(programKillGrace)
-				defer t.Stop()
-				escalate = t.C
-			}
-		case <-escalate:
-			p.signal(syscall.SIGKILL)
-		case <-stop:
+	shutdown := func() {
+		closing, in = true, nil
+		if pid == 0 {
 			return
 		}
+		syscall.Kill(-pid, syscall.SIGTERM)
+		syscall.Kill(-pid, syscall.SIGCONT)
+		t := time.NewTimer(programKillGrace)
+		escalate = t.C
+	}
+	for {
+		if closing && pid == 0 {
+			return
+		}
+		select {
+		case m, ok := <-in:
+			switch {
+			case !ok:
+				shutdown()
+			case m.kind == msgSpawn && pid == 0:
+				pid = s.start(m)
+				if pid > 0 {
+					go awaitExit(pid, exited)
+				}
+			case m.kind == msgSpawn:
+				closeFDs(m.fds[:]) // one program at a time: a broken caller
+				shutdown()
+			case m.kind == msgTerminate && pid > 0:
+				syscall.Kill(-pid, syscall.SIGTERM)
+				syscall.Kill(-pid, syscall.SIGCONT)
+			case m.kind == msgKill && pid > 0:
+				syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		case <-s.sigs:
+			shutdown()
+		case <-escalate:
+			syscall.Kill(-pid, syscall.SIGKILL)
+			escalate = nil
+		case <-exited:
+			// What is left of the group goes first, then the leader is
+			// reaped, then every other descendant is swept.
+			syscall.Kill(-pid, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			for {
+				_, err := syscall.Wait4(pid, &ws, 0, nil)
+				if err != syscall.EINTR {
+					break
+				}
+			}
+			pid, escalate = 0, nil
+			rep := s.sweep()
+			if closing {
+				continue
+			}
+			r := reply{kind: msgExited, code: ws.ExitStatus(), timedOut: rep.timedOut,
+				fast: rep.fast, term: rep.term, kill: rep.kill}
+			if ws.Signaled() {
+				r.code, r.signal = -1, int(ws.Signal())
+			}
+			s.send(r)
+		}
 	}
 }
 
-// waitProgram reaps children until the program itself has exited.
-// Orphans reparented to the reaper meanwhile are reaped as they exit.
-func waitProgram(pid int) (syscall.WaitStatus, bool) {
+// start starts the program and answers with its pid or the errno of the
+// failed start. It returns the pid, or 0.
+func (s *reaperServer) start(m inbound) int {
+	req := m.spawn
+	pid, err := syscall.ForkExec(req.path, req.argv, &syscall.ProcAttr{
+		Dir:   req.dir,
+		Env:   req.env,
+		Files: []uintptr{uintptr(m.fds[0]), uintptr(m.fds[1]), uintptr(m.fds[2])},
+		// The program dies with the reaper: a reaper that is killed
+		// cannot sweep, but its direct child at least does not stay.
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	closeFDs(m.fds[:])
+	if err != nil {
+		errno, ok := err.(syscall.Errno)
+		if !ok || errno == 0 || errno > 4095 {
+			errno = syscall.EINVAL
+		}
+		s.send(reply{kind: msgFailed, errno: int(errno)})
+		return 0
+	}
+	s.send(reply{kind: msgStarted, pid: pid})
+	return pid
+}
+
+func (s *reaperServer) send(r reply) {
+	b := r.encode()
 	for {
-		var ws syscall.WaitStatus
-		got, err := syscall.Wait4(-1, &ws, 0, nil)
+		err := syscall.Sendmsg(s.fd, b, nil, nil, 0)
+		if err != syscall.EINTR {
+			return // a failed send shows up as EOF on the next read
+		}
+	}
+}
+
+// read delivers well-formed messages to in and closes it at EOF, on a read
+// error, or at the first malformed message.
+func (s *reaperServer) read(in chan<- inbound) {
+	defer close(in)
+	buf := make([]byte, maxReaperMsg+1)
+	oob := make([]byte, syscall.CmsgSpace(4*4)) // room for one fd too many
+	for {
+		n, oobn, flags, _, err := syscall.Recvmsg(s.fd, buf, oob, syscall.MSG_CMSG_CLOEXEC)
 		if err == syscall.EINTR {
 			continue
 		}
-		if err != nil {
-			return ws, false
+		if err != nil || n == 0 {
+			return
 		}
-		if got == pid {
-			return ws, true
+		fds := receivedFDs(oob[:oobn])
+		m, ok := parseInbound(buf[:n], fds, flags)
+		if !ok {
+			closeFDs(fds)
+			return
+		}
+		in <- m
+	}
+}
+
+// parseInbound checks one datagram and the descriptors that came with it:
+// a spawn carries exactly three, nothing else carries any.
+func parseInbound(b []byte, fds []int, flags int) (inbound, bool) {
+	if flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) != 0 || len(b) == 0 {
+		return inbound{}, false
+	}
+	switch b[0] {
+	case msgSpawn:
+		req, err := decodeSpawn(b)
+		if err != nil || len(fds) != 3 {
+			return inbound{}, false
+		}
+		return inbound{kind: msgSpawn, spawn: req, fds: [3]int{fds[0], fds[1], fds[2]}}, true
+	case msgTerminate, msgKill:
+		if len(b) != 1 || len(fds) != 0 {
+			return inbound{}, false
+		}
+		return inbound{kind: b[0]}, true
+	}
+	return inbound{}, false
+}
+
+func receivedFDs(oob []byte) []int {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, m := range msgs {
+		if got, err := syscall.ParseUnixRights(&m); err == nil {
+			fds = append(fds, got...)
 		}
 	}
+	return fds
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		syscall.Close(fd)
+	}
+}
+
+// awaitExit reports on exited once process pid has exited, leaving it
+// unreaped.
+func awaitExit(pid int, exited chan<- struct{}) {
+	awaitExitNoReap(pid)
+	exited <- struct{}{}
 }
 
 // reapAvailable reaps every exited child without blocking and reports
@@ -178,16 +280,16 @@ func reapAvailable() bool {
 // sweepLimit: SIGTERM and SIGCONT first, SIGKILL after sweepTermGrace.
 //
 // The fast path, by far the common case, costs one wait4 call: when no
-// child is left there is no descendant at all, and the reaper exits at
-// once without scanning /proc, registering for SIGCHLD or waiting.
-func sweep() sweepReport {
+// child is left there is no descendant at all, and the sweep ends at once
+// without scanning /proc, signalling or waiting.
+func (s *reaperServer) sweep() sweepReport {
 	if !reapAvailable() {
 		return sweepReport{fast: true}
 	}
-	// SIGCHLD only wakes the poll below early; one that arrived before
-	// this registration needs no wake-up, reapAvailable runs first anyway.
-	chld := make(chan os.Signal, 1)
-	signal.Notify(chld, syscall.SIGCHLD)
+	select { // a SIGCHLD from before this sweep needs no wake-up
+	case <-s.chld:
+	default:
+	}
 	var rep sweepReport
 	self := os.Getpid()
 	tree := newProcTree()
@@ -220,7 +322,7 @@ func sweep() sweepReport {
 		}
 		t := time.NewTimer(sweepPoll)
 		select {
-		case <-chld:
+		case <-s.chld:
 		case <-t.C:
 		}
 		t.Stop()

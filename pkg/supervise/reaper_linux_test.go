@@ -3,7 +3,9 @@ package supervise_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,7 +53,7 @@ func startLeaver(t *testing.T, ctx context.Context, reaper bool, code string) (*
 	c := shell(t, leaverScript)
 	c.Env = append(c.Env, "D="+t.TempDir(), "CODE="+code)
 	if reaper {
-		c.Reaper = self(t)
+		c.Reaper = reapers(t)
 	}
 	p, _, line := startReady(t, ctx, c)
 	var out []leftover
@@ -113,8 +115,8 @@ func TestReaperCleansUpAfterCancel(t *testing.T) {
 	if err != context.Canceled {
 		t.Fatalf("err = %v", err)
 	}
-	if exit.Code != 128+int(syscall.SIGTERM) {
-		t.Fatalf("exit = %+v, want the forwarded SIGTERM as 143", exit)
+	if exit.Signal != syscall.SIGTERM {
+		t.Fatalf("exit = %+v, want the SIGTERM the reaper sent", exit)
 	}
 	assertGone(t, left)
 }
@@ -136,76 +138,148 @@ func TestWithoutReaperSetsidEscapes(t *testing.T) {
 	syscall.Kill(left[0].pid, syscall.SIGKILL)
 }
 
+// The caller's KillGrace escalation reaches a program that ignores
+// SIGTERM through the reaper.
 func TestReaperEscalatesWhenProgramIgnoresTerm(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := shell(t, `trap '' TERM; echo ready; while :; do read x || exit 0; done`)
-	c.Reaper = self(t)
-	c.KillGrace = time.Hour // only the reaper's own escalation can end it
+	c.Reaper = reapers(t)
+	c.KillGrace = 50 * time.Millisecond
 	p, _, _ := startReady(t, ctx, c)
 	cancel()
 	exit, _ := p.Wait()
-	if exit.Code != 128+int(syscall.SIGKILL) {
-		t.Fatalf("exit = %+v, want 137", exit)
+	if exit.Signal != syscall.SIGKILL {
+		t.Fatalf("exit = %+v, want SIGKILL", exit)
 	}
 }
 
+// A program the reaper cannot execute (bad interpreter) is a start error,
+// as without a reaper, not the exit status of some process; the reaper
+// stays in the pool for the next child.
 func TestReaperReportsExecFailure(t *testing.T) {
 	script := t.TempDir() + "/plugin"
 	if err := os.WriteFile(script, []byte("#!/nonexistent/interpreter\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	res, err := supervise.Run(context.Background(), supervise.Command{Path: script, Reaper: self(t), OutputLimit: 10}, nil)
-	if err != nil || res.Exit.Code != 127 {
-		t.Fatalf("exit = %+v, %v; want 127", res.Exit, err)
+	pl := reapers(t)
+	for _, reaper := range []*supervise.ReaperPool{nil, pl} {
+		_, err := supervise.Run(context.Background(), supervise.Command{Path: script, Reaper: reaper, OutputLimit: 10}, nil)
+		var se *supervise.StartError
+		if !errors.As(err, &se) || se.Err != syscall.ENOENT {
+			t.Fatalf("reaper %v: err = %v, want a *StartError with ENOENT", reaper != nil, err)
+		}
 	}
-	// The failed exec is reported as such, unlike a program that exits
-	// 127 by itself (or one that runs fine).
-	for _, c := range []struct {
-		path string
-		args []string
-		want bool
-	}{
-		{script, nil, true},
-		{mustLook(t, "sh"), []string{"-c", "exit 127"}, false},
-		{mustLook(t, "true"), nil, false},
-	} {
-		p, err := supervise.Start(context.Background(), supervise.Command{Path: c.path, Args: c.args, Reaper: self(t), OutputLimit: 10})
+	if n := supervise.IdleReapers(pl); n != 1 {
+		t.Fatalf("%d idle reapers after a failed exec, want 1", n)
+	}
+	res, err := supervise.Run(context.Background(), supervise.Command{Path: mustLook(t, "sh"), Args: []string{"-c", "exit 127"}, Reaper: pl, OutputLimit: 10}, nil)
+	if err != nil || res.Exit.Code != 127 {
+		t.Fatalf("exit = %+v, %v; want a plain exit 127", res.Exit, err)
+	}
+}
+
+func TestReaperMainRejectsArgumentsAndMissingSocket(t *testing.T) {
+	if got := supervise.ReaperMain([]string{"/bin/true"}); got == 0 {
+		t.Fatal("ReaperMain with arguments returned 0")
+	}
+	cmd := exec.Command(self(t), supervise.ReaperArg) // no fd 3
+	if err := cmd.Run(); err == nil {
+		t.Fatal("reaper without its socket exited 0")
+	}
+}
+
+// One reaper serves child after child: the pool grows to the number run
+// at once and no further.
+func TestReaperPoolReusesReapers(t *testing.T) {
+	pl := reapers(t)
+	var pids []int
+	for i := 0; i < 3; i++ {
+		c := shell(t, `read x; exit 0`)
+		c.Reaper = pl
+		p, err := supervise.Start(context.Background(), c)
 		if err != nil {
 			t.Fatal(err)
 		}
+		pids = append(pids, supervise.ReaperPid(p))
 		p.Stdin().Close()
-		exit, _ := p.Wait()
-		if got := p.ExecFailed(); got != c.want {
-			t.Errorf("%s %v: ExecFailed = %v (exit %+v), want %v", c.path, c.args, got, exit, c.want)
+		if exit, err := p.Wait(); err != nil || !exit.Success() {
+			t.Fatalf("exit = %+v, %v", exit, err)
 		}
 		p.Close()
 	}
-}
-
-func TestReaperMainRejectsMissingProgram(t *testing.T) {
-	if got := supervise.ReaperMain(nil); got == 0 {
-		t.Fatal("ReaperMain without a program returned 0")
+	if pids[0] != pids[1] || pids[1] != pids[2] {
+		t.Fatalf("reaper pids %v, want one reaper reused", pids)
 	}
-}
-
-// sweepReportOf makes c run under the test binary's reaper with a sweep
-// report file, and returns a function that reads the report after Wait.
-func sweepReportOf(t *testing.T, c *supervise.Command) func() string {
-	t.Helper()
-	path := t.TempDir() + "/sweep"
-	c.Reaper = self(t)
-	c.Env = append(c.Env, supervise.SweepReportEnv+"="+path)
-	return func() string {
-		t.Helper()
-		b, err := os.ReadFile(path)
+	var ps []*supervise.Process
+	for i := 0; i < 2; i++ {
+		c := shell(t, `read x; exit 0`)
+		c.Reaper = pl
+		p, err := supervise.Start(context.Background(), c)
 		if err != nil {
-			t.Fatalf("no sweep report: %v", err)
+			t.Fatal(err)
 		}
-		return strings.TrimSpace(string(b))
+		ps = append(ps, p)
+	}
+	if supervise.ReaperPid(ps[0]) == supervise.ReaperPid(ps[1]) {
+		t.Fatal("two children at once share a reaper")
+	}
+	for _, p := range ps {
+		p.Stdin().Close()
+		p.Wait()
+		p.Close()
+	}
+	if n := supervise.IdleReapers(pl); n != 2 {
+		t.Fatalf("%d idle reapers, want 2", n)
 	}
 }
 
-// parseSweep splits a report line into its fields.
+// A reaper that died while idle is replaced at the next Start; one that
+// dies while running a child takes the child with it, which is reported
+// as killed.
+func TestReaperPoolSurvivesDeadReapers(t *testing.T) {
+	pl := reapers(t)
+	c := shell(t, `echo ready; read x; exit 0`)
+	c.Reaper = pl
+	p, _, _ := startReady(t, context.Background(), c)
+	reaper, child := supervise.ReaperPid(p), p.Pid()
+	id := identity(child)
+	syscall.Kill(reaper, syscall.SIGKILL)
+	exit, _ := p.Wait()
+	p.Close()
+	if exit.Signal != syscall.SIGKILL {
+		t.Fatalf("exit = %+v, want SIGKILL", exit)
+	}
+	// The parent-death signal is delivered as the reaper dies, but the
+	// child's own exit can trail the report; liveness bound only.
+	for guard := time.Now().Add(10 * time.Second); identity(child) == id && time.Now().Before(guard); {
+		time.Sleep(time.Millisecond)
+	}
+	assertGone(t, []leftover{{child, id}})
+	if n := supervise.IdleReapers(pl); n != 0 {
+		t.Fatalf("a dead reaper went back to the pool (%d idle)", n)
+	}
+	// An idle reaper killed behind the pool's back.
+	c = shell(t, `echo ready; read x; exit 4`)
+	c.Reaper = pl
+	p, _, _ = startReady(t, context.Background(), c)
+	idle := supervise.ReaperPid(p)
+	p.Stdin().Close()
+	p.Wait()
+	p.Close()
+	syscall.Kill(idle, syscall.SIGKILL)
+	for identity(idle) != "" {
+		time.Sleep(time.Millisecond) // until the kernel has made it a zombie
+	}
+	c = shell(t, `exit 5`)
+	c.Reaper = pl
+	res, err := supervise.Run(context.Background(), c, nil)
+	if err != nil || res.Exit.Code != 5 {
+		t.Fatalf("exit = %+v, %v; want 5 from a fresh reaper", res.Exit, err)
+	}
+}
+
+// parseSweep splits a sweep description (supervise.SweepOf) into its
+// fields.
 func parseSweep(t *testing.T, line string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -216,16 +290,14 @@ func parseSweep(t *testing.T, line string) map[string]string {
 		}
 		out[k] = v
 	}
-	if len(out) != 5 {
+	if len(out) != 4 {
 		t.Fatalf("bad sweep report %q", line)
 	}
 	return out
 }
 
-// With nothing left behind, the reaper exits straight after the program:
-// no /proc scan, no signal, no grace period (the fast path). It also ran
-// with one P: supervise set GOMAXPROCS=1 for it (and only for it, see
-// TestRunEnvironmentIsExact).
+// With nothing left behind, the reaper reports straight after the program:
+// no /proc scan, no signal, no grace period (the fast path).
 func TestReaperFastPathWithoutDescendants(t *testing.T) {
 	cases := map[string]string{
 		"no child at all":         `exit 3`,
@@ -234,12 +306,17 @@ func TestReaperFastPathWithoutDescendants(t *testing.T) {
 	for name, script := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := shell(t, script)
-			report := sweepReportOf(t, &c)
-			res, err := supervise.Run(context.Background(), c, nil)
-			if err != nil || res.Exit.Code != 3 {
-				t.Fatalf("exit = %+v, %v; want code 3", res.Exit, err)
+			c.Reaper = reapers(t)
+			p, err := supervise.Start(context.Background(), c)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if got, want := report(), "fast=true term=0 kill=0 timedout=false procs=1"; got != want {
+			p.Stdin().Close()
+			if exit, err := p.Wait(); err != nil || exit.Code != 3 {
+				t.Fatalf("exit = %+v, %v; want code 3", exit, err)
+			}
+			p.Close()
+			if got, want := supervise.SweepOf(p), "fast=true term=0 kill=0 timedout=false"; got != want {
 				t.Fatalf("sweep = %q, want %q", got, want)
 			}
 		})
@@ -251,7 +328,7 @@ func TestReaperFastPathWithoutDescendants(t *testing.T) {
 func TestReaperSlowPathSignalsEveryLeftover(t *testing.T) {
 	c := shell(t, leaverScript)
 	c.Env = append(c.Env, "D="+t.TempDir(), "CODE=0")
-	report := sweepReportOf(t, &c)
+	c.Reaper = reapers(t)
 	p, _, line := startReady(t, context.Background(), c)
 	var left []leftover
 	for _, f := range strings.Fields(line) {
@@ -263,7 +340,7 @@ func TestReaperSlowPathSignalsEveryLeftover(t *testing.T) {
 		t.Fatalf("exit = %+v, %v", exit, err)
 	}
 	assertGone(t, left)
-	rep := parseSweep(t, report())
+	rep := parseSweep(t, supervise.SweepOf(p))
 	term, _ := strconv.Atoi(rep["term"])
 	kill, _ := strconv.Atoi(rep["kill"])
 	if rep["fast"] != "false" || term+kill < len(left) {
@@ -280,7 +357,7 @@ cat "$D/p.s"
 read x
 exit 0`)
 	c.Env = append(c.Env, "D="+t.TempDir())
-	report := sweepReportOf(t, &c)
+	c.Reaper = reapers(t)
 	p, _, line := startReady(t, context.Background(), c)
 	pid, err := strconv.Atoi(line)
 	if err != nil {
@@ -295,7 +372,7 @@ exit 0`)
 		t.Fatalf("exit = %+v, %v", exit, err)
 	}
 	assertGone(t, left)
-	if rep := parseSweep(t, report()); rep["fast"] != "false" || rep["kill"] == "0" {
+	if rep := parseSweep(t, supervise.SweepOf(p)); rep["fast"] != "false" || rep["kill"] == "0" {
 		t.Fatalf("sweep = %v, want SIGKILL sent", rep)
 	}
 }

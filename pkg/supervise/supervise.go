@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,12 +36,9 @@ type Command struct {
 	Env []string
 	// Dir is the child's working directory; empty means the caller's.
 	Dir string
-	// Reaper is the path of a binary that dispatches ReaperArg to
-	// ReaperMain (usually os.Executable()). When set on Linux the child runs
-	// under that subreaper wrapper. Ignored on other systems. The binary
-	// must be built from this version of the package: the reaper's
-	// arguments are private to it.
-	Reaper string
+	// Reaper, when set on Linux, runs the child under one of the pool's
+	// subreaper wrappers (see ReaperPool). Ignored on other systems.
+	Reaper *ReaperPool
 	// OutputLimit is the combined budget, in bytes, for everything the child
 	// writes to stdout and stderr. It must be positive.
 	OutputLimit int64
@@ -96,9 +94,10 @@ func (e Exit) Success() bool { return e.Code == 0 && e.Signal == 0 }
 // Process is a started child. Its stdin and stdout are pipes owned by the
 // caller; stderr is collected privately. Call Wait, then Close.
 type Process struct {
-	cmd       *exec.Cmd
+	cmd       *exec.Cmd   // the child, when it runs without a reaper
+	rc        *reaperConn // the reaper running the child, when wrapped
+	pool      *ReaperPool // where rc goes back to
 	pid       int
-	wrapped   bool
 	killGrace time.Duration
 
 	stdin   *os.File
@@ -117,12 +116,8 @@ type Process struct {
 	killTimer *time.Timer
 	reason    error
 	exit      Exit
+	sweep     sweepReport // what the reaper's sweep did (wrapped only)
 	closeOnce sync.Once
-
-	// execR is the read end of the reaper's exec-failure report (wrapped
-	// children only); execFailed is set from it once the child is reaped.
-	execR      *os.File
-	execFailed bool
 }
 
 // Start starts c. The child is stopped (SIGTERM, then SIGKILL to its group
@@ -145,22 +140,18 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	if err != nil {
 		return nil, startError("resolve executable path", err)
 	}
+	dir := c.Dir
+	if dir != "" {
+		if dir, err = filepath.Abs(dir); err != nil {
+			return nil, startError("resolve working directory", err)
+		}
+	}
 	argv := append([]string{path}, c.Args...)
-	env := append([]string{}, c.Env...) // never nil: nil would mean os.Environ()
-	exe, wrapped := path, false
-	if c.Reaper != "" && reaperSupported {
-		if err := checkExecutable(path); err != nil {
-			return nil, err
-		}
-		reaper, err := filepath.Abs(c.Reaper)
-		if err != nil {
-			return nil, startError("resolve reaper path", err)
-		}
-		exe, wrapped = reaper, true
-		argv, env = reaperCommand(reaper, argv, env)
+	env := dedupEnv(c.Env)
+	if hasNUL(dir) || slices.ContainsFunc(argv, hasNUL) || slices.ContainsFunc(env, hasNUL) {
+		return nil, &StartError{Reason: "argument, environment or directory contains NUL"}
 	}
 	p := &Process{
-		wrapped:    wrapped,
 		killGrace:  c.KillGrace,
 		stderr:     &headBuffer{limit: c.StderrBytes},
 		budget:     newBudget(c.OutputLimit),
@@ -176,38 +167,32 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 		}
 		pipes[i], pipes[i+1] = r, w
 	}
-	var execW *os.File
-	if wrapped {
-		// The reaper reports a failed exec of the program (bad
-		// interpreter, ENOEXEC, …) on this pipe (its fd 3), so that it is a
-		// start failure rather than the program's own exit status.
-		r, w, err := os.Pipe()
-		if err != nil {
-			closeFiles(pipes[:]...)
-			return nil, startError("create pipe", err)
+	if c.Reaper != nil && reaperSupported {
+		p.pool = c.Reaper
+		p.rc, p.pid, err = c.Reaper.spawn(spawnRequest{path: path, dir: dir, argv: argv, env: env},
+			[3]*os.File{pipes[0], pipes[3], pipes[5]})
+	} else {
+		p.cmd = &exec.Cmd{
+			Path:        path,
+			Args:        argv,
+			Env:         env,
+			Dir:         dir,
+			Stdin:       pipes[0],
+			Stdout:      pipes[3],
+			Stderr:      pipes[5],
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 		}
-		p.execR, execW = r, w
+		if err = p.cmd.Start(); err != nil {
+			err = startError("spawn", err)
+		} else {
+			p.pid = p.cmd.Process.Pid
+		}
 	}
-	p.cmd = &exec.Cmd{
-		Path:        exe,
-		Args:        argv,
-		Env:         env,
-		Dir:         c.Dir,
-		Stdin:       pipes[0],
-		Stdout:      pipes[3],
-		Stderr:      pipes[5],
-		SysProcAttr: procAttr(wrapped),
-	}
-	if execW != nil {
-		p.cmd.ExtraFiles = []*os.File{execW}
-	}
-	err = p.cmd.Start()
-	closeFiles(pipes[0], pipes[3], pipes[5], execW) // the child's ends
+	closeFiles(pipes[0], pipes[3], pipes[5]) // the child's ends
 	if err != nil {
-		closeFiles(pipes[1], pipes[2], pipes[4], p.execR)
-		return nil, startError("spawn", err)
+		closeFiles(pipes[1], pipes[2], pipes[4])
+		return nil, err
 	}
-	p.pid = p.cmd.Process.Pid
 	p.stdin, p.stdoutR, p.stderrR = pipes[1], pipes[2], pipes[4]
 	p.stdout = &meteredReader{r: p.stdoutR, b: p.budget}
 	go p.copyStderr()
@@ -216,31 +201,25 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	return p, nil
 }
 
-// The reaper is a Go program, and the Go runtime sizes itself at start
-// from GOMAXPROCS or, without it, from the CPU affinity and cgroup CPU
-// limits, which costs /proc and /sys reads and more threads on every
-// plugin start. When the program's environment does not set GOMAXPROCS,
-// supervise appends reaperRuntimeEnv to the reaper's environment and puts
-// reaperEnvFlag before the program's path; the reaper then removes that
-// last entry again, so the program's environment stays exactly Env.
-const (
-	reaperEnvFlag = "-drop-last-env" // never an absolute path
-	// reaperExecFDFlag tells the reaper that fd 3 is the write end of the
-	// exec-failure report (see Process.ExecFailed).
-	reaperExecFDFlag = "-exec-report-fd3"
-	reaperRuntimeEnv = "GOMAXPROCS=1"
-)
-
-// reaperCommand returns the reaper's argv and environment for the program
-// argv with environment env.
-func reaperCommand(reaper string, argv, env []string) ([]string, []string) {
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "GOMAXPROCS=") {
-			return append([]string{reaper, ReaperArg, reaperExecFDFlag}, argv...), env
+// dedupEnv returns a copy of env (never nil: nil would mean os.Environ()
+// to os/exec) in which only the last entry of each variable is kept, where
+// that last entry stood: the child sees exactly what os/exec would give it,
+// with or without a reaper.
+func dedupEnv(env []string) []string {
+	seen := make(map[string]bool, len(env))
+	out := make([]string, 0, len(env))
+	for i := len(env) - 1; i >= 0; i-- {
+		key, _, _ := strings.Cut(env[i], "=")
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, env[i])
 		}
 	}
-	return append([]string{reaper, ReaperArg, reaperExecFDFlag, reaperEnvFlag}, argv...), append(env, reaperRuntimeEnv)
+	slices.Reverse(out)
+	return out
 }
+
+func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
 
 func closeFiles(fs ...*os.File) {
 	for _, f := range fs {
@@ -250,34 +229,8 @@ func closeFiles(fs ...*os.File) {
 	}
 }
 
-// checkExecutable is the spawn check made before a reaper starts the
-// program, so that common spawn failures stay distinguishable from the
-// program's own nonzero exit.
-func checkExecutable(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return startError("spawn", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return &StartError{Reason: "spawn", Err: syscall.EACCES}
-	}
-	if err := syscall.Access(path, 1 /* X_OK */); err != nil {
-		return startError("spawn", err)
-	}
-	return nil
-}
-
-// ExecFailed reports, after the child was reaped (Done closed), whether a
-// reaper could not execute the program (bad interpreter, wrong format, …):
-// a start failure that only shows after Start returned. It is always false
-// without a reaper.
-func (p *Process) ExecFailed() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.execFailed
-}
-
-// Pid returns the child's process id (the reaper's when wrapped).
+// Pid returns the child's process id (also when wrapped: the reaper's
+// child).
 func (p *Process) Pid() int { return p.pid }
 
 // Stdin returns the write end of the child's stdin.
@@ -313,10 +266,9 @@ func (p *Process) Stderr() []byte { return p.stderr.bytes() }
 // StderrTotal returns how many stderr bytes the child wrote in all.
 func (p *Process) StderrTotal() int64 { return p.stderr.total() }
 
-// Terminate asks the child to stop: SIGTERM to the reaper when wrapped (it
-// forwards the signal and cleans up), else SIGTERM and SIGCONT to the
-// process group; SIGKILL to the group follows after KillGrace. It does
-// nothing once the child has been reaped.
+// Terminate asks the child to stop: SIGTERM and SIGCONT to its process
+// group (sent by the reaper when wrapped); SIGKILL to the group follows
+// after KillGrace. It does nothing once the child has been reaped.
 func (p *Process) Terminate() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -324,8 +276,8 @@ func (p *Process) Terminate() {
 		return
 	}
 	p.termSent = true
-	if p.wrapped {
-		syscall.Kill(p.pid, syscall.SIGTERM)
+	if p.rc != nil {
+		p.rc.signal(msgTerminate)
 	} else {
 		syscall.Kill(-p.pid, syscall.SIGTERM)
 		syscall.Kill(-p.pid, syscall.SIGCONT)
@@ -337,7 +289,11 @@ func (p *Process) Terminate() {
 func (p *Process) Kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.reaped {
+	switch {
+	case p.reaped:
+	case p.rc != nil:
+		p.rc.signal(msgKill)
+	default:
 		syscall.Kill(-p.pid, syscall.SIGKILL)
 	}
 }
@@ -384,32 +340,12 @@ func (p *Process) watch(ctx context.Context, timeout time.Duration) {
 	p.stopFor(reason)
 }
 
-// wait reaps the child. On Linux it first learns of the exit without
-// reaping, then, holding the lock that every group signal takes, kills
-// what is left of the group and reaps: a signal can never reach a recycled
-// process group id. Elsewhere it reaps first (a small race remains there).
+// wait reaps the child, then gives stderr killGrace to drain.
 func (p *Process) wait() {
-	if awaitExitNoReap(p.pid) {
-		p.mu.Lock()
-		syscall.Kill(-p.pid, syscall.SIGKILL)
-		p.cmd.Wait() // the child is a zombie: this returns at once
-		p.reapedLocked()
-		p.mu.Unlock()
+	if p.rc != nil {
+		p.waitWrapped()
 	} else {
-		p.cmd.Wait()
-		p.mu.Lock()
-		p.reapedLocked()
-		p.mu.Unlock()
-	}
-	if p.execR != nil {
-		// The reaper has exited, so every write end is closed: this read
-		// returns at once (one byte on a failed exec, else EOF).
-		var b [1]byte
-		n, _ := p.execR.Read(b[:])
-		p.execR.Close()
-		p.mu.Lock()
-		p.execFailed = n == 1
-		p.mu.Unlock()
+		p.waitDirect()
 	}
 	t := time.NewTimer(p.killGrace)
 	select {
@@ -422,16 +358,58 @@ func (p *Process) wait() {
 	close(p.done)
 }
 
-// reapedLocked records the reaped child's exit; p.mu is held.
-func (p *Process) reapedLocked() {
-	p.reaped = true
-	if p.killTimer != nil {
-		p.killTimer.Stop()
+// waitDirect reaps a child started without a reaper. On Linux it first
+// learns of the exit without reaping, then, holding the lock that every
+// group signal takes, kills what is left of the group and reaps: a signal
+// can never reach a recycled process group id. Elsewhere it reaps first (a
+// small race remains there).
+func (p *Process) waitDirect() {
+	if awaitExitNoReap(p.pid) {
+		p.mu.Lock()
+		syscall.Kill(-p.pid, syscall.SIGKILL)
+		p.cmd.Wait() // the child is a zombie: this returns at once
+	} else {
+		p.cmd.Wait()
+		p.mu.Lock()
 	}
+	defer p.mu.Unlock()
+	p.reapedLocked()
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		p.exit = Exit{Code: -1, Signal: ws.Signal()}
 	} else {
 		p.exit = Exit{Code: p.cmd.ProcessState.ExitCode()}
+	}
+}
+
+// waitWrapped waits for the reaper's report that the child was reaped and
+// its descendants swept. The reaper then goes back to the pool, unless its
+// sweep ran out of time (leftovers would be blamed on its next child) or
+// it failed; a failed reaper is stopped, and the child, which dies with
+// it, is reported as killed.
+func (p *Process) waitWrapped() {
+	r, err := p.rc.read()
+	healthy := err == nil && r.kind == msgExited
+	p.mu.Lock()
+	p.reapedLocked()
+	if healthy {
+		p.exit = Exit{Code: r.code, Signal: syscall.Signal(r.signal)}
+		p.sweep = sweepReport{fast: r.fast, term: r.term, kill: r.kill, timedOut: r.timedOut}
+	} else {
+		p.exit = Exit{Code: -1, Signal: syscall.SIGKILL}
+	}
+	p.mu.Unlock()
+	if healthy && !r.timedOut {
+		p.pool.put(p.rc)
+	} else {
+		p.rc.stop()
+	}
+}
+
+// reapedLocked marks the child reaped; p.mu is held.
+func (p *Process) reapedLocked() {
+	p.reaped = true
+	if p.killTimer != nil {
+		p.killTimer.Stop()
 	}
 }
 

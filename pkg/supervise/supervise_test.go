@@ -16,11 +16,10 @@ import (
 )
 
 // TestMain lets the test binary serve as the reaper, exactly as every
-// binary that runs plugins does (ReaperTestMain is ReaperMain that can
-// also report what its sweep did).
+// binary that runs plugins does.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
-		os.Exit(supervise.ReaperTestMain(os.Args[2:]))
+		os.Exit(supervise.ReaperMain(os.Args[2:]))
 	}
 	if dir := os.Getenv(orphanHelperEnv); dir != "" {
 		os.Exit(orphanHelper(dir))
@@ -46,6 +45,15 @@ func self(tb testing.TB) string {
 	return p
 }
 
+// reapers returns a pool of the test binary's reapers, closed (and its
+// reapers waited for) when the test ends.
+func reapers(tb testing.TB) *supervise.ReaperPool {
+	tb.Helper()
+	pl := supervise.NewReaperPool(self(tb))
+	tb.Cleanup(pl.Close)
+	return pl
+}
+
 // shell returns a Command running script under sh with only PATH set.
 func shell(tb testing.TB, script string) supervise.Command {
 	return supervise.Command{
@@ -57,8 +65,8 @@ func shell(tb testing.TB, script string) supervise.Command {
 }
 
 // The child's environment is exactly Env, with or without the reaper (which
-// runs itself with GOMAXPROCS=1 unless Env sets GOMAXPROCS, and must pass
-// neither that entry nor anything of its own on).
+// runs itself with GOMAXPROCS=1 and must pass neither that entry nor
+// anything of its own on).
 func TestRunEnvironmentIsExact(t *testing.T) {
 	t.Setenv("FORGE_SUPERVISE_LEAK", "must-not-appear")
 	envs := map[string][]string{
@@ -75,7 +83,7 @@ func TestRunEnvironmentIsExact(t *testing.T) {
 					OutputLimit: 4096,
 				}
 				if reaper {
-					c.Reaper = self(t)
+					c.Reaper = reapers(t)
 				}
 				res, err := supervise.Run(context.Background(), c, nil)
 				if err != nil {
@@ -92,6 +100,21 @@ func TestRunEnvironmentIsExact(t *testing.T) {
 					t.Fatalf("exit = %+v", res.Exit)
 				}
 			})
+		}
+	}
+}
+
+// A variable set twice reaches the child once, with its last value, at
+// the place of its last entry, with or without the reaper.
+func TestRunEnvironmentDuplicatesLastWins(t *testing.T) {
+	for _, pl := range []*supervise.ReaperPool{nil, reapers(t)} {
+		c := supervise.Command{Path: mustLook(t, "env"), Env: []string{"A=1", "B=x", "A=2", "C="}, OutputLimit: 4096, Reaper: pl}
+		res, err := supervise.Run(context.Background(), c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(res.Stdout), "B=x\nA=2\nC=\n"; got != want {
+			t.Fatalf("reaper %v: environment = %q, want %q", pl != nil, got, want)
 		}
 	}
 }
@@ -221,11 +244,14 @@ func TestStartErrorsAreValueFree(t *testing.T) {
 	}
 	cases := map[string]supervise.Command{
 		"missing":         {Path: missing, Args: []string{"secret-arg"}, OutputLimit: 1},
-		"missing reaper":  {Path: missing, Reaper: self(t), OutputLimit: 1},
+		"missing reaper":  {Path: missing, Reaper: reapers(t), OutputLimit: 1},
 		"not executable":  {Path: notExec, OutputLimit: 1},
-		"not exec reaper": {Path: notExec, Reaper: self(t), OutputLimit: 1},
+		"not exec reaper": {Path: notExec, Reaper: reapers(t), OutputLimit: 1},
+		"bad dir reaper":  {Path: mustLook(t, "sh"), Dir: missing, Reaper: reapers(t), OutputLimit: 1},
 		"bad dir":         {Path: mustLook(t, "sh"), Dir: missing, OutputLimit: 1},
 		"no limit":        {Path: mustLook(t, "sh")},
+		"NUL in env":      {Path: mustLook(t, "sh"), Env: []string{"SECRET=a\x00b"}, Reaper: reapers(t), OutputLimit: 1},
+		"NUL in arg":      {Path: mustLook(t, "sh"), Args: []string{"secret\x00"}, OutputLimit: 1},
 		"empty path":      {OutputLimit: 1},
 	}
 	for name, c := range cases {

@@ -143,7 +143,7 @@ func TestTextExecutorActivity(t *testing.T) {
 	if _, err := CheckHost(c, envWith(map[string]string{"FORGE_WORKER_TOKEN": testToken})); err != nil {
 		t.Fatal(err)
 	}
-	x := NewTextExecutor(c, lookupIn(workerEnv), "")
+	x := NewTextExecutor(c, lookupIn(workerEnv), nil)
 	var got []activity.Payload
 	tr := activity.NewTracker("j_1", "a_1", activity.Version, func(p activity.Payload) { got = append(got, p) })
 	r := x.Execute(withTracker(context.Background(), tr), leaseFor(t, testPolicy("reference"), "hello"))

@@ -2,8 +2,11 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,14 +107,40 @@ func noPluginRate(b *testing.B, n int, backlog bool) (phase, float64) {
 			}
 		}()
 	}
+	stopProfile := profileMeasured(b)
 	for i := 0; i < n; i++ {
 		if e := <-reported; e.Code != "" {
 			b.Fatalf("attempt failed: %s", e.Code)
 		}
 	}
+	stopProfile()
 	p := phase{
 		rate:  float64(n) / time.Since(start).Seconds(),
 		cpuMS: float64((processCPU() - cpu0).Microseconds()) / float64(n) / 1000,
 	}
 	return p, float64(rg.st.Stats().Commits-commits0) / float64(n)
+}
+
+// profiled numbers the measured phases profiled in this process.
+var profiled atomic.Int32
+
+// profileMeasured writes a CPU profile of the measured phase only (not
+// the Gate's startup or a backlog's submits) to $NOPLUGIN_CPUPROFILE.N
+// when that variable is set; go test's -cpuprofile must then be unset.
+func profileMeasured(b *testing.B) (stop func()) {
+	base := os.Getenv("NOPLUGIN_CPUPROFILE")
+	if base == "" {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", base, profiled.Add(1)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/plugin/host"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
@@ -46,9 +47,18 @@ type phase struct {
 	rate, cpuMS float64
 }
 
-func measurePhase(n int, start time.Time, cpu0 time.Duration) phase {
+// measurePhase ends a phase of n operations that started at start with
+// processCPU() at cpu0. Long-lived reapers and the plugins they ran count
+// towards processCPU only once the reapers have exited and been reaped, so
+// the pool (when there is one) is closed after the clock stops and before
+// the CPU time is read.
+func measurePhase(n int, start time.Time, cpu0 time.Duration, reapers *supervise.ReaperPool) phase {
+	elapsed := time.Since(start)
+	if reapers != nil {
+		reapers.Close()
+	}
 	return phase{
-		rate:  float64(n) / time.Since(start).Seconds(),
+		rate:  float64(n) / elapsed.Seconds(),
 		cpuMS: float64((processCPU() - cpu0).Microseconds()) / float64(n) / 1000,
 	}
 }
@@ -76,12 +86,12 @@ func bareSpawnRate(b *testing.B, plugin string, n int) phase {
 		}()
 	}
 	wg.Wait()
-	return measurePhase(n, start, cpu0)
+	return measurePhase(n, start, cpu0, nil)
 }
 
 // bareSessionRate runs n complete text sessions of the plugin through the
-// plugin runner (under the wrapper when reaper is set), without Gate or
-// Worker, with 2 concurrent runners.
+// plugin runner (under a pool of reapers started from reaper when set),
+// without Gate or Worker, with 2 concurrent runners.
 func bareSessionRate(b *testing.B, exe, reaper string, n int) phase {
 	b.Helper()
 	jobs := make(chan struct{}, n)
@@ -90,6 +100,10 @@ func bareSessionRate(b *testing.B, exe, reaper string, n int) phase {
 	}
 	close(jobs)
 	dir := b.TempDir()
+	var reapers *supervise.ReaperPool
+	if reaper != "" {
+		reapers = supervise.NewReaperPool(reaper)
+	}
 	start, cpu0 := time.Now(), processCPU()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
@@ -98,7 +112,7 @@ func bareSessionRate(b *testing.B, exe, reaper string, n int) phase {
 		go func() {
 			defer wg.Done()
 			for range jobs {
-				_, err := host.Run(context.Background(), host.Command{Path: exe, Env: []string{}, Dir: dir, OutputBytes: 1 << 20, Reaper: reaper},
+				_, err := host.Run(context.Background(), host.Command{Path: exe, Env: []string{}, Dir: dir, OutputBytes: 1 << 20, Reaper: reapers},
 					host.Request{Offer: []plugin.Capability{plugin.CapText, plugin.CapProgress, plugin.CapCancel}, Operation: plugin.OpText, Input: "benchmark input"}, nil)
 				if err != nil {
 					errs <- err
@@ -113,7 +127,7 @@ func bareSessionRate(b *testing.B, exe, reaper string, n int) phase {
 		b.Fatal(err)
 	default:
 	}
-	return measurePhase(n, start, cpu0)
+	return measurePhase(n, start, cpu0, reapers)
 }
 
 // BenchmarkEndToEndText measures text jobs/s through the real Gate
@@ -145,11 +159,13 @@ func BenchmarkEndToEndText(b *testing.B) {
 		bare := bareSpawnRate(b, plugin, jobs)
 		sessions := bareSessionRate(b, plugin, "", jobs)
 		wrapped := bareSessionRate(b, plugin, reaper, jobs)
-		text := func(c *Config) Executor { return NewTextExecutor(c, os.LookupEnv, reaper) }
-		e2e, failed := endToEndRate(b, plugin, "", text, jobs, false)
-		backlog, failedBacklog := endToEndRate(b, plugin, "", text, jobs, true)
-		pinned, failedPinned := endToEndRate(b, plugin, digest, text, jobs, false)
-		noPlugin, _ := endToEndRate(b, plugin, "", func(*Config) Executor { return instantExec{} }, jobs, false)
+		text := func(c *Config, reapers *supervise.ReaperPool) Executor {
+			return NewTextExecutor(c, os.LookupEnv, reapers)
+		}
+		e2e, failed := endToEndRate(b, plugin, reaper, "", text, jobs, false)
+		backlog, failedBacklog := endToEndRate(b, plugin, reaper, "", text, jobs, true)
+		pinned, failedPinned := endToEndRate(b, plugin, reaper, digest, text, jobs, false)
+		noPlugin, _ := endToEndRate(b, plugin, reaper, "", func(*Config, *supervise.ReaperPool) Executor { return instantExec{} }, jobs, false)
 		b.ReportMetric(float64(failed+failedBacklog+failedPinned), "failed-attempts")
 		b.ReportMetric(backlog.rate, "e2e-backlog-jobs/s")
 		b.ReportMetric(pinned.rate, "e2e-pinned-jobs/s")
@@ -175,13 +191,15 @@ func BenchmarkEndToEndText(b *testing.B) {
 // backlog the jobs are all submitted before the Worker starts; otherwise
 // they are submitted while it runs. A non-empty pin is the plugin's
 // sha256 in the config.
-func endToEndRate(b *testing.B, plugin, pin string, executor func(*Config) Executor, n int, backlog bool) (phase, int) {
+func endToEndRate(b *testing.B, plugin, reaper, pin string, executor func(*Config, *supervise.ReaperPool) Executor, n int, backlog bool) (phase, int) {
 	b.Helper()
 	dir := b.TempDir()
 	state := filepath.Join(dir, "state")
 	if err := os.Mkdir(state, 0o700); err != nil {
 		b.Fatal(err)
 	}
+	reapers := supervise.NewReaperPool(reaper)
+	defer reapers.Close() // measurePhase closes it first on success
 	rg := startRealGate(b, gateJSON(filepath.Join(state, "forge.db"), 2, "30s", "1s", 3, "reference"), "")
 	defer rg.stop()
 	c := &Config{
@@ -198,7 +216,7 @@ func endToEndRate(b *testing.B, plugin, pin string, executor func(*Config) Execu
 	reported := make(chan Event, n)
 	connected := make(chan Event, 2)
 	w := New(Options{Config: c, Token: testToken,
-		Executors: map[wire.Kind]Executor{wire.KindText: executor(c)},
+		Executors: map[wire.Kind]Executor{wire.KindText: executor(c, reapers)},
 		Observe: func(e Event) {
 			var ch chan Event
 			switch e.Kind {
@@ -240,7 +258,7 @@ func endToEndRate(b *testing.B, plugin, pin string, executor func(*Config) Execu
 			failed++
 		}
 	}
-	return measurePhase(n, start, cpu0), failed
+	return measurePhase(n, start, cpu0, reapers), failed
 }
 
 // postJob submits a text job without the testing.TB helpers, for use off

@@ -12,6 +12,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/gitx"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/plugin/host"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
@@ -104,8 +105,9 @@ func (noActivity) ChecksEnded(string, string)                  {}
 type CodingOptions struct {
 	// LookupEnv supplies the values of allowlisted variables (os.LookupEnv).
 	LookupEnv func(string) (string, bool)
-	// Reaper is the binary that dispatches supervise.ReaperArg (empty: none).
-	Reaper string
+	// Reaper runs plugins and checks under the Linux child-subreaper
+	// wrapper (nil: none).
+	Reaper *supervise.ReaperPool
 	// Git is the absolute path of git (empty: found on LookupEnv("PATH")).
 	Git string
 	// Now is the clock for commit dates and durations (default time.Now).

@@ -8,6 +8,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/plugin/host"
 	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
@@ -16,13 +17,13 @@ import (
 type TextExecutor struct {
 	cfg    *Config
 	lookup func(string) (string, bool)
-	reaper string
+	reaper *supervise.ReaperPool
 }
 
 // NewTextExecutor returns the text executor. lookupEnv (os.LookupEnv in
-// production) supplies the values of allowed variables; reaper is the
-// path of the binary that dispatches supervise.ReaperArg (empty: none).
-func NewTextExecutor(cfg *Config, lookupEnv func(string) (string, bool), reaper string) *TextExecutor {
+// production) supplies the values of allowed variables; reaper runs each
+// plugin under the Linux child-subreaper wrapper (nil: none).
+func NewTextExecutor(cfg *Config, lookupEnv func(string) (string, bool), reaper *supervise.ReaperPool) *TextExecutor {
 	return &TextExecutor{cfg: cfg, lookup: lookupEnv, reaper: reaper}
 }
 
@@ -150,7 +151,7 @@ func (r *pluginRun) end() { _ = os.RemoveAll(r.dir) }
 
 // cmd is the runner command: configured argv, the resolved environment,
 // the private directory, and the policy's plugin limits.
-func (r *pluginRun) cmd(reaper string) host.Command {
+func (r *pluginRun) cmd(reaper *supervise.ReaperPool) host.Command {
 	return host.Command{
 		Path:        r.plugin.Argv[0],
 		Args:        slices.Clone(r.plugin.Argv[1:]),

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
@@ -80,7 +81,9 @@ func lookupIn(m map[string]string) func(string) (string, bool) {
 }
 
 func newTestExecutor(t *testing.T, c *Config) *TextExecutor {
-	return NewTextExecutor(c, lookupIn(workerEnv), testBinary(t))
+	reapers := supervise.NewReaperPool(testBinary(t))
+	t.Cleanup(reapers.Close)
+	return NewTextExecutor(c, lookupIn(workerEnv), reapers)
 }
 
 func TestTextExecutorRunsPlugin(t *testing.T) {

@@ -250,7 +250,7 @@ func startRealWorker(t *testing.T, gateAddr string) <-chan string {
 	w := worker.New(worker.Options{
 		Config:    cfg,
 		Token:     token,
-		Executors: map[wire.Kind]worker.Executor{wire.KindText: worker.NewTextExecutor(cfg, os.LookupEnv, "")},
+		Executors: map[wire.Kind]worker.Executor{wire.KindText: worker.NewTextExecutor(cfg, os.LookupEnv, nil)},
 		Observe: func(e worker.Event) {
 			if e.Kind == worker.EventReported {
 				select {

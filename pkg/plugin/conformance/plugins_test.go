@@ -199,13 +199,15 @@ func requireAllPass(t *testing.T, op plugin.Operation, sum Summary, got map[stri
 
 // selfReaper is the test binary, which dispatches the reaper mode in
 // TestMain, so host-runner sessions run under the Linux wrapper.
-func selfReaper(t *testing.T) string {
+func selfReaper(t *testing.T) *supervise.ReaperPool {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return self
+	pl := supervise.NewReaperPool(self)
+	t.Cleanup(pl.Close)
+	return pl
 }
 
 func TestReferencePluginPassesEveryScenario(t *testing.T) {
@@ -227,7 +229,7 @@ func TestWorkspacePluginPassesEveryScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, got := runSuite(t, Config{Command: []string{self, fakeWorkspaceArg, "ok"}, Operation: plugin.OpWorkspaceEdit, Reaper: self})
+	sum, got := runSuite(t, Config{Command: []string{self, fakeWorkspaceArg, "ok"}, Operation: plugin.OpWorkspaceEdit, Reaper: selfReaper(t)})
 	requireAllPass(t, plugin.OpWorkspaceEdit, sum, got)
 }
 

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/0k-lab/agent-forge/pkg/plugin"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 // Config is one run of the suite against one plugin.
@@ -38,10 +39,10 @@ type Config struct {
 	// Random is the source of session ids; nil means crypto/rand.
 	Random io.Reader
 	// Reaper is passed to pkg/plugin/host for the host-runner session: a
-	// binary that dispatches supervise.ReaperArg (see pkg/supervise), so
-	// on Linux the plugin runs under the Worker's child-subreaper wrapper.
-	// Empty runs that session without the wrapper.
-	Reaper string
+	// pool of reapers (see pkg/supervise), so on Linux the plugin runs
+	// under the Worker's child-subreaper wrapper. Nil runs that session
+	// without the wrapper.
+	Reaper *supervise.ReaperPool
 }
 
 // DefaultTimeout is the per-scenario bound when Config.Timeout is zero.

@@ -49,33 +49,21 @@ func BenchmarkSpawnRefPlugin(b *testing.B) {
 	})
 }
 
-// bare spawn-and-wait of the wrapper binary itself (reaper mode without a
-// program: it starts and exits at once).
-func BenchmarkSpawnWrapper(b *testing.B) {
-	measure(b, func() error {
-		err := exec.Command(built.wrapper, supervise.ReaperArg).Run()
-		if _, ok := err.(*exec.ExitError); ok {
-			return nil
-		}
-		return err
-	})
-}
-
 // (a) under the wrapper: the same bare spawn-and-wait with the reference
-// plugin started by the child-subreaper wrapper. The difference to (a) is
-// what the wrapper costs per invocation when nothing is left to clean up
-// (its fast path): one more process start.
+// plugin started by a long-lived child-subreaper wrapper from the pool.
+// The difference to (a) is what the wrapper costs per invocation when
+// nothing is left to clean up (its fast path): a few messages on a socket.
 func BenchmarkSpawnWrappedRefPlugin(b *testing.B) {
+	reapers := supervise.NewReaperPool(built.wrapper)
+	defer reapers.Close()
+	cmd := supervise.Command{Path: built.refPlugin, Env: []string{}, OutputLimit: 1 << 20, Reaper: reapers}
 	measure(b, func() error {
-		err := exec.Command(built.wrapper, supervise.ReaperArg, built.refPlugin).Run()
-		if _, ok := err.(*exec.ExitError); ok {
-			return nil
-		}
+		_, err := supervise.Run(context.Background(), cmd, nil)
 		return err
 	})
 }
 
-func benchSession(b *testing.B, reaper string) {
+func benchSession(b *testing.B, reaper *supervise.ReaperPool) {
 	cmd := host.Command{Path: built.refPlugin, Env: []string{}, OutputBytes: 1 << 20, Reaper: reaper}
 	req := host.Request{Offer: []plugin.Capability{plugin.CapText}, Operation: plugin.OpText, Input: "hello, forge"}
 	measure(b, func() error {
@@ -88,7 +76,11 @@ func benchSession(b *testing.B, reaper string) {
 }
 
 // (b) a complete text session through the runner, without the wrapper.
-func BenchmarkSessionPlain(b *testing.B) { benchSession(b, "") }
+func BenchmarkSessionPlain(b *testing.B) { benchSession(b, nil) }
 
 // (c) the same session under the Linux child-subreaper wrapper.
-func BenchmarkSessionWrapped(b *testing.B) { benchSession(b, built.wrapper) }
+func BenchmarkSessionWrapped(b *testing.B) {
+	reapers := supervise.NewReaperPool(built.wrapper)
+	defer reapers.Close()
+	benchSession(b, reapers)
+}

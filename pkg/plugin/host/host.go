@@ -32,10 +32,10 @@ type Command struct {
 	Args []string // arguments after the program name
 	Env  []string // the plugin's complete environment
 	Dir  string   // working directory; empty means the caller's
-	// Reaper is the path of a binary that dispatches supervise.ReaperArg
-	// (usually os.Executable()); on Linux the plugin then runs under the
-	// child-subreaper wrapper. Empty runs the plugin directly.
-	Reaper string
+	// Reaper, when set, runs the plugin under one of the pool's Linux
+	// child-subreaper wrappers (see supervise.ReaperPool); nil runs the
+	// plugin directly.
+	Reaper *supervise.ReaperPool
 	// OutputBytes is the combined stdout+stderr budget
 	// (plugin_output_bytes); it must be positive.
 	OutputBytes int64
@@ -125,10 +125,6 @@ func Run(ctx context.Context, cmd Command, req Request, onProgress func(Progress
 		return Outcome{}, &Error{Kind: KindCancelled, Err: ctx.Err()}
 	case opCtx.Err() != nil:
 		return Outcome{}, &Error{Kind: KindTimeout, Err: opCtx.Err()}
-	case err != nil && proc.ExecFailed():
-		// The reaper could not execute the plugin (bad interpreter, …):
-		// a spawn failure, not a protocol violation.
-		return Outcome{}, &Error{Kind: KindSpawn, Reason: "the plugin could not be executed"}
 	}
 	return out, err
 }

@@ -76,7 +76,7 @@ func TestReferencePluginSession(t *testing.T) {
 		t.Run(map[bool]string{false: "plain", true: "wrapped"}[wrapped], func(t *testing.T) {
 			cmd := host.Command{Path: built.refPlugin, Env: []string{}, OutputBytes: 1 << 20}
 			if wrapped {
-				cmd.Reaper = built.wrapper
+				cmd.Reaper = built.reapers
 			}
 			tr := &tracer{}
 			cmd.Trace = tr.hook
@@ -197,7 +197,7 @@ func TestEnvironmentIsExact(t *testing.T) {
 	t.Setenv("FORGE_HOST_LEAK", "x")
 	cmd := fakeCmd(t, "env")
 	cmd.Env = []string{"ONLY=this", "AND=that"}
-	cmd.Reaper = built.wrapper
+	cmd.Reaper = built.reapers
 	out, err := host.Run(context.Background(), cmd, textReq("x"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func TestCancellationIsAuthoritative(t *testing.T) {
 		{"cancel-failure", false, 1},     // plugin's own cancelled failure
 		{"cancel-garbage", false, 1},     // exchange error after cancel
 		{"cancel-ignored", false, 1},     // plugin ignores cancel: drained, then terminated
-		{"cancel-ignored", true, 1},      // same, and the wrapper exits 143 from cleanup
+		{"cancel-ignored", true, 1},      // same, under the wrapper
 		{"no-cancel-cap", false, 0},      // not negotiated: terminated, no frame
 		{"no-cancel-cap", true, 0},       // same under the wrapper
 		{"limit-after-cancel", false, 1}, // output limit after the context ended
@@ -283,7 +283,7 @@ func TestCancellationIsAuthoritative(t *testing.T) {
 				cmd.OutputBytes = 1 << 20
 			}
 			if c.wrapped {
-				cmd.Reaper = built.wrapper
+				cmd.Reaper = built.reapers
 			}
 			tr := &tracer{}
 			cmd.Trace = tr.hook
@@ -340,7 +340,7 @@ func TestSpawnFailure(t *testing.T) {
 	for _, wrapped := range []bool{false, true} {
 		cmd := host.Command{Path: t.TempDir() + "/missing", Env: []string{}, OutputBytes: 10}
 		if wrapped {
-			cmd.Reaper = built.wrapper
+			cmd.Reaper = built.reapers
 		}
 		_, err := host.Run(context.Background(), cmd, textReq("x"), nil)
 		wantKind(t, err, host.KindSpawn)
@@ -352,7 +352,7 @@ func TestSpawnFailure(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/nonexistent/interpreter\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cmd := host.Command{Path: script, Env: []string{}, OutputBytes: 10, Reaper: built.wrapper}
+	cmd := host.Command{Path: script, Env: []string{}, OutputBytes: 10, Reaper: built.reapers}
 	_, err := host.Run(context.Background(), cmd, textReq("x"), nil)
 	wantKind(t, err, host.KindSpawn)
 }
@@ -376,7 +376,7 @@ func runSetsid(t *testing.T, wrapped bool) (pid int, start string) {
 	cmd := fakeCmd(t, "setsid")
 	cmd.Env = []string{"FAKE_DIR=" + dir}
 	if wrapped {
-		cmd.Reaper = built.wrapper
+		cmd.Reaper = built.reapers
 	}
 	out, err := host.Run(context.Background(), cmd, textReq("x"), nil)
 	if err != nil || out.Output != "left a grandchild" {

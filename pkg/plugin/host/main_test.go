@@ -15,6 +15,8 @@ type bins struct {
 	refPlugin string // cmd/forge-ref-plugin
 	wrapper   string // testdata/demo: a small binary with reaper mode
 	fake      string // testdata/fakeplugin: scripted plugin scenarios
+	// reapers is a pool of wrapper's reapers, shared by every test.
+	reapers *supervise.ReaperPool
 }
 
 // built is set once by TestMain before any test runs and only read after.
@@ -53,5 +55,7 @@ func testMain(m *testing.M) int {
 			return 1
 		}
 	}
+	built.reapers = supervise.NewReaperPool(built.wrapper)
+	defer built.reapers.Close()
 	return m.Run()
 }

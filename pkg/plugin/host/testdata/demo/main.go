@@ -61,7 +61,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		cmd.Reaper = self
+		reapers := supervise.NewReaperPool(self)
+		defer reapers.Close()
+		cmd.Reaper = reapers
 	}
 	req := host.Request{
 		Offer:     []plugin.Capability{plugin.CapText, plugin.CapProgress, plugin.CapCancel},

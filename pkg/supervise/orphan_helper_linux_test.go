@@ -31,13 +31,13 @@ func orphanHelper(dir string) int {
 		Args:        []string{"-c", orphanScript},
 		Env:         []string{"PATH=" + os.Getenv("PATH"), "D=" + dir},
 		OutputLimit: 1 << 20,
-		Reaper:      self,
+		Reaper:      supervise.NewReaperPool(self),
 	})
 	if err != nil {
 		return 1
 	}
 	var line [256]byte
 	n, _ := p.Stdout().Read(line[:])
-	fmt.Printf("%d %s", p.Pid(), line[:n])
+	fmt.Printf("%d %s", supervise.ReaperPid(p), line[:n])
 	select {}
 }

@@ -1,0 +1,151 @@
+package supervise
+
+import (
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// reaperStartTimeout bounds how long supervise waits for a reaper's answer
+// to a spawn (a fork and exec); a reaper that does not answer is stopped.
+const reaperStartTimeout = 30 * time.Second
+
+// reaperStopWait bounds how long stop waits for a reaper to finish its
+// cleanup and exit before it kills it.
+const reaperStopWait = 2 * time.Second
+
+// reaperConn is supervise's end of one reaper process.
+type reaperConn struct {
+	cmd  *exec.Cmd
+	conn *net.UnixConn
+	buf  [64]byte
+}
+
+// startReaper starts a reaper process from exe with its end of a new
+// SOCK_SEQPACKET socket pair as fd 3. The reaper runs with GOMAXPROCS=1 as
+// its whole environment (its Go runtime then sizes itself without reading
+// /proc and /sys) in its own process group, so terminal signals meant for
+// the caller do not reach it.
+func startReaper(exe string) (*reaperConn, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, startError("create reaper socket", err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "reaper"), os.NewFile(uintptr(fds[1]), "reaper")
+	defer theirs.Close()
+	fc, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		return nil, startError("create reaper socket", err)
+	}
+	conn, ok := fc.(*net.UnixConn)
+	if !ok {
+		fc.Close()
+		return nil, &StartError{Reason: "create reaper socket"}
+	}
+	cmd := &exec.Cmd{
+		Path:        exe,
+		Args:        []string{exe, ReaperArg},
+		Env:         []string{"GOMAXPROCS=1"},
+		ExtraFiles:  []*os.File{theirs},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if err := cmd.Start(); err != nil {
+		conn.Close()
+		return nil, startError("start reaper", err)
+	}
+	return &reaperConn{cmd: cmd, conn: conn}, nil
+}
+
+var errReaperGone = errors.New("reaper connection failed")
+
+// spawn asks the reaper to start req with files as its stdin, stdout and
+// stderr and returns the reaper's answer (msgStarted or msgFailed).
+func (rc *reaperConn) spawn(msg []byte, files [3]*os.File) (reply, error) {
+	rights := syscall.UnixRights(int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd()))
+	rc.conn.SetDeadline(time.Now().Add(reaperStartTimeout))
+	defer rc.conn.SetDeadline(time.Time{})
+	if _, _, err := rc.conn.WriteMsgUnix(msg, rights, nil); err != nil {
+		return reply{}, errReaperGone
+	}
+	r, err := rc.read()
+	if err != nil || (r.kind != msgStarted && r.kind != msgFailed) {
+		return reply{}, errReaperGone
+	}
+	return r, nil
+}
+
+// read returns the reaper's next message.
+func (rc *reaperConn) read() (reply, error) {
+	n, oobn, flags, _, err := rc.conn.ReadMsgUnix(rc.buf[:], nil)
+	if err != nil || n == 0 || oobn != 0 || flags&syscall.MSG_TRUNC != 0 {
+		return reply{}, errReaperGone
+	}
+	return decodeReply(rc.buf[:n])
+}
+
+// signal sends a terminate or kill message. A failure needs no handling:
+// the reaper is then gone, and so is its program (parent-death signal).
+func (rc *reaperConn) signal(kind byte) {
+	rc.conn.Write([]byte{kind})
+}
+
+// stop closes the socket, which makes the reaper stop its program (if
+// any), sweep, and exit; it waits for that, bounded by reaperStopWait,
+// and kills the reaper after.
+func (rc *reaperConn) stop() {
+	rc.conn.Close()
+	done := make(chan struct{})
+	go func() {
+		rc.cmd.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(reaperStopWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		rc.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// spawn starts req under one of the pool's reapers with files as its
+// stdin, stdout and stderr. It returns the reaper, now busy with the
+// child, and the child's pid. An idle reaper that has died meanwhile is
+// replaced once by a fresh one.
+func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File) (*reaperConn, int, error) {
+	msg, ok := req.encode()
+	if !ok {
+		return nil, 0, &StartError{Reason: "arguments and environment too large"}
+	}
+	for {
+		rc, open := pl.take()
+		if !open {
+			return nil, 0, &StartError{Reason: "reaper pool closed"}
+		}
+		fresh := rc == nil
+		if fresh {
+			var err error
+			if rc, err = startReaper(pl.exe); err != nil {
+				return nil, 0, err
+			}
+		}
+		r, err := rc.spawn(msg, files)
+		if err != nil {
+			rc.stop()
+			if fresh {
+				return nil, 0, &StartError{Reason: "reaper failed"}
+			}
+			continue // a stale idle reaper; the next one may be fresh
+		}
+		if r.kind == msgFailed {
+			pl.put(rc)
+			return nil, 0, &StartError{Reason: "spawn", Err: syscall.Errno(r.errno)}
+		}
+		return rc, r.pid, nil
+	}
+}

@@ -1,0 +1,229 @@
+package supervise
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// The messages between supervise and a long-lived reaper. They travel as
+// datagrams on a SOCK_SEQPACKET socket pair, one message per datagram; the
+// first byte says what the message is. Both ends are the same binary (see
+// Command.Reaper), so the format is private and carries no version.
+//
+//	to the reaper:   'S' spawn (with 3 fds: stdin, stdout, stderr),
+//	                 'T' terminate the program's group, 'K' kill it
+//	from the reaper: 'P' started (pid), 'F' start failed (errno),
+//	                 'X' the program was reaped and its descendants swept
+const (
+	msgSpawn     = 'S'
+	msgTerminate = 'T'
+	msgKill      = 'K'
+	msgStarted   = 'P'
+	msgFailed    = 'F'
+	msgExited    = 'X'
+)
+
+// maxReaperMsg bounds one message. It stays below the default socket send
+// buffer (net.core.wmem_default), above which a datagram cannot be sent.
+const maxReaperMsg = 192 << 10
+
+// spawnLimits bound a spawn request's parts.
+const (
+	maxSpawnStrings = 8192 // argv and env entries together
+)
+
+var errReaperMsg = errors.New("malformed reaper message")
+
+// spawnRequest is what the reaper needs to start a program.
+type spawnRequest struct {
+	path string
+	dir  string
+	argv []string
+	env  []string
+}
+
+// encode returns the request as one 'S' message, or false when it does not
+// fit in maxReaperMsg.
+func (r spawnRequest) encode() ([]byte, bool) {
+	b := []byte{msgSpawn}
+	b = appendString(b, r.path)
+	b = appendString(b, r.dir)
+	b = appendStrings(b, r.argv)
+	b = appendStrings(b, r.env)
+	return b, len(b) <= maxReaperMsg
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+	return append(b, s...)
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(ss)))
+	for _, s := range ss {
+		b = appendString(b, s)
+	}
+	return b
+}
+
+// decodeSpawn parses an 'S' message. Strings may not contain NUL (exec
+// could not pass them), the path must not be empty, argv must have at
+// least the program name, and nothing may follow the last field.
+func decodeSpawn(b []byte) (spawnRequest, error) {
+	if len(b) == 0 || b[0] != msgSpawn || len(b) > maxReaperMsg {
+		return spawnRequest{}, errReaperMsg
+	}
+	d := msgDecoder{b: b[1:]}
+	var r spawnRequest
+	r.path = d.str()
+	r.dir = d.str()
+	r.argv = d.strs()
+	r.env = d.strs()
+	if d.bad || len(d.b) != 0 || r.path == "" || len(r.argv) == 0 {
+		return spawnRequest{}, errReaperMsg
+	}
+	return r, nil
+}
+
+// msgDecoder reads length-prefixed fields; bad is set, and stays set, at
+// the first field that does not fit.
+type msgDecoder struct {
+	b     []byte
+	count int
+	bad   bool
+}
+
+func (d *msgDecoder) u32() uint32 {
+	if d.bad || len(d.b) < 4 {
+		d.bad = true
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(d.b)
+	d.b = d.b[4:]
+	return v
+}
+
+func (d *msgDecoder) byte() byte {
+	if d.bad || len(d.b) < 1 {
+		d.bad = true
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *msgDecoder) str() string {
+	n := d.u32()
+	if d.bad || uint64(n) > uint64(len(d.b)) {
+		d.bad = true
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			d.bad = true
+			return ""
+		}
+	}
+	return s
+}
+
+func (d *msgDecoder) strs() []string {
+	n := d.u32()
+	// Every string takes at least its 4-byte length.
+	if d.bad || uint64(n)*4 > uint64(len(d.b)) || d.count+int(n) > maxSpawnStrings {
+		d.bad = true
+		return nil
+	}
+	d.count += int(n)
+	out := make([]string, 0, n)
+	for i := uint32(0); i < n && !d.bad; i++ {
+		out = append(out, d.str())
+	}
+	return out
+}
+
+// reply is one message from the reaper.
+type reply struct {
+	kind   byte
+	pid    int // msgStarted
+	errno  int // msgFailed
+	code   int // msgExited: exit code, or -1 when a signal ended it
+	signal int // msgExited: the signal, or 0
+	// msgExited: what the sweep did (see sweepReport).
+	fast, timedOut bool
+	term, kill     int
+}
+
+// Flag bits of an exited message.
+const (
+	flagTimedOut = 1 << iota
+	flagFast
+)
+
+func (r reply) encode() []byte {
+	b := []byte{r.kind}
+	switch r.kind {
+	case msgStarted:
+		b = binary.LittleEndian.AppendUint32(b, uint32(r.pid))
+	case msgFailed:
+		b = binary.LittleEndian.AppendUint32(b, uint32(r.errno))
+	case msgExited:
+		b = binary.LittleEndian.AppendUint32(b, uint32(int32(r.code)))
+		b = binary.LittleEndian.AppendUint32(b, uint32(r.signal))
+		flags := byte(0)
+		if r.timedOut {
+			flags |= flagTimedOut
+		}
+		if r.fast {
+			flags |= flagFast
+		}
+		b = append(b, flags)
+		b = binary.LittleEndian.AppendUint32(b, uint32(r.term))
+		b = binary.LittleEndian.AppendUint32(b, uint32(r.kill))
+	}
+	return b
+}
+
+// decodeReply parses a reaper's message strictly: known kind, exact
+// length, values in range.
+func decodeReply(b []byte) (reply, error) {
+	if len(b) == 0 {
+		return reply{}, errReaperMsg
+	}
+	r := reply{kind: b[0]}
+	d := msgDecoder{b: b[1:]}
+	switch r.kind {
+	case msgStarted:
+		r.pid = int(d.u32())
+		if r.pid <= 0 || r.pid > 1<<22 { // PID_MAX_LIMIT
+			d.bad = true
+		}
+	case msgFailed:
+		r.errno = int(d.u32())
+		if r.errno <= 0 || r.errno > 4095 {
+			d.bad = true
+		}
+	case msgExited:
+		r.code = int(int32(d.u32()))
+		r.signal = int(d.u32())
+		flags := d.byte()
+		r.timedOut, r.fast = flags&flagTimedOut != 0, flags&flagFast != 0
+		r.term, r.kill = int(d.u32()), int(d.u32())
+		if flags > flagTimedOut|flagFast || r.term > maxSwept || r.kill > maxSwept ||
+			r.signal == 0 && (r.code < 0 || r.code > 255) || r.signal != 0 && (r.code != -1 || r.signal > 64) {
+			d.bad = true
+		}
+	default:
+		d.bad = true
+	}
+	if d.bad || len(d.b) != 0 {
+		return reply{}, errReaperMsg
+	}
+	return r, nil
+}
+
+// maxSwept bounds the signal counts of a sweep report (PID_MAX_LIMIT).
+const maxSwept = 1 << 22

@@ -1,0 +1,74 @@
+package supervise
+
+import "sync"
+
+// ReaperPool starts and keeps long-lived reaper processes of one binary
+// (a binary that dispatches ReaperArg to ReaperMain, see the package
+// documentation). Each reaper runs one child at a time; a Start that names
+// the pool takes an idle reaper or starts a new one, and the reaper goes
+// back to the pool once its child has been reaped and swept. The pool
+// therefore grows to the largest number of children run at once. It is
+// safe for concurrent use. On systems without reaper support it is inert.
+type ReaperPool struct {
+	exe string
+
+	mu     sync.Mutex
+	idle   []*reaperConn
+	closed bool
+}
+
+// NewReaperPool returns a pool of reapers started from exe (usually
+// os.Executable()). No process starts before the first Start that uses it.
+func NewReaperPool(exe string) *ReaperPool {
+	return &ReaperPool{exe: exe}
+}
+
+// Close stops the idle reapers and waits for them to exit; reapers still
+// running a child stop once that child is done. Start fails for a child
+// that names a closed pool.
+func (pl *ReaperPool) Close() {
+	pl.mu.Lock()
+	idle := pl.idle
+	pl.idle, pl.closed = nil, true
+	pl.mu.Unlock()
+	for _, rc := range idle {
+		rc.stop()
+	}
+}
+
+// take returns an idle reaper, or nil when there is none.
+func (pl *ReaperPool) take() (*reaperConn, bool) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.closed {
+		return nil, false
+	}
+	if n := len(pl.idle); n > 0 {
+		rc := pl.idle[n-1]
+		pl.idle = pl.idle[:n-1]
+		return rc, true
+	}
+	return nil, true
+}
+
+// put returns a reaper that is idle and healthy to the pool.
+func (pl *ReaperPool) put(rc *reaperConn) {
+	pl.mu.Lock()
+	if !pl.closed {
+		pl.idle = append(pl.idle, rc)
+		rc = nil
+	}
+	pl.mu.Unlock()
+	if rc != nil {
+		rc.stop()
+	}
+}
+
+// sweepReport says what the cleanup after a program did: nothing at all
+// (fast: no child was left once the program had been reaped), or how many
+// signals it sent and whether the bound cut it short.
+type sweepReport struct {
+	fast       bool
+	term, kill int
+	timedOut   bool
+}
