@@ -131,6 +131,9 @@ type repoGuard struct {
 	outOfService bool       // a restore failed: refuse later attempts
 	inFlight     int        // attempts between saving and restoring
 	baseline     savedState // the state before the first of them ran
+	// worktrees serialises git worktree add, remove and prune: concurrent
+	// adds race inside git (one reads another's half-written entry).
+	worktrees sync.Mutex
 }
 
 // guard returns id's guard; x.mu must be held.
@@ -179,6 +182,14 @@ func (x *CodingExecutor) releaseBaseline(id string, ok bool) {
 	if g.inFlight == 0 {
 		g.baseline = savedState{}
 	}
+}
+
+// worktreeLock returns the lock that serialises worktree administration
+// on repository id.
+func (x *CodingExecutor) worktreeLock(id string) *sync.Mutex {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return &x.guard(id).worktrees
 }
 
 // outOfService reports whether a restore on repository id failed.

@@ -147,8 +147,12 @@ func (j *codingJob) addWorktree(ctx context.Context) bool {
 		return false
 	}
 	wt := filepath.Join(c, "tree")
-	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common,
-		Args: []string{"worktree", "add", "--detach", wt, j.task.BaseSHA}}); err != nil {
+	lock := j.x.worktreeLock(j.task.RepositoryID)
+	lock.Lock()
+	_, err = j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common,
+		Args: []string{"worktree", "add", "--detach", wt, j.task.BaseSHA}})
+	lock.Unlock()
+	if err != nil {
 		return false
 	}
 	j.wt = wt
@@ -183,6 +187,9 @@ func (j *codingJob) removeWorktree(ctx context.Context) error {
 	if j.wt == "" {
 		return nil
 	}
+	lock := j.x.worktreeLock(j.task.RepositoryID)
+	lock.Lock()
+	defer lock.Unlock()
 	if _, err := os.Lstat(j.wt); err == nil && j.git != nil {
 		_, _ = j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Args: []string{"worktree", "remove", "--force", "--force", j.wt}})
 	}
