@@ -215,3 +215,33 @@ func BenchmarkStoreJobsCombined(b *testing.B) {
 	b.ReportMetric(float64(b.N)/commits, "jobs/commit")
 	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-us/job")
 }
+
+// BenchmarkCompleteAndLeaseSerial is one lane working through a backlog:
+// each CompleteAndLease records a result and leases the next job in its
+// own commit, as a Gate with a single busy lane does. cpu-us/job is this
+// process's CPU per job (the commit included).
+func BenchmarkCompleteAndLeaseSerial(b *testing.B) {
+	s, _ := openFile(b)
+	const lane = "worker-1#1"
+	if err := s.ConnectLane(bg, lane, "worker-1", 1, gen(0), t0); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i <= b.N; i++ {
+		if _, err := s.Submit(bg, textJob(fmt.Sprintf("j%d", i), 1), t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	req := LeaseRequest{Lane: lane, Generation: gen(0), Pool: "coding", Plugins: []string{"reference"}}
+	ls, err := s.Lease(bg, req.Lane, req.Generation, req.Pool, req.Plugins, nil, t0)
+	if err != nil || ls == nil {
+		b.Fatalf("first lease: %v %v", ls, err)
+	}
+	b.ResetTimer()
+	cpu := processCPU()
+	for i := 0; i < b.N; i++ {
+		if _, ls, err = s.CompleteAndLease(bg, fenceOf(ls, req.Lane, req.Generation), textOK("ok"), req, t0); err != nil || ls == nil {
+			b.Fatalf("job %d: %v %v", i, ls, err)
+		}
+	}
+	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-us/job")
+}

@@ -177,10 +177,11 @@ func inList(b *strings.Builder, args []any, ids []string) []any {
 	return args
 }
 
-// candidateSQL selects the oldest eligible job in a pool. The modernc
-// driver re-prepares every statement on every execution and subqueries
-// and RETURNING are expensive to prepare, so the hot paths use several
-// simple statements rather than one clever one.
+// candidateSQL selects the oldest eligible job in a pool. A separate
+// SELECT and single-row UPDATE (by seq) rather than one UPDATE … WHERE seq
+// = (subquery) RETURNING: SQLite cannot tell that such an UPDATE changes
+// one row, so it opens a statement journal for it, and with modernc that
+// costs more (allocations, mmap and munmap) than the extra statement.
 func candidateSQL(pool string, us int64, plugins, repositories []string) (string, []any) {
 	args := []any{pool, us}
 	var b strings.Builder
@@ -231,33 +232,24 @@ func (s *Store) Lease(ctx context.Context, lane, generation, pool string, plugin
 	return out, nil
 }
 
-// laneLive reports whether generation is the lane's live connection.
-func (t *wtx) laneLive(lane, generation string) (bool, error) {
-	var g string
-	var connected bool
-	err := t.queryRow(`SELECT generation, connected FROM lanes WHERE lane = ?`, lane).Scan(&g, &connected)
-	if isNoRows(err) {
-		return false, nil
-	}
-	return err == nil && connected && g == generation, err
-}
-
 func (t *wtx) lease(req LeaseRequest, us int64) (*Lease, error) {
-	live, err := t.laneLive(req.Lane, req.Generation)
+	// One read: the generation is the lane's live connection, and no
+	// attempt is leased to it.
+	var live, busy bool
+	err := t.queryRow(`SELECT generation = ? AND connected = 1,
+  EXISTS (SELECT 1 FROM attempts WHERE lane = ? AND generation = ? AND status = 'leased')
+FROM lanes WHERE lane = ?`, req.Generation, req.Lane, req.Generation, req.Lane).Scan(&live, &busy)
+	if isNoRows(err) {
+		return nil, ErrStale
+	}
 	if err != nil {
 		return nil, err
 	}
 	if !live {
 		return nil, ErrStale
 	}
-	var one int
-	err = t.queryRow(`SELECT 1 FROM attempts WHERE lane = ? AND generation = ? AND status = 'leased' LIMIT 1`,
-		req.Lane, req.Generation).Scan(&one)
-	if err == nil {
+	if busy {
 		return nil, ErrLaneBusy
-	}
-	if !isNoRows(err) {
-		return nil, err
 	}
 	return t.grant(req, us)
 }
@@ -320,31 +312,22 @@ type fenceRow struct {
 	evBatches, evRecords     int
 }
 
-// loadFence reads, in the writer's transaction, the job named by the
-// fence, the attempt under it, and whether the attempt's generation is its
-// lane's live connection. ErrNotFound: no such job or attempt.
+// loadFence reads, in the writer's transaction and in one statement, the
+// job named by the fence, the attempt under it, and whether the attempt's
+// generation is its lane's live connection. ErrNotFound: no such job or
+// attempt.
 func (t *wtx) loadFence(f Fence) (fenceRow, error) {
 	var r fenceRow
-	err := t.queryRow(`SELECT seq, event_count, status, retry_at FROM jobs WHERE id = ?`, f.JobID).Scan(
-		&r.jobSeq, &r.jobEvents, &r.jobStatus, &r.jobRetryAt)
+	err := t.queryRow(`SELECT j.seq, j.event_count, j.status, j.retry_at, a.lane, a.generation, a.status, a.deadline_at,
+  a.lease_ttl_us, a.outcome_digest, a.ordinal, a.kind, a.max_attempts, a.retry_base_us, a.evidence_batches,
+  a.evidence_records, coalesce(l.connected = 1 AND l.generation = a.generation, 0)
+FROM jobs j JOIN attempts a ON a.job_seq = j.seq AND a.id = ? LEFT JOIN lanes l ON l.lane = a.lane
+WHERE j.id = ?`, f.AttemptID, f.JobID).Scan(
+		&r.jobSeq, &r.jobEvents, &r.jobStatus, &r.jobRetryAt, &r.lane, &r.generation, &r.status, &r.deadline,
+		&r.ttl, &r.digest, &r.ordinal, &r.kind, &r.maxAttempts, &r.retryBase, &r.evBatches, &r.evRecords, &r.live)
 	if isNoRows(err) {
 		return r, ErrNotFound
 	}
-	if err != nil {
-		return r, err
-	}
-	err = t.queryRow(`SELECT lane, generation, status, deadline_at, lease_ttl_us, outcome_digest, ordinal, kind,
-  max_attempts, retry_base_us, evidence_batches, evidence_records
-FROM attempts WHERE job_seq = ? AND id = ?`, r.jobSeq, f.AttemptID).Scan(
-		&r.lane, &r.generation, &r.status, &r.deadline, &r.ttl, &r.digest, &r.ordinal, &r.kind,
-		&r.maxAttempts, &r.retryBase, &r.evBatches, &r.evRecords)
-	if isNoRows(err) {
-		return r, ErrNotFound
-	}
-	if err != nil {
-		return r, err
-	}
-	r.live, err = t.laneLive(r.lane, r.generation)
 	return r, err
 }
 

@@ -57,7 +57,7 @@ WHERE job_seq = ? AND id = ? AND status = 'leased'`, us, CodeLeaseExpired, r.job
 			}
 			res.Expired = append(res.Expired, e)
 		}
-		next, ok, err := nextDue(t.ctx, t.w.conn)
+		next, ok, err := scanNextDue(t.queryRow(nextDueSQL)) // prepared once, not per sweep
 		res.NextDue, res.HasNext = next, ok
 		return err
 	})
@@ -73,8 +73,12 @@ const nextDueSQL = `SELECT min(t) FROM (
   SELECT min(retry_at) FROM jobs WHERE status = 'retry_wait')`
 
 func nextDue(ctx context.Context, q querier) (time.Time, bool, error) {
+	return scanNextDue(q.QueryRowContext(ctx, nextDueSQL))
+}
+
+func scanNextDue(row *sql.Row) (time.Time, bool, error) {
 	var t sql.NullInt64
-	if err := q.QueryRowContext(ctx, nextDueSQL).Scan(&t); err != nil {
+	if err := row.Scan(&t); err != nil {
 		return time.Time{}, false, err
 	}
 	if !t.Valid {

@@ -67,7 +67,10 @@ type eventRow struct {
 // maxEventChunk is the largest multi-row event INSERT (6 parameters per
 // row). Events go in chunks of 64, 16, 4 and 1 rows (largest first), so
 // each of the four statements is parsed once and then reused: parsing a
-// statement costs modernc more than inserting a few rows.
+// statement costs modernc more than inserting a few rows. There is no 2-
+// or 3-row chunk: SQLite opens a statement journal for a multi-row INSERT
+// into a table with a foreign key, which with modernc costs more than a
+// second single-row INSERT (BenchmarkCompleteAndLeaseSerial).
 const maxEventChunk = 64
 
 // eventInsert returns the prepared INSERT of n event rows.
