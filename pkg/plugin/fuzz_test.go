@@ -117,6 +117,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		if json.Compact(&std, line) == nil && compact(line) != bytes.Equal(std.Bytes(), line) {
 			t.Fatal("compact disagrees with json.Compact")
 		}
+		checkDecodeWire(t, line)
 		fr, err := DecodeFrame(line)
 		if err != nil {
 			if !reflect.DeepEqual(fr, Frame{}) {
