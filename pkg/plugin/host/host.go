@@ -201,8 +201,11 @@ func (r *runner) start(proc *supervise.Process) {
 }
 
 // read decodes stdout frames until the first error, which it also sends.
+// Its buffer is small enough to stay a small heap object, which a Worker
+// recycles cheaply session after session; larger frames (up to
+// plugin.FrameBytes) are assembled from several reads by ReadFrame.
 func (r *runner) read() {
-	br := bufio.NewReaderSize(r.proc.Stdout(), 64*1024)
+	br := bufio.NewReaderSize(r.proc.Stdout(), 16*1024)
 	for {
 		var res readResult
 		line, err := plugin.ReadFrame(br)

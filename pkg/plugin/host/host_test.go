@@ -102,6 +102,20 @@ func TestReferencePluginSession(t *testing.T) {
 	}
 }
 
+// The largest text round trip: the result frame (every byte a control
+// character escaped to six) is many times the runner's read buffer.
+func TestLargestTextSession(t *testing.T) {
+	in := strings.Repeat("\x01", plugin.TextBytes)
+	cmd := host.Command{Path: built.refPlugin, Env: []string{}, OutputBytes: 1 << 20}
+	out, err := host.Run(context.Background(), cmd, textReq(in), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Output != in {
+		t.Fatalf("output of %d bytes differs from the input", len(out.Output))
+	}
+}
+
 func TestProgressIsValidatedBeforeCallback(t *testing.T) {
 	cases := []struct {
 		scenario  string
