@@ -490,7 +490,7 @@ func fitsUint(n []byte, bits int) bool {
 // bit set, other keys in a short list and, once there are many, a map.
 type keySet struct {
 	fields uint64
-	small  [8][]byte
+	small  [16][]byte
 	n      int
 	many   map[string]bool
 }
