@@ -134,7 +134,10 @@ func (l *lane) session(ctx context.Context) bool {
 // returns whether the connection is still usable.
 func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.Envelope, lease *wire.Lease) bool {
 	w := l.w
-	log := w.log.With("lane", l.name, "job", lease.JobID, "attempt", lease.AttemptID)
+	log := w.log
+	if w.logs {
+		log = w.log.With("lane", l.name, "job", lease.JobID, "attempt", lease.AttemptID)
+	}
 	log.Info("leased", "ordinal", lease.Ordinal, "kind", string(lease.Kind))
 	if lease.DeadlineAt.Sub(w.opt.Now()) <= w.opt.Config.HeartbeatInterval {
 		// The lease will likely expire before the first heartbeat: Gate's

@@ -96,6 +96,9 @@ const (
 type Worker struct {
 	opt Options
 	log *slog.Logger
+	// logs is false when the logger discards every record: an attempt then
+	// skips building its per-job logger.
+	logs bool
 }
 
 // New returns a Worker; it does not connect until Run.
@@ -118,7 +121,7 @@ func New(opt Options) *Worker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Worker{opt: opt, log: log}
+	return &Worker{opt: opt, log: log, logs: log.Handler().Enabled(context.Background(), slog.LevelError)}
 }
 
 // Run starts every lane and blocks until ctx ends and every lane has
