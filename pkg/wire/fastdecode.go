@@ -8,18 +8,19 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
 // Decoding a message is strictjson.Check (syntax, shape, no unknown,
 // duplicate or null keys) followed by filling the Envelope. For the
-// messages of every attempt (lease, ack, result, heartbeat and the small
-// Gate answers) the filling is done here, by one walk over the checked
-// bytes, instead of by encoding/json, which would scan them twice more and
-// reflect over every field. The walk relies on what Check established and
-// produces exactly what encoding/json would (FuzzFastDecodeMatches); for
-// anything else, or anything unexpected, it gives up and encoding/json
-// decodes the message as before.
+// messages of every attempt (lease, ack, result, heartbeat, activity and
+// the small Gate answers) the filling is done here, by one walk over the
+// checked bytes, instead of by encoding/json, which would scan them twice
+// more and reflect over every field. The walk relies on what Check
+// established and produces exactly what encoding/json would
+// (FuzzFastDecodeMatches); for anything else, or anything unexpected, it
+// gives up and encoding/json decodes the message as before.
 
 var (
 	envelopeType = reflect.TypeOf(Envelope{})
@@ -132,8 +133,22 @@ func fillEnvelope(data []byte, e *Envelope) bool {
 				}
 				return r.refs(k, &c.JobID, &c.AttemptID)
 			})
+		case "activity":
+			a := &Activity{}
+			e.Activity = a
+			return r.object(func(k []byte) bool {
+				switch string(k) {
+				case "version":
+					return r.strTo(&a.Version)
+				case "stage":
+					s, ok := r.str()
+					a.Stage = activity.Stage(s)
+					return ok
+				}
+				return r.refs(k, &a.JobID, &a.AttemptID)
+			})
 		}
-		return false // hello, evidence, activity: encoding/json
+		return false // hello, evidence: encoding/json
 	}) && r.end()
 }
 

@@ -61,6 +61,7 @@ func TestFastDecodeCoversAttemptMessages(t *testing.T) {
 		{Type: TypeWelcome, Welcome: &Welcome{Lane: "w#1", Generation: "0123456789abcdef0123456789abcdef"}},
 		{Type: TypeReject, Seq: 2, Reject: &Reject{Code: RejectStale}},
 		{Type: TypeCancel, Cancel: &Cancel{JobID: "j", AttemptID: "a", Reason: CancelExpired}},
+		{Type: TypeActivity, Activity: &Activity{JobID: "j", AttemptID: "a", Version: "live_activity/v1", Stage: "analyzing"}},
 	} {
 		b, err := marshal(e) // not validated: decoding does not validate either
 		if err != nil {
