@@ -12,6 +12,7 @@ type budget struct {
 	used     atomic.Int64
 	once     sync.Once
 	exceeded chan struct{}
+	onExceed func() // called once, when the budget is first exceeded
 }
 
 func newBudget(limit int64) *budget {
@@ -21,7 +22,12 @@ func newBudget(limit int64) *budget {
 // add charges n bytes and reports whether the budget still holds.
 func (b *budget) add(n int) bool {
 	if b.used.Add(int64(n)) > b.limit {
-		b.once.Do(func() { close(b.exceeded) })
+		b.once.Do(func() {
+			close(b.exceeded)
+			if b.onExceed != nil {
+				b.onExceed()
+			}
+		})
 		return false
 	}
 	return true

@@ -323,10 +323,20 @@ func TestReaperFastPathWithoutDescendants(t *testing.T) {
 	}
 }
 
-// Leftovers take the slow path: every one is signalled (each gets SIGTERM
-// once, or SIGKILL when it outlives the grace) and none survives.
+// twoSessionsScript leaves two setsid children (outside the program's
+// group, which the reaper kills as a whole first) and writes their pids.
+const twoSessionsScript = `setsid sh -c 'echo $$ > "$0.a"; exec sleep 1000' "$D/p" &
+setsid sh -c 'echo $$ > "$0.b"; exec sleep 1000' "$D/p" &
+while [ ! -s "$D/p.a" ] || [ ! -s "$D/p.b" ]; do :; done
+echo "$(cat "$D/p.a") $(cat "$D/p.b")"
+read x
+exit "$CODE"`
+
+// Leftovers outside the program's group take the slow path: every one is
+// signalled (each gets SIGTERM once, or SIGKILL when it outlives the
+// grace) and none survives.
 func TestReaperSlowPathSignalsEveryLeftover(t *testing.T) {
-	c := shell(t, leaverScript)
+	c := shell(t, twoSessionsScript)
 	c.Env = append(c.Env, "D="+t.TempDir(), "CODE=0")
 	c.Reaper = reapers(t)
 	p, _, line := startReady(t, context.Background(), c)

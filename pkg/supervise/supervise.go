@@ -118,6 +118,7 @@ type Process struct {
 	exit      Exit
 	sweep     sweepReport // what the reaper's sweep did (wrapped only)
 	closeOnce sync.Once
+	disarm    func() // cancels watch's callbacks
 }
 
 // Start starts c. The child is stopped (SIGTERM, then SIGKILL to its group
@@ -160,12 +161,17 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	}
 	var pipes [6]*os.File // stdin r/w, stdout r/w, stderr r/w
 	for i := 0; i < 6; i += 2 {
-		r, w, err := os.Pipe()
+		parentReads := i > 0
+		parent, child, err := childPipe(parentReads)
 		if err != nil {
 			closeFiles(pipes[:i]...)
 			return nil, startError("create pipe", err)
 		}
-		pipes[i], pipes[i+1] = r, w
+		if parentReads {
+			pipes[i], pipes[i+1] = parent, child
+		} else {
+			pipes[i], pipes[i+1] = child, parent
+		}
 	}
 	if c.Reaper != nil && reaperSupported {
 		p.pool = c.Reaper
@@ -195,9 +201,9 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	}
 	p.stdin, p.stdoutR, p.stderrR = pipes[1], pipes[2], pipes[4]
 	p.stdout = &meteredReader{r: p.stdoutR, b: p.budget}
+	p.watch(ctx, c.Timeout)
 	go p.copyStderr()
 	go p.wait()
-	go p.watch(ctx, c.Timeout)
 	return p, nil
 }
 
@@ -306,8 +312,13 @@ func (p *Process) Close() {
 	})
 }
 
+// stopFor stops the child for reason, unless it has been reaped already.
 func (p *Process) stopFor(reason error) {
 	p.mu.Lock()
+	if p.reaped {
+		p.mu.Unlock()
+		return
+	}
 	if p.reason == nil {
 		p.reason = reason
 	}
@@ -315,29 +326,29 @@ func (p *Process) stopFor(reason error) {
 	p.Terminate()
 }
 
-// watch stops the child for the first of: context end, timeout, budget
-// exceeded. A context that has ended is preferred over the other reasons.
+// watch arranges for the child to be stopped at the first of: context
+// end, timeout, budget exceeded; a context that has ended is preferred
+// over the other reasons. It uses callbacks rather than a goroutine, so a
+// child that simply exits wakes nothing up; wait disarms them.
 func (p *Process) watch(ctx context.Context, timeout time.Duration) {
-	var expired <-chan time.Time
+	reason := func(r error) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return r
+	}
+	p.budget.onExceed = func() { p.stopFor(reason(ErrOutputLimit)) }
+	stopCtx := context.AfterFunc(ctx, func() { p.stopFor(ctx.Err()) })
+	var timer *time.Timer
 	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		expired = t.C
+		timer = time.AfterFunc(timeout, func() { p.stopFor(reason(ErrTimeout)) })
 	}
-	var reason error
-	select {
-	case <-p.done:
-		return
-	case <-ctx.Done():
-	case <-expired:
-		reason = ErrTimeout
-	case <-p.budget.exceeded:
-		reason = ErrOutputLimit
+	p.disarm = func() {
+		stopCtx()
+		if timer != nil {
+			timer.Stop()
+		}
 	}
-	if err := ctx.Err(); err != nil {
-		reason = err
-	}
-	p.stopFor(reason)
 }
 
 // wait reaps the child, then gives stderr killGrace to drain.
@@ -347,6 +358,7 @@ func (p *Process) wait() {
 	} else {
 		p.waitDirect()
 	}
+	p.disarm()
 	t := time.NewTimer(p.killGrace)
 	select {
 	case <-p.stderrDone:
@@ -415,7 +427,7 @@ func (p *Process) reapedLocked() {
 
 func (p *Process) copyStderr() {
 	defer close(p.stderrDone)
-	buf := make([]byte, 32*1024)
+	buf := make([]byte, 4096)
 	for {
 		n, err := p.stderrR.Read(buf)
 		if n > 0 && p.budget.add(n) {
