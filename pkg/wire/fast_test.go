@@ -121,3 +121,72 @@ func TestEncodeLeaseKnowsEveryField(t *testing.T) {
 		}
 	}
 }
+
+func TestEncodeResultMatchesEncode(t *testing.T) {
+	out, empty, odd := "HELLO <b>&amp;</b> \"q\" \\ \n\t\r\b\f\x01\x7f \u2028\u2029 é 😀", "", "x"
+	sha := strings.Repeat("a", 40)
+	for _, c := range []struct {
+		seq uint64
+		r   *Result
+	}{
+		{1, &Result{JobID: "j", AttemptID: "a", Outcome: OutcomeSucceeded, Output: &out}},
+		{18446744073709551615, &Result{JobID: "job_1", AttemptID: "0123456789abcdef", Outcome: OutcomeSucceeded, Output: &empty}},
+		{7, &Result{JobID: "j", AttemptID: "a", Outcome: OutcomeSucceeded, CandidateSHA: sha}},
+		{7, &Result{JobID: "j", AttemptID: "a", Outcome: OutcomeSucceeded, CandidateSHA: sha, AgentReport: &AgentReport{Summary: "s", Changes: []string{"c"}}}},
+		{2, &Result{JobID: "j", AttemptID: "a", Outcome: OutcomeFailed, Disposition: DispositionRetryable, FailureCode: "plugin_failed"}},
+		// Refused alike: no seq, bad outcome, both output and candidate,
+		// invalid UTF-8 output.
+		{0, &Result{JobID: "j", AttemptID: "a", Outcome: OutcomeSucceeded, Output: &odd}},
+		{1, &Result{JobID: "j", AttemptID: "a", Outcome: "maybe", Output: &odd}},
+		{1, &Result{JobID: "j", AttemptID: "a", Outcome: OutcomeSucceeded, Output: &odd, CandidateSHA: sha}},
+		{1, &Result{JobID: "j", AttemptID: "a", Outcome: OutcomeSucceeded, Output: func() *string { s := "\xff"; return &s }()}},
+	} {
+		got, err := EncodeResult(c.seq, c.r)
+		want, wantErr := Encode(Envelope{Type: TypeResult, Seq: c.seq, Result: c.r})
+		if !bytes.Equal(got, want) || (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+			t.Fatalf("EncodeResult %s %v, Encode %s %v", got, err, want, wantErr)
+		}
+	}
+}
+
+func TestEncodeActivityMatchesEncode(t *testing.T) {
+	for _, p := range []Activity{
+		{JobID: "j", AttemptID: "a", Version: "live_activity/v1", Stage: "analyzing"},
+		{JobID: "j", AttemptID: "a", Version: "live_activity/v1", Stage: "nope"},
+		{JobID: "", AttemptID: "a", Version: "live_activity/v1", Stage: "analyzing"},
+	} {
+		got, err := EncodeActivity(&p)
+		want, wantErr := Encode(Envelope{Type: TypeActivity, Activity: &p})
+		if !bytes.Equal(got, want) || (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+			t.Fatalf("EncodeActivity %s %v, Encode %s %v", got, err, want, wantErr)
+		}
+	}
+}
+
+// FuzzEncodeResult: the direct encoder writes Encode's bytes, or refuses
+// what Encode refuses, for any output text and failure code.
+func FuzzEncodeResult(f *testing.F) {
+	f.Add("HELLO", "plugin_failed", uint64(1))
+	f.Add("<&>\u2028\x00\"\\ é", "x", uint64(0))
+	f.Add("\xff\xfe", "bad code", uint64(3))
+	f.Fuzz(func(t *testing.T, out, code string, seq uint64) {
+		for _, r := range []*Result{
+			{JobID: "j", AttemptID: "a", Outcome: OutcomeSucceeded, Output: &out},
+			{JobID: "j", AttemptID: "a", Outcome: OutcomeFailed, Disposition: DispositionTerminal, FailureCode: code},
+		} {
+			got, err := EncodeResult(seq, r)
+			want, wantErr := Encode(Envelope{Type: TypeResult, Seq: seq, Result: r})
+			if !bytes.Equal(got, want) || (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+				t.Fatalf("EncodeResult %q %v, Encode %q %v", got, err, want, wantErr)
+			}
+		}
+		// The escaper itself, on any string, matches encoding/json.
+		want, err := marshal(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendString(nil, out); !bytes.Equal(got, want) {
+			t.Fatalf("appendString %q, encoding/json %q", got, want)
+		}
+	})
+}

@@ -42,5 +42,9 @@ func leaseActivityCode(l *wire.Lease) string {
 
 // sendActivity writes one activity message for the lane's current attempt.
 func sendActivity(conn *wire.Conn, p activity.Payload) error {
-	return conn.SendDeadline(wire.Envelope{Type: wire.TypeActivity, Activity: &p}, time.Now().Add(sendTimeout))
+	b, err := wire.EncodeActivity(&p)
+	if err != nil {
+		return err
+	}
+	return conn.SendEncoded(b, time.Now().Add(sendTimeout))
 }

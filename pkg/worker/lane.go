@@ -294,7 +294,11 @@ func (l *lane) report(conn *wire.Conn, msgs <-chan wire.Envelope, lease *wire.Le
 	}
 	l.seq++
 	seq := l.seq
-	if err := conn.SendDeadline(wire.Envelope{Type: wire.TypeResult, Seq: seq, Result: res}, time.Now().Add(sendTimeout)); err != nil {
+	b, err := wire.EncodeResult(seq, res)
+	if err == nil {
+		err = conn.SendEncoded(b, time.Now().Add(sendTimeout))
+	}
+	if err != nil {
 		log.Warn("result not sent")
 		return false
 	}
