@@ -89,8 +89,10 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 	}
 	reaper := supervise.NewReaperPool(self)
 	defer reaper.Close()
+	text := worker.NewTextExecutor(cfg, os.LookupEnv, reaper)
+	defer text.Close()
 	executors := map[wire.Kind]worker.Executor{
-		wire.KindText: worker.NewTextExecutor(cfg, os.LookupEnv, reaper),
+		wire.KindText: text,
 	}
 	// The coding pipeline (issue #5) needs git only when repositories are
 	// registered; without them coding jobs are never routed here.

@@ -121,6 +121,8 @@ type CodingExecutor struct {
 	cfg *Config
 	opt CodingOptions
 
+	dirs *runDirs // the plugins' private working directories
+
 	mu    sync.Mutex
 	repos map[string]*repoGuard // by repository ID
 }
@@ -219,7 +221,7 @@ func NewCodingExecutor(cfg *Config, opt CodingOptions) (*CodingExecutor, error) 
 		}
 		opt.Git = git
 	}
-	return &CodingExecutor{cfg: cfg, opt: opt}, nil
+	return &CodingExecutor{cfg: cfg, opt: opt, dirs: &runDirs{root: cfg.RuntimeRoot}}, nil
 }
 
 // Execute implements Executor for callers that cannot bind evidence; such
@@ -365,7 +367,7 @@ func (j *codingJob) edit(ctx context.Context, before gitState) (host.Outcome, st
 
 // runPlugin runs workspace_edit in the worktree.
 func (j *codingJob) runPlugin(ctx context.Context) (host.Outcome, outcome, bool) {
-	run, code := j.inv.begin()
+	run, code := j.inv.begin(j.x.dirs)
 	if code != "" {
 		return host.Outcome{}, j.fail(evidence.PhasePreparation, evidence.ReasonPluginRejected, code), false
 	}

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"os"
 	"slices"
 
 	"github.com/0k-lab/agent-forge/pkg/plugin"
@@ -18,13 +17,20 @@ type TextExecutor struct {
 	cfg    *Config
 	lookup func(string) (string, bool)
 	reaper *supervise.ReaperPool
+	dirs   *runDirs
 }
 
 // NewTextExecutor returns the text executor. lookupEnv (os.LookupEnv in
 // production) supplies the values of allowed variables; reaper runs each
 // plugin under the Linux child-subreaper wrapper (nil: none).
 func NewTextExecutor(cfg *Config, lookupEnv func(string) (string, bool), reaper *supervise.ReaperPool) *TextExecutor {
-	return &TextExecutor{cfg: cfg, lookup: lookupEnv, reaper: reaper}
+	return &TextExecutor{cfg: cfg, lookup: lookupEnv, reaper: reaper, dirs: &runDirs{root: cfg.RuntimeRoot, reuse: true}}
+}
+
+// Close removes the working directories kept for reuse. Call it once the
+// Worker has stopped.
+func (x *TextExecutor) Close() {
+	x.dirs.close()
 }
 
 // Execute implements Executor.
@@ -37,7 +43,7 @@ func (x *TextExecutor) Execute(ctx context.Context, lease *wire.Lease) Report {
 	if code != "" {
 		return Report{Code: code}
 	}
-	run, code := inv.begin()
+	run, code := inv.begin(x.dirs)
 	if code != "" {
 		return Report{Code: code}
 	}
@@ -124,30 +130,32 @@ func (c Ceilings) admit(e policy.Execution) bool {
 }
 
 // pluginRun is a started invocation: its identity verified and its
-// private runtime directory created.
+// private runtime directory taken.
 type pluginRun struct {
 	*invocation
-	dir string
+	dirs *runDirs
+	dir  runDir
 }
 
 // begin verifies the plugin's pinned digest (before every invocation) and
-// creates a private, empty working directory under runtime_root for it.
-func (inv *invocation) begin() (*pluginRun, string) {
+// takes a private, empty working directory under runtime_root for it.
+func (inv *invocation) begin(dirs *runDirs) (*pluginRun, string) {
 	if inv.plugin.SHA256 != "" {
 		sum, err := fileSHA256(inv.plugin.Argv[0])
 		if err != nil || sum != inv.plugin.SHA256 {
 			return nil, CodePluginIdentityMismatch
 		}
 	}
-	dir, err := os.MkdirTemp(inv.cfg.RuntimeRoot, "plugin-")
+	dir, err := dirs.take()
 	if err != nil {
 		return nil, CodePluginSpawnFailed
 	}
-	return &pluginRun{invocation: inv, dir: dir}, ""
+	return &pluginRun{invocation: inv, dirs: dirs, dir: dir}, ""
 }
 
-// end removes the runtime directory and whatever the plugin left in it.
-func (r *pluginRun) end() { _ = os.RemoveAll(r.dir) }
+// end gives the runtime directory back: kept for reuse when the plugin
+// left it as it was, else removed with whatever the plugin left in it.
+func (r *pluginRun) end() { r.dirs.give(r.dir) }
 
 // cmd is the runner command: configured argv, the resolved environment,
 // the private directory, and the policy's plugin limits.
@@ -156,7 +164,7 @@ func (r *pluginRun) cmd(reaper *supervise.ReaperPool) host.Command {
 		Path:        r.plugin.Argv[0],
 		Args:        slices.Clone(r.plugin.Argv[1:]),
 		Env:         r.env,
-		Dir:         r.dir,
+		Dir:         r.dir.path,
 		Reaper:      reaper,
 		OutputBytes: r.exec.PluginOutputBytes,
 		Timeout:     r.exec.PluginTimeout.Std(),

@@ -99,21 +99,33 @@ func TestPluginEnvironmentAndDirectory(t *testing.T) {
 	// CODEX_BIN is allowlisted and requested but unset here: it is omitted.
 	// CODEX_HOME is allowlisted but not requested, SECRET neither.
 	pol := testPolicy("env", "PATH", "CODEX_BIN")
-	r := newTestExecutor(t, c).Execute(context.Background(), leaseFor(t, pol, "x"))
-	if !r.Succeeded {
-		t.Fatalf("report %+v", r)
+	x := newTestExecutor(t, c)
+	var cwds []string
+	for i := 0; i < 2; i++ {
+		r := x.Execute(context.Background(), leaseFor(t, pol, "x"))
+		if !r.Succeeded {
+			t.Fatalf("report %+v", r)
+		}
+		lines := strings.Split(r.Output, "\n")
+		cwd := strings.TrimPrefix(lines[len(lines)-1], "cwd=")
+		env := lines[:len(lines)-1]
+		if len(env) != 1 || env[0] != "PATH=/usr/bin:/bin" {
+			t.Fatalf("plugin environment %q, want only PATH", env)
+		}
+		if filepath.Dir(cwd) != c.RuntimeRoot {
+			t.Fatal("plugin did not run in a private directory under runtime_root")
+		}
+		if ents, err := os.ReadDir(cwd); err != nil || len(ents) != 0 {
+			t.Fatalf("the plugin's runtime directory is not empty between runs (%d, %v)", len(ents), err)
+		}
+		cwds = append(cwds, cwd)
 	}
-	lines := strings.Split(r.Output, "\n")
-	cwd := strings.TrimPrefix(lines[len(lines)-1], "cwd=")
-	env := lines[:len(lines)-1]
-	if len(env) != 1 || env[0] != "PATH=/usr/bin:/bin" {
-		t.Fatalf("plugin environment %q, want only PATH", env)
+	if cwds[0] != cwds[1] {
+		t.Fatal("an untouched runtime directory was not reused")
 	}
-	if filepath.Dir(cwd) != c.RuntimeRoot {
-		t.Fatal("plugin did not run in a private directory under runtime_root")
-	}
-	if _, err := os.Stat(cwd); !os.IsNotExist(err) {
-		t.Fatal("the plugin's runtime directory was not removed")
+	x.Close()
+	if _, err := os.Stat(cwds[0]); !os.IsNotExist(err) {
+		t.Fatal("Close did not remove the kept runtime directory")
 	}
 }
 

@@ -1,0 +1,102 @@
+package worker
+
+import (
+	"io"
+	"os"
+	"sync"
+)
+
+// maxIdleRunDirs bounds the directories kept for reuse.
+const maxIdleRunDirs = 64
+
+// runDirs hands out the private, empty working directories that plugin
+// invocations run in, under runtime_root. A directory comes back after its
+// invocation; when the plugin left it exactly as it was made (the same
+// directory, mode 0700, empty) it is kept for a later invocation, else it is
+// removed with whatever it holds. Creating and removing a directory costs
+// about as much as a tenth of a small plugin's whole start; checking one
+// costs a readdir.
+//
+// The plugin and every descendant are gone when a directory comes back
+// (the runner reaps and sweeps them first), so nothing can change it
+// between the check and its reuse.
+type runDirs struct {
+	root  string
+	reuse bool // false: every directory is removed when it comes back
+
+	mu   sync.Mutex
+	idle []runDir
+}
+
+// runDir is one working directory and how it looked when it was made.
+type runDir struct {
+	path string
+	made os.FileInfo
+}
+
+// take returns an idle directory or makes a new one.
+func (d *runDirs) take() (runDir, error) {
+	d.mu.Lock()
+	if n := len(d.idle); n > 0 {
+		r := d.idle[n-1]
+		d.idle = d.idle[:n-1]
+		d.mu.Unlock()
+		return r, nil
+	}
+	d.mu.Unlock()
+	path, err := os.MkdirTemp(d.root, "plugin-")
+	if err != nil {
+		return runDir{}, err
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		os.RemoveAll(path)
+		return runDir{}, err
+	}
+	return runDir{path: path, made: fi}, nil
+}
+
+// give takes back a directory after its invocation.
+func (d *runDirs) give(r runDir) {
+	if d.reuse && unchanged(r) {
+		d.mu.Lock()
+		if len(d.idle) < maxIdleRunDirs {
+			d.idle = append(d.idle, r)
+			r.path = ""
+		}
+		d.mu.Unlock()
+	}
+	if r.path != "" {
+		_ = os.RemoveAll(r.path)
+	}
+}
+
+// close removes the idle directories.
+func (d *runDirs) close() {
+	d.mu.Lock()
+	idle := d.idle
+	d.idle = nil
+	d.mu.Unlock()
+	for _, r := range idle {
+		_ = os.RemoveAll(r.path)
+	}
+}
+
+// unchanged reports whether r is still an empty 0700 directory, the one it
+// was made as (not replaced, for example by a symbolic link). A plugin
+// that removed it and made a new empty 0700 directory in its place (the
+// file system may even give it the same inode) leaves nothing to tell
+// apart: that one is as private and as empty.
+func unchanged(r runDir) bool {
+	fi, err := os.Lstat(r.path)
+	if err != nil || !fi.IsDir() || fi.Mode() != r.made.Mode() || fi.Mode().Perm() != 0o700 || !os.SameFile(fi, r.made) {
+		return false
+	}
+	f, err := os.Open(r.path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	_, err = f.Readdirnames(1)
+	return err == io.EOF
+}
