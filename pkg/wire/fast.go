@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
+	"github.com/0k-lab/agent-forge/pkg/strictjson"
 	"golang.org/x/net/websocket"
 )
 
@@ -82,11 +84,11 @@ func EncodeLease(l *Lease) ([]byte, error) {
 	buf.WriteString(`","kind":"`)
 	buf.WriteString(string(l.Kind))
 	buf.WriteString(`","policy":`)
-	if err := json.Compact(&buf, l.Policy); err != nil {
+	if err := compactTo(&buf, l.Policy); err != nil {
 		return nil, fieldErr("lease.policy", "must be an object")
 	}
 	buf.WriteString(`,"task":`)
-	if err := json.Compact(&buf, l.Task); err != nil {
+	if err := compactTo(&buf, l.Task); err != nil {
 		return nil, fieldErr("lease.task", "must be an object")
 	}
 	if l.DefaultBranch != "" {
@@ -104,6 +106,45 @@ func EncodeLease(l *Lease) ([]byte, error) {
 		return nil, ErrTooLarge
 	}
 	return buf.Bytes(), nil
+}
+
+// compactTo writes raw to buf as json.Compact does. The documents Gate
+// stores are compact already: one that has no space outside its strings
+// and passes strictjson's scanner (stricter than json.Compact's) is copied
+// as it is, which is what json.Compact would write; anything else goes
+// through json.Compact.
+func compactTo(buf *bytes.Buffer, raw []byte) error {
+	if isCompact(raw) && strictjson.Check(raw, rawMessageType) == nil {
+		buf.Write(raw)
+		return nil
+	}
+	return json.Compact(buf, raw)
+}
+
+var rawMessageType = reflect.TypeOf(json.RawMessage(nil))
+
+// isCompact reports whether b has no JSON whitespace outside strings.
+func isCompact(b []byte) bool {
+	in := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if in {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				in = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			in = true
+		case ' ', '\t', '\n', '\r':
+			return false
+		}
+	}
+	return true
 }
 
 // rawMarshal passes bytes that are already an encoded Envelope.

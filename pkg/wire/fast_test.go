@@ -190,3 +190,20 @@ func FuzzEncodeResult(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCompactTo: compactTo writes what json.Compact writes and fails when
+// it fails, for any document.
+func FuzzCompactTo(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2,{"b":"c d"}]}`, "{ \"a\" : [1, 2] }", `{"a":null}`, `{"a":1,"a":2}`, `{"a":"\xff"}`,
+		`{"a":"\u00e9 \\" "}`, `{"a":`, `[]`, `"x"`, `{"input":"x"} {}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var got, want bytes.Buffer
+		err := compactTo(&got, raw)
+		wantErr := json.Compact(&want, raw)
+		if (err == nil) != (wantErr == nil) || (err == nil && !bytes.Equal(got.Bytes(), want.Bytes())) {
+			t.Fatalf("compactTo %q %v, json.Compact %q %v", got.Bytes(), err, want.Bytes(), wantErr)
+		}
+	})
+}
