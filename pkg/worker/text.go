@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/plugin/host"
@@ -18,6 +19,30 @@ type TextExecutor struct {
 	lookup func(string) (string, bool)
 	reaper *supervise.ReaperPool
 	dirs   *runDirs
+	// last is the latest policy document decoded, with its result: Gate
+	// sends every text job of a pool the same document, byte for byte.
+	last atomic.Pointer[decodedPolicy]
+}
+
+// decodedPolicy is a policy document and what policy.Decode made of it
+// (read-only once stored).
+type decodedPolicy struct {
+	raw string
+	pol policy.Policy
+}
+
+// policy decodes raw, or returns the decoding of the same document last
+// time.
+func (x *TextExecutor) policy(raw []byte) (policy.Policy, error) {
+	if d := x.last.Load(); d != nil && d.raw == string(raw) {
+		return d.pol, nil
+	}
+	pol, err := policy.Decode(raw)
+	if err != nil {
+		return policy.Policy{}, err
+	}
+	x.last.Store(&decodedPolicy{raw: string(raw), pol: pol})
+	return pol, nil
 }
 
 // NewTextExecutor returns the text executor. lookupEnv (os.LookupEnv in
@@ -39,7 +64,11 @@ func (x *TextExecutor) Execute(ctx context.Context, lease *wire.Lease) Report {
 	if err != nil {
 		return Report{Code: CodeInvalidTask}
 	}
-	inv, code := x.cfg.prepare(lease.Policy, x.lookup)
+	pol, err := x.policy(lease.Policy)
+	if err != nil {
+		return Report{Code: CodeInvalidPolicy}
+	}
+	inv, code := x.cfg.resolve(pol, x.lookup)
 	if code != "" {
 		return Report{Code: code}
 	}
@@ -96,6 +125,11 @@ func (c *Config) prepare(rawPolicy []byte, lookup func(string) (string, bool)) (
 	if err != nil {
 		return nil, CodeInvalidPolicy
 	}
+	return c.resolve(pol, lookup)
+}
+
+// resolve is prepare for a decoded policy.
+func (c *Config) resolve(pol policy.Policy, lookup func(string) (string, bool)) (*invocation, string) {
 	e := pol.Execution
 	i := slices.IndexFunc(c.Plugins, func(p Plugin) bool { return p.ID == e.PluginID })
 	if i < 0 {
