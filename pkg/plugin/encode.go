@@ -2,7 +2,8 @@ package plugin
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
 // AppendFrame validates f (see Frame.Validate) and appends its canonical
@@ -21,9 +22,9 @@ func AppendFrame(dst []byte, f Frame) ([]byte, error) {
 	b := append(dst, `{"version":"`...)
 	b = append(b, Version...)
 	b = append(b, `","id":`...)
-	b = appendString(b, f.ID)
+	b = strictjson.AppendString(b, f.ID)
 	b = append(b, `,"type":`...)
-	b = appendString(b, string(f.Type))
+	b = strictjson.AppendString(b, string(f.Type))
 	switch f.Type {
 	case TypeInitialize, TypeInitialized:
 		b = append(b, `,"capabilities":[`...)
@@ -31,7 +32,7 @@ func AppendFrame(dst []byte, f Frame) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, string(c))
+			b = strictjson.AppendString(b, string(c))
 		}
 		b = append(b, ']')
 		if f.Type == TypeInitialize {
@@ -72,7 +73,7 @@ func AppendFrame(dst []byte, f Frame) ([]byte, error) {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = appendString(b, c)
+				b = strictjson.AppendString(b, c)
 			}
 			b = append(b, ']')
 		}
@@ -91,69 +92,10 @@ func appendField(b []byte, key, value string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, key...)
 	b = append(b, '"', ':')
-	return appendString(b, value)
+	return strictjson.AppendString(b, value)
 }
 
 // appendInt appends prefix (a comma, key and colon) and n.
 func appendInt(b []byte, prefix string, n int64) []byte {
 	return strconv.AppendInt(append(b, prefix...), n, 10)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string exactly as encoding/json does
-// with HTML escaping off: quote and backslash escaped, control characters
-// as \b \f \n \r \t or \u00xx, U+2028 and U+2029 as \u2028 and \u2029,
-// invalid UTF-8 as \ufffd (Validate already rejects it), DEL and every
-// other character as is.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

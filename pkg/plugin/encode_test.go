@@ -86,24 +86,3 @@ func TestAppendFrameAppends(t *testing.T) {
 		t.Fatalf("largest text frame: %v", err)
 	}
 }
-
-// FuzzAppendString compares the string escaper with encoding/json on any
-// bytes, including invalid UTF-8 and the characters it escapes specially.
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "plain", "quote\" back\\slash", "\x00\x01\x1f\x7f", "\b\f\n\r\t",
-		"<html>&amp;", "\u2028\u2029", "\xff\xfe", "é€𝄞", "a\xc3"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(s); err != nil {
-			t.Fatal(err)
-		}
-		want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-		if got := appendString([]byte("x"), s); !bytes.Equal(got[1:], want) || got[0] != 'x' {
-			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
-		}
-	})
-}

@@ -3,8 +3,8 @@ package plugin
 import (
 	"reflect"
 	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
 // wireFrameType is the shape strictjson checks every frame against.
@@ -180,84 +180,9 @@ func (x *extractor) str() (string, bool) {
 			if !escaped {
 				return string(raw), true
 			}
-			return unescape(raw)
+			out, ok := strictjson.Unescape(raw)
+			return string(out), ok
 		}
 	}
 	return "", false
-}
-
-// unescape decodes the escapes of a string's content as encoding/json does
-// (a surrogate that is not part of a pair, which strictjson rejects
-// anyway, becomes U+FFFD).
-func unescape(raw []byte) (string, bool) {
-	out := make([]byte, 0, len(raw))
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if c != '\\' {
-			out = append(out, c)
-			continue
-		}
-		i++
-		if i >= len(raw) {
-			return "", false
-		}
-		switch raw[i] {
-		case '"', '\\', '/':
-			out = append(out, raw[i])
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := hex4(raw, i+1)
-			if !ok {
-				return "", false
-			}
-			i += 4
-			if utf16.IsSurrogate(r) {
-				r2, ok2 := rune(-1), false
-				if i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
-					r2, ok2 = hex4(raw, i+3)
-				}
-				if pair := utf16.DecodeRune(r, r2); ok2 && pair != utf8.RuneError {
-					r = pair
-					i += 6
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			out = utf8.AppendRune(out, r)
-		default:
-			return "", false
-		}
-	}
-	return string(out), true
-}
-
-// hex4 reads four hex digits at raw[at:].
-func hex4(raw []byte, at int) (rune, bool) {
-	if at+4 > len(raw) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range raw[at : at+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
 }

@@ -27,7 +27,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -364,55 +363,9 @@ func (s *scanner) key() ([]byte, bool) {
 		return nil, false
 	}
 	if escaped {
-		k = unescape(k)
+		k, _ = Unescape(k) // str has checked every escape
 	}
 	return k, true
-}
-
-// unescape decodes the escapes of a syntactically valid string content
-// whose surrogate escapes come in pairs (checkEscapes).
-func unescape(b []byte) []byte {
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); {
-		if b[i] != '\\' {
-			out = append(out, b[i])
-			i++
-			continue
-		}
-		c := b[i+1]
-		i += 2
-		switch c {
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, _ := hex4(b, i)
-			i += 4
-			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if i+6 <= len(b) && b[i] == '\\' && b[i+1] == 'u' {
-					r2, _ = hex4(b, i+2)
-				}
-				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-					r = dec
-					i += 6
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			out = utf8.AppendRune(out, r)
-		default: // '"', '\\', '/'
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // checkNumber checks a number's text against sh.

@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
@@ -205,26 +204,26 @@ func EncodeResult(seq uint64, r *Result) ([]byte, error) {
 	b = append(b, `{"type":"result","seq":`...)
 	b = strconv.AppendUint(b, seq, 10)
 	b = append(b, `,"result":{"job_id":`...)
-	b = appendString(b, r.JobID)
+	b = strictjson.AppendString(b, r.JobID)
 	b = append(b, `,"attempt_id":`...)
-	b = appendString(b, r.AttemptID)
+	b = strictjson.AppendString(b, r.AttemptID)
 	b = append(b, `,"outcome":`...)
-	b = appendString(b, string(r.Outcome))
+	b = strictjson.AppendString(b, string(r.Outcome))
 	if r.Output != nil {
 		b = append(b, `,"output":`...)
-		b = appendString(b, *r.Output)
+		b = strictjson.AppendString(b, *r.Output)
 	}
 	if r.CandidateSHA != "" {
 		b = append(b, `,"candidate_sha":`...)
-		b = appendString(b, r.CandidateSHA)
+		b = strictjson.AppendString(b, r.CandidateSHA)
 	}
 	if r.Disposition != "" {
 		b = append(b, `,"disposition":`...)
-		b = appendString(b, string(r.Disposition))
+		b = strictjson.AppendString(b, string(r.Disposition))
 	}
 	if r.FailureCode != "" {
 		b = append(b, `,"failure_code":`...)
-		b = appendString(b, r.FailureCode)
+		b = strictjson.AppendString(b, r.FailureCode)
 	}
 	b = append(b, "}}"...)
 	if len(b) > MaxMessageBytes {
@@ -242,67 +241,12 @@ func EncodeActivity(p *Activity) ([]byte, error) {
 	}
 	b := make([]byte, 0, 96+len(p.JobID)+len(p.AttemptID)+len(p.Version)+len(p.Stage))
 	b = append(b, `{"type":"activity","activity":{"job_id":`...)
-	b = appendString(b, p.JobID)
+	b = strictjson.AppendString(b, p.JobID)
 	b = append(b, `,"attempt_id":`...)
-	b = appendString(b, p.AttemptID)
+	b = strictjson.AppendString(b, p.AttemptID)
 	b = append(b, `,"version":`...)
-	b = appendString(b, p.Version)
+	b = strictjson.AppendString(b, p.Version)
 	b = append(b, `,"stage":`...)
-	b = appendString(b, string(p.Stage))
+	b = strictjson.AppendString(b, string(p.Stage))
 	return append(b, "}}"...), nil
-}
-
-// appendString appends s as a JSON string, escaped exactly as
-// encoding/json escapes it with HTML escaping off (marshal): ", \ and
-// control characters, U+2028 and U+2029; invalid UTF-8 becomes U+FFFD.
-func appendString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

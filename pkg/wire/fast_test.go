@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
 func TestEncodeAckMatchesEncode(t *testing.T) {
@@ -185,8 +187,8 @@ func FuzzEncodeResult(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendString(nil, out); !bytes.Equal(got, want) {
-			t.Fatalf("appendString %q, encoding/json %q", got, want)
+		if got := strictjson.AppendString(nil, out); !bytes.Equal(got, want) {
+			t.Fatalf("AppendString %q, encoding/json %q", got, want)
 		}
 	})
 }

@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"strconv"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
@@ -334,86 +332,12 @@ func (r *checked) strBytes() ([]byte, bool) {
 		case '"':
 			r.i = i + 1
 			if escaped {
-				return unescape(r.d[start:i])
+				return strictjson.Unescape(r.d[start:i])
 			}
 			return r.d[start:i], true
 		}
 	}
 	return nil, false
-}
-
-// unescape decodes a string's escapes as encoding/json does. Check has
-// rejected invalid UTF-8 and lone surrogate escapes.
-func unescape(b []byte) ([]byte, bool) {
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); {
-		if b[i] != '\\' {
-			out = append(out, b[i])
-			i++
-			continue
-		}
-		if i+1 >= len(b) {
-			return nil, false
-		}
-		c := b[i+1]
-		i += 2
-		switch c {
-		case '"', '\\', '/':
-			out = append(out, c)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := hex4(b, i)
-			if !ok {
-				return nil, false
-			}
-			i += 4
-			if utf16.IsSurrogate(r) {
-				r2, ok := rune(-1), false
-				if i+6 <= len(b) && b[i] == '\\' && b[i+1] == 'u' {
-					r2, ok = hex4(b, i+2)
-				}
-				d := utf16.DecodeRune(r, r2)
-				if !ok || d == utf8.RuneError {
-					return nil, false // not after Check
-				}
-				r = d
-				i += 6
-			}
-			out = utf8.AppendRune(out, r)
-		default:
-			return nil, false
-		}
-	}
-	return out, true
-}
-
-func hex4(b []byte, at int) (rune, bool) {
-	if at+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[at : at+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
 
 // number returns the text of a number.

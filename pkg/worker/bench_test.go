@@ -45,6 +45,7 @@ func buildBinaries(b *testing.B, dir string) (plugin, reaper string) {
 // the CPU figure is the steadier one.
 type phase struct {
 	rate, cpuMS float64
+	commits     float64 // Gate store commits per operation (end-to-end phases)
 }
 
 // measurePhase ends a phase of n operations that started at start with
@@ -235,6 +236,7 @@ func endToEndRate(b *testing.B, plugin, reaper, pin string, executor func(*Confi
 			rg.submit("benchmark input")
 		}
 	}
+	commits0 := rg.st.Stats().Commits
 	start, cpu0 := time.Now(), processCPU()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -243,6 +245,7 @@ func endToEndRate(b *testing.B, plugin, reaper, pin string, executor func(*Confi
 	if !backlog {
 		<-connected
 		<-connected
+		commits0 = rg.st.Stats().Commits
 		start, cpu0 = time.Now(), processCPU()
 		go func() {
 			for i := 0; i < n; i++ {
@@ -258,7 +261,9 @@ func endToEndRate(b *testing.B, plugin, reaper, pin string, executor func(*Confi
 			failed++
 		}
 	}
-	return measurePhase(n, start, cpu0, reapers), failed
+	p := measurePhase(n, start, cpu0, reapers)
+	p.commits = float64(rg.st.Stats().Commits-commits0) / float64(n)
+	return p, failed
 }
 
 // postJob submits a text job without the testing.TB helpers, for use off
