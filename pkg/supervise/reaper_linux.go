@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -46,7 +47,17 @@ func ReaperMain(args []string) int {
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
 		return reaperUsage
 	}
-	newReaperServer(reaperFD).serve()
+	// Through the runtime's poller (net.FileConn makes a non-blocking,
+	// close-on-exec duplicate): a read that waits holds no OS thread, so
+	// each message costs no thread hand-off.
+	f := os.NewFile(reaperFD, "supervise")
+	fc, err := net.FileConn(f)
+	f.Close()
+	conn, ok := fc.(*net.UnixConn)
+	if err != nil || !ok {
+		return reaperUsage
+	}
+	newReaperServer(conn).serve()
 	return 0
 }
 
@@ -62,15 +73,14 @@ type inbound struct {
 // the program's group is only ever sent while its leader is unreaped: the
 // group id cannot have been recycled.
 type reaperServer struct {
-	fd   int
+	conn *net.UnixConn
 	sigs chan os.Signal // termination signals: shut down
-	chld chan os.Signal // SIGCHLD: wakes the sweep's poll early
+	chld chan os.Signal // SIGCHLD while a sweep polls: wakes it early
 }
 
-func newReaperServer(fd int) *reaperServer {
-	s := &reaperServer{fd: fd, sigs: make(chan os.Signal, 4), chld: make(chan os.Signal, 1)}
+func newReaperServer(conn *net.UnixConn) *reaperServer {
+	s := &reaperServer{conn: conn, sigs: make(chan os.Signal, 4), chld: make(chan os.Signal, 1)}
 	signal.Notify(s.sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
-	signal.Notify(s.chld, syscall.SIGCHLD)
 	return s
 }
 
@@ -105,9 +115,10 @@ func (s *reaperServer) serve() {
 			case !ok:
 				shutdown()
 			case m.kind == msgSpawn && pid == 0:
-				pid = s.start(m)
+				var pidfd int
+				pid, pidfd = s.start(m)
 				if pid > 0 {
-					go awaitExit(pid, exited)
+					go awaitExit(pid, pidfd, exited)
 				}
 			case m.kind == msgSpawn:
 				closeFDs(m.fds[:]) // one program at a time: a broken caller
@@ -150,16 +161,18 @@ func (s *reaperServer) serve() {
 }
 
 // start starts the program and answers with its pid or the errno of the
-// failed start. It returns the pid, or 0.
-func (s *reaperServer) start(m inbound) int {
+// failed start. It returns the pid (0 when the start failed) and a pidfd
+// for it (-1 when the kernel has none).
+func (s *reaperServer) start(m inbound) (int, int) {
 	req := m.spawn
+	pidfd := -1
 	pid, err := syscall.ForkExec(req.path, req.argv, &syscall.ProcAttr{
 		Dir:   req.dir,
 		Env:   req.env,
 		Files: []uintptr{uintptr(m.fds[0]), uintptr(m.fds[1]), uintptr(m.fds[2])},
 		// The program dies with the reaper: a reaper that is killed
 		// cannot sweep, but its direct child at least does not stay.
-		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, PidFD: &pidfd},
 	})
 	closeFDs(m.fds[:])
 	if err != nil {
@@ -168,20 +181,15 @@ func (s *reaperServer) start(m inbound) int {
 			errno = syscall.EINVAL
 		}
 		s.send(reply{kind: msgFailed, errno: int(errno)})
-		return 0
+		return 0, -1
 	}
 	s.send(reply{kind: msgStarted, pid: pid})
-	return pid
+	return pid, pidfd
 }
 
+// send writes one message; a failed send shows up as EOF on the next read.
 func (s *reaperServer) send(r reply) {
-	b := r.encode()
-	for {
-		err := syscall.Sendmsg(s.fd, b, nil, nil, 0)
-		if err != syscall.EINTR {
-			return // a failed send shows up as EOF on the next read
-		}
-	}
+	s.conn.Write(r.encode())
 }
 
 // read delivers well-formed messages to in and closes it at EOF, on a read
@@ -191,11 +199,11 @@ func (s *reaperServer) read(in chan<- inbound) {
 	buf := make([]byte, maxReaperMsg+1)
 	oob := make([]byte, syscall.CmsgSpace(4*4)) // room for one fd too many
 	for {
-		n, oobn, flags, _, err := syscall.Recvmsg(s.fd, buf, oob, syscall.MSG_CMSG_CLOEXEC)
-		if err == syscall.EINTR {
-			continue
-		}
+		// Received descriptors are close-on-exec (the runtime asks for
+		// MSG_CMSG_CLOEXEC).
+		n, oobn, flags, _, err := s.conn.ReadMsgUnix(buf, oob)
 		if err != nil || n == 0 {
+			closeFDs(receivedFDs(oob[:oobn]))
 			return
 		}
 		fds := receivedFDs(oob[:oobn])
@@ -251,10 +259,27 @@ func closeFDs(fds []int) {
 }
 
 // awaitExit reports on exited once process pid has exited, leaving it
-// unreaped.
-func awaitExit(pid int, exited chan<- struct{}) {
-	awaitExitNoReap(pid)
-	exited <- struct{}{}
+// unreaped. With a pidfd it waits through the runtime's poller (a pidfd
+// becomes readable when its process exits), so the wait holds no OS
+// thread; without one it blocks a thread in waitid.
+func awaitExit(pid, pidfd int, exited chan<- struct{}) {
+	defer func() { exited <- struct{}{} }()
+	if pidfd < 0 || syscall.SetNonblock(pidfd, true) != nil {
+		if pidfd >= 0 {
+			syscall.Close(pidfd)
+		}
+		awaitExitNoReap(pid)
+		return
+	}
+	f := os.NewFile(uintptr(pidfd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err == nil {
+		err = rc.Read(func(uintptr) bool { return exitedNoReap(pid) })
+	}
+	if err != nil {
+		awaitExitNoReap(pid)
+	}
 }
 
 // reapAvailable reaps every exited child without blocking and reports
@@ -286,10 +311,16 @@ func (s *reaperServer) sweep() sweepReport {
 	if !reapAvailable() {
 		return sweepReport{fast: true}
 	}
-	select { // a SIGCHLD from before this sweep needs no wake-up
-	case <-s.chld:
-	default:
-	}
+	// SIGCHLD only wakes the poll below early; one that came before this
+	// registration needs no wake-up, reapAvailable runs first anyway.
+	signal.Notify(s.chld, syscall.SIGCHLD)
+	defer func() {
+		signal.Stop(s.chld)
+		select {
+		case <-s.chld:
+		default:
+		}
+	}()
 	var rep sweepReport
 	self := os.Getpid()
 	tree := newProcTree()

@@ -31,3 +31,26 @@ func awaitExitNoReap(pid int) bool {
 		}
 	}
 }
+
+// wNoHang is WNOHANG.
+const wNoHang = 0x1
+
+// exitedNoReap reports whether process pid has exited, without waiting
+// and leaving it unreaped. An error (no such child) counts as exited.
+func exitedNoReap(pid int) bool {
+	var info [128]byte // siginfo_t, zeroed: the kernel fills it only for a match
+	for {
+		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid),
+			uintptr(unsafe.Pointer(&info[0])), wExited|wNoWait|wNoHang, 0, 0)
+		switch e {
+		case 0:
+			// si_signo, the first field on every architecture, is SIGCHLD
+			// for a match and stays 0 when pid is still running.
+			return *(*int32)(unsafe.Pointer(&info[0])) != 0
+		case syscall.EINTR:
+			continue
+		default:
+			return true
+		}
+	}
+}
