@@ -43,13 +43,13 @@ func ReaperMain(args []string) int {
 	if syscall.Fstat(reaperFD, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
 		return reaperUsage
 	}
-	syscall.CloseOnExec(reaperFD) // programs must not inherit it
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
 		return reaperUsage
 	}
 	// Through the runtime's poller (net.FileConn makes a non-blocking,
-	// close-on-exec duplicate): a read that waits holds no OS thread, so
-	// each message costs no thread hand-off.
+	// close-on-exec duplicate, and fd 3 is closed before any program
+	// starts): a read that waits holds no OS thread, so each message costs
+	// no thread hand-off.
 	f := os.NewFile(reaperFD, "supervise")
 	fc, err := net.FileConn(f)
 	f.Close()
