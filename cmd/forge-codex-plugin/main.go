@@ -84,7 +84,7 @@ func exitCode(err error) int {
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	opt := options{env: os.Environ()}
-	if self, err := os.Executable(); err == nil { // else no wrapper: process-group cleanup only
+	if self, err := supervise.Self(); err == nil { // else no wrapper: process-group cleanup only
 		opt.reaper = supervise.NewReaperPool(self)
 		defer opt.reaper.Close()
 	}

@@ -119,7 +119,7 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		Timeout:   *timeout,
 		Env:       pluginEnv(),
 	}
-	if self, err := os.Executable(); err == nil {
+	if self, err := supervise.Self(); err == nil {
 		reapers := supervise.NewReaperPool(self)
 		defer reapers.Close()
 		cfg.Reaper = reapers

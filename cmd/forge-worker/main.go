@@ -82,7 +82,7 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		log.Error("startup failed", "error", err.Error())
 		return err
 	}
-	self, err := os.Executable()
+	self, err := supervise.Self()
 	if err != nil {
 		log.Error("startup failed", "error", "cannot locate the worker executable")
 		return errors.New("cannot locate the worker executable")

@@ -57,9 +57,10 @@
 //		...
 //	}
 //
-// and passes NewReaperPool(its own path, from os.Executable) as
-// Command.Reaper. The binary must be built from this version of the
-// package: the messages are private to it.
+// and passes NewReaperPool(path) as Command.Reaper, with the path from
+// Self: /proc/self/exe on Linux, so that reapers run the caller's own
+// binary even after an upgrade replaced its file (the messages are
+// private to one build of this package).
 //
 // This is best-effort cleanup for trusted same-UID programs, not
 // containment: without a cgroup or PID namespace a deliberately hostile

@@ -6,3 +6,8 @@ package supervise_test
 const orphanHelperEnv = "FORGE_SUPERVISE_ORPHAN_HELPER"
 
 func orphanHelper(string) int { return 1 }
+
+// selfHelperEnv is unused here: the Self test is Linux only.
+const selfHelperEnv = "FORGE_SUPERVISE_SELF_HELPER"
+
+func selfHelper() int { return 1 }

@@ -46,9 +46,13 @@ func startReaper(exe string) (*reaperConn, error) {
 		fc.Close()
 		return nil, &StartError{Reason: "create reaper socket"}
 	}
+	name := exe // what ps shows
+	if exe == procSelfExe && len(os.Args) > 0 {
+		name = os.Args[0]
+	}
 	cmd := &exec.Cmd{
 		Path:        exe,
-		Args:        []string{exe, ReaperArg},
+		Args:        []string{name, ReaperArg},
 		Env:         []string{"GOMAXPROCS=1"},
 		ExtraFiles:  []*os.File{theirs},
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},

@@ -1,6 +1,9 @@
 package supervise
 
-import "sync"
+import (
+	"os"
+	"sync"
+)
 
 // ReaperPool starts and keeps long-lived reaper processes of one binary
 // (a binary that dispatches ReaperArg to ReaperMain, see the package
@@ -72,3 +75,19 @@ type sweepReport struct {
 	term, kill int
 	timedOut   bool
 }
+
+// Self returns the path a binary passes to NewReaperPool to start reapers
+// from itself. On Linux that is /proc/self/exe, which names the running
+// binary even after an upgrade replaced or removed its file, so a reaper
+// always speaks its caller's version of the private messages; elsewhere it
+// is os.Executable.
+func Self() (string, error) {
+	if reaperSupported {
+		if _, err := os.Stat(procSelfExe); err == nil {
+			return procSelfExe, nil
+		}
+	}
+	return os.Executable()
+}
+
+const procSelfExe = "/proc/self/exe"

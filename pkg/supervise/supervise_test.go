@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(orphanHelperEnv); dir != "" {
 		os.Exit(orphanHelper(dir))
 	}
+	if os.Getenv(selfHelperEnv) != "" {
+		os.Exit(selfHelper())
+	}
 	os.Exit(m.Run())
 }
 
