@@ -386,3 +386,29 @@ exit 0`)
 		t.Fatalf("sweep = %v, want SIGKILL sent", rep)
 	}
 }
+
+// A program that stops its reaper (SIGSTOP to its parent) cannot make Wait
+// hang: the kill that follows a cancel finds the reaper unresponsive and
+// kills it, which ends the program too.
+func TestStoppedReaperIsKilled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := shell(t, `kill -STOP $PPID; echo ready; read x`)
+	c.Reaper = reapers(t)
+	c.KillGrace = 10 * time.Millisecond
+	p, _, _ := startReady(t, ctx, c)
+	reaper, child := supervise.ReaperPid(p), p.Pid()
+	id := identity(child)
+	cancel()
+	exit, err := p.Wait()
+	p.Close()
+	if err != context.Canceled || exit.Signal != syscall.SIGKILL {
+		t.Fatalf("exit = %+v, %v; want the cancelled child killed", exit, err)
+	}
+	if identity(reaper) != "" {
+		t.Fatal("the stopped reaper is still there")
+	}
+	for guard := time.Now().Add(10 * time.Second); identity(child) == id && time.Now().Before(guard); {
+		time.Sleep(time.Millisecond) // the parent-death signal can trail Wait
+	}
+	assertGone(t, []leftover{{child, id}})
+}

@@ -97,6 +97,10 @@ func (rc *reaperConn) signal(kind byte) {
 	rc.conn.Write([]byte{kind})
 }
 
+// kill kills the reaper process (its child dies with it). It is only
+// called before the reaper is reaped (stop), so the pid is still its own.
+func (rc *reaperConn) kill() { rc.cmd.Process.Kill() }
+
 // stop closes the socket, which makes the reaper stop its program (if
 // any), sweep, and exit; it waits for that, bounded by reaperStopWait,
 // and kills the reaper after.

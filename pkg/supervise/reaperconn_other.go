@@ -10,3 +10,5 @@ func (*reaperConn) stop() {}
 func (*reaperConn) signal(byte) {}
 
 func (*reaperConn) read() (reply, error) { return reply{}, errReaperMsg }
+
+func (*reaperConn) kill() {}

@@ -3,7 +3,13 @@ package supervise
 import (
 	"os"
 	"sync"
+	"time"
 )
+
+// reaperUnresponsive is how long a reaper has, after a kill message, to
+// report its child's end (its sweep alone takes up to sweepLimit) before
+// supervise kills the reaper itself.
+const reaperUnresponsive = time.Second
 
 // ReaperPool starts and keeps long-lived reaper processes of one binary
 // (a binary that dispatches ReaperArg to ReaperMain, see the package

@@ -114,6 +114,8 @@ type Process struct {
 	reaped    bool
 	termSent  bool
 	killTimer *time.Timer
+	// reaperTimer kills an unresponsive reaper (see Kill).
+	reaperTimer *time.Timer
 	reason    error
 	exit      Exit
 	sweep     sweepReport // what the reaper's sweep did (wrapped only)
@@ -292,6 +294,11 @@ func (p *Process) Terminate() {
 }
 
 // Kill sends SIGKILL to the child's process group at once.
+//
+// When wrapped, the reaper does the killing; a reaper that does not report
+// the child's end within reaperUnresponsive after that (stopped by the
+// program, say) is itself killed, which takes the child with it (its
+// parent-death signal) and ends Wait.
 func (p *Process) Kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -299,6 +306,16 @@ func (p *Process) Kill() {
 	case p.reaped:
 	case p.rc != nil:
 		p.rc.signal(msgKill)
+		if p.reaperTimer == nil {
+			rc := p.rc
+			p.reaperTimer = time.AfterFunc(p.killGrace+reaperUnresponsive, func() {
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				if !p.reaped {
+					rc.kill()
+				}
+			})
+		}
 	default:
 		syscall.Kill(-p.pid, syscall.SIGKILL)
 	}
@@ -420,6 +437,9 @@ func (p *Process) waitWrapped() {
 // reapedLocked marks the child reaped; p.mu is held.
 func (p *Process) reapedLocked() {
 	p.reaped = true
+	if p.reaperTimer != nil {
+		p.reaperTimer.Stop()
+	}
 	if p.killTimer != nil {
 		p.killTimer.Stop()
 	}
