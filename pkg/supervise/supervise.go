@@ -116,11 +116,11 @@ type Process struct {
 	killTimer *time.Timer
 	// reaperTimer kills an unresponsive reaper (see Kill).
 	reaperTimer *time.Timer
-	reason    error
-	exit      Exit
-	sweep     sweepReport // what the reaper's sweep did (wrapped only)
-	closeOnce sync.Once
-	disarm    func() // cancels watch's callbacks
+	reason      error
+	exit        Exit
+	sweep       sweepReport // what the reaper's sweep did (wrapped only)
+	closeOnce   sync.Once
+	disarm      func() // cancels watch's callbacks
 }
 
 // Start starts c. The child is stopped (SIGTERM, then SIGKILL to its group
