@@ -267,7 +267,7 @@ func TestReaperPoolSurvivesDeadReapers(t *testing.T) {
 	p.Wait()
 	p.Close()
 	syscall.Kill(idle, syscall.SIGKILL)
-	for identity(idle) != "" {
+	for guard := time.Now().Add(10 * time.Second); identity(idle) != "" && time.Now().Before(guard); {
 		time.Sleep(time.Millisecond) // until the kernel has made it a zombie
 	}
 	c = shell(t, `exit 5`)
