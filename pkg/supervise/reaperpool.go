@@ -26,8 +26,9 @@ type ReaperPool struct {
 	closed bool
 }
 
-// NewReaperPool returns a pool of reapers started from exe (usually
-// os.Executable()). No process starts before the first Start that uses it.
+// NewReaperPool returns a pool of reapers started from exe (usually the
+// path Self returns). No process starts before the first Start that uses
+// it.
 func NewReaperPool(exe string) *ReaperPool {
 	return &ReaperPool{exe: exe}
 }
@@ -45,7 +46,8 @@ func (pl *ReaperPool) Close() {
 	}
 }
 
-// take returns an idle reaper, or nil when there is none.
+// take returns an idle reaper, or nil when there is none; false means the
+// pool is closed.
 func (pl *ReaperPool) take() (*reaperConn, bool) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
