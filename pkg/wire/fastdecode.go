@@ -47,15 +47,15 @@ func decodeTextTask(data []byte) (TextTask, error) {
 		return TextTask{}, err
 	}
 	var t TextTask
-	r := checked{d: data}
-	if r.object(func(k []byte) bool {
+	r := checked{strictjson.NewCursor(data)}
+	if r.Object(func(k []byte) bool {
 		if string(k) != "input" {
 			return false
 		}
 		var ok bool
-		t.Input, ok = r.str()
+		t.Input, ok = r.Text()
 		return ok
-	}) && r.end() {
+	}) && r.End() {
 		return t, nil
 	}
 	t = TextTask{}
@@ -69,11 +69,11 @@ func decodeTextTask(data []byte) (TextTask, error) {
 // reports false, leaving e to be discarded, for a payload it does not
 // handle or anything unexpected.
 func fillEnvelope(data []byte, e *Envelope) bool {
-	r := checked{d: data}
-	return r.object(func(k []byte) bool {
+	r := checked{strictjson.NewCursor(data)}
+	return r.Object(func(k []byte) bool {
 		switch string(k) {
 		case "type":
-			s, ok := r.str()
+			s, ok := r.Text()
 			e.Type = Type(s)
 			return ok
 		case "seq":
@@ -85,7 +85,7 @@ func fillEnvelope(data []byte, e *Envelope) bool {
 			return r.lease(e.Lease)
 		case "ack":
 			e.Ack = &Ack{}
-			return r.object(func(k []byte) bool {
+			return r.Object(func(k []byte) bool {
 				return string(k) == "deadline_at" && r.time(&e.Ack.DeadlineAt)
 			})
 		case "result":
@@ -94,13 +94,13 @@ func fillEnvelope(data []byte, e *Envelope) bool {
 		case "heartbeat":
 			h := &Heartbeat{}
 			e.Heartbeat = h
-			return r.object(func(k []byte) bool {
+			return r.Object(func(k []byte) bool {
 				return r.refs(k, &h.JobID, &h.AttemptID)
 			})
 		case "welcome":
 			w := &Welcome{}
 			e.Welcome = w
-			return r.object(func(k []byte) bool {
+			return r.Object(func(k []byte) bool {
 				switch string(k) {
 				case "lane":
 					return r.strTo(&w.Lane)
@@ -112,20 +112,20 @@ func fillEnvelope(data []byte, e *Envelope) bool {
 		case "reject":
 			j := &Reject{}
 			e.Reject = j
-			return r.object(func(k []byte) bool {
+			return r.Object(func(k []byte) bool {
 				if string(k) != "code" {
 					return false
 				}
-				s, ok := r.str()
+				s, ok := r.Text()
 				j.Code = RejectCode(s)
 				return ok
 			})
 		case "cancel":
 			c := &Cancel{}
 			e.Cancel = c
-			return r.object(func(k []byte) bool {
+			return r.Object(func(k []byte) bool {
 				if string(k) == "reason" {
-					s, ok := r.str()
+					s, ok := r.Text()
 					c.Reason = CancelReason(s)
 					return ok
 				}
@@ -134,12 +134,12 @@ func fillEnvelope(data []byte, e *Envelope) bool {
 		case "activity":
 			a := &Activity{}
 			e.Activity = a
-			return r.object(func(k []byte) bool {
+			return r.Object(func(k []byte) bool {
 				switch string(k) {
 				case "version":
 					return r.strTo(&a.Version)
 				case "stage":
-					s, ok := r.str()
+					s, ok := r.Text()
 					a.Stage = activity.Stage(s)
 					return ok
 				}
@@ -147,11 +147,11 @@ func fillEnvelope(data []byte, e *Envelope) bool {
 			})
 		}
 		return false // hello, evidence: encoding/json
-	}) && r.end()
+	}) && r.End()
 }
 
 func (r *checked) lease(l *Lease) bool {
-	return r.object(func(k []byte) bool {
+	return r.Object(func(k []byte) bool {
 		switch string(k) {
 		case "ordinal":
 			var ok bool
@@ -160,7 +160,7 @@ func (r *checked) lease(l *Lease) bool {
 		case "deadline_at":
 			return r.time(&l.DeadlineAt)
 		case "kind":
-			s, ok := r.str()
+			s, ok := r.Text()
 			l.Kind = Kind(s)
 			return ok
 		case "policy":
@@ -179,20 +179,20 @@ func (r *checked) lease(l *Lease) bool {
 }
 
 func (r *checked) result(res *Result) bool {
-	return r.object(func(k []byte) bool {
+	return r.Object(func(k []byte) bool {
 		switch string(k) {
 		case "outcome":
-			s, ok := r.str()
+			s, ok := r.Text()
 			res.Outcome = Outcome(s)
 			return ok
 		case "output":
-			s, ok := r.str()
+			s, ok := r.Text()
 			res.Output = &s
 			return ok
 		case "candidate_sha":
 			return r.strTo(&res.CandidateSHA)
 		case "disposition":
-			s, ok := r.str()
+			s, ok := r.Text()
 			res.Disposition = Disposition(s)
 			return ok
 		case "failure_code":
@@ -200,14 +200,14 @@ func (r *checked) result(res *Result) bool {
 		case "agent_report":
 			a := &AgentReport{}
 			res.AgentReport = a
-			return r.object(func(k []byte) bool {
+			return r.Object(func(k []byte) bool {
 				switch string(k) {
 				case "summary":
 					return r.strTo(&a.Summary)
 				case "changes":
 					a.Changes = []string{}
-					return r.array(func() bool {
-						s, ok := r.str()
+					return r.Array(func() bool {
+						s, ok := r.Text()
 						a.Changes = append(a.Changes, s)
 						return ok
 					})
@@ -219,79 +219,10 @@ func (r *checked) result(res *Result) bool {
 	})
 }
 
-// checked reads a document that strictjson.Check accepted: its syntax is
-// valid, so the reader only finds its way; every method still reports
-// false on a surprise instead of trusting that.
+// checked walks a document strictjson.Check accepted, with the readers
+// of the wire's own field types on top of strictjson.Cursor.
 type checked struct {
-	d []byte
-	i int
-}
-
-func (r *checked) space() {
-	for r.i < len(r.d) && (r.d[r.i] == ' ' || r.d[r.i] == '\t' || r.d[r.i] == '\n' || r.d[r.i] == '\r') {
-		r.i++
-	}
-}
-
-// next skips space and consumes c if it comes next.
-func (r *checked) next(c byte) bool {
-	r.space()
-	if r.i < len(r.d) && r.d[r.i] == c {
-		r.i++
-		return true
-	}
-	return false
-}
-
-// end reports whether only space is left.
-func (r *checked) end() bool {
-	r.space()
-	return r.i == len(r.d)
-}
-
-// object reads an object, calling member with each key (unescaped) to read
-// its value.
-func (r *checked) object(member func(key []byte) bool) bool {
-	if !r.next('{') {
-		return false
-	}
-	if r.next('}') {
-		return true
-	}
-	for {
-		r.space()
-		k, ok := r.strBytes()
-		if !ok || !r.next(':') || !member(k) {
-			return false
-		}
-		if r.next('}') {
-			return true
-		}
-		if !r.next(',') {
-			return false
-		}
-	}
-}
-
-// array reads an array, calling elem to read each element.
-func (r *checked) array(elem func() bool) bool {
-	if !r.next('[') {
-		return false
-	}
-	if r.next(']') {
-		return true
-	}
-	for {
-		if !elem() {
-			return false
-		}
-		if r.next(']') {
-			return true
-		}
-		if !r.next(',') {
-			return false
-		}
-	}
+	*strictjson.Cursor
 }
 
 // refs reads the job_id or attempt_id member named k.
@@ -306,119 +237,24 @@ func (r *checked) refs(k []byte, job, attempt *string) bool {
 }
 
 func (r *checked) strTo(dst *string) bool {
-	s, ok := r.str()
+	s, ok := r.Text()
 	*dst = s
 	return ok
 }
 
-func (r *checked) str() (string, bool) {
-	b, ok := r.strBytes()
-	return string(b), ok
-}
-
-// strBytes reads a string and returns its unescaped content, which may
-// alias the document.
-func (r *checked) strBytes() ([]byte, bool) {
-	r.space()
-	if r.i >= len(r.d) || r.d[r.i] != '"' {
-		return nil, false
-	}
-	start, escaped := r.i+1, false
-	for i := start; i < len(r.d); i++ {
-		switch r.d[i] {
-		case '\\':
-			escaped = true
-			i++
-		case '"':
-			r.i = i + 1
-			if escaped {
-				return strictjson.Unescape(r.d[start:i])
-			}
-			return r.d[start:i], true
-		}
-	}
-	return nil, false
-}
-
-// number returns the text of a number.
-func (r *checked) number() []byte {
-	r.space()
-	start := r.i
-	for r.i < len(r.d) {
-		switch c := r.d[r.i]; {
-		case c >= '0' && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
-			r.i++
-			continue
-		}
-		break
-	}
-	return r.d[start:r.i]
-}
-
 func (r *checked) uint64() (uint64, bool) {
-	n, err := strconv.ParseUint(string(r.number()), 10, 64)
+	n, err := strconv.ParseUint(string(r.Number()), 10, 64)
 	return n, err == nil
 }
 
 func (r *checked) int() (int, bool) {
-	n, err := strconv.ParseInt(string(r.number()), 10, 0)
+	n, err := strconv.ParseInt(string(r.Number()), 10, 0)
 	return int(n), err == nil
-}
-
-// value returns the bytes of the next value, which must be an object,
-// array or string (what the raw fields hold).
-func (r *checked) value() ([]byte, bool) {
-	r.space()
-	start, depth := r.i, 0
-	for r.i < len(r.d) {
-		switch r.d[r.i] {
-		case '"':
-			if _, ok := r.strBytesRaw(); !ok {
-				return nil, false
-			}
-			if depth == 0 {
-				return r.d[start:r.i], true
-			}
-			continue
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				r.i++
-				return r.d[start:r.i], true
-			}
-			if depth < 0 {
-				return nil, false
-			}
-		default:
-			if depth == 0 {
-				return nil, false // a scalar: not a raw field's value here
-			}
-		}
-		r.i++
-	}
-	return nil, false
-}
-
-// strBytesRaw skips a string without unescaping it.
-func (r *checked) strBytesRaw() ([]byte, bool) {
-	start := r.i
-	for i := r.i + 1; i < len(r.d); i++ {
-		switch r.d[i] {
-		case '\\':
-			i++
-		case '"':
-			r.i = i + 1
-			return r.d[start:r.i], true
-		}
-	}
-	return nil, false
 }
 
 // raw copies the next value into dst, as json.RawMessage decoding does.
 func (r *checked) raw(dst *json.RawMessage) bool {
-	v, ok := r.value()
+	v, ok := r.Value()
 	if !ok {
 		return false
 	}
@@ -429,10 +265,6 @@ func (r *checked) raw(dst *json.RawMessage) bool {
 // time decodes a string as time.Time's UnmarshalJSON does; a value it
 // refuses is left to encoding/json (which reports it).
 func (r *checked) time(t *time.Time) bool {
-	r.space()
-	if r.i >= len(r.d) || r.d[r.i] != '"' {
-		return false
-	}
-	b, ok := r.strBytesRaw()
+	b, ok := r.Quoted()
 	return ok && t.UnmarshalJSON(b) == nil
 }
