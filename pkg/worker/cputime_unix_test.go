@@ -10,14 +10,16 @@ import (
 // processCPU is the CPU time (user + system) of this process and of every
 // child it has reaped, which includes what those children reaped: plugin
 // processes and their wrappers.
-func processCPU() time.Duration {
-	var total time.Duration
-	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(who, &ru); err != nil {
-			return 0
-		}
-		total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+func processCPU() time.Duration { return rusageCPU(syscall.RUSAGE_SELF) + childrenCPU() }
+
+// childrenCPU is the CPU time of the reaped children alone.
+func childrenCPU() time.Duration { return rusageCPU(syscall.RUSAGE_CHILDREN) }
+
+// rusageCPU is user + system time from getrusage(who), 0 if unavailable.
+func rusageCPU(who int) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		return 0
 	}
-	return total
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
