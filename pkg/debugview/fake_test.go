@@ -46,8 +46,8 @@ func newFakeStore(n, m int) *fakeStore {
 		row := &fakeRow{
 			job: Job{ID: id, Kind: "coding", Status: "failed", FailureCode: "scoped_test_failed",
 				RepositoryID: "agent-forge", BaseSHA: "0123456789abcdef0123456789abcdef01234567",
-				CandidateSHA: "89abcdef0123456789abcdef0123456789abcdef", AttemptCount: 2,
-				CreatedAt: created, UpdatedAt: created.Add(time.Second)},
+				AttemptCount: 2,
+				CreatedAt:    created, UpdatedAt: created.Add(time.Second)},
 			input: plantedSecrets[0], instruction: plantedSecrets[1], repoPath: plantedSecrets[2],
 			result: plantedSecrets[3], evidence: plantedSecrets[4], authorization: plantedSecrets[5], eventDetail: plantedSecrets[6],
 		}

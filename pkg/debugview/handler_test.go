@@ -318,9 +318,9 @@ func TestCursorTampering(t *testing.T) {
 // this test makes visible.
 func TestFieldAllowlists(t *testing.T) {
 	want := map[reflect.Type][]string{
-		reflect.TypeOf(jobView{}): {"attempt_count", "base_sha", "candidate_sha", "created_at", "failure_code", "id", "kind",
+		reflect.TypeOf(jobView{}): {"attempt_count", "base_sha", "created_at", "failure_code", "id", "kind",
 			"repository_id", "retry_at", "status", "updated_at"},
-		reflect.TypeOf(attemptView{}): {"candidate_sha", "completed_at", "deadline_at", "disposition", "failure_code", "id",
+		reflect.TypeOf(attemptView{}): {"completed_at", "deadline_at", "disposition", "failure_code", "id",
 			"leased_at", "ordinal", "status", "worker_id"},
 		reflect.TypeOf(eventView{}):    {"at", "attempt", "code", "seq", "type"},
 		reflect.TypeOf(laneView{}):     {"attempt_id", "connected", "connected_at", "disconnected_at", "job_id", "lane", "pool", "worker_id"},
@@ -340,7 +340,7 @@ func TestFieldAllowlists(t *testing.T) {
 		}
 	}
 	// The Reader records cannot carry content either.
-	readerFields := map[reflect.Type]int{reflect.TypeOf(Job{}): 11, reflect.TypeOf(Attempt{}): 10, reflect.TypeOf(Event{}): 5, reflect.TypeOf(Lane{}): 8}
+	readerFields := map[reflect.Type]int{reflect.TypeOf(Job{}): 10, reflect.TypeOf(Attempt{}): 9, reflect.TypeOf(Event{}): 5, reflect.TypeOf(Lane{}): 8}
 	for typ, n := range readerFields {
 		if typ.NumField() != n {
 			t.Errorf("%s has %d fields, want %d: review the allowlist", typ.Name(), typ.NumField(), n)
@@ -354,7 +354,6 @@ func TestFieldSanitizing(t *testing.T) {
 	f := newFixture(t, 1, 1)
 	row := f.store.rows["j_0000"]
 	row.job.FailureCode = "boom: " + plantedSecrets[6]
-	row.job.CandidateSHA = plantedSecrets[3]
 	row.job.RepositoryID = plantedSecrets[2] + " x"
 	row.job.Status = "Failed Badly"
 	row.attempts[0].Disposition = plantedSecrets[4]
@@ -362,7 +361,7 @@ func TestFieldSanitizing(t *testing.T) {
 	f.store.lanes[0].Pool = plantedSecrets[5]
 	rec := f.do(t, http.MethodGet, "/v1/debug/jobs/j_0000?limit=1", true)
 	tl := decode[timelinePage](t, rec)
-	if tl.Job.FailureCode != "" || tl.Job.CandidateSHA != "" || tl.Job.RepositoryID != "" || tl.Job.Status != "" || tl.Attempts[0].Disposition != "" || tl.Events[0].Code != "" {
+	if tl.Job.FailureCode != "" || tl.Job.RepositoryID != "" || tl.Job.Status != "" || tl.Attempts[0].Disposition != "" || tl.Events[0].Code != "" {
 		t.Fatalf("unsanitized fields: %+v", tl)
 	}
 	if tl.Job.BaseSHA != "0123456789abcdef0123456789abcdef01234567" || tl.Job.CreatedAt != "2026-11-29T19:20:17.123456Z" {

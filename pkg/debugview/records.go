@@ -37,7 +37,6 @@ type Job struct {
 	FailureCode  string
 	RepositoryID string
 	BaseSHA      string
-	CandidateSHA string
 	AttemptCount int
 	RetryAt      time.Time
 	CreatedAt    time.Time
@@ -46,16 +45,15 @@ type Job struct {
 
 // Attempt is the diagnostic part of one attempt.
 type Attempt struct {
-	ID           string
-	Ordinal      int
-	Status       string
-	Lane         string // the Worker lane, e.g. worker-1#1
-	LeasedAt     time.Time
-	DeadlineAt   time.Time
-	CompletedAt  time.Time
-	Disposition  string
-	FailureCode  string
-	CandidateSHA string
+	ID          string
+	Ordinal     int
+	Status      string
+	Lane        string // the Worker lane, e.g. worker-1#1
+	LeasedAt    time.Time
+	DeadlineAt  time.Time
+	CompletedAt time.Time
+	Disposition string
+	FailureCode string
 }
 
 // Event is one timeline entry: type and time, the attempt ordinal and a
@@ -90,7 +88,6 @@ type jobView struct {
 	FailureCode  string `json:"failure_code,omitempty"`
 	RepositoryID string `json:"repository_id,omitempty"`
 	BaseSHA      string `json:"base_sha,omitempty"`
-	CandidateSHA string `json:"candidate_sha,omitempty"`
 	AttemptCount int    `json:"attempt_count"`
 	RetryAt      string `json:"retry_at,omitempty"`
 	CreatedAt    string `json:"created_at"`
@@ -98,16 +95,15 @@ type jobView struct {
 }
 
 type attemptView struct {
-	ID           string `json:"id"`
-	Ordinal      int    `json:"ordinal"`
-	Status       string `json:"status"`
-	WorkerID     string `json:"worker_id"`
-	LeasedAt     string `json:"leased_at,omitempty"`
-	DeadlineAt   string `json:"deadline_at,omitempty"`
-	CompletedAt  string `json:"completed_at,omitempty"`
-	Disposition  string `json:"disposition,omitempty"`
-	FailureCode  string `json:"failure_code,omitempty"`
-	CandidateSHA string `json:"candidate_sha,omitempty"`
+	ID          string `json:"id"`
+	Ordinal     int    `json:"ordinal"`
+	Status      string `json:"status"`
+	WorkerID    string `json:"worker_id"`
+	LeasedAt    string `json:"leased_at,omitempty"`
+	DeadlineAt  string `json:"deadline_at,omitempty"`
+	CompletedAt string `json:"completed_at,omitempty"`
+	Disposition string `json:"disposition,omitempty"`
+	FailureCode string `json:"failure_code,omitempty"`
 }
 
 type eventView struct {
@@ -209,7 +205,6 @@ func viewJob(j Job) jobView {
 		FailureCode:  code(j.FailureCode),
 		RepositoryID: ident(j.RepositoryID),
 		BaseSHA:      sha(j.BaseSHA),
-		CandidateSHA: sha(j.CandidateSHA),
 		AttemptCount: max(j.AttemptCount, 0),
 		RetryAt:      stamp(j.RetryAt),
 		CreatedAt:    stamp(j.CreatedAt),
@@ -219,16 +214,15 @@ func viewJob(j Job) jobView {
 
 func viewAttempt(a Attempt) attemptView {
 	return attemptView{
-		ID:           ident(a.ID),
-		Ordinal:      a.Ordinal,
-		Status:       code(a.Status),
-		WorkerID:     ident(a.Lane),
-		LeasedAt:     stamp(a.LeasedAt),
-		DeadlineAt:   stamp(a.DeadlineAt),
-		CompletedAt:  stamp(a.CompletedAt),
-		Disposition:  code(a.Disposition),
-		FailureCode:  code(a.FailureCode),
-		CandidateSHA: sha(a.CandidateSHA),
+		ID:          ident(a.ID),
+		Ordinal:     a.Ordinal,
+		Status:      code(a.Status),
+		WorkerID:    ident(a.Lane),
+		LeasedAt:    stamp(a.LeasedAt),
+		DeadlineAt:  stamp(a.DeadlineAt),
+		CompletedAt: stamp(a.CompletedAt),
+		Disposition: code(a.Disposition),
+		FailureCode: code(a.FailureCode),
 	}
 }
 

@@ -42,7 +42,6 @@ func fromStoreJob(j store.Job) Job {
 		Status:       j.Status,
 		FailureCode:  j.FailureCode,
 		RepositoryID: j.RepositoryID,
-		CandidateSHA: j.CandidateSHA,
 		AttemptCount: j.AttemptCount,
 		RetryAt:      optTime(j.RetryAt),
 		CreatedAt:    j.CreatedAt.Time,
@@ -87,16 +86,15 @@ func (r storeReader) DebugJob(ctx context.Context, id string) (Job, []Attempt, e
 	out := make([]Attempt, 0, len(attempts))
 	for _, a := range attempts {
 		out = append(out, Attempt{
-			ID:           a.ID,
-			Ordinal:      a.Ordinal,
-			Status:       a.Status,
-			Lane:         a.WorkerID,
-			LeasedAt:     a.LeasedAt.Time,
-			DeadlineAt:   a.DeadlineAt.Time,
-			CompletedAt:  optTime(a.CompletedAt),
-			Disposition:  a.Disposition,
-			FailureCode:  a.FailureCode,
-			CandidateSHA: a.CandidateSHA,
+			ID:          a.ID,
+			Ordinal:     a.Ordinal,
+			Status:      a.Status,
+			Lane:        a.WorkerID,
+			LeasedAt:    a.LeasedAt.Time,
+			DeadlineAt:  a.DeadlineAt.Time,
+			CompletedAt: optTime(a.CompletedAt),
+			Disposition: a.Disposition,
+			FailureCode: a.FailureCode,
 		})
 	}
 	return fromStoreJob(j), out, nil

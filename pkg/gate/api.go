@@ -35,9 +35,14 @@ func (g *Gate) Handler() http.Handler {
 	}, g.now, debugview.WithActivity(g.act))
 	mux.Handle("/debug/", viewer)
 	mux.Handle("/v1/debug/", viewer)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, errRouteNotFound) })
+	// Without these, ServeMux redirects "/debug" to "/debug/" (HTML body).
+	mux.HandleFunc("/debug", notFound)
+	mux.HandleFunc("/v1/debug", notFound)
+	mux.HandleFunc("/", notFound)
 	return cleanPaths(mux)
 }
+
+func notFound(w http.ResponseWriter, _ *http.Request) { writeError(w, errRouteNotFound) }
 
 // cleanPaths answers a request whose path is not in canonical form
 // ("/v1//jobs", "/v1/./jobs", "/a/../b") with the documented not_found

@@ -51,4 +51,12 @@ func TestDebugViewerMountedOwnerOnly(t *testing.T) {
 	if code, body := tg.api("GET", "/debug/", "", nil); code != http.StatusOK || !contains(body, "<html") {
 		t.Fatalf("shell: %d %.80s", code, body)
 	}
+	// The prefixes without their slash are unknown routes, not redirects.
+	for _, path := range []string{"/debug", "/v1/debug"} {
+		for _, tok := range []string{"", testOwnerToken} {
+			if code, body := tg.api("GET", path, tok, nil); code != http.StatusNotFound || !contains(body, `"not_found"`) {
+				t.Fatalf("%s: %d %s", path, code, body)
+			}
+		}
+	}
 }

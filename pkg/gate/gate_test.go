@@ -496,6 +496,14 @@ func TestCodingEvidenceAndResult(t *testing.T) {
 	if len(a.Evidence) != 3 || a.Evidence[2]["phase"] != "cleanup" || a.AgentReport["self_reported"] != true || a.AgentReport["summary"] != "Fixed it." {
 		t.Fatalf("attempt %s", body)
 	}
+	// DECISIONS 7: the candidate is a coding job's result, which debug
+	// routes never carry.
+	for _, path := range []string{"/v1/debug/jobs", "/v1/debug/jobs/" + job.ID} {
+		code, body := tg.api("GET", path, testOwnerToken, nil)
+		if code != 200 || !contains(body, job.ID) || contains(body, strings.Repeat("b", 40)) || contains(body, "candidate") {
+			t.Fatalf("%s: %d %s", path, code, body)
+		}
+	}
 }
 
 func TestConnectionsPerWorkerBounded(t *testing.T) {

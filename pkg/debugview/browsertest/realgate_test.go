@@ -291,7 +291,7 @@ func expected(t *testing.T, st *store.Store, ids []string) readertest.Dataset {
 		}
 		j := agg.Job
 		job := debugview.Job{ID: j.ID, Kind: j.Kind, Status: j.Status, FailureCode: j.FailureCode, RepositoryID: j.RepositoryID,
-			CandidateSHA: j.CandidateSHA, AttemptCount: j.AttemptCount, CreatedAt: j.CreatedAt.Time, UpdatedAt: j.UpdatedAt.Time}
+			AttemptCount: j.AttemptCount, CreatedAt: j.CreatedAt.Time, UpdatedAt: j.UpdatedAt.Time}
 		if j.RetryAt != nil {
 			job.RetryAt = j.RetryAt.Time
 		}
@@ -299,7 +299,7 @@ func expected(t *testing.T, st *store.Store, ids []string) readertest.Dataset {
 		d.Attempts[id] = []debugview.Attempt{}
 		for _, a := range agg.Attempts {
 			at := debugview.Attempt{ID: a.ID, Ordinal: a.Ordinal, Status: a.Status, Lane: a.WorkerID, LeasedAt: a.LeasedAt.Time,
-				DeadlineAt: a.DeadlineAt.Time, Disposition: a.Disposition, FailureCode: a.FailureCode, CandidateSHA: a.CandidateSHA}
+				DeadlineAt: a.DeadlineAt.Time, Disposition: a.Disposition, FailureCode: a.FailureCode}
 			if a.CompletedAt != nil {
 				at.CompletedAt = a.CompletedAt.Time
 			}

@@ -147,7 +147,7 @@
 
   const jobFields = [
     ['id', 'Job'], ['kind', 'Kind'], ['status', 'Status'], ['failure_code', 'Failure code'],
-    ['repository_id', 'Repository'], ['base_sha', 'Base SHA'], ['candidate_sha', 'Candidate SHA'],
+    ['repository_id', 'Repository'], ['base_sha', 'Base SHA'],
     ['attempt_count', 'Attempts'], ['retry_at', 'Retry at'], ['created_at', 'Created'], ['updated_at', 'Updated'],
   ];
 
@@ -180,7 +180,6 @@
       cell(tr, a.completed_at, 'mono');
       cell(tr, a.disposition);
       cell(tr, a.failure_code);
-      cell(tr, a.candidate_sha, 'mono');
       body.appendChild(tr);
     }
   }
