@@ -41,8 +41,9 @@
 //
 // Records are allowlists (see the view types): identifiers, kind/status,
 // bounded failure codes, timestamps (RFC 3339 UTC, microseconds),
-// connection state, exact SHAs, event type/time. Task inputs, instructions,
-// tests, repository paths, results, plugin or check output, evidence,
+// connection state, the exact base SHA, event type/time. Task inputs,
+// instructions, tests, repository paths, results (for a coding job that
+// is its candidate SHA, DECISIONS 7), plugin or check output, evidence,
 // authorization values and event details never reach these types, so they
 // cannot be rendered. The routes only read.
 //
