@@ -118,6 +118,7 @@ func TestValidateBatchRejects(t *testing.T) {
 		"unknown check index":  {1, raws(t, passed(0, base)), Options{ArgCounts: []int{}}},
 		"task arg count":       {1, raws(t, passed(0, base)), Options{ArgCounts: []int{3}}},
 		"missing checks":       {1, raws(t, passed(0, cand), Candidate(cand)), Options{ArgCounts: []int{2, 2}}},
+		"base as candidate":    {1, raws(t, Candidate(base)), Options{BaseSHA: base}},
 		"two preparation":      {1, raws(t, Failure(PhasePreparation, ReasonBaseMissing), Failure(PhasePreparation, ReasonBaseMissing)), Options{}},
 		"after a failure":      {1, raws(t, Failure(PhasePlugin, ReasonPluginFailed), passed(0, base)), Options{}},
 		"35 records":           {1, raws(t, many...), Options{}},
@@ -246,5 +247,26 @@ func TestOutputLimitImpliedByRecordLimit(t *testing.T) {
 	}
 	if b.Bytes > MaxBatchBytes || b.OutputBytes != 32*len(Redacted) {
 		t.Fatalf("largest valid batch: %d bytes, %d output bytes", b.Bytes, b.OutputBytes)
+	}
+}
+
+// CreatedCandidate finds the created candidate among stored records.
+func TestCreatedCandidate(t *testing.T) {
+	b, err := ValidateBatch(1, mustEncode(t, passed(0, cand), Candidate(cand)), Options{ArgCounts: []int{2}, BaseSHA: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := CreatedCandidate(b.Records); got != cand {
+		t.Fatalf("got %q", got)
+	}
+	for name, recs := range map[string][]json.RawMessage{
+		"none":      mustEncode(t, Failure(PhasePlugin, ReasonPluginFailed)),
+		"empty":     nil,
+		"not JSON":  {json.RawMessage(`{"phase":`)},
+		"no record": {json.RawMessage(`[]`)},
+	} {
+		if got := CreatedCandidate(recs); got != "" {
+			t.Errorf("%s: got %q", name, got)
+		}
 	}
 }

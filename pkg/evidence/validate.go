@@ -194,6 +194,9 @@ func workBatch(recs []Record, opt Options) error {
 		}
 	}
 	if candidate != "" {
+		if candidate == opt.BaseSHA {
+			return recErr(-1, "records", "the candidate is a new commit, not the base")
+		}
 		if stopped {
 			return recErr(-1, "records", "no candidate after a failed check")
 		}
@@ -207,6 +210,22 @@ func workBatch(recs []Record, opt Options) error {
 		return recErr(-1, "records", "checks without a candidate name the base")
 	}
 	return nil
+}
+
+// CreatedCandidate returns the SHA of the candidate_commit record with reason
+// created among an attempt's stored (validated) records, or "" when there
+// is none or a record does not decode.
+func CreatedCandidate(records []json.RawMessage) string {
+	for _, b := range records {
+		var r Record
+		if err := strictjson.Decode(b, &r); err != nil {
+			return ""
+		}
+		if r.Phase == PhaseCandidateCommit && r.Reason == ReasonCreated {
+			return r.SHA
+		}
+	}
+	return ""
 }
 
 // CheckAttempt checks that adding b to an attempt that already holds

@@ -15,7 +15,7 @@ func TestEvidenceContractEnforced(t *testing.T) {
 	cfg, sec := testConfig(t, nil)
 	tg := startGate(t, cfg, sec, "", nil)
 	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), []string{"agent-forge"})
-	job := tg.submit(`{"repository_id":"agent-forge","base_sha":"` + testSHA + `","instruction":"Fix it."}`)
+	job := tg.submit(`{"repository_id":"agent-forge","base_sha":"` + testSHA + `","instruction":"Fix it.","tests":[["make"]]}`)
 	l := w.lease()
 	if l.DefaultBranch != "main" {
 		t.Fatalf("coding lease names default branch %q, want the configured main", l.DefaultBranch)
@@ -28,7 +28,11 @@ func TestEvidenceContractEnforced(t *testing.T) {
 		return w.request(wire.Envelope{Type: wire.TypeEvidence, Evidence: &wire.Evidence{JobID: l.JobID, AttemptID: l.AttemptID, Batch: batch, Records: raw}})
 	}
 	check := `{"phase":"scoped_check","reason":"failed","index":0,"sha":"` + testSHA + `","exit_code":1,"duration_ms":3,"arg_count":1,"args":["[REDACTED]"],"output":"[REDACTED]","output_redacted":true,"output_truncated":false}`
+	passed := strings.NewReplacer(`"reason":"failed"`, `"reason":"passed"`, `"exit_code":1`, `"exit_code":0`).Replace(check)
 	for name, recs := range map[string][]string{
+		"arg count":       {strings.Replace(check, `"arg_count":1,"args":["[REDACTED]"]`, `"arg_count":2,"args":["[REDACTED]","[REDACTED]"]`, 1)},
+		"extra check":     {passed, strings.Replace(check, `"index":0`, `"index":1`, 1)},
+		"base candidate":  {passed, `{"phase":"candidate_commit","reason":"created","sha":"` + testSHA + `"}`},
 		"raw output":      {strings.Replace(check, `"output":"[REDACTED]"`, `"output":"sk-secret"`, 1)},
 		"raw argument":    {strings.Replace(check, `["[REDACTED]"]`, `["--token=sk-secret"]`, 1)},
 		"unknown field":   {strings.Replace(check, `"phase"`, `"stdout":"x","phase"`, 1)},

@@ -449,8 +449,14 @@ func TestCodingEvidenceAndResult(t *testing.T) {
 	cfg, sec := testConfig(t, nil)
 	tg := startGate(t, cfg, sec, "", nil)
 	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), []string{"agent-forge"})
-	job := tg.submit(`{"repository_id":"agent-forge","base_sha":"` + testSHA + `","instruction":"Fix it."}`)
+	job := tg.submit(`{"repository_id":"agent-forge","base_sha":"` + testSHA + `","instruction":"Fix it.","tests":[["make"]]}`)
 	l := w.lease()
+	success := func(sha string) wire.Envelope {
+		return w.request(wire.Envelope{Type: wire.TypeResult, Result: &wire.Result{JobID: l.JobID, AttemptID: l.AttemptID, Outcome: wire.OutcomeSucceeded,
+			CandidateSHA: sha, AgentReport: &wire.AgentReport{Summary: "Fixed it.", Changes: []string{"edited a.go"}}}})
+	}
+	// A candidate needs acknowledged evidence that created it.
+	wantReject(t, success(strings.Repeat("b", 40)), wire.RejectInvalid)
 	ev := func(batch int, recs ...string) wire.Envelope {
 		raw := make([]json.RawMessage, len(recs))
 		for i, r := range recs {
@@ -468,10 +474,11 @@ func TestCodingEvidenceAndResult(t *testing.T) {
 	wantAck(t, ev(2, cleanup))
 	// A text result for a coding job is invalid.
 	wantReject(t, w.textResult(l, "x"), wire.RejectInvalid)
-	res := wire.Envelope{Type: wire.TypeResult, Result: &wire.Result{JobID: l.JobID, AttemptID: l.AttemptID, Outcome: wire.OutcomeSucceeded,
-		CandidateSHA: strings.Repeat("b", 40), AgentReport: &wire.AgentReport{Summary: "Fixed it.", Changes: []string{"edited a.go"}}}}
-	wantAck(t, w.request(res))
-	wantAck(t, w.request(res))
+	// The result names exactly the candidate the evidence created.
+	wantReject(t, success(strings.Repeat("d", 40)), wire.RejectInvalid)
+	wantReject(t, success(testSHA), wire.RejectInvalid)
+	wantAck(t, success(strings.Repeat("b", 40)))
+	wantAck(t, success(strings.Repeat("b", 40)))
 	code, body := tg.api("GET", "/v1/jobs/"+job.ID+"/aggregate", testOwnerToken, nil)
 	if code != 200 {
 		t.Fatal(code)

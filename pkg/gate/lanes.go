@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/evidence"
 	"github.com/0k-lab/agent-forge/pkg/store"
+	"github.com/0k-lab/agent-forge/pkg/strictjson"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
@@ -331,17 +333,19 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		// Only records that follow the evidence contract, in canonical
 		// form, reach the store (pkg/evidence). A batch for an attempt this
 		// lane does not hold is stale whatever its content.
-		// Checks without a candidate must name the job's base.
+		// Checks are the task's checks, in its order, with its argument
+		// counts; checks without a candidate must name the job's base.
 		// Evidence belongs to coding attempts only: a batch for a text
 		// attempt is well-formed but unusable.
 		var opt evidence.Options
-		notCoding := false
-		if j, err := g.st.Job(g.ctx, e.Evidence.JobID); err == nil {
+		usable := false
+		if j, err := g.st.Job(g.ctx, e.Evidence.JobID); err == nil && j.Kind == string(wire.KindCoding) {
 			opt.BaseSHA = j.BaseSHA
-			notCoding = j.Kind != string(wire.KindCoding)
+			opt.ArgCounts, err = argCounts(j.Tests)
+			usable = err == nil
 		}
 		b, err := evidence.ValidateBatch(e.Evidence.Batch, e.Evidence.Records, opt)
-		if err != nil || notCoding {
+		if err != nil || !usable {
 			g.lanes.mu.Lock()
 			held := l.state == laneBusy && l.attemptID == e.Evidence.AttemptID && l.jobID == e.Evidence.JobID
 			g.lanes.mu.Unlock()
@@ -365,6 +369,41 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 	return false
 }
 
+// argCounts returns the argv length of each of a coding task's checks
+// (tests is the stored task's tests array, nil when the task has none).
+func argCounts(tests json.RawMessage) ([]int, error) {
+	var argvs [][]string
+	if tests != nil {
+		if err := strictjson.Decode(tests, &argvs); err != nil {
+			return nil, err
+		}
+	}
+	counts := make([]int, len(argvs))
+	for i, argv := range argvs {
+		counts[i] = len(argv)
+	}
+	return counts, nil
+}
+
+// candidateBacked reports whether a coding success result names the
+// candidate its attempt's acknowledged evidence created (so every task
+// check passed on it, pkg/evidence) and not the job's base. A result for
+// an attempt this lane does not hold leased is left to the store's fence
+// (stale, expired, or a replay of what was recorded).
+func (g *Gate) candidateBacked(l *lane, r *wire.Result) bool {
+	agg, err := g.st.Aggregate(g.ctx, r.JobID)
+	if err != nil {
+		return true
+	}
+	for _, a := range agg.Attempts {
+		if a.ID == r.AttemptID && a.Status == store.AttemptLeased && a.WorkerID == l.name {
+			c := evidence.CreatedCandidate(a.Evidence)
+			return c != "" && c == r.CandidateSHA && c != agg.Job.BaseSHA
+		}
+	}
+	return true
+}
+
 // handleResult records a result. For the lane's current attempt the
 // store records it and, in the same transaction, leases the lane its next
 // attempt (CompleteAndLease): one commit, and the next lease follows the
@@ -373,7 +412,7 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
 	f := store.Fence{JobID: r.JobID, AttemptID: r.AttemptID, Lane: l.name, Generation: l.generation}
 	out, err := outcome(r)
-	if err != nil {
+	if err != nil || out.CandidateSHA != "" && !g.candidateBacked(l, r) {
 		return reply(false, nil, wire.RejectInvalid)
 	}
 	g.lanes.mu.Lock()

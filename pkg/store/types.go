@@ -120,9 +120,10 @@ type Job struct {
 	CreatedAt    Time    `json:"created_at"`
 	UpdatedAt    Time    `json:"updated_at"`
 
-	Pool     string `json:"-"`
-	PluginID string `json:"-"`
-	BaseSHA  string `json:"-"` // coding jobs: the task's base_sha (debug views)
+	Pool     string          `json:"-"`
+	PluginID string          `json:"-"`
+	BaseSHA  string          `json:"-"` // coding jobs: the task's base_sha
+	Tests    json.RawMessage `json:"-"` // coding jobs: the task's tests array, nil when it has none
 }
 
 // Event is one timeline entry. Seq numbers a job's events from 1.
