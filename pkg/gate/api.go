@@ -107,6 +107,10 @@ func (g *Gate) handleReady(w http.ResponseWriter, r *http.Request) {
 
 // handleSubmit validates a task, resolves its policy and persists the job.
 func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > MaxBodyBytes {
+		writeError(w, errTooLarge) // declared too large: refused before any of it is read
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError

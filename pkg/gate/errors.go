@@ -24,6 +24,7 @@ func (e *apiError) Error() string { return e.code }
 // The stable API error codes.
 var (
 	errUnauthorized  = &apiError{http.StatusUnauthorized, "unauthorized", "a valid owner token is required"}
+	errNotAWorker    = &apiError{http.StatusUnauthorized, "unauthorized", "a valid worker token is required"}
 	errNotFound      = &apiError{http.StatusNotFound, "not_found", "no such job"}
 	errRouteNotFound = &apiError{http.StatusNotFound, "not_found", "no such route"}
 	errMethod        = &apiError{http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route"}

@@ -1,8 +1,12 @@
 package gate
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -40,9 +44,11 @@ func TestAuthentication(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("Upgrade") != "" {
-			t.Fatalf("worker endpoint with token %q: %d", tok, resp.StatusCode)
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("Upgrade") != "" ||
+			string(body) != `{"error":{"code":"unauthorized","message":"a valid worker token is required"}}`+"\n" {
+			t.Fatalf("worker endpoint with token %q: %d %s", tok, resp.StatusCode, body)
 		}
 		if _, err := dialWorker(t, tg.addr, tok); err == nil {
 			t.Fatalf("dial with token %q succeeded", tok)
@@ -392,6 +398,28 @@ func TestOwnerAPIErrors(t *testing.T) {
 		if contains(body, "s3cr3t") || contains(body, "store:") {
 			t.Errorf("error leaks internals: %s", body)
 		}
+	}
+}
+
+// A body declared larger than the limit is refused at once, without
+// waiting for (or reading) any of it.
+func TestDeclaredOversizeBodyRefusedAtOnce(t *testing.T) {
+	cfg, sec := testConfig(t, nil)
+	tg := startGate(t, cfg, sec, "", nil)
+	c, err := net.Dial("tcp", tg.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", testOwnerToken, MaxBodyBytes+1)
+	c.SetReadDeadline(time.Now().Add(waitLimit)) // the server would wait 60 s for the body
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !contains(body, `"too_large"`) {
+		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 }
 

@@ -179,7 +179,7 @@ func (l *lane) fits(pool, plugin, repo string) bool {
 func (g *Gate) handleWorker(w http.ResponseWriter, r *http.Request) {
 	p := g.sec.identify(r)
 	if p.worker < 0 {
-		writeError(w, errUnauthorized)
+		writeError(w, errNotAWorker)
 		return
 	}
 	if r.Method != http.MethodGet {
