@@ -1,6 +1,7 @@
 package debugview
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
@@ -40,10 +41,11 @@ type activityPage struct {
 	AsOf     string         `json:"as_of"`
 }
 
-// liveActivity answers the activity route. It reads memory only: it takes
-// no query parameters, does not consult the store, and answers an empty
-// list for a job without live attempts (or an unknown one).
-func (h *handler) liveActivity(w http.ResponseWriter, jobID, rawQuery string) {
+// liveActivity answers the activity route from memory; it takes no query
+// parameters. Only when the job has no live activity does it ask the
+// store whether the job exists: an empty list for a known job, 404 for an
+// unknown one.
+func (h *handler) liveActivity(ctx context.Context, w http.ResponseWriter, jobID, rawQuery string) {
 	if rawQuery != "" {
 		writeError(w, http.StatusBadRequest, "invalid_query", "this route takes no query parameters")
 		return
@@ -61,6 +63,12 @@ func (h *handler) liveActivity(w http.ResponseWriter, jobID, rawQuery string) {
 				Stage:     string(e.Stage),
 				At:        stamp(e.At),
 			})
+		}
+	}
+	if len(page.Activity) == 0 {
+		if _, _, err := h.store.DebugJob(ctx, jobID); err != nil {
+			writeStoreError(w, err)
+			return
 		}
 	}
 	writeJSON(w, page)

@@ -57,11 +57,13 @@ func TestLiveActivityRoute(t *testing.T) {
 		t.Fatal("the activity route read the store")
 	}
 
-	rec = f.do(t, http.MethodGet, "/v1/debug/jobs/j_0003/activity", true)
+	rec = f.do(t, http.MethodGet, "/v1/debug/jobs/j_0002/activity", true)
 	raw := rec.Body.String()
 	if page := decode[activityPage](t, rec); !page.Live || len(page.Activity) != 0 || !strings.Contains(raw, `"activity":[]`) {
 		t.Fatalf("no activity: %s", raw)
 	}
+	// A job without live activity is looked up: unknown ones are 404.
+	wantError(t, f.do(t, http.MethodGet, "/v1/debug/jobs/j_0003/activity", true), http.StatusNotFound, "not_found")
 	wantError(t, f.do(t, http.MethodGet, "/v1/debug/jobs/j_0001/activity?limit=5", true), http.StatusBadRequest, "invalid_query")
 	wantError(t, f.do(t, http.MethodGet, "/v1/debug/jobs/..%2Fx/activity", true), http.StatusNotFound, "not_found")
 	wantError(t, f.do(t, http.MethodGet, "/v1/debug/jobs/j_0001/activity/more", true), http.StatusNotFound, "not_found")

@@ -21,8 +21,10 @@
 //	                            {"live":bool,"activity":[{"attempt","attempt_id","worker_id","stage","at"}…],"as_of"}
 //
 // Live activity (WithActivity) is read from the Gate's memory only: the
-// stages of the job's live attempts, nothing else. The page polls it every
-// five seconds while a job drawer is open, independently of the listings.
+// stages of the job's live attempts, nothing else; a job without live
+// activity is looked up only to answer 404 when it does not exist. The page
+// polls the route every five seconds while a job drawer is open,
+// independently of the listings.
 //
 // The JSON routes require the authenticate callback to accept the request
 // (the Gate checks the owner bearer token), otherwise 401. Any method but

@@ -125,7 +125,7 @@ func (h *handler) serveAPI(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotFound, "not_found", "no such job")
 			return
 		}
-		h.liveActivity(w, id, r.URL.RawQuery)
+		h.liveActivity(r.Context(), w, id, r.URL.RawQuery)
 		return
 	}
 	q, err := parseQuery(r.URL.RawQuery)

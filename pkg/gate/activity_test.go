@@ -236,7 +236,7 @@ func TestActivityDebugRoute(t *testing.T) {
 	if code, _ := tg.api("POST", path, testOwnerToken, nil); code != 405 {
 		t.Fatalf("POST: %d", code)
 	}
-	if code, body := tg.api("GET", "/v1/debug/jobs/ffffffffffffffffffffffffffffffff/activity", testOwnerToken, nil); code != 200 || !contains(body, `"activity":[]`) {
+	if code, body := tg.api("GET", "/v1/debug/jobs/ffffffffffffffffffffffffffffffff/activity", testOwnerToken, nil); code != 404 || !contains(body, `"not_found"`) {
 		t.Fatalf("unknown job: %d %s", code, body)
 	}
 	wantAck(t, w.textResult(l, "X"))
