@@ -192,7 +192,7 @@ func TestWaitFailedAndTimeout(t *testing.T) {
 		wantCode(t, r, ExitOK)
 		return decodeOut[Job](t, r).ID
 	}
-	failed, forever, flaky := submit("fail"), submit("forever"), submit("flaky")
+	failed, forever, flaky, flakyAgg := submit("fail"), submit("forever"), submit("flaky"), submit("flaky-aggregate")
 
 	r := runForge(t, env, "", "wait", "-poll", "10ms", failed)
 	wantCode(t, r, ExitJobFailed)
@@ -210,6 +210,12 @@ func TestWaitFailedAndTimeout(t *testing.T) {
 	// A 503 after the first successful poll is retried.
 	r = runForge(t, env, "", "wait", "-poll", "10ms", flaky)
 	wantCode(t, r, ExitOK)
+	// So is a 503 for the aggregate of a job that just ended.
+	r = runForge(t, env, "", "wait", "-poll", "10ms", flakyAgg)
+	wantCode(t, r, ExitOK)
+	if decodeOut[Aggregate](t, r).Job.Status != "succeeded" {
+		t.Fatalf("aggregate not printed: %q", r.stdout)
+	}
 
 	// submit -wait that times out names the job so it can be resumed.
 	r = runForge(t, env, `{"input":"forever"}`, "submit", "-file", "-", "-wait", "-timeout", "30ms", "-poll", "10ms")

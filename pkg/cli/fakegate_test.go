@@ -21,7 +21,8 @@ const (
 
 // fakeGate serves docs/api.md from memory. A text job's input scripts its
 // life: "fail" ends failed, "forever" stays pending, "flaky" answers 503 on
-// its second poll, "stages" stays leased for three polls while its live
+// its second poll, "flaky-aggregate" answers 503 to its first aggregate
+// request, "stages" stays leased for three polls while its live
 // activity moves from analyzing to editing, anything else succeeds after
 // one poll in "leased".
 type fakeGate struct {
@@ -46,6 +47,7 @@ type fakeJob struct {
 	job      Job
 	input    string
 	polls    int
+	aggs     int // aggregate requests
 	attempts []Attempt
 	events   []Event
 }
@@ -185,6 +187,10 @@ func (g *fakeGate) aggregate(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if j := g.lookup(w, r); j != nil {
+		if j.aggs++; j.input == "flaky-aggregate" && j.aggs == 1 {
+			writeError(w, http.StatusServiceUnavailable, "not_ready", "gate is not ready")
+			return
+		}
 		attempts := j.attempts
 		if attempts == nil {
 			attempts = []Attempt{}

@@ -65,7 +65,8 @@ func runWait(ctx context.Context, c *command, args []string) error {
 // and maps the outcome to the exit code: succeeded 0, failed 3, timeout 4.
 // When failFast is set the first poll's errors are returned at once (a
 // misconfiguration should not wait out the timeout); later network errors
-// and 5xx answers are retried until the timeout.
+// and 5xx answers, those of the final aggregate fetch included, are retried
+// until the timeout.
 func (c *command) waitAndPrint(ctx context.Context, cl *client, id string, wf waitFlags, failFast bool) error {
 	deadlineCtx, cancel := context.WithTimeout(ctx, wf.timeout)
 	defer cancel()
@@ -74,11 +75,15 @@ func (c *command) waitAndPrint(ctx context.Context, cl *client, id string, wf wa
 	var lastErr error
 	for first := true; ; first = false {
 		job, err := cl.getJob(deadlineCtx, id)
+		var agg *Aggregate
+		if err == nil && terminal(job.Status) {
+			agg, err = cl.getAggregate(deadlineCtx, id)
+		}
 		switch {
 		case err == nil:
 			lastStatus, lastErr = job.Status, nil
-			if terminal(job.Status) {
-				return c.printOutcome(ctx, cl, id)
+			if agg != nil {
+				return c.printOutcome(id, agg)
 			}
 			if job.Status == "leased" {
 				prog.poll(deadlineCtx, cl, id, c.stderr)
@@ -122,12 +127,8 @@ func timedOut(id, lastStatus string, lastErr error) error {
 	return f
 }
 
-// printOutcome fetches and prints the aggregate of a terminal job.
-func (c *command) printOutcome(ctx context.Context, cl *client, id string) error {
-	agg, err := cl.getAggregate(ctx, id)
-	if err != nil {
-		return err
-	}
+// printOutcome prints the aggregate of a terminal job.
+func (c *command) printOutcome(id string, agg *Aggregate) error {
 	if !terminal(agg.Job.Status) {
 		return invalidResponse(errors.New("a terminal job reported a non-terminal aggregate"))
 	}
