@@ -57,7 +57,7 @@ type Attempt struct {
 	FailureCode  *string            `json:"failure_code,omitempty"`
 	CandidateSHA *string            `json:"candidate_sha,omitempty"`
 	AgentReport  *AgentReport       `json:"agent_report,omitempty"`
-	Evidence     *[]json.RawMessage `json:"evidence,omitempty"`
+	Evidence     *[]json.RawMessage `json:"evidence"`
 }
 
 // Aggregate is a job with its ordered attempts and events.
@@ -167,7 +167,7 @@ func (j *Job) Validate() error {
 		return fieldErr("candidate_sha")
 	case j.RepositoryID != nil && !checkIdent(*j.RepositoryID):
 		return fieldErr("repository_id")
-	case j.AttemptCount != nil && *j.AttemptCount < 0:
+	case j.AttemptCount == nil || *j.AttemptCount < 0:
 		return fieldErr("attempt_count")
 	case !optTime(j.RetryAt):
 		return fieldErr("retry_at")
@@ -187,12 +187,31 @@ func validJobStatus(s string) bool {
 	return false
 }
 
+// The closed value sets of docs/api.md.
+func validEventType(s string) bool {
+	switch s {
+	case "submitted", "leased", "expired", "attempt_failed", "retry_scheduled", statusSucceeded, statusFailed:
+		return true
+	}
+	return false
+}
+
+func validAttemptStatus(s string) bool {
+	switch s {
+	case "leased", statusSucceeded, statusFailed, "expired":
+		return true
+	}
+	return false
+}
+
+func optDisposition(p *string) bool { return p == nil || *p == "retryable" || *p == "terminal" }
+
 // Validate checks one event.
 func (e *Event) Validate(path string) error {
 	switch {
 	case e.Seq < 1:
 		return fieldErr(path + "/seq")
-	case !validCode(e.Type):
+	case !validEventType(e.Type):
 		return fieldErr(path + "/type")
 	case !validTime(e.At):
 		return fieldErr(path + "/at")
@@ -228,7 +247,7 @@ func (a *Attempt) Validate(path string) error {
 		return fieldErr(path + "/id")
 	case a.Ordinal < 1:
 		return fieldErr(path + "/ordinal")
-	case !validCode(a.Status):
+	case !validAttemptStatus(a.Status):
 		return fieldErr(path + "/status")
 	case !checkIdent(a.WorkerID):
 		return fieldErr(path + "/worker_id")
@@ -238,7 +257,7 @@ func (a *Attempt) Validate(path string) error {
 		return fieldErr(path + "/deadline_at")
 	case !optTime(a.CompletedAt):
 		return fieldErr(path + "/completed_at")
-	case !optCode(a.Disposition):
+	case !optDisposition(a.Disposition):
 		return fieldErr(path + "/disposition")
 	case !optCode(a.FailureCode):
 		return fieldErr(path + "/failure_code")
@@ -248,11 +267,12 @@ func (a *Attempt) Validate(path string) error {
 	if r := a.AgentReport; r != nil && (r.Summary == "" || len(r.Changes) == 0) {
 		return fieldErr(path + "/agent_report")
 	}
-	if a.Evidence != nil {
-		for i, rec := range *a.Evidence {
-			if len(rec) == 0 || rec[0] != '{' {
-				return fieldErr(fmt.Sprintf("%s/evidence/%d", path, i))
-			}
+	if a.Evidence == nil {
+		return fieldErr(path + "/evidence")
+	}
+	for i, rec := range *a.Evidence {
+		if len(rec) == 0 || rec[0] != '{' {
+			return fieldErr(fmt.Sprintf("%s/evidence/%d", path, i))
 		}
 	}
 	return nil

@@ -363,23 +363,24 @@ func TestGateErrorMapping(t *testing.T) {
 func TestStrictResponseDecoding(t *testing.T) {
 	g := newFakeGate(t, testToken)
 	env := gateEnv(g)
-	good := `{"id":"j_x","kind":"text","status":"pending","created_at":"` + t0 + `","updated_at":"` + t0 + `"}`
+	good := `{"id":"j_x","kind":"text","status":"pending","attempt_count":0,"created_at":"` + t0 + `","updated_at":"` + t0 + `"}`
 	g.setRaw("/v1/jobs/j_x", http.StatusOK, good)
 	wantCode(t, runForge(t, env, "", "status", "j_x"), ExitOK)
 	bad := map[string]string{
-		"unknown field":   strings.Replace(good, `"id"`, `"secret_input":"x","id"`, 1),
-		"duplicate key":   strings.Replace(good, `"id":"j_x"`, `"id":"j_x","id":"j_x"`, 1),
-		"case variant":    strings.Replace(good, `"kind"`, `"Kind"`, 1),
-		"null":            strings.Replace(good, `"status":"pending"`, `"status":"pending","result":null`, 1),
-		"wrong type":      strings.Replace(good, `"status":"pending"`, `"status":"pending","attempt_count":"1"`, 1),
-		"trailing":        good + `{}`,
-		"not json":        `hello`,
-		"array":           `[]`,
-		"bad kind":        strings.Replace(good, `"text"`, `"shell"`, 1),
-		"bad status":      strings.Replace(good, `"pending"`, `"running"`, 1),
-		"local time":      strings.Replace(good, `"created_at":"`+t0, `"created_at":"2026-11-29T19:20:17+01:00`, 1),
-		"missing created": strings.Replace(good, `"created_at":"`+t0+`",`, ``, 1),
-		"other id":        strings.Replace(good, `"j_x"`, `"j_y"`, 1),
+		"unknown field":    strings.Replace(good, `"id"`, `"secret_input":"x","id"`, 1),
+		"duplicate key":    strings.Replace(good, `"id":"j_x"`, `"id":"j_x","id":"j_x"`, 1),
+		"case variant":     strings.Replace(good, `"kind"`, `"Kind"`, 1),
+		"null":             strings.Replace(good, `"status":"pending"`, `"status":"pending","result":null`, 1),
+		"wrong type":       strings.Replace(good, `"attempt_count":0`, `"attempt_count":"1"`, 1),
+		"no attempt_count": strings.Replace(good, `"attempt_count":0,`, ``, 1),
+		"trailing":         good + `{}`,
+		"not json":         `hello`,
+		"array":            `[]`,
+		"bad kind":         strings.Replace(good, `"text"`, `"shell"`, 1),
+		"bad status":       strings.Replace(good, `"pending"`, `"running"`, 1),
+		"local time":       strings.Replace(good, `"created_at":"`+t0, `"created_at":"2026-11-29T19:20:17+01:00`, 1),
+		"missing created":  strings.Replace(good, `"created_at":"`+t0+`",`, ``, 1),
+		"other id":         strings.Replace(good, `"j_x"`, `"j_y"`, 1),
 		"result on coding": strings.Replace(strings.Replace(good, `"text"`, `"coding"`, 1),
 			`"status":"pending"`, `"status":"pending","result":"x"`, 1),
 		"short sha": strings.Replace(strings.Replace(good, `"text"`, `"coding"`, 1),
@@ -399,10 +400,20 @@ func TestStrictResponseDecoding(t *testing.T) {
 		"attempts missing": `{"job":` + good + `,"events":[]}`,
 		"events unordered": `{"job":` + good + `,"attempts":[],"events":[{"seq":2,"type":"leased","at":"` + t0 + `"},{"seq":1,"type":"submitted","at":"` + t0 + `"}]}`,
 		"attempt unordered": `{"job":` + good + `,"attempts":[` +
-			`{"id":"a2","ordinal":2,"status":"expired","worker_id":"w","leased_at":"` + t0 + `"},` +
-			`{"id":"a1","ordinal":1,"status":"expired","worker_id":"w","leased_at":"` + t0 + `"}],"events":[]}`,
+			`{"id":"a2","ordinal":2,"status":"expired","worker_id":"w","leased_at":"` + t0 + `","evidence":[]},` +
+			`{"id":"a1","ordinal":1,"status":"expired","worker_id":"w","leased_at":"` + t0 + `","evidence":[]}],"events":[]}`,
+		"evidence missing":    `{"job":` + good + `,"attempts":[{"id":"a1","ordinal":1,"status":"leased","worker_id":"w","leased_at":"` + t0 + `"}],"events":[]}`,
+		"attempt status":      `{"job":` + good + `,"attempts":[{"id":"a1","ordinal":1,"status":"weird","worker_id":"w","leased_at":"` + t0 + `","evidence":[]}],"events":[]}`,
+		"disposition":         `{"job":` + good + `,"attempts":[{"id":"a1","ordinal":1,"status":"failed","worker_id":"w","leased_at":"` + t0 + `","disposition":"maybe","evidence":[]}],"events":[]}`,
+		"event type":          `{"job":` + good + `,"attempts":[],"events":[{"seq":1,"type":"exploded","at":"` + t0 + `"}]}`,
 		"evidence not object": `{"job":` + good + `,"attempts":[{"id":"a1","ordinal":1,"status":"leased","worker_id":"w","leased_at":"` + t0 + `","evidence":[1]}],"events":[]}`,
 		"evidence dup key":    `{"job":` + good + `,"attempts":[{"id":"a1","ordinal":1,"status":"leased","worker_id":"w","leased_at":"` + t0 + `","evidence":[{"a":1,"a":2}]}],"events":[]}`,
+	}
+	aggGood := `{"job":` + good + `,"attempts":[{"id":"a1","ordinal":1,"status":"failed","worker_id":"w","leased_at":"` + t0 +
+		`","disposition":"retryable","evidence":[]}],"events":[{"seq":1,"type":"retry_scheduled","at":"` + t0 + `"}]}`
+	g.setRaw("/v1/jobs/j_x/aggregate", http.StatusOK, aggGood)
+	if r := runForge(t, env, "", "result", "j_x"); r.code != ExitOK || !strings.Contains(r.stdout, `"disposition": "retryable"`) {
+		t.Fatalf("valid aggregate: %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	for name, body := range aggBad {
 		t.Run(name, func(t *testing.T) {

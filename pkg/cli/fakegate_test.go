@@ -136,7 +136,7 @@ func (j *fakeJob) advance() {
 		return
 	case j.job.Status == "pending":
 		j.job.Status, j.job.AttemptCount, j.job.UpdatedAt = "leased", &one, t1
-		j.attempts = []Attempt{{ID: "a_1", Ordinal: 1, Status: "leased", WorkerID: "worker-1#1", LeasedAt: t1, DeadlineAt: &deadline}}
+		j.attempts = []Attempt{{ID: "a_1", Ordinal: 1, Status: "leased", WorkerID: "worker-1#1", LeasedAt: t1, DeadlineAt: &deadline, Evidence: &[]json.RawMessage{}}}
 		j.events = append(j.events, Event{Seq: 2, Type: "leased", At: t1, Attempt: &one})
 	case j.input == "fail":
 		code, disp := "invalid_task", "terminal"
