@@ -20,25 +20,33 @@ import (
 func ReadFrame(r *bufio.Reader) ([]byte, error) {
 	var line []byte
 	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > FrameBytes+1 ||
-			(len(line)+len(chunk) == FrameBytes+1 && chunk[len(chunk)-1] != '\n') {
+		// Only what has arrived is examined, so a line that passed the
+		// limit is refused at once, not when more input (or EOF) comes.
+		if r.Buffered() == 0 {
+			if _, err := r.Peek(1); err != nil {
+				if !errors.Is(err, io.EOF) {
+					return nil, err
+				}
+				if len(line) == 0 {
+					return nil, io.EOF
+				}
+				return nil, invalid("final frame lacks its LF")
+			}
+		}
+		buf, _ := r.Peek(r.Buffered())
+		end := bytes.IndexByte(buf, '\n')
+		n := end + 1
+		if end < 0 {
+			n = len(buf)
+		}
+		if len(line)+n > FrameBytes+1 || (end < 0 && len(line)+n == FrameBytes+1) {
 			return nil, invalid("frame exceeds %d bytes", FrameBytes)
 		}
-		line = append(line, chunk...)
-		if err == nil {
+		line = append(line, buf[:n]...)
+		r.Discard(n)
+		if end >= 0 {
 			break
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if errors.Is(err, io.EOF) {
-			if len(line) == 0 {
-				return nil, io.EOF
-			}
-			return nil, invalid("final frame lacks its LF")
-		}
-		return nil, err
 	}
 	line = line[:len(line)-1]
 	if len(line) == 0 {

@@ -105,7 +105,7 @@ func (r *runner) execution(ctx context.Context) (*plugin.Frame, error) {
 			if f.Type.Terminal() {
 				return &f, nil
 			}
-			// Accept admits only progress here.
+			// Accept admits only progress here (read refuses Worker frames).
 			if r.onProgress != nil && ctx.Err() == nil {
 				r.onProgress(Progress{Sequence: f.Sequence, Stage: f.Stage, Text: f.Text})
 			}

@@ -212,6 +212,10 @@ func (r *runner) read() {
 		if err == nil {
 			res.raw = line
 			res.frame, res.err = plugin.DecodeFrame(line)
+			if res.err == nil && res.frame.Type.FromWorker() {
+				// initialize, execute and cancel go the other way only.
+				res.err = &plugin.ProtocolError{Reason: "the plugin sent a frame only the Worker sends"}
+			}
 		} else {
 			res.err = err
 		}

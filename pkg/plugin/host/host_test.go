@@ -153,6 +153,8 @@ func TestProtocolViolations(t *testing.T) {
 		"unoffered":                     "not offered",
 		"crlf":                          "carriage return",
 		"oversized":                     "frame exceeds",
+		"unterminated-oversize":         "frame exceeds",
+		"sends-cancel":                  "only the Worker sends",
 		"trailing-frame":                "output after the terminal frame",
 		"trailing-bytes":                "final frame lacks its LF",
 		"nonzero-exit":                  "nonzero exit",

@@ -148,6 +148,18 @@ var scenarios = map[string]func(f *fake){
 		f.result(strings.Repeat("a", plugin.FrameBytes))
 		f.waitEOF()
 	},
+	"sends-cancel": func(f *fake) {
+		f.start("text", "cancel")
+		f.frame("cancel", "")
+		f.result("X")
+		f.waitEOF()
+	},
+	// A line one byte over the frame limit, then silence with the pipe open.
+	"unterminated-oversize": func(f *fake) {
+		f.start("text")
+		f.raw(strings.Repeat("a", plugin.FrameBytes+1))
+		f.waitEOF()
+	},
 	"trailing-frame": func(f *fake) {
 		f.start("text")
 		f.result("one")
