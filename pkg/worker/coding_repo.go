@@ -233,7 +233,7 @@ func (j *codingJob) snapshot(ctx context.Context) (gitState, error) {
 		refs.Write(line)
 	}
 	c := j.repo.common
-	config, err := digestFiles(c, "config", "config.worktree", "info/attributes", "objects/info/alternates", "shallow", "HEAD")
+	config, err := digestFiles(c, sharedFiles[:]...)
 	if err != nil {
 		return gitState{}, err
 	}

@@ -47,11 +47,16 @@ func TestCodingRestoresSharedRepository(t *testing.T) {
 		{"hooksPath", func(*codingFixture) string { return "gitfile config [core] hooksPath = /tmp" }, evidence.ReasonConfigChanged},
 		{"worktree config", func(*codingFixture) string { return "gitfile config.worktree [core] fsmonitor = /bin/false" }, evidence.ReasonConfigChanged},
 		{"hook", func(*codingFixture) string { return "gitfile hooks/pre-commit #!/bin/sh" }, evidence.ReasonConfigChanged},
+		// Left in place, this would make the next attempt's b.txt invisible to git add.
+		{"info exclude", func(*codingFixture) string { return "gitfile info/exclude b.txt" }, evidence.ReasonConfigChanged},
+		{"info grafts", func(f *codingFixture) string { return "gitfile info/grafts " + f.base }, evidence.ReasonConfigChanged},
 	}
 	for _, tc := range violations {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newCodingFixture(t, plugin)
 			refs, config, hooks := sharedView(t, f)
+			eb, _ := os.ReadFile(filepath.Join(f.repo, ".git", "info", "exclude"))
+			excludeBefore := string(eb)
 			r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a\n" + tc.instruction(f)}, nil))
 			f.expectFailure(r, wire.FailureWorkspaceViolation, evidence.PhaseWorkspaceValidation, tc.reason)
 			refs2, config2, hooks2 := sharedView(t, f)
@@ -64,8 +69,13 @@ func TestCodingRestoresSharedRepository(t *testing.T) {
 			if len(hooks2) != len(hooks) {
 				t.Fatalf("hooks not restored: %v", hooks2)
 			}
-			if _, err := os.Lstat(filepath.Join(f.repo, ".git", "config.worktree")); err == nil {
-				t.Fatal("config.worktree left behind")
+			for _, name := range []string{"config.worktree", "info/grafts"} {
+				if _, err := os.Lstat(filepath.Join(f.repo, ".git", name)); err == nil {
+					t.Fatalf("%s left behind", name)
+				}
+			}
+			if b, _ := os.ReadFile(filepath.Join(f.repo, ".git", "info", "exclude")); string(b) != excludeBefore {
+				t.Fatalf("info/exclude not restored: %q", b)
 			}
 			// The repository stays in service: the next attempt succeeds.
 			if r := f.run(f.lease(wire.CodingTask{Instruction: "write b.txt b"}, nil)); !r.Succeeded {
