@@ -87,6 +87,10 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		log.Error("startup failed", "error", "cannot locate the worker executable")
 		return errors.New("cannot locate the worker executable")
 	}
+	// Leftovers of invocations a crash interrupted (cleanup deferred).
+	if err := worker.SweepRuntime(cfg.RuntimeRoot); err != nil {
+		log.Warn("startup sweep incomplete", "error", err.Error())
+	}
 	reaper := supervise.NewReaperPool(self)
 	defer reaper.Close()
 	text := worker.NewTextExecutor(cfg, os.LookupEnv, reaper)

@@ -13,12 +13,11 @@ import (
 
 // SweepLeftovers removes what coding attempts of an earlier run of this
 // Worker left behind when it stopped abruptly (a crash defers cleanup):
-// worktree containers (wt-*) under worktree_root, private git and check
-// directories (git-*, check-*) under runtime_root, and the stale worktree
-// registrations of every configured repository (git worktree prune). Call
-// it once at startup, before any lane runs: worktree_root and
-// runtime_root belong to this Worker alone. It returns an error, without
-// a path, when something could not be removed.
+// worktree containers (wt-*) under worktree_root and the stale worktree
+// registrations of every configured repository (git worktree prune);
+// SweepRuntime clears runtime_root. Call it once at startup, before any
+// lane runs: worktree_root belongs to this Worker alone. It returns an
+// error, without a path, when something could not be removed.
 func (x *CodingExecutor) SweepLeftovers(ctx context.Context) error {
 	failed := false
 	sweep := func(dir string, prefixes ...string) {
@@ -30,7 +29,7 @@ func (x *CodingExecutor) SweepLeftovers(ctx context.Context) error {
 		for _, e := range ents {
 			for _, p := range prefixes {
 				if strings.HasPrefix(e.Name(), p) {
-					if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+					if err := removeTree(filepath.Join(dir, e.Name())); err != nil {
 						failed = true
 					}
 				}
@@ -38,7 +37,6 @@ func (x *CodingExecutor) SweepLeftovers(ctx context.Context) error {
 		}
 	}
 	sweep(x.cfg.WorktreeRoot, "wt-")
-	sweep(x.cfg.RuntimeRoot, "git-", "check-")
 	home, err := os.MkdirTemp(x.cfg.RuntimeRoot, "git-")
 	if err != nil {
 		return errors.New("sweep: cannot create a private git home")

@@ -1,8 +1,12 @@
 package worker
 
 import (
+	"errors"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 )
 
@@ -67,7 +71,7 @@ func (d *runDirs) give(r runDir) {
 		d.mu.Unlock()
 	}
 	if r.path != "" {
-		_ = os.RemoveAll(r.path)
+		_ = removeTree(r.path)
 	}
 }
 
@@ -78,8 +82,51 @@ func (d *runDirs) close() {
 	d.idle = nil
 	d.mu.Unlock()
 	for _, r := range idle {
-		_ = os.RemoveAll(r.path)
+		_ = removeTree(r.path)
 	}
+}
+
+// removeTree removes path and everything under it. When that fails it
+// makes the directories under path writable (a plugin may leave read-only
+// ones) and tries once more. Symbolic links are removed, never followed.
+// Only for trees nobody writes to any more.
+func removeTree(path string) error {
+	if os.RemoveAll(path) == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(path)
+}
+
+// SweepRuntime removes what an earlier run of this Worker left in
+// runtimeRoot when it stopped without cleaning up (a SIGKILL leaves every
+// directory in use behind): plugin working directories (plugin-*),
+// private git homes (git-*) and scoped-check directories (check-*). Call it
+// once at startup, before any lane runs: runtime_root belongs to this
+// Worker alone. Other entries are left alone. The error names no path.
+func SweepRuntime(runtimeRoot string) error {
+	ents, err := os.ReadDir(runtimeRoot)
+	if err != nil {
+		return errors.New("sweep: cannot read runtime_root")
+	}
+	failed := false
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, "plugin-") || strings.HasPrefix(n, "git-") || strings.HasPrefix(n, "check-") {
+			if removeTree(filepath.Join(runtimeRoot, n)) != nil {
+				failed = true
+			}
+		}
+	}
+	if failed {
+		return errors.New("sweep: some leftovers in runtime_root could not be removed")
+	}
+	return nil
 }
 
 // unchanged reports whether r is still an empty 0700 directory, the one it
