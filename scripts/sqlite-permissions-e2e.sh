@@ -10,7 +10,10 @@
 # second Gate on the same database, two missing directory levels, symlink
 # ancestors/parents/databases/companions, group- or world-writable
 # ancestors, parents with group/world bits, database/-journal/-wal/-shm
-# modes other than 0600, and objects owned by another user.
+# modes other than 0600, objects owned by another user, a missing database
+# beside any existing -wal/-shm/-journal, a database that is not Agent
+# Forge's (no "AFRG" application id) or is from a newer build,
+# non-canonical database paths, and a repeated -config flag.
 # Everything lives in a private temp dir; a trap ends every process.
 # Final line: SQLITE-PERMISSIONS PASS.
 set -euo pipefail
@@ -254,6 +257,83 @@ for suffix in -journal -wal -shm; do
 done
 mkdir -m 0700 "$cases/dirdb" "$cases/dirdb/forge.db"
 expect_refused database-directory "$cases/dirdb/forge.db" "database is not a regular file"
+
+# 11a. A missing database beside an existing -wal/-shm/-journal: refused
+#      before the database is created, so nothing is left behind, whether
+#      the sibling is insecure, a symlink, a directory or a private file.
+orphan() { mkdir -m 0700 "$cases/orphan-$1"; echo "$cases/orphan-$1"; }
+d=$(orphan wal0644); : >"$d/forge.db-wal"; chmod 0644 "$d/forge.db-wal"
+expect_refused orphan-wal-0644 "$d/forge.db" "-wal file does not have mode 0600"
+d=$(orphan journal0666); : >"$d/forge.db-journal"; chmod 0666 "$d/forge.db-journal"
+expect_refused orphan-journal-0666 "$d/forge.db" "-journal file does not have mode 0600"
+d=$(orphan shmlink); ln -s "$cases/nowhere-shm" "$d/forge.db-shm"
+expect_refused orphan-shm-symlink "$d/forge.db" "-shm file is a symlink"
+d=$(orphan waldir); mkdir -m 0700 "$d/forge.db-wal"
+expect_refused orphan-wal-directory "$d/forge.db" "-wal file is not a regular file"
+d=$(orphan wal0600); : >"$d/forge.db-wal"; chmod 0600 "$d/forge.db-wal"
+expect_refused orphan-wal-0600 "$d/forge.db" "-wal file exists while the database is missing"
+for d in "$cases"/orphan-*; do
+  [ ! -e "$d/forge.db" ] || fail "$(basename "$d"): database created by a refused start"
+done
+
+# 11b. Identity: a database the Gate created carries SQLite application_id
+#      "AFRG"; a non-empty file without it (another program's SQLite
+#      database in rollback or WAL mode, one with a colliding jobs table,
+#      non-SQLite bytes) is refused byte for byte unchanged, and so is a
+#      Gate database from a newer build.
+python3 - "$cases/ok/forge.db" <<'PY' || fail "ok: database header lacks the Agent Forge application id"
+import sys
+hdr = open(sys.argv[1], "rb").read(100)
+sys.exit(0 if hdr[:16] == b"SQLite format 3\0" and hdr[68:72] == b"AFRG" else 1)
+PY
+# make_sqlite DIR SQL...: DIR/forge.db built by Python's sqlite3, mode 0600.
+make_sqlite() {
+  local d=$1; shift
+  mkdir -m 0700 "$d"
+  python3 - "$d/forge.db" "$@" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+for q in sys.argv[2:]:
+    con.execute(q)
+con.close()
+PY
+  chmod 0600 "$d/forge.db"
+}
+make_sqlite "$cases/foreign-table" "CREATE TABLE customers (name TEXT)" "INSERT INTO customers VALUES ('alice')"
+expect_refused foreign-table "$cases/foreign-table/forge.db" "not an Agent Forge database"
+make_sqlite "$cases/foreign-jobs" "CREATE TABLE jobs (x)" "INSERT INTO jobs VALUES (1)"
+expect_refused foreign-jobs "$cases/foreign-jobs/forge.db" "not an Agent Forge database"
+make_sqlite "$cases/foreign-wal" "PRAGMA journal_mode = WAL" "CREATE TABLE customers (name TEXT)"
+expect_refused foreign-wal "$cases/foreign-wal/forge.db" "not an Agent Forge database"
+mkdir -m 0700 "$cases/garbage"
+python3 -c 'import sys; open(sys.argv[1], "wb").write(bytes(range(256)) * 32)' "$cases/garbage/forge.db"
+chmod 0600 "$cases/garbage/forge.db"
+expect_refused garbage "$cases/garbage/forge.db" "not an Agent Forge database"
+mkdir -m 0700 "$cases/newer"
+cp "$cases/ok/forge.db" "$cases/newer/forge.db"; chmod 0600 "$cases/newer/forge.db"
+python3 - "$cases/newer/forge.db" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("UPDATE schema_version SET version = version + 1")
+con.close()
+PY
+expect_refused newer-schema "$cases/newer/forge.db" "newer than this build"
+
+# 11c. Non-canonical spellings of an existing, valid database path are
+#      refused at config load, naming the field (plain and file: forms).
+expect_refused noncanonical-dot "$cases/ok/./forge.db" "config: database: invalid database DSN: path is not canonical"
+expect_refused noncanonical-slashes "$cases/ok//forge.db" "config: database: invalid database DSN: path is not canonical"
+expect_refused noncanonical-dotdot "$cases/missing/../ok/forge.db" "config: database: invalid database DSN: path is not canonical"
+expect_refused noncanonical-uri "file://$cases/ok/./forge.db?mode=rwc" "config: database: invalid database DSN: path is not canonical"
+
+# 11d. Exactly one -config: a repeated flag is a usage error (exit 2), even
+#      when both name a valid config.
+write_config dup "$cases/ok/forge.db"
+rc=0
+timeout 30 "$bin/forge-gate" -config "$tmp/dup.json" -config "$tmp/dup.json" 2>"$tmp/dup.log" || rc=$?
+[ "$rc" -eq 2 ] || fail "dup-config: exit $rc, want 2"
+grep -q "usage:" "$tmp/dup.log" || fail "dup-config: no usage message"
+echo "refused: dup-config"
 
 # 11. Ownership: objects owned by another user are refused.
 if [ "$(id -u)" = 0 ]; then

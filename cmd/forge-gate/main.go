@@ -3,8 +3,9 @@
 //
 // Usage: forge-gate -config gate.json | forge-gate --version
 //
-// Exit codes: 0 after a graceful shutdown (SIGTERM/SIGINT), 1 on a startup,
-// store or serving failure, 2 on a usage error.
+// Exit codes: 0 after a graceful shutdown (SIGTERM/SIGINT, also one that
+// arrives while the Gate is still starting), 1 on a startup, store or
+// serving failure, 2 on a usage error (including a repeated flag).
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -46,8 +48,11 @@ func exitCode(err error) int {
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("forge-gate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	configPath := fs.String("config", "", "path to gate.json")
-	version := fs.Bool("version", false, "print the version and exit")
+	var configFlag onceString
+	var versionFlag onceBool
+	fs.Var(&configFlag, "config", "path to gate.json")
+	fs.Var(&versionFlag, "version", "print the version and exit")
+	configPath, version := &configFlag.value, &versionFlag.value
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		fmt.Fprintln(stderr, "forge-gate: error:", errUsage)
 		return errUsage
@@ -77,9 +82,55 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	if err := gate.Run(ctx, cfg, sec, log, time.Now); err != nil {
+		// A SIGTERM/SIGINT that arrives during startup (while the store
+		// opens or the startup sweep runs) is a requested stop, not a
+		// failure: it exits 0 like a stop after startup.
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			log.Info("stopped during startup")
+			return nil
+		}
 		log.Error("gate stopped", "error", err.Error())
 		return err
 	}
 	log.Info("stopped")
+	return nil
+}
+
+// onceString is a string flag that may be given at most once: a repeated
+// -config is a usage error, not "last one wins".
+type onceString struct {
+	value string
+	set   bool
+}
+
+func (f *onceString) String() string { return f.value }
+
+func (f *onceString) Set(v string) error {
+	if f.set {
+		return errors.New("flag given more than once")
+	}
+	f.value, f.set = v, true
+	return nil
+}
+
+// onceBool is a boolean flag that may be given at most once.
+type onceBool struct {
+	value bool
+	set   bool
+}
+
+func (f *onceBool) String() string { return strconv.FormatBool(f.value) }
+
+func (f *onceBool) IsBoolFlag() bool { return true }
+
+func (f *onceBool) Set(v string) error {
+	if f.set {
+		return errors.New("flag given more than once")
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	f.value, f.set = b, true
 	return nil
 }

@@ -30,11 +30,22 @@ func TestUsageAndVersion(t *testing.T) {
 	if err := run(context.Background(), []string{"--version"}, nil, &out, &errb); err != nil || !strings.HasPrefix(out.String(), "forge-gate ") {
 		t.Fatalf("version: %v %q", err, out.String())
 	}
-	for _, args := range [][]string{{}, {"-config"}, {"-config", "a", "extra"}, {"-listen", "x"}} {
+	// A valid config given twice (or after another -config) must still be
+	// a usage error: the context is already cancelled so a wrongly accepted
+	// command line cannot block, and it would exit 0 or 1, not 2.
+	valid := writeConfig(t, exampleConfig)
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, args := range [][]string{{}, {"-config"}, {"-config", "a", "extra"}, {"-listen", "x"},
+		{"-config", "/nonexistent.json", "-config", valid}, {"-config", valid, "-config", valid},
+		{"-config=" + valid, "--config", valid}, {"--version", "--version"}} {
 		out.Reset()
 		errb.Reset()
-		if err := run(context.Background(), args, nil, &out, &errb); exitCode(err) != 2 {
+		if err := run(stopped, args, nil, &out, &errb); exitCode(err) != 2 {
 			t.Fatalf("%v: exit %d", args, exitCode(err))
+		}
+		if out.Len() != 0 || !strings.Contains(errb.String(), "usage:") {
+			t.Fatalf("%v: stdout %q stderr %q", args, out.String(), errb.String())
 		}
 	}
 }
@@ -136,5 +147,23 @@ func TestServeAndGracefulShutdown(t *testing.T) {
 		if strings.Contains(s, secret) {
 			t.Fatalf("log leaks %q", secret)
 		}
+	}
+}
+
+// TestStopDuringStartupIsNotAFailure: a SIGTERM/SIGINT that arrives before
+// the Gate finished starting (here: before it opened its new database) is a
+// requested stop: exit 0, an info "stopped during startup", no ERROR line.
+func TestStopDuringStartupIsNotAFailure(t *testing.T) {
+	t.Setenv("FGT_OWNER", "owner-secret-value")
+	t.Setenv("FGT_WORKER", "worker-secret-value")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	err := run(ctx, []string{"-config", writeConfig(t, exampleConfig)}, nil, &out, &errb)
+	if exitCode(err) != 0 {
+		t.Fatalf("exit %d (%v), stderr %s", exitCode(err), err, errb.String())
+	}
+	if strings.Contains(errb.String(), `"level":"ERROR"`) || !strings.Contains(errb.String(), "stopped during startup") {
+		t.Fatalf("stderr %s", errb.String())
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/0k-lab/agent-forge/pkg/buildinfo"
@@ -62,8 +63,11 @@ func exitCode(err error) int {
 func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("forge-worker", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	configPath := fs.String("config", "", "path to worker.json")
-	version := fs.Bool("version", false, "print the version and exit")
+	var configFlag onceString
+	var versionFlag onceBool
+	fs.Var(&configFlag, "config", "path to worker.json")
+	fs.Var(&versionFlag, "version", "print the version and exit")
+	configPath, version := &configFlag.value, &versionFlag.value
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || (*version && *configPath != "") {
 		fmt.Fprintln(stderr, "forge-worker: error:", errUsage)
 		return errUsage
@@ -147,4 +151,43 @@ func load(path string) (*worker.Config, string, error) {
 		return nil, "", err
 	}
 	return cfg, token, nil
+}
+
+// onceString is a string flag that may be given at most once: a repeated
+// -config is a usage error, not "last one wins".
+type onceString struct {
+	value string
+	set   bool
+}
+
+func (f *onceString) String() string { return f.value }
+
+func (f *onceString) Set(v string) error {
+	if f.set {
+		return errors.New("flag given more than once")
+	}
+	f.value, f.set = v, true
+	return nil
+}
+
+// onceBool is a boolean flag that may be given at most once.
+type onceBool struct {
+	value bool
+	set   bool
+}
+
+func (f *onceBool) String() string { return strconv.FormatBool(f.value) }
+
+func (f *onceBool) IsBoolFlag() bool { return true }
+
+func (f *onceBool) Set(v string) error {
+	if f.set {
+		return errors.New("flag given more than once")
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	f.value, f.set = b, true
+	return nil
 }

@@ -11,9 +11,21 @@ import (
 )
 
 func TestUsage(t *testing.T) {
-	for _, args := range [][]string{{}, {"-x"}, {"extra"}, {"-config", "a", "b"}, {"--version", "-config", "a"}} {
+	// -config given twice is a usage error even when the last one names an
+	// existing file (the context is cancelled so a wrongly accepted command
+	// line cannot block; it would exit 0 or 1, not 2).
+	dir := t.TempDir()
+	valid := filepath.Join(dir, "worker.json")
+	if err := os.WriteFile(valid, []byte(`{"version":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, args := range [][]string{{}, {"-x"}, {"extra"}, {"-config", "a", "b"}, {"--version", "-config", "a"},
+		{"-config", filepath.Join(dir, "nope.json"), "-config", valid}, {"-config", valid, "-config", valid},
+		{"-config=" + valid, "--config", valid}, {"--version", "--version"}} {
 		var out, errOut bytes.Buffer
-		err := run(context.Background(), args, nil, &out, &errOut)
+		err := run(stopped, args, nil, &out, &errOut)
 		if !errors.Is(err, errUsage) || exitCode(err) != 2 || out.Len() != 0 {
 			t.Fatalf("args %q: err %v, stdout %q", args, err, out.String())
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
@@ -130,6 +131,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Database == "" || len(c.Database) > maxDatabaseBytes || strings.IndexByte(c.Database, 0) >= 0 {
 		return cfgErr("database", "required, at most %d bytes", maxDatabaseBytes)
+	}
+	// The store's own DSN rules (supported forms, canonical paths), checked
+	// at load so a bad value stops startup naming the field.
+	if err := store.CheckDSN(c.Database); err != nil {
+		var de *store.DSNError
+		if errors.As(err, &de) {
+			return cfgErr("database", "invalid database DSN: %s", de.Reason)
+		}
+		return cfgErr("database", "invalid database DSN")
 	}
 	if !policy.ValidEnvName(c.OwnerTokenEnv) {
 		return cfgErr("owner_token_env", "must be an environment variable name")

@@ -165,3 +165,44 @@ func FuzzLoadConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestConfigDatabaseDSN: the database field is checked against the store's
+// DSN rules at load. Non-canonical file paths (plain or file: URI) and
+// unsupported DSNs stop startup naming the field and never the value;
+// memory forms and canonical paths load.
+func TestConfigDatabaseDSN(t *testing.T) {
+	withDB := func(db string) []byte {
+		return edit(t, func(m map[string]any) { m["database"] = db })
+	}
+	for _, db := range []string{
+		":memory:", "file::memory:?cache=shared", "file:named?mode=memory", "file:?mode=memory",
+		"/srv/forge/state/forge.db", "state/forge.db", "file:///srv/forge/state/forge.db?mode=rwc&cache=private",
+		"file:/srv/forge/state/forge.db",
+	} {
+		if _, _, err := LoadConfig(bytes.NewReader(withDB(db)), testEnv(defaultEnv())); err != nil {
+			t.Fatalf("%q refused: %v", db, err)
+		}
+	}
+	for _, db := range []string{
+		"/srv/forge/state/./forge.db",
+		"/srv/forge/state//forge.db",
+		"/srv/forge/x/../state/forge.db",
+		"/srv/forge/state/forge.db/",
+		"./forge.db",
+		"file:///srv/forge/state/./forge.db",
+		"file:///srv/forge/state//forge.db?mode=rwc",
+		"file:/srv/forge/x/../state/forge.db",
+		"file:///srv/forge/state/forge.db?mode=ro",
+		"file://localhost/srv/forge/state/forge.db",
+		":forge.db",
+	} {
+		_, _, err := LoadConfig(bytes.NewReader(withDB(db)), testEnv(defaultEnv()))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != "database" {
+			t.Fatalf("%q: got %v, want a ConfigError naming database", db, err)
+		}
+		if strings.Contains(err.Error(), "srv") || strings.Contains(err.Error(), "forge.db") {
+			t.Fatalf("%q: error names the value: %v", db, err)
+		}
+	}
+}

@@ -11,6 +11,9 @@
 //     "file:NAME?mode=memory" / "file:?mode=memory" (optional cache);
 //   - plain relative or absolute paths (relative to the working directory;
 //     a leading ':' is rejected);
+//   - file paths must be canonical: "a/./b", "a//b", "x/../b" and a
+//     trailing '/' are rejected, not cleaned (CheckDSN applies these rules
+//     without touching the file system, for config loading);
 //   - "file:PATH", "file:/PATH", "file:///PATH" (percent-escapes decoded, no
 //     authority, no fragment) with only mode=rwc and cache=private|shared.
 //     cache is accepted but file databases always use private caches.
@@ -29,7 +32,23 @@
 //   - the database and any existing -journal, -wal and -shm files: regular,
 //     not symlinks, owned by the effective UID, mode exactly 0600. A missing
 //     database is created with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600, and
-//     verified through its descriptor.
+//     verified through its descriptor, but only when no -journal, -wal or
+//     -shm exists (a companion without its database is refused: SQLite
+//     would silently delete or reuse it), so a refused start creates
+//     nothing;
+//   - the parent must be writable: a read-only file system or an
+//     unwritable directory is reported as such, not as an SQLite error.
+//
+// Identity: every Agent Forge database carries SQLite's application_id
+// ApplicationID ("AFRG"). Open stamps it on a new, empty database (with the
+// page size) while still in rollback-journal mode, before switching to
+// WAL, so the main file's header always has it. An existing non-empty file
+// is refused with ErrForeignDatabase, before SQLite opens it, when its
+// first 100 bytes are not a SQLite header carrying that id (another
+// program's database, non-SQLite bytes, a truncated file); SQLite then
+// re-checks the id and the schema version through the WAL before any
+// write. Such a refusal, and ErrSchemaTooNew, leave the file unchanged. A
+// zero-length file is a new database.
 //
 // Nothing existing is ever chmod-ed, removed or replaced. The checks are
 // repeated on the database and its companions after SQLite opened them.
@@ -47,7 +66,9 @@
 // one's locks). Consequence: one Gate database per directory.
 //
 // SQLite runs with journal_mode=WAL and synchronous=FULL (both verified at
-// Open), foreign_keys=ON and a busy timeout. Open always migrates inside an
+// Open), foreign_keys=ON and a busy timeout. If ctx is cancelled while Open
+// runs SQLite, the error is the cancellation ("store: open interrupted",
+// matching context.Canceled), not whichever check happened to fail. Open always migrates inside an
 // IMMEDIATE transaction and records SchemaVersion in schema_version; a
 // database from a newer build fails with ErrSchemaTooNew.
 // ReadSchemaVersion(ctx, dsn) reads the recorded version without

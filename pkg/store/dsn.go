@@ -188,8 +188,9 @@ func unhex(c byte) byte {
 	return c - 'A' + 10
 }
 
-// filePath resolves a file path to an absolute, cleaned form. A path whose
-// last element is empty, "." or ".." is rejected.
+// filePath resolves a canonical file path to an absolute form. A path whose
+// last element is empty, "." or "..", or that is not already clean
+// (filepath.Clean), is rejected.
 func filePath(p string) (location, error) {
 	if p == "" {
 		return location{}, dsnErr("empty path")
@@ -201,6 +202,12 @@ func filePath(p string) (location, error) {
 	if base == "." || base == ".." || base == "/" {
 		return location{}, dsnErr("path names a directory")
 	}
+	// "a/./b", "a//b" and "x/../b" are refused rather than cleaned: lexical
+	// cleaning can name a different file than the kernel resolves (x may
+	// be missing or a symlink), and one database must have one spelling.
+	if filepath.Clean(p) != p {
+		return location{}, dsnErr("path is not canonical (no empty, '.' or '..' elements)")
+	}
 	abs, err := filepath.Abs(p)
 	if err != nil {
 		return location{}, dsnErr("cannot resolve relative path")
@@ -209,6 +216,15 @@ func filePath(p string) (location, error) {
 		return location{}, dsnErr("path too long")
 	}
 	return location{path: abs}, nil
+}
+
+// CheckDSN validates dsn exactly as Open does, without touching the file
+// system. A rejection is a *DSNError (matching ErrInvalidDSN) whose Reason
+// never contains the DSN, so config loading can refuse a bad database field
+// before startup.
+func CheckDSN(dsn string) error {
+	_, err := parseDSN(dsn)
+	return err
 }
 
 // fileURI renders an absolute path as a SQLite URI filename, escaping every

@@ -5,6 +5,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -115,7 +116,10 @@ func checkFile(object string, fi fs.FileInfo, euid uint32) error {
 var companions = []string{"-journal", "-wal", "-shm"}
 
 // checkCompanions verifies every existing -journal, -wal and -shm file.
-func checkCompanions(dbPath string, euid uint32) error {
+// With dbMissing, any existing companion is refused: it cannot belong to a
+// database that is about to be created, and SQLite would silently delete or
+// reuse it.
+func checkCompanions(dbPath string, euid uint32, dbMissing bool) error {
 	for _, suffix := range companions {
 		fi, err := os.Lstat(dbPath + suffix)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -127,8 +131,33 @@ func checkCompanions(dbPath string, euid uint32) error {
 		if err := checkFile(suffix+" file", fi, euid); err != nil {
 			return err
 		}
+		if dbMissing {
+			return insecure(suffix+" file", "exists while the database is missing")
+		}
 	}
 	return nil
+}
+
+// readHeader checks the existing database file fi (already verified by
+// checkFile) with checkHeader before SQLite opens it, so a foreign file is
+// refused without SQLite rolling back a journal or creating a WAL beside
+// it. The descriptor is closed before SQLite opens the file.
+func readHeader(dbPath string, fi fs.FileInfo) error {
+	f, err := os.OpenFile(dbPath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return insecure("database", "cannot be opened for reading")
+	}
+	defer f.Close()
+	ffi, err := f.Stat()
+	if err != nil || !os.SameFile(fi, ffi) {
+		return insecure("database", "changed during the check")
+	}
+	hdr := make([]byte, sqliteHeaderBytes)
+	n, err := io.ReadFull(f, hdr)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return errors.New("store: open: database header cannot be read")
+	}
+	return checkHeader(hdr[:n], ffi.Size())
 }
 
 // preflight enforces the file-permission rules for a file database at the
@@ -165,6 +194,9 @@ func preflight(dbPath string) (*fileLock, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.Mkdir(parent, 0o700); err != nil {
+			if reason := createFailure(err); reason != "" {
+				return nil, errors.New("store: database parent directory could not be created: " + reason)
+			}
 			return nil, insecure("database parent directory", "could not be created")
 		}
 		fi, err = os.Lstat(parent)
@@ -203,9 +235,17 @@ func preflight(dbPath string) (*fileLock, error) {
 		return nil, fmt.Errorf("store: lock database directory: %w", err)
 	}
 
+	if err := checkWritable(parent, fi, euid); err != nil {
+		return nil, err
+	}
+
 	fi, err = os.Lstat(dbPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		// Companions first: a refused start must leave nothing behind.
+		if err := checkCompanions(dbPath, euid, true); err != nil {
+			return nil, err
+		}
 		if err := createDatabase(dbPath, euid); err != nil {
 			return nil, err
 		}
@@ -215,9 +255,12 @@ func preflight(dbPath string) (*fileLock, error) {
 		if err := checkFile("database", fi, euid); err != nil {
 			return nil, err
 		}
-	}
-	if err := checkCompanions(dbPath, euid); err != nil {
-		return nil, err
+		if err := checkCompanions(dbPath, euid, false); err != nil {
+			return nil, err
+		}
+		if err := readHeader(dbPath, fi); err != nil {
+			return nil, err
+		}
 	}
 	ok = true
 	return lock, nil
@@ -230,6 +273,9 @@ func preflight(dbPath string) (*fileLock, error) {
 func createDatabase(dbPath string, euid uint32) error {
 	f, err := os.OpenFile(dbPath, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
+		if reason := createFailure(err); reason != "" {
+			return errors.New("store: database could not be created: " + reason)
+		}
 		return insecure("database", "could not be created exclusively")
 	}
 	defer f.Close()
@@ -246,6 +292,38 @@ func createDatabase(dbPath string, euid uint32) error {
 	return nil
 }
 
+// createFailure names, without any path, an environmental reason a file or
+// directory could not be created (read-only file system, no write
+// permission, no space); "" for anything else, which the caller reports as
+// a refusal of the location.
+func createFailure(err error) string {
+	switch {
+	case errors.Is(err, syscall.EROFS):
+		return "read-only file system"
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return "the containing directory is not writable (permission denied)"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "no space left on the file system"
+	}
+	return ""
+}
+
+// checkWritable names the cause when startup's writes (the database, its
+// -wal and -shm) cannot happen in the parent directory pi: a read-only file
+// system (access(2) reports EROFS whatever the UID) or, for a non-root
+// owner, a directory without write and search permission. Otherwise SQLite
+// would fail later with an unspecific "unable to open database file".
+func checkWritable(parent string, pi fs.FileInfo, euid uint32) error {
+	const wOK = 2
+	if err := syscall.Access(parent, wOK); errors.Is(err, syscall.EROFS) {
+		return errors.New("store: database location is not writable: read-only file system")
+	}
+	if euid != 0 && pi.Mode().Perm()&0o300 != 0o300 {
+		return errors.New("store: database location is not writable: the containing directory is not writable (permission denied)")
+	}
+	return nil
+}
+
 // postOpenCheck re-verifies the database and companions after SQLite opened
 // them (SQLite creates -wal and -shm with the database file's mode).
 func postOpenCheck(dbPath string) error {
@@ -257,7 +335,7 @@ func postOpenCheck(dbPath string) error {
 	if err := checkFile("database", fi, euid); err != nil {
 		return err
 	}
-	return checkCompanions(dbPath, euid)
+	return checkCompanions(dbPath, euid, false)
 }
 
 const fileStorageSupported = true

@@ -73,7 +73,7 @@ const (
 // opens SQLite (WAL, synchronous=FULL, foreign keys, busy timeout), applies
 // every pending migration, and starts the writer. Errors never contain the
 // DSN or path.
-func Open(ctx context.Context, dsn string) (*Store, error) {
+func Open(ctx context.Context, dsn string) (_ *Store, err error) {
 	loc, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -96,6 +96,16 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	// From here on a cancelled ctx makes SQLite calls fail with errors that
+	// would misname the cause; report the cancellation instead.
+	defer func() {
+		if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) &&
+			!errors.Is(err, ErrForeignDatabase) && !errors.Is(err, ErrSchemaTooNew) && !errors.Is(err, ErrInsecure) {
+			err = fmt.Errorf("store: open interrupted: %w", ctx.Err())
+		}
+	}()
+	if !loc.memory {
 		writerDSN = fileURI(loc.path) + "?mode=rwc&_txlock=immediate" +
 			fmt.Sprintf("&_pragma=busy_timeout(%d)", busyTimeoutMS) +
 			"&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)" +
@@ -116,13 +126,29 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
-	if !loc.memory {
-		// The page size only takes effect on a new, empty database, and only
-		// before WAL mode is enabled.
-		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA page_size = %d", pageSize)); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("store: open: set page size: %w", err)
+	// Nothing has been written yet: a foreign or too-new database is
+	// refused here unchanged.
+	fresh, err := identify(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if fresh {
+		// A new, empty database: the page size (only effective before the
+		// first write) and the application id are written in rollback
+		// mode, so the main file's header carries the id before any WAL
+		// exists (preflight's header check relies on that).
+		for _, q := range []string{
+			fmt.Sprintf("PRAGMA page_size = %d", pageSize),
+			fmt.Sprintf("PRAGMA application_id = %d", ApplicationID),
+		} {
+			if _, err := conn.ExecContext(ctx, q); err != nil {
+				conn.Close()
+				return nil, fmt.Errorf("store: open: initialise database: %w", err)
+			}
 		}
+	}
+	if !loc.memory {
 		var mode string
 		if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil || mode != "wal" {
 			conn.Close()
