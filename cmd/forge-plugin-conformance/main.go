@@ -13,9 +13,11 @@
 //
 // The plugin gets a minimal environment: PATH (the caller's, or a default
 // system PATH), plus CODEX_BIN and CODEX_HOME when the caller has them set.
-// One valid session runs through pkg/plugin/host, the Worker's runner, and
-// on Linux under the child-subreaper wrapper, which is this same binary
-// started with supervise.ReaperArg as its first argument.
+// One valid session runs through pkg/plugin/host, the Worker's runner. On
+// Linux every scenario runs the plugin under the Worker's child-subreaper
+// wrapper, which is this same binary started with supervise.ReaperArg as
+// its first argument, so no descendant (setsid ones included) outlives its
+// scenario.
 package main
 
 import (
@@ -38,7 +40,7 @@ import (
 
 func main() {
 	// Reaper mode: this binary is also the Linux child-subreaper wrapper
-	// the host-runner session starts around the plugin.
+	// every scenario starts around the plugin.
 	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
 		os.Exit(supervise.ReaperMain(os.Args[2:]))
 	}

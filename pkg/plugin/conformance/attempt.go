@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/plugin"
+	"github.com/0k-lab/agent-forge/pkg/plugin/host"
 )
 
 // attempt is one scenario's plugin process with its bound: a writer that
@@ -52,7 +53,7 @@ func (a *attempt) writer() {
 	broken := false
 	for c := range a.chunks {
 		if !broken && c.data != "" {
-			if _, err := io.WriteString(a.p.stdin, c.data); err != nil {
+			if err := a.p.write(c.data); err != nil {
 				broken = true
 			}
 		}
@@ -145,8 +146,8 @@ func (a *attempt) waitExit() bool {
 	}
 }
 
-// startExitWindow arms the 250 ms window that follows closing stdin and
-// returns when it started and a function to disarm it.
+// startExitWindow arms the exit window (after closing stdin, or after a
+// cancel) and returns when it started and a function to disarm it.
 func (a *attempt) startExitWindow(now func() time.Time) (time.Time, func()) {
 	start := now()
 	t := time.AfterFunc(exitWindow, a.late)
@@ -154,5 +155,6 @@ func (a *attempt) startExitWindow(now func() time.Time) (time.Time, func()) {
 }
 
 // exitWindow is the protocol's bound on a plugin's exit after the Worker
-// closes stdin.
-const exitWindow = 250 * time.Millisecond
+// closes stdin, and on its terminal frame and exit after a cancel: the
+// Worker's own constant.
+const exitWindow = host.ExitWindow

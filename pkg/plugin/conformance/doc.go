@@ -4,21 +4,29 @@
 //
 // # Harness
 //
-// Every scenario starts the plugin anew with exactly the environment the
-// caller passes, in its own process group, with stdin and stdout as pipes
-// and stderr discarded (it is the plugin's private diagnostics). The
-// harness writes the scenario's bytes to stdin, reads stdout with the
-// protocol's bounded frame reader, and judges every frame with pkg/plugin
-// (DecodeFrame for compactness, exact fields and values; a Session for id,
-// order, negotiation and progress numbering). When the leader exits, the
-// rest of its group is killed before the leader is reaped; a scenario that
-// outlives its bound is killed and fails with "timeout".
+// Every scenario starts the plugin anew through pkg/supervise, as the
+// Worker does: exactly the environment the caller passes, its own process
+// group, stdin and stdout as pipes, stderr kept privately and never judged,
+// and, when Config.Reaper is set (Linux), the Worker's child-subreaper
+// wrapper. The harness writes the scenario's bytes to stdin, reads stdout
+// with the protocol's bounded frame reader, and judges every frame with
+// pkg/plugin (DecodeFrame for compactness, exact fields and values; a
+// Session for id, order, negotiation and progress numbering). When the
+// plugin exits, the rest of its group is killed, and under the wrapper
+// every descendant it left, setsid ones included, is swept before the exit
+// is reported; so, as in the Worker, a descendant still holding stdout does
+// not fail a plugin that exited properly, and none outlives its scenario.
+// Without a reaper only the group is cleaned up. A scenario that outlives
+// its bound is killed and fails with "timeout".
 //
 // # Expectations
 //
 // A valid session (ExpectSession) negotiates, executes, and must end with
 // exactly one terminal frame; the harness then closes stdin and requires a
-// clean stdout EOF and exit 0 within 250 ms. In workspace_edit mode the
+// clean stdout EOF and exit 0 within 250 ms (host.ExitWindow). The session
+// that cancels requires the terminal frame, clean stdout EOF and exit 0
+// within that same window after the cancel, the drain time the Worker
+// allows before it terminates the plugin. In workspace_edit mode the
 // request names a fresh one-commit git repository, and a result must leave
 // the working tree changed and HEAD unmoved.
 //

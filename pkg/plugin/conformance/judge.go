@@ -183,8 +183,9 @@ func readFailure(a *attempt, err error) error {
 }
 
 var (
-	errTimeout = errors.New("timeout")
-	errLate    = errors.New("no clean stdout EOF and exit within 250 ms after stdin was closed")
+	errTimeout    = errors.New("timeout")
+	errLate       = fmt.Errorf("no clean stdout EOF and exit within %d ms after stdin was closed", exitWindow.Milliseconds())
+	errCancelLate = fmt.Errorf("no terminal frame, clean stdout EOF and exit within the %d ms the Worker allows after its cancel", exitWindow.Milliseconds())
 )
 
 // exitedNonzero requires the plugin to exit on its own with a nonzero code

@@ -1,144 +1,110 @@
 package conformance
 
 import (
+	"context"
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
+	"io"
+	"math"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
-// proc is one plugin process in its own process group. stdin and stdout
-// are raw pipes, stderr goes to the null device (it is private to the
-// plugin and never judged).
+// proc is one plugin process, started through pkg/supervise exactly as the
+// Worker starts plugins: its own process group, the exact environment,
+// stdin and stdout as pipes, stderr kept privately and never judged, and,
+// when a reaper pool is given, the Linux child-subreaper wrapper. The
+// wrapper reaps the plugin and sweeps every descendant it left behind,
+// setsid ones included, before the exit is reported; without it only the
+// process group is cleaned up. proc imposes no output budget or timeout of
+// its own: the scenario bounds and the frame reader do.
 type proc struct {
-	cmd    *exec.Cmd
-	stdin  *os.File // write end
-	stdout *os.File // read end
+	sp     *supervise.Process
+	stdout io.Reader // metered by supervise against an unlimited budget
 	now    func() time.Time
 
-	exited chan struct{} // closed once the leader exited and was reaped
+	exited chan struct{} // closed once the plugin was reaped and its tree cleaned up
 
 	mu       sync.Mutex
-	reaped   bool // the group id may no longer be ours to signal
-	state    *os.ProcessState
-	waitErr  error
+	done     bool
+	exit     supervise.Exit
 	exitedAt time.Time
 
 	closeIn  sync.Once
 	closeOut sync.Once
 }
 
-// startProc starts argv with exactly env, a new process group, piped stdin
-// and stdout, and stderr discarded.
-func startProc(argv, env []string, now func() time.Time) (*proc, error) {
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("stdin pipe: %w", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, fmt.Errorf("stdout pipe: %w", err)
-	}
+// startProc starts argv with exactly env under reaper (nil: no wrapper).
+func startProc(argv, env []string, reaper *supervise.ReaperPool, now func() time.Time) (*proc, error) {
 	if env == nil {
-		env = []string{} // nil would make exec inherit the suite's environment
+		env = []string{} // never the suite's own environment
 	}
-	cmd := &exec.Cmd{
+	sp, err := supervise.Start(context.Background(), supervise.Command{
 		Path:        argv[0],
-		Args:        argv,
+		Args:        argv[1:],
 		Env:         env,
-		Stdin:       inR,
-		Stdout:      outW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-	}
-	err = cmd.Start()
-	inR.Close()
-	outW.Close()
+		Reaper:      reaper,
+		OutputLimit: math.MaxInt64,
+	})
 	if err != nil {
-		inW.Close()
-		outR.Close()
 		return nil, errors.New("start plugin: cannot execute the plugin command")
 	}
-	p := &proc{cmd: cmd, stdin: inW, stdout: outR, now: now, exited: make(chan struct{})}
+	p := &proc{sp: sp, stdout: sp.Stdout(), now: now, exited: make(chan struct{})}
 	go p.wait()
 	return p, nil
 }
 
-// wait observes the leader's exit, kills whatever is left of its group
-// while the leader's id is still reserved, then reaps it.
+// wait records how the plugin ended once supervise reports it reaped (and,
+// under the wrapper, its descendants swept), and when that was observed.
 func (p *proc) wait() {
-	observed := waitExit(p.cmd.Process.Pid)
-	if observed {
-		at := p.now()
-		p.mu.Lock()
-		p.exitedAt = at
-		p.killGroupLocked()
-		p.reaped = true
-		p.mu.Unlock()
-	}
-	err := p.cmd.Wait()
+	exit, _ := p.sp.Wait()
 	at := p.now()
 	p.mu.Lock()
-	if !observed {
-		// Best effort only: the leader is reaped, so its id is free again.
-		p.exitedAt = at
-		p.killGroupLocked()
-		p.reaped = true
-	}
-	p.state, p.waitErr = p.cmd.ProcessState, err
+	p.done, p.exit, p.exitedAt = true, exit, at
 	p.mu.Unlock()
 	close(p.exited)
 }
 
-// kill sends SIGKILL to the plugin's process group unless the leader was
-// already reaped (the wait goroutine killed the group just before).
-func (p *proc) kill() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.reaped {
-		p.killGroupLocked()
-	}
-}
-
-func (p *proc) killGroupLocked() {
-	// The group id equals the leader's pid; while the leader is not yet
-	// reaped that id cannot be reused, so this never hits a stranger.
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-}
+// kill sends SIGKILL to the plugin's process group (through the wrapper
+// when there is one); it does nothing once the plugin was reaped.
+func (p *proc) kill() { p.sp.Kill() }
 
 // closeStdin closes the write end of the plugin's stdin once.
 func (p *proc) closeStdin() {
-	p.closeIn.Do(func() { p.stdin.Close() })
+	p.closeIn.Do(func() { p.sp.Stdin().Close() })
 }
 
 // closeStdout closes the read end of the plugin's stdout once, which also
 // unblocks a pending read.
 func (p *proc) closeStdout() {
-	p.closeOut.Do(func() { p.stdout.Close() })
+	p.closeOut.Do(p.sp.CloseStdout)
 }
 
-// stop kills the group, closes both pipes and waits for the reap.
+// write writes to the plugin's stdin.
+func (p *proc) write(data string) error {
+	_, err := io.WriteString(p.sp.Stdin(), data)
+	return err
+}
+
+// stop kills the group, closes both pipes and waits until the plugin and
+// its tree were cleaned up.
 func (p *proc) stop() {
 	p.kill()
 	p.closeStdin()
 	p.closeStdout()
 	<-p.exited
+	p.sp.Close()
 }
 
-// exitStatus describes how the leader ended: code is the exit code, or -1
-// when a signal ended it (signal is then set).
+// exitStatus describes how the plugin ended: code is the exit code, or -1
+// when a signal ended it (signal is then set) or it has not ended yet.
 func (p *proc) exitStatus() (code int, signal syscall.Signal, at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.state == nil {
+	if !p.done {
 		return -1, 0, p.exitedAt
 	}
-	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return -1, ws.Signal(), p.exitedAt
-	}
-	return p.state.ExitCode(), 0, p.exitedAt
+	return p.exit.Code, p.exit.Signal, p.exitedAt
 }

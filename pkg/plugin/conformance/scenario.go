@@ -70,6 +70,11 @@ type Scenario struct {
 	// AllowFailure lets a session end with a failure frame instead of a
 	// result.
 	AllowFailure bool
+	// CancelWindow marks an ExpectSession whose Bytes end with a cancel
+	// frame: the terminal frame, clean stdout EOF and exit 0 must all come
+	// within 250 ms (host.ExitWindow) of sending it, the drain window the
+	// Worker allows before it terminates the plugin.
+	CancelWindow bool
 	// Requires names a capability the plugin must have selected for the
 	// scenario to apply; without it the scenario passes as not applicable.
 	Requires plugin.Capability

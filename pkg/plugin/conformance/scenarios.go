@@ -81,7 +81,7 @@ func sessionScenarios(op plugin.Operation) []Scenario {
 		}),
 		{
 			Name: "session-cancel", Class: "session", Expect: ExpectSession, AllowFailure: true,
-			Requires: plugin.CapCancel,
+			Requires: plugin.CapCancel, CancelWindow: true,
 			Bytes: func(r *Request) string {
 				return r.execute().line() + header(r.ID, plugin.TypeCancel).line()
 			},

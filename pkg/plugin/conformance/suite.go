@@ -38,10 +38,11 @@ type Config struct {
 	Now func() time.Time
 	// Random is the source of session ids; nil means crypto/rand.
 	Random io.Reader
-	// Reaper is passed to pkg/plugin/host for the host-runner session: a
-	// pool of reapers (see pkg/supervise), so on Linux the plugin runs
-	// under the Worker's child-subreaper wrapper. Nil runs that session
-	// without the wrapper.
+	// Reaper is a pool of reapers (see pkg/supervise): on Linux every
+	// scenario, the host-runner session included, runs the plugin under
+	// the Worker's child-subreaper wrapper, which sweeps all descendants
+	// (setsid ones too) when the plugin exits. Nil runs the plugins
+	// without the wrapper: only their process group is cleaned up.
 	Reaper *supervise.ReaperPool
 }
 
@@ -230,7 +231,7 @@ func (s *suite) runOne(ctx context.Context, sc Scenario) Result {
 		res.Err = s.judgeHostRun(ctx, r, ws)
 		return res
 	}
-	p, err := startProc(s.cfg.Command, s.cfg.Env, s.now)
+	p, err := startProc(s.cfg.Command, s.cfg.Env, s.cfg.Reaper, s.now)
 	if err != nil {
 		res.Err = err
 		return res
