@@ -73,7 +73,8 @@
 // database from a newer build fails with ErrSchemaTooNew.
 // ReadSchemaVersion(ctx, dsn) reads the recorded version without
 // migrating, locking or creating files (for forge doctor and the
-// installer).
+// installer); a file without the application id fails with
+// ErrForeignDatabase rather than reading as version 0.
 //
 // # Writes: group commit
 //

@@ -5,13 +5,16 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
 )
 
 // ReadSchemaVersion reports the schema version recorded in the file
-// database named by dsn (0 for a database no Gate has migrated) without
+// database named by dsn (0 for an empty file or an Agent Forge database not
+// yet migrated; ErrForeignDatabase for a file without the Agent Forge
+// application id) without
 // migrating, locking or creating anything: it opens the file read-only
 // (query_only; immutable when no -wal or -shm exists), so forge doctor and the installer can compare it with
 // SchemaVersion while a Gate may be running. It runs no permission
@@ -36,6 +39,9 @@ func ReadSchemaVersion(ctx context.Context, dsn string) (int, error) {
 		return 0, errors.New("store: read schema version: database cannot be inspected")
 	case !fi.Mode().IsRegular():
 		return 0, errors.New("store: read schema version: database is not a regular file")
+	}
+	if err := readIdentity(loc.path); err != nil {
+		return 0, err
 	}
 	// A read-only connection still creates -wal and -shm when they are
 	// missing. Without them the database is fully checkpointed (no Gate has
@@ -62,6 +68,27 @@ func ReadSchemaVersion(ctx context.Context, dsn string) (int, error) {
 		return 0, fmt.Errorf("store: read schema version: %w", err)
 	}
 	return version, nil
+}
+
+// readIdentity applies checkHeader to the file at path, so a file that is
+// not an Agent Forge database fails with ErrForeignDatabase instead of
+// reading as version 0.
+func readIdentity(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return errors.New("store: read schema version: database cannot be opened")
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return errors.New("store: read schema version: database cannot be inspected")
+	}
+	hdr := make([]byte, sqliteHeaderBytes)
+	n, err := io.ReadFull(f, hdr)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return errors.New("store: read schema version: database header cannot be read")
+	}
+	return checkHeader(hdr[:n], fi.Size())
 }
 
 func exists(path string) bool {

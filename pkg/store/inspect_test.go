@@ -25,16 +25,26 @@ func TestReadSchemaVersion(t *testing.T) {
 	if after := snapshotNames(t, dir); after != before {
 		t.Fatalf("reading created files: %s -> %s", before, after)
 	}
-	// A SQLite file no Gate migrated reads as version 0.
+	// Another program's SQLite file is not read as version 0: it is not an
+	// Agent Forge database. An empty file (a database Open has just
+	// created) reads as 0.
 	plain := filepath.Join(dir, "plain.db")
 	raw, err := sql.Open("sqlite", plain)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw.Exec("CREATE TABLE x (y)")
+	raw.Exec("CREATE TABLE schema_version (id INTEGER PRIMARY KEY, version INTEGER)")
+	raw.Exec("INSERT INTO schema_version VALUES (1, 1)")
 	raw.Close()
-	if v, err := ReadSchemaVersion(bg, plain); err != nil || v != 0 {
+	if v, err := ReadSchemaVersion(bg, plain); !errors.Is(err, ErrForeignDatabase) || v != 0 {
 		t.Fatalf("plain: %d %v", v, err)
+	}
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := ReadSchemaVersion(bg, empty); err != nil || v != 0 {
+		t.Fatalf("empty: %d %v", v, err)
 	}
 	for name, dsn := range map[string]string{
 		"missing":   filepath.Join(dir, "missing.db"),

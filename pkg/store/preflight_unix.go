@@ -169,8 +169,11 @@ func readHeader(dbPath string, fi fs.FileInfo) error {
 // Order: every ancestor above the parent is checked from the root down; the
 // parent is checked or (if only it is missing) created; the parent is opened
 // and flocked (LOCK_EX|LOCK_NB) so a second Store fails with ErrLocked
-// before touching any file; then the database is checked or pre-created,
-// and finally the companions are checked.
+// before touching any file; the parent must be writable (checkWritable).
+// For an existing database the file, then the companions, then its header
+// (checkHeader) are checked; for a missing one the companions are checked
+// first (any existing one is refused) and only then is the database
+// pre-created, so every refusal leaves the directory unchanged.
 func preflight(dbPath string) (*fileLock, error) {
 	euid := uint32(os.Geteuid())
 	parent := filepath.Dir(dbPath)
