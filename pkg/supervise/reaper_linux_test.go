@@ -1,9 +1,11 @@
 package supervise_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -392,10 +394,22 @@ exit 0`)
 // kills it, which ends the program too.
 func TestStoppedReaperIsKilled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := shell(t, `kill -STOP $PPID; echo ready; read x`)
+	// The child stops its reaper only once Start has returned (the reaper
+	// reported the child's pid), which the line on stdin tells it.
+	c := shell(t, `read go; kill -STOP $PPID; echo ready; read x`)
 	c.Reaper = reapers(t)
 	c.KillGrace = 10 * time.Millisecond
-	p, _, _ := startReady(t, ctx, c)
+	p, err := supervise.Start(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	if _, err := io.WriteString(p.Stdin(), "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(p.Stdout()).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("ready line %q: %v", line, err)
+	}
 	reaper, child := supervise.ReaperPid(p), p.Pid()
 	id := identity(child)
 	cancel()
