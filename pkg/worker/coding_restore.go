@@ -24,10 +24,11 @@ import (
 // service for this Worker until it restarts (an operator repairs it).
 
 // sharedFiles are the common dir's files restored byte for byte.
-// info/exclude and info/grafts change what `git add -A` stages and what
-// history git sees.
-var sharedFiles = [...]string{"config", "config.worktree", "info/attributes", "info/exclude", "info/grafts",
-	"objects/info/alternates", "shallow", "HEAD"}
+// info/exclude, info/grafts and info/sparse-checkout change what `git add
+// -A` stages and what history git sees; a commondir file would redirect
+// the whole repository to another directory.
+var sharedFiles = [...]string{"config", "config.worktree", "commondir", "info/attributes", "info/exclude", "info/grafts",
+	"info/sparse-checkout", "objects/info/alternates", "shallow", "HEAD"}
 
 // maxSharedFile bounds each saved file (a larger one fails preparation).
 const maxSharedFile = 8 << 20

@@ -50,6 +50,9 @@ func TestCodingRestoresSharedRepository(t *testing.T) {
 		// Left in place, this would make the next attempt's b.txt invisible to git add.
 		{"info exclude", func(*codingFixture) string { return "gitfile info/exclude b.txt" }, evidence.ReasonConfigChanged},
 		{"info grafts", func(f *codingFixture) string { return "gitfile info/grafts " + f.base }, evidence.ReasonConfigChanged},
+		// A commondir file in the common dir redirects the repository.
+		{"commondir", func(f *codingFixture) string { return "gitfile commondir " + f.repo + "/.git" }, evidence.ReasonConfigChanged},
+		{"sparse checkout", func(*codingFixture) string { return "gitfile info/sparse-checkout /a.txt" }, evidence.ReasonConfigChanged},
 	}
 	for _, tc := range violations {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,7 +72,7 @@ func TestCodingRestoresSharedRepository(t *testing.T) {
 			if len(hooks2) != len(hooks) {
 				t.Fatalf("hooks not restored: %v", hooks2)
 			}
-			for _, name := range []string{"config.worktree", "info/grafts"} {
+			for _, name := range []string{"config.worktree", "info/grafts", "commondir", "info/sparse-checkout"} {
 				if _, err := os.Lstat(filepath.Join(f.repo, ".git", name)); err == nil {
 					t.Fatalf("%s left behind", name)
 				}
