@@ -83,7 +83,7 @@ func exitCode(err error) int {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	opt := options{env: os.Environ()}
+	opt := options{env: os.Environ(), tempDir: privateWorkDir()}
 	if self, err := supervise.Self(); err == nil { // else no wrapper: process-group cleanup only
 		opt.reaper = supervise.NewReaperPool(self)
 		defer opt.reaper.Close()
@@ -93,8 +93,30 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // options are what run takes from the process; tests set them directly.
 type options struct {
-	env    []string
-	reaper *supervise.ReaperPool
+	env     []string
+	reaper  *supervise.ReaperPool
+	tempDir string // parent of Codex's private run directory ("": TMPDIR)
+}
+
+// privateWorkDir returns the working directory when it is private (a
+// directory, not a symbolic link, mode 0700, owned by this user), as the
+// Worker gives every plugin one under its runtime_root, else "". The run
+// directory (schema, Codex's final message) then lives there, outside the
+// temporary directories Codex's workspace-write sandbox lets it write, so
+// no Codex run (another lane's included) can reach it.
+func privateWorkDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Lstat(wd)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		return ""
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() {
+		return ""
+	}
+	return wd
 }
 
 // handlerBound bounds how long the plugin waits, after its session ended,
@@ -116,10 +138,10 @@ func runWith(ctx context.Context, args []string, opt options, stdin io.Reader, s
 	}
 	p := &editor{
 		cfg: codex.Config{
-			Bin:    lookupEnv(opt.env, "CODEX_BIN"),
-			Env:    opt.env,
-			Reaper: opt.reaper,
-			// TempDir "" is os.TempDir(): TMPDIR of this process.
+			Bin:     lookupEnv(opt.env, "CODEX_BIN"),
+			Env:     opt.env,
+			Reaper:  opt.reaper,
+			TempDir: opt.tempDir,
 		},
 		diag: &lockedWriter{w: stderr},
 	}

@@ -486,3 +486,22 @@ func TestConformanceWithFakeCodex(t *testing.T) {
 		t.Fatalf("%s", sum.Line(plugin.OpWorkspaceEdit))
 	}
 }
+
+// Codex's run directory goes into the plugin's working directory when the
+// Worker made that private, else into TMPDIR.
+func TestPrivateWorkDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "plugin-1")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	if got := privateWorkDir(); got != dir {
+		t.Fatalf("private working directory: got %q", got)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := privateWorkDir(); got != "" {
+		t.Fatalf("shared working directory used: %q", got)
+	}
+}

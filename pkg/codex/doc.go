@@ -13,16 +13,20 @@
 // its --help):
 //
 //	codex exec --cd WORKSPACE --sandbox workspace-write --ephemeral
-//	    --ignore-user-config -c approval_policy="never"
+//	    --ignore-user-config --ignore-rules -c approval_policy="never"
 //	    -c sandbox_workspace_write.network_access=false --json
 //	    [--output-schema DIR/schema.json --output-last-message DIR/last-message.json] -
 //
 // The prompt goes to stdin ("-"). The two output flags appear only when a
 // commit subject or an agent report was negotiated; DIR is a private 0700
-// directory created for the run and removed afterwards. --ignore-user-config
+// directory created for the run and removed afterwards (forge-codex-plugin
+// makes it in its own working directory when the Worker gave it a private
+// one, outside the temporary directories the sandbox lets Codex write).
+// --ignore-user-config
 // keeps $CODEX_HOME/config.toml (models, providers, MCP servers, hooks,
 // sandbox defaults) from silently changing the run boundary; authentication
-// still comes from CODEX_HOME. The -c overrides and --sandbox take
+// still comes from CODEX_HOME. --ignore-rules does the same for user and
+// project execpolicy .rules files, which could otherwise allow commands. The -c overrides and --sandbox take
 // precedence over any project configuration, so the sandbox, the approval
 // policy and the network switch are the adapter's, not the repository's.
 // --skip-git-repo-check is deliberately absent: the workspace is a Git

@@ -32,6 +32,7 @@ func Args(workspace string, want Want, schema, lastMessage string) []string {
 		"--sandbox", "workspace-write",
 		"--ephemeral",
 		"--ignore-user-config",
+		"--ignore-rules",
 		"-c", `approval_policy="never"`,
 		"-c", "sandbox_workspace_write.network_access=false",
 		"--json",
