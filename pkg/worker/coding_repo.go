@@ -136,7 +136,8 @@ func locateRepo(cfg *Config, path string) (repoPaths, bool) {
 }
 
 // addWorktree creates the private container and the detached worktree,
-// and finds the worktree's administrative directory.
+// finds the worktree's administrative directory and saves the private
+// index the Worker stages with.
 func (j *codingJob) addWorktree(ctx context.Context) bool {
 	c, err := os.MkdirTemp(j.x.cfg.WorktreeRoot, "wt-")
 	if err != nil {
@@ -149,7 +150,7 @@ func (j *codingJob) addWorktree(ctx context.Context) bool {
 	wt := filepath.Join(c, "tree")
 	lock := j.x.worktreeLock(j.task.RepositoryID)
 	lock.Lock()
-	_, err = j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common,
+	_, err = j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Env: stagingConfigEnv(),
 		Args: []string{"worktree", "add", "--detach", wt, j.task.BaseSHA}})
 	lock.Unlock()
 	if err != nil {
@@ -161,7 +162,9 @@ func (j *codingJob) addWorktree(ctx context.Context) bool {
 		return false
 	}
 	j.admin = admin
-	return true
+	// The plugin may rewrite the worktree's index; staging uses a
+	// private copy taken now (coding_index.go).
+	return j.savePrivateIndex() == nil
 }
 
 // worktreeAdmin reads the worktree's .git file and requires it to point

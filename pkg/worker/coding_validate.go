@@ -36,11 +36,17 @@ func (j *codingJob) validate(ctx context.Context, before gitState) (string, outc
 	case after.config != before.config:
 		return fail(evidence.ReasonConfigChanged, codeCodingTerminal)
 	}
-	in := gitx.Cmd{GitDir: j.admin, WorkTree: j.wt, Dir: j.wt}
+	// Staging never trusts the worktree's index, which the plugin can
+	// write: every command below uses the Worker's private index.
 	run := func(args ...string) ([]byte, error) {
-		c := in
-		c.Args = args
-		return j.git.Run(ctx, c)
+		return j.git.Run(ctx, j.stagingCmd(args...))
+	}
+	escape, err := j.untrackedEscape(ctx)
+	if err != nil {
+		return fail(evidence.ReasonGitFailed, codeCodingRetryable)
+	}
+	if escape {
+		return fail(evidence.ReasonPathEscape, codeCodingTerminal)
 	}
 	if _, err := run("add", "-A"); err != nil {
 		return fail(evidence.ReasonGitFailed, codeCodingRetryable)
@@ -101,9 +107,14 @@ func safeTreePath(p string) bool {
 }
 
 // isGitName matches ".git" case-insensitively, also with the trailing
-// dots or spaces some filesystems drop.
+// dots or spaces some filesystems drop, as its NTFS short name "git~1",
+// and with an NTFS stream suffix (":…"), as git's own path checks do.
 func isGitName(c string) bool {
-	return strings.EqualFold(strings.TrimRight(c, ". "), ".git")
+	if i := strings.IndexByte(c, ':'); i >= 0 {
+		c = c[:i]
+	}
+	c = strings.TrimRight(c, ". ")
+	return strings.EqualFold(c, ".git") || strings.EqualFold(c, "git~1")
 }
 
 // linksStayInside reads the targets of the added or changed symlinks and

@@ -1,0 +1,148 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/0k-lab/agent-forge/pkg/gitx"
+)
+
+// The Worker's private index.
+//
+// The worktree's own index (<admin>/index) is writable by the plugin: it
+// can stage a blob other than the worktree file, mark an entry
+// assume-unchanged or skip-worktree, or write an entry whose stat data
+// matches the worktree file so that git never looks at its content. Any
+// of these would make the staged tree (and so the candidate) differ from
+// the files the checks run against. So the Worker never uses that index
+// after the plugin started: right after git worktree add it copies the
+// index git just wrote (valid stat data for the base checkout, no flags)
+// into its private git directory (j.gitHome, never given to the plugin),
+// and every staging command (ls-files, add -A, write-tree, diff-index)
+// runs with GIT_INDEX_FILE pointing at that copy. Unchanged files keep
+// git's stat cache; changed ones are re-read. The copy keeps the
+// original's modification time, so git's racy-entry rule (entries not
+// older than the index are compared by content) applies as it did to the
+// original. stagingConfig pins the settings under which a stat match
+// really means "unchanged" whatever the operator configured.
+
+// stagingConfig are the settings every command that writes or reads the
+// private index runs with (GIT_CONFIG_* entries, command-line strength).
+var stagingConfig = [...][2]string{
+	{"core.trustctime", "true"},      // ctime cannot be set back by the plugin
+	{"core.checkStat", "default"},    // compare every stat field
+	{"core.ignoreStat", "false"},     // never mark entries assume-unchanged
+	{"core.sparseCheckout", "false"}, // no skip-worktree entries
+	{"core.splitIndex", "false"},     // one self-contained index file
+	{"core.untrackedCache", "false"}, // no cached directory listings
+	{"index.sparse", "false"},        // no sparse directory entries
+	{"core.protectNTFS", "true"},     // git refuses NTFS .git variants (isGitName matches them too)
+}
+
+// stagingEnv is the environment of the Worker's staging commands: the
+// private index and stagingConfig.
+func stagingEnv(index string) []string {
+	return append([]string{"GIT_INDEX_FILE=" + index}, stagingConfigEnv()...)
+}
+
+// stagingConfigEnv is stagingConfig as environment entries; git worktree
+// add runs with them too, so the index it writes has no flagged entries.
+func stagingConfigEnv() []string {
+	var env []string
+	for i, kv := range stagingConfig {
+		n := strconv.Itoa(i)
+		env = append(env, "GIT_CONFIG_KEY_"+n+"="+kv[0], "GIT_CONFIG_VALUE_"+n+"="+kv[1])
+	}
+	return append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(stagingConfig)))
+}
+
+// privateIndex is the path of the attempt's private index.
+func (j *codingJob) privateIndex() string {
+	return filepath.Join(j.gitHome, "staging-index")
+}
+
+// stagingCmd is a git command on the worktree with the private index.
+func (j *codingJob) stagingCmd(args ...string) gitx.Cmd {
+	return gitx.Cmd{GitDir: j.admin, WorkTree: j.wt, Dir: j.wt, Env: stagingEnv(j.privateIndex()), Args: args}
+}
+
+// savePrivateIndex copies the index git worktree add wrote to the
+// private index, with the same modification time. It runs before the
+// plugin starts.
+func (j *codingJob) savePrivateIndex() error {
+	src, err := os.Open(filepath.Join(j.admin, "index"))
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	fi, err := src.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return errNotRegular
+	}
+	dst, err := os.OpenFile(j.privateIndex(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	if err := dst.Close(); err != nil {
+		return err
+	}
+	return os.Chtimes(j.privateIndex(), fi.ModTime(), fi.ModTime())
+}
+
+type notRegularError struct{}
+
+func (notRegularError) Error() string { return "index is not a regular file" }
+
+var errNotRegular error = notRegularError{}
+
+// untrackedEscape lists the paths git add -A would add (untracked, not
+// ignored) and reports whether one of them may not enter a tree: a
+// component naming a Git directory (which git itself would refuse,
+// failing the staging instead of classifying it), a nested repository
+// (listed with a trailing slash), or a symlink named .gitmodules. It
+// runs before staging so that such a change is a path escape, not a
+// retryable git failure. The listing is bounded by git_output_bytes.
+func (j *codingJob) untrackedEscape(ctx context.Context) (bool, error) {
+	out, err := j.git.Run(ctx, j.stagingCmd("ls-files", "-z", "--others", "--exclude-standard"))
+	if err != nil {
+		return false, err
+	}
+	for _, p := range bytes.Split(out, []byte{0}) {
+		if len(p) == 0 {
+			continue
+		}
+		s := string(p)
+		if strings.HasSuffix(s, "/") || !safeTreePath(s) {
+			return true, nil
+		}
+		if isGitModulesName(path.Base(s)) {
+			fi, err := os.Lstat(filepath.Join(j.wt, filepath.FromSlash(s)))
+			if err != nil || fi.Mode()&os.ModeSymlink != 0 {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// isGitModulesName matches .gitmodules as git's path checks do (any
+// case, trailing dots or spaces, an NTFS stream suffix).
+func isGitModulesName(c string) bool {
+	if i := strings.IndexByte(c, ':'); i >= 0 {
+		c = c[:i]
+	}
+	return strings.EqualFold(strings.TrimRight(c, ". "), ".gitmodules")
+}

@@ -1,0 +1,254 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/evidence"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// stageWith prepares a worktree, lets agent act on it in place of a
+// plugin (with git, which a plugin may run too), and runs workspace
+// validation. It returns the staged tree or the validation records.
+func stageWith(t *testing.T, f *codingFixture, agent func(wt string)) (string, []evidence.Record) {
+	t.Helper()
+	x, err := NewCodingExecutor(f.cfg, CodingOptions{LookupEnv: lookupIn(codingEnv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &codingJob{x: x, lease: f.lease(wire.CodingTask{Instruction: "edit"}, nil)}
+	ctx := context.Background()
+	t.Cleanup(func() {
+		if err := j.cleanup(); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	if _, ok := j.prepare(ctx); !ok {
+		t.Fatalf("prepare: %+v", j.records)
+	}
+	before, err := j.snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent(j.wt)
+	tree, _, ok := j.validate(ctx, before)
+	if !ok {
+		return "", j.records
+	}
+	return tree, nil
+}
+
+func writeT(t *testing.T, p, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func hashObject(t *testing.T, dir, content string) string {
+	t.Helper()
+	cmd := exec.Command("git", "-C", dir, "hash-object", "-w", "--stdin")
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	cmd.Stdin = strings.NewReader(content)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// forgeIndex makes the worktree's index claim rel is unchanged while
+// naming the blob of evil: the file is staged as it is (with an old
+// mtime, out of git's racy window), then the entry's object id is
+// swapped and the index checksum fixed, so its stat data matches the
+// file on disk.
+func forgeIndex(t *testing.T, wt, rel, evil string) {
+	t.Helper()
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(wt, rel), old, old); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, wt, "add", "--", rel)
+	g, err1 := hex.DecodeString(gitT(t, wt, "rev-parse", ":"+rel))
+	e, err2 := hex.DecodeString(hashObject(t, wt, evil))
+	if err1 != nil || err2 != nil {
+		t.Fatal("object ids")
+	}
+	p := gitT(t, wt, "rev-parse", "--git-path", "index")
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(wt, p)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil || bytes.Count(b, g) != 1 {
+		t.Fatalf("index: %v", err)
+	}
+	b = bytes.Replace(b, g, e, 1)
+	sum := sha1.Sum(b[:len(b)-sha1.Size])
+	copy(b[len(b)-sha1.Size:], sum[:])
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Plain git, trusting this index, would keep the forged blob.
+	if got := gitT(t, wt, "diff", "--name-only"); got != "" {
+		t.Fatalf("the forged entry does not look clean to git: %q", got)
+	}
+	if got := gitT(t, wt, "show", ":"+rel); got != strings.TrimSpace(evil) {
+		t.Fatalf("forged entry %q", got)
+	}
+}
+
+// TestStagingIgnoresAgentIndex: whatever the agent writes into the
+// worktree's index, the staged tree (the candidate's) holds exactly the
+// worktree's files.
+func TestStagingIgnoresAgentIndex(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		agent func(t *testing.T, wt string)
+		want  map[string]string // path → content in the staged tree
+	}{
+		{"assume-unchanged", func(t *testing.T, wt string) {
+			writeT(t, filepath.Join(wt, "f.txt"), "EVIL\n")
+			gitT(t, wt, "add", "f.txt")
+			gitT(t, wt, "update-index", "--assume-unchanged", "f.txt")
+			writeT(t, filepath.Join(wt, "f.txt"), "good\n")
+		}, map[string]string{"f.txt": "good\n", "README": "demo\n"}},
+		{"skip-worktree", func(t *testing.T, wt string) {
+			writeT(t, filepath.Join(wt, "f.txt"), "EVIL\n")
+			gitT(t, wt, "add", "f.txt")
+			gitT(t, wt, "update-index", "--skip-worktree", "f.txt")
+			writeT(t, filepath.Join(wt, "f.txt"), "good\n")
+		}, map[string]string{"f.txt": "good\n", "README": "demo\n"}},
+		{"unchanged file staged differently", func(t *testing.T, wt string) {
+			sha := hashObject(t, wt, "EVIL\n")
+			gitT(t, wt, "update-index", "--cacheinfo", "100644,"+sha+",README")
+			gitT(t, wt, "update-index", "--assume-unchanged", "README")
+			writeT(t, filepath.Join(wt, "a.txt"), "a\n")
+		}, map[string]string{"README": "demo\n", "a.txt": "a\n"}},
+		{"forged stat data", func(t *testing.T, wt string) {
+			writeT(t, filepath.Join(wt, "f.txt"), "good\n")
+			forgeIndex(t, wt, "f.txt", "EVIL\n")
+		}, map[string]string{"f.txt": "good\n", "README": "demo\n"}},
+		{"forged stat data on a tracked file", func(t *testing.T, wt string) {
+			writeT(t, filepath.Join(wt, "README"), "edit\n")
+			forgeIndex(t, wt, "README", "demo\n")
+		}, map[string]string{"README": "edit\n"}},
+		{"deleted from the index only", func(t *testing.T, wt string) {
+			gitT(t, wt, "rm", "-q", "--cached", "README")
+			writeT(t, filepath.Join(wt, "a.txt"), "a\n")
+		}, map[string]string{"README": "demo\n", "a.txt": "a\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCodingFixture(t, "/bin/true")
+			tree, recs := stageWith(t, f, func(wt string) { tc.agent(t, wt) })
+			if tree == "" {
+				t.Fatalf("validation failed: %+v", recs)
+			}
+			files := strings.Fields(gitT(t, f.repo, "ls-tree", "-r", "--name-only", tree))
+			if len(files) != len(tc.want) {
+				t.Fatalf("staged files %q", files)
+			}
+			for p, want := range tc.want {
+				if got := gitT(t, f.repo, "cat-file", "blob", tree+":"+p) + "\n"; got != want {
+					t.Errorf("%s staged as %q, want %q", p, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestStagingSeesSameSizeSameMtimeEdit: an edit that keeps the size and
+// the modification time is staged, also when the repository's config
+// tells git not to trust ctime (the private index's commands pin it).
+func TestStagingSeesSameSizeSameMtimeEdit(t *testing.T) {
+	for _, trust := range []string{"", "false"} {
+		t.Run("trustctime="+trust, func(t *testing.T) {
+			f := newCodingFixture(t, "/bin/true")
+			if trust != "" {
+				gitT(t, f.repo, "config", "core.trustctime", trust)
+				gitT(t, f.repo, "config", "core.checkStat", "minimal")
+			}
+			tree, recs := stageWith(t, f, func(wt string) {
+				p := filepath.Join(wt, "README")
+				fi, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				writeT(t, p, "DEMO\n")
+				if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if tree == "" {
+				t.Fatalf("validation failed: %+v", recs)
+			}
+			if got := gitT(t, f.repo, "cat-file", "blob", tree+":README"); got != "DEMO" {
+				t.Fatalf("README staged as %q", got)
+			}
+		})
+	}
+}
+
+// TestGitNameVariantsArePathEscapes: a path with a .git-like component
+// is a terminal path_escape, not a (retryable) git failure, also where
+// git itself would refuse to stage it.
+func TestGitNameVariantsArePathEscapes(t *testing.T) {
+	plugin := buildEditPlugin(t)
+	for _, instr := range []string{
+		"write .Git/x a", "write .git./x a", "write a/.GIT/x a", "write a/.Git a",
+		"write GIT~1/x a", "write .git::$INDEX_ALLOCATION/x a", "write ok.txt a\nsymlink .gitmodules ok.txt",
+		"write a/ok.txt a\nsymlink a/.GITMODULES. ok.txt",
+	} {
+		t.Run(instr, func(t *testing.T) {
+			f := newCodingFixture(t, plugin)
+			r := f.run(f.lease(wire.CodingTask{Instruction: instr}, nil))
+			f.expectFailure(r, wire.FailureWorkspaceViolation, evidence.PhaseWorkspaceValidation, evidence.ReasonPathEscape)
+		})
+	}
+	for name, agent := range map[string]func(t *testing.T, wt string){
+		"space": func(t *testing.T, wt string) { writeT(t, filepath.Join(wt, ".GIT ", "config"), "x\n") },
+		"nested repository without commits": func(t *testing.T, wt string) {
+			gitT(t, wt, "init", "-q", "sub")
+			writeT(t, filepath.Join(wt, "sub", "y"), "y\n")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newCodingFixture(t, "/bin/true")
+			tree, recs := stageWith(t, f, func(wt string) { agent(t, wt) })
+			if tree != "" || len(recs) != 1 || recs[0].Reason != evidence.ReasonPathEscape {
+				t.Fatalf("tree %q, records %+v", tree, recs)
+			}
+			if c := codingCode(recs[0].Phase, recs[0].Reason, codeCodingTerminal); c != wire.FailureWorkspaceViolation {
+				t.Fatalf("code %s", c)
+			}
+		})
+	}
+}
+
+func TestGitNames(t *testing.T) {
+	for c, want := range map[string]bool{
+		".git": true, ".GIT": true, ".git.": true, ".git ": true, ".git. .": true, "git~1": true, "GIT~1..": true,
+		".git:x": true, ".git::$INDEX_ALLOCATION": true,
+		".gitignore": false, "git": false, ".gi": false, "git~2": false, "a.git": false, "x:.git": false,
+	} {
+		if got := isGitName(c); got != want {
+			t.Errorf("isGitName(%q) = %v", c, got)
+		}
+	}
+	for c, want := range map[string]bool{".gitmodules": true, ".GITMODULES. ": true, ".gitmodules:s": true, ".gitmodule": false} {
+		if got := isGitModulesName(c); got != want {
+			t.Errorf("isGitModulesName(%q) = %v", c, got)
+		}
+	}
+}
