@@ -28,11 +28,12 @@ import (
 //  2. plugin: workspace_edit in a fresh plugin process, offered progress,
 //     cancel, commit_subject and agent_report.
 //  3. workspace validation: the worktree's HEAD is still detached at the
-//     base; refs (other than other attempts' candidate refs), Git config,
-//     hooks, alternates and the worktree's Git metadata are unchanged; the
-//     change is staged (git add -A) and every changed path stays inside
-//     the worktree (no "..", no .git component, no gitlink, no symlink
-//     whose target leaves the tree). An unchanged tree is an empty change:
+//     base; refs (other than candidate refs this Worker created
+//     meanwhile), Git config, hooks, alternates and the worktree's Git
+//     metadata are unchanged; the change is staged (git add -A) and
+//     every changed path stays inside the worktree (no "..", no .git
+//     component, no gitlink, no symlink whose target leaves the tree).
+//     An unchanged tree is an empty change:
 //     a terminal failure (the instruction produced nothing to review;
 //     running the same instruction on the same base again is not expected
 //     to help, and a candidate equal to its base would mean nothing).
@@ -133,9 +134,16 @@ type repoGuard struct {
 	outOfService bool       // a restore failed: refuse later attempts
 	inFlight     int        // attempts between saving and restoring
 	baseline     savedState // the state before the first of them ran
+	// created holds the candidate refs this Worker created (ref → commit)
+	// while the baseline was held; they are expected beside it.
+	created map[string]string
 	// worktrees serialises git worktree add, remove and prune: concurrent
 	// adds race inside git (one reads another's half-written entry).
 	worktrees sync.Mutex
+	// refs serialises the Worker's own reads and writes of the shared
+	// refs: saving the baseline, snapshots, restores and candidate
+	// creation (coding_restore.go). Lock order: refs, then x.mu.
+	refs sync.Mutex
 }
 
 // guard returns id's guard; x.mu must be held.
@@ -156,16 +164,17 @@ func (x *CodingExecutor) guard(id string) *repoGuard {
 // before the first of them started, so one attempt never "restores"
 // another plugin's change it happened to see when it started.
 func (x *CodingExecutor) acquireBaseline(ctx context.Context, j *codingJob) (savedState, error) {
+	g := x.repoGuardOf(j.task.RepositoryID)
+	g.refs.Lock() // no candidate ref is created while the baseline is saved
+	defer g.refs.Unlock()
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	g := x.guard(j.task.RepositoryID)
 	if g.inFlight == 0 {
 		s, err := j.saveShared(ctx)
 		if err != nil {
 			return savedState{}, err
 		}
-		delete(s.refs, j.ownRef()) // every attempt's own ref is absent before its commit
-		g.baseline = s
+		g.baseline, g.created = s, nil
 	}
 	g.inFlight++
 	return g.baseline, nil
@@ -182,7 +191,7 @@ func (x *CodingExecutor) releaseBaseline(id string, ok bool) {
 		g.outOfService = true
 	}
 	if g.inFlight == 0 {
-		g.baseline = savedState{}
+		g.baseline, g.created = savedState{}, nil
 	}
 }
 
@@ -307,12 +316,15 @@ func (j *codingJob) work(ctx context.Context) outcome {
 	if o, ok := j.prepare(ctx); !ok {
 		return o
 	}
-	before, err := j.snapshot(ctx)
+	saved, err := j.x.acquireBaseline(ctx, j)
 	if err != nil {
 		return j.fail(evidence.PhasePreparation, evidence.ReasonGitFailed, codeCodingRetryable)
 	}
-	saved, err := j.x.acquireBaseline(ctx, j)
+	// Taken while the baseline is held, so the candidate refs created
+	// meanwhile are known to both snapshots (coding_restore.go).
+	before, err := j.snapshot(ctx)
 	if err != nil {
+		j.x.releaseBaseline(j.task.RepositoryID, true) // no plugin ran
 		return j.fail(evidence.PhasePreparation, evidence.ReasonGitFailed, codeCodingRetryable)
 	}
 	res, tree, checks, o, ok := j.edit(ctx, before)

@@ -50,8 +50,7 @@ func (j *codingJob) commit(ctx context.Context, tree string, subject *string) (s
 		return "", j.fail(P, evidence.ReasonCommitFailed, codeCodingTerminal), false
 	}
 	ref := CandidateRef(j.lease.JobID, j.lease.AttemptID)
-	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common,
-		Args: []string{"update-ref", "--no-deref", ref, sha, zeroSHA}}); err != nil {
+	if err := j.createCandidate(ctx, ref, sha); err != nil {
 		return "", j.fail(P, evidence.ReasonRefFailed, codeCodingRetryable), false
 	}
 	return sha, outcome{}, true

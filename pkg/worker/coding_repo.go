@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -214,26 +215,48 @@ func (j *codingJob) removeWorktree(ctx context.Context) error {
 	return nil
 }
 
-// gitState is what the plugin must not change: refs (except other
-// attempts' candidate refs, which concurrent lanes create), Git config,
-// hooks, alternates and the worktree's own Git metadata.
+// gitState is what the plugin must not change: refs (except candidate
+// refs this Worker creates meanwhile for concurrent attempts), Git
+// config, hooks, alternates and the worktree's own Git metadata.
 type gitState struct {
 	refs   []byte
 	config string
 	meta   string
 }
 
+// snapshot reads the state validation compares. Every ref is listed,
+// candidate refs included, except the candidate refs the Worker created
+// while the baseline is held, as long as they still name the commit they
+// were created with: those may appear between two snapshots. One of
+// them that is gone is listed as missing (one moved is listed with its
+// new value), so deleting or moving it is a change. The listing and the
+// created set are read under the lock candidate creation holds.
 func (j *codingJob) snapshot(ctx context.Context) (gitState, error) {
+	g := j.x.repoGuardOf(j.task.RepositoryID)
+	g.refs.Lock()
 	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Args: []string{"for-each-ref", "--format=%(objectname) %(refname)"}})
+	created := j.x.createdRefs(g)
+	g.refs.Unlock()
 	if err != nil {
 		return gitState{}, err
 	}
 	var refs bytes.Buffer
+	seen := map[string]bool{}
 	for _, line := range bytes.SplitAfter(out, []byte("\n")) {
-		if i := bytes.IndexByte(line, ' '); i >= 0 && bytes.HasPrefix(line[i+1:], []byte(CandidatePrefix)) {
-			continue
+		if oid, name, ok := strings.Cut(strings.TrimSuffix(string(line), "\n"), " "); ok {
+			if sha, ok := created[name]; ok {
+				seen[name] = true
+				if sha == oid {
+					continue
+				}
+			}
 		}
 		refs.Write(line)
+	}
+	for _, name := range slices.Sorted(maps.Keys(created)) {
+		if !seen[name] {
+			refs.WriteString("missing " + name + "\n")
+		}
 	}
 	c := j.repo.common
 	config, err := digestFiles(c, sharedFiles[:]...)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,18 @@ import (
 // shared Git files and hooks get their saved bytes and modes again. If
 // the state still differs after that, the repository is taken out of
 // service for this Worker until it restarts (an operator repairs it).
+//
+// Candidate refs are refs like any other: the ones that existed when the
+// baseline was saved (earlier jobs' candidates) are protected, and one
+// the plugin adds, even under a made-up job or attempt, is a violation
+// and is deleted. The only refs that may appear beside the baseline are
+// the candidate refs this Worker itself creates meanwhile (createCandidate,
+// for concurrent attempts on the repository): each is recorded with its
+// commit in the repository's guard, under the same lock that saving the
+// baseline, snapshots and restores hold, so every attempt expects exactly
+// the baseline plus those refs at those commits. Such a ref is neither a
+// violation of another attempt nor undone by its restore; deleting or
+// moving it is a violation like any other ref change.
 
 // sharedFiles are the common dir's files restored byte for byte.
 // info/exclude, info/grafts and info/sparse-checkout change what `git add
@@ -55,18 +68,44 @@ type savedState struct {
 	hooksDir bool
 }
 
-// ownRef is this attempt's candidate ref.
-func (j *codingJob) ownRef() string {
-	return CandidateRef(j.lease.JobID, j.lease.AttemptID)
+// repoGuardOf returns repository id's guard.
+func (x *CodingExecutor) repoGuardOf(id string) *repoGuard {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.guard(id)
 }
 
-// inScope reports whether a ref is restored: every ref except other
-// attempts' candidate refs, which concurrent attempts create meanwhile.
-func (j *codingJob) inScope(ref string) bool {
-	return !strings.HasPrefix(ref, CandidatePrefix) || ref == j.ownRef()
+// createdRefs copies the candidate refs this Worker created while g's
+// baseline was held.
+func (x *CodingExecutor) createdRefs(g *repoGuard) map[string]string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return maps.Clone(g.created)
 }
 
-// listRefs lists the in-scope refs.
+// createCandidate creates the attempt's candidate ref, only if it is
+// absent, and records it for the attempts still running on the
+// repository (whose baseline predates it).
+func (j *codingJob) createCandidate(ctx context.Context, ref, sha string) error {
+	g := j.x.repoGuardOf(j.task.RepositoryID)
+	g.refs.Lock()
+	defer g.refs.Unlock()
+	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common,
+		Args: []string{"update-ref", "--no-deref", ref, sha, zeroSHA}}); err != nil {
+		return err
+	}
+	j.x.mu.Lock()
+	defer j.x.mu.Unlock()
+	if g.inFlight > 0 {
+		if g.created == nil {
+			g.created = map[string]string{}
+		}
+		g.created[ref] = sha
+	}
+	return nil
+}
+
+// listRefs lists every ref.
 func (j *codingJob) listRefs(ctx context.Context) (map[string]savedRef, error) {
 	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common,
 		Args: []string{"for-each-ref", "--format=%(objectname)%09%(symref)%09%(refname)"}})
@@ -82,9 +121,7 @@ func (j *codingJob) listRefs(ctx context.Context) (map[string]savedRef, error) {
 		if len(f) != 3 || f[2] == "" {
 			return nil, errors.New("unexpected ref listing")
 		}
-		if j.inScope(f[2]) {
-			refs[f[2]] = savedRef{oid: f[0], symref: f[1]}
-		}
+		refs[f[2]] = savedRef{oid: f[0], symref: f[1]}
 	}
 	return refs, nil
 }
@@ -160,15 +197,23 @@ func (j *codingJob) restoreShared(saved savedState) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	g := j.x.repoGuardOf(j.task.RepositoryID)
+	g.refs.Lock() // no candidate ref appears between reading and checking
+	defer g.refs.Unlock()
+	want := saved
+	want.refs = maps.Clone(saved.refs)
+	for ref, sha := range j.x.createdRefs(g) {
+		want.refs[ref] = savedRef{oid: sha}
+	}
 	if now, err := j.listRefs(ctx); err == nil {
-		j.restoreRefs(ctx, saved.refs, now)
+		j.restoreRefs(ctx, want.refs, now)
 	}
 	for _, n := range sharedFiles {
 		restoreFile(filepath.Join(j.repo.common, n), saved.files[n])
 	}
 	restoreHooks(filepath.Join(j.repo.common, "hooks"), saved)
 	after, err := j.saveShared(ctx)
-	return err == nil && sameState(saved, after)
+	return err == nil && sameState(want, after)
 }
 
 // restoreRefs resets refs that differ. Plain refs go through one

@@ -98,35 +98,16 @@ func TestCodingRestoresSharedRepository(t *testing.T) {
 		}
 	})
 
-	t.Run("other attempts' candidate refs are left alone", func(t *testing.T) {
-		f := newCodingFixture(t, plugin)
-		refs, _, _ := sharedView(t, f)
-		other := CandidateRef("job2", "att7")
-		// A concurrent attempt's candidate ref appears while this plugin
-		// runs; the plugin also adds a branch (a violation).
-		r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a\ngitfile " + other + " " + f.side +
-			"\ngitfile refs/heads/sneaky " + f.side}, nil))
-		if r.Code != wire.FailureWorkspaceViolation {
-			t.Fatalf("report %+v", r)
-		}
-		if got := gitT(t, f.repo, "rev-parse", other); got != f.side {
-			t.Fatalf("other attempt's ref %q", got)
-		}
-		gitT(t, f.repo, "update-ref", "-d", other, f.side)
-		if refs2, _, _ := sharedView(t, f); refs2 != refs {
-			t.Fatalf("refs not restored:\n%s", refs2)
-		}
-	})
-
-	t.Run("a plugin-made ref of its own attempt is dropped before the commit", func(t *testing.T) {
-		f := newCodingFixture(t, plugin)
-		own := CandidateRef("job1", "att1")
-		r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a\ngitfile " + own + " " + f.side}, nil))
-		if !r.Succeeded {
-			t.Fatalf("report %+v", r)
-		}
-		if got := gitT(t, f.repo, "rev-parse", own); got != r.CandidateSHA {
-			t.Fatalf("own ref %s, candidate %s", got, r.CandidateSHA)
+	t.Run("a plugin-made candidate ref is a violation and is deleted", func(t *testing.T) {
+		for _, ref := range []string{CandidateRef("made-up", "att9"), CandidateRef("job1", "att1")} {
+			f := newCodingFixture(t, plugin)
+			refs, _, _ := sharedView(t, f)
+			// A made-up job/attempt, and the attempt's own ref made early.
+			r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a\ngitfile " + ref + " " + f.side}, nil))
+			f.expectFailure(r, wire.FailureWorkspaceViolation, evidence.PhaseWorkspaceValidation, evidence.ReasonRefsChanged)
+			if refs2, _, _ := sharedView(t, f); refs2 != refs {
+				t.Fatalf("refs not restored:\n%s\nwant\n%s", refs2, refs)
+			}
 		}
 	})
 

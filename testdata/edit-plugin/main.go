@@ -9,6 +9,11 @@
 //	report S|C1|C2…      answer with the agent report (summary, changes)
 //	gitfile REL TEXT     write TEXT to REL under the repository's git dir
 //	                     (misbehaviour the Worker must catch)
+//	gitrm REL            remove REL under the repository's git dir
+//	                     (misbehaviour, e.g. deleting a loose ref)
+//	signal FIFO          open the named pipe FIFO for writing and close it
+//	await FIFO           open the named pipe FIFO and read it to its end
+//	                     (signal and await let a test order events)
 //	head SHA             point the worktree's HEAD at SHA (misbehaviour)
 //	fail                 end with failure{execution_failed}
 //	wait                 block until cancelled
@@ -20,6 +25,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +72,22 @@ func edit(ctx context.Context, req serve.Request, progress serve.Progress) (serv
 				if err = os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
 					err = os.WriteFile(p, []byte(text+"\n"), 0o755)
 				}
+			}
+		case "gitrm":
+			var common string
+			if common, err = commonDir(ws); err == nil {
+				err = os.Remove(filepath.Join(common, arg))
+			}
+		case "signal":
+			var f *os.File
+			if f, err = os.OpenFile(arg, os.O_WRONLY, 0); err == nil {
+				err = f.Close()
+			}
+		case "await":
+			var f *os.File
+			if f, err = os.Open(arg); err == nil {
+				_, err = io.Copy(io.Discard, f)
+				f.Close()
 			}
 		case "head":
 			var admin string
