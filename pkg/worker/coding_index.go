@@ -24,7 +24,7 @@ import (
 // after the plugin started: right after git worktree add it copies the
 // index git just wrote (valid stat data for the base checkout, no flags)
 // into its private git directory (j.gitHome, never given to the plugin),
-// and every staging command (ls-files, add -A, write-tree, diff-index)
+// and every staging command (add -A, write-tree, diff-index, ls-files)
 // runs with GIT_INDEX_FILE pointing at that copy. Unchanged files keep
 // git's stat cache; changed ones are re-read. The copy keeps the
 // original's modification time, so git's racy-entry rule (entries not
@@ -108,34 +108,45 @@ func (notRegularError) Error() string { return "index is not a regular file" }
 
 var errNotRegular error = notRegularError{}
 
-// untrackedEscape lists the paths git add -A would add (untracked, not
-// ignored) and reports whether one of them may not enter a tree: a
-// component naming a Git directory (which git itself would refuse,
-// failing the staging instead of classifying it), a nested repository
-// (listed with a trailing slash), or a symlink named .gitmodules. It
-// runs before staging so that such a change is a path escape, not a
-// retryable git failure. The listing is bounded by git_output_bytes.
-func (j *codingJob) untrackedEscape(ctx context.Context) (bool, error) {
+// refusedPath runs after git add -A failed and reports whether the
+// change holds a path that may not enter a tree and that git itself
+// refuses to stage: among what staging would add (untracked, not
+// ignored), a component naming a Git directory, a nested repository
+// (listed with a trailing slash) or a symlink named .gitmodules; among
+// the tracked paths, a .gitmodules that became a symlink. Only the
+// failure path pays for these listings, bounded by git_output_bytes; a
+// listing that fails leaves the failure a git failure.
+func (j *codingJob) refusedPath(ctx context.Context) bool {
 	out, err := j.git.Run(ctx, j.stagingCmd("ls-files", "-z", "--others", "--exclude-standard"))
 	if err != nil {
-		return false, err
+		return false
 	}
 	for _, p := range bytes.Split(out, []byte{0}) {
-		if len(p) == 0 {
-			continue
-		}
 		s := string(p)
-		if strings.HasSuffix(s, "/") || !safeTreePath(s) {
-			return true, nil
-		}
-		if isGitModulesName(path.Base(s)) {
-			fi, err := os.Lstat(filepath.Join(j.wt, filepath.FromSlash(s)))
-			if err != nil || fi.Mode()&os.ModeSymlink != 0 {
-				return true, nil
-			}
+		switch {
+		case s == "":
+		case strings.HasSuffix(s, "/") || !safeTreePath(s):
+			return true
+		case isGitModulesName(path.Base(s)) && j.isSymlink(s):
+			return true
 		}
 	}
-	return false, nil
+	out, err = j.git.Run(ctx, j.stagingCmd("ls-files", "-z", "--", ":(glob,icase)**/.gitmodules*"))
+	if err != nil {
+		return false
+	}
+	for _, p := range bytes.Split(out, []byte{0}) {
+		if s := string(p); s != "" && isGitModulesName(path.Base(s)) && j.isSymlink(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// isSymlink reports whether the tree path p is a symlink in the worktree.
+func (j *codingJob) isSymlink(p string) bool {
+	fi, err := os.Lstat(filepath.Join(j.wt, filepath.FromSlash(p)))
+	return err == nil && fi.Mode()&os.ModeSymlink != 0
 }
 
 // isGitModulesName matches .gitmodules as git's path checks do (any

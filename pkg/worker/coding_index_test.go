@@ -201,8 +201,8 @@ func TestStagingSeesSameSizeSameMtimeEdit(t *testing.T) {
 }
 
 // TestGitNameVariantsArePathEscapes: a path with a .git-like component
-// is a terminal path_escape, not a (retryable) git failure, also where
-// git itself would refuse to stage it.
+// (or another path git refuses to stage) is a terminal path_escape, not
+// a retryable git failure.
 func TestGitNameVariantsArePathEscapes(t *testing.T) {
 	plugin := buildEditPlugin(t)
 	for _, instr := range []string{
@@ -222,9 +222,22 @@ func TestGitNameVariantsArePathEscapes(t *testing.T) {
 			gitT(t, wt, "init", "-q", "sub")
 			writeT(t, filepath.Join(wt, "sub", "y"), "y\n")
 		},
+		"tracked .gitmodules becomes a symlink": func(t *testing.T, wt string) {
+			p := filepath.Join(wt, ".gitmodules")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("README", p); err != nil {
+				t.Fatal(err)
+			}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newCodingFixture(t, "/bin/true")
+			writeT(t, filepath.Join(f.repo, ".gitmodules"), "")
+			gitT(t, f.repo, "add", ".gitmodules")
+			gitT(t, f.repo, "commit", "-q", "-m", "modules")
+			f.base = gitT(t, f.repo, "rev-parse", "HEAD")
 			tree, recs := stageWith(t, f, func(wt string) { agent(t, wt) })
 			if tree != "" || len(recs) != 1 || recs[0].Reason != evidence.ReasonPathEscape {
 				t.Fatalf("tree %q, records %+v", tree, recs)

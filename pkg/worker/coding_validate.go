@@ -41,14 +41,13 @@ func (j *codingJob) validate(ctx context.Context, before gitState) (string, outc
 	run := func(args ...string) ([]byte, error) {
 		return j.git.Run(ctx, j.stagingCmd(args...))
 	}
-	escape, err := j.untrackedEscape(ctx)
-	if err != nil {
-		return fail(evidence.ReasonGitFailed, codeCodingRetryable)
-	}
-	if escape {
-		return fail(evidence.ReasonPathEscape, codeCodingTerminal)
-	}
 	if _, err := run("add", "-A"); err != nil {
+		// Git refuses some paths (a .git variant, a nested repository
+		// without a commit, a symlinked .gitmodules): those are a path
+		// escape, not a git failure worth retrying.
+		if _, exited := gitx.ExitCode(err); exited && j.refusedPath(ctx) {
+			return fail(evidence.ReasonPathEscape, codeCodingTerminal)
+		}
 		return fail(evidence.ReasonGitFailed, codeCodingRetryable)
 	}
 	out, err := run("write-tree")
@@ -77,6 +76,10 @@ func (j *codingJob) validate(ctx context.Context, before gitState) (string, outc
 			return fail(evidence.ReasonPathEscape, codeCodingTerminal)
 		}
 		if c.NewMode == gitx.ModeSymlink {
+			if isGitModulesName(path.Base(c.Path)) {
+				// git refuses to check such a tree out again
+				return fail(evidence.ReasonPathEscape, codeCodingTerminal)
+			}
 			links = append(links, c)
 		}
 	}
