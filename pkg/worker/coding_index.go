@@ -29,37 +29,36 @@ import (
 // git's stat cache; changed ones are re-read. The copy keeps the
 // original's modification time, so git's racy-entry rule (entries not
 // older than the index are compared by content) applies as it did to the
-// original. stagingConfig pins the settings under which a stat match
+// original. stagingConfigEnv pins the settings under which a stat match
 // really means "unchanged" whatever the operator configured.
 
-// stagingConfig are the settings every command that writes or reads the
-// private index runs with (GIT_CONFIG_* entries, command-line strength).
-var stagingConfig = [...][2]string{
-	{"core.trustctime", "true"},      // ctime cannot be set back by the plugin
-	{"core.checkStat", "default"},    // compare every stat field
-	{"core.ignoreStat", "false"},     // never mark entries assume-unchanged
-	{"core.sparseCheckout", "false"}, // no skip-worktree entries
-	{"core.splitIndex", "false"},     // one self-contained index file
-	{"core.untrackedCache", "false"}, // no cached directory listings
-	{"index.sparse", "false"},        // no sparse directory entries
-	{"core.protectNTFS", "true"},     // git refuses NTFS .git variants (isGitName matches them too)
-}
-
 // stagingEnv is the environment of the Worker's staging commands: the
-// private index and stagingConfig.
+// private index and stagingConfigEnv.
 func stagingEnv(index string) []string {
 	return append([]string{"GIT_INDEX_FILE=" + index}, stagingConfigEnv()...)
 }
 
-// stagingConfigEnv is stagingConfig as environment entries; git worktree
-// add runs with them too, so the index it writes has no flagged entries.
+// stagingConfigEnv is the configuration every command that writes or
+// reads the private index runs with, as GIT_CONFIG_* entries (of
+// command-line strength). git worktree add runs with it too, so the index
+// it writes has no flagged entries.
 func stagingConfigEnv() []string {
+	settings := [...][2]string{
+		{"core.trustctime", "true"},      // ctime cannot be set back by the plugin
+		{"core.checkStat", "default"},    // compare every stat field
+		{"core.ignoreStat", "false"},     // never mark entries assume-unchanged
+		{"core.sparseCheckout", "false"}, // no skip-worktree entries
+		{"core.splitIndex", "false"},     // one self-contained index file
+		{"core.untrackedCache", "false"}, // no cached directory listings
+		{"index.sparse", "false"},        // no sparse directory entries
+		{"core.protectNTFS", "true"},     // git refuses NTFS .git variants (isGitName matches them too)
+	}
 	var env []string
-	for i, kv := range stagingConfig {
+	for i, kv := range settings {
 		n := strconv.Itoa(i)
 		env = append(env, "GIT_CONFIG_KEY_"+n+"="+kv[0], "GIT_CONFIG_VALUE_"+n+"="+kv[1])
 	}
-	return append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(stagingConfig)))
+	return append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(settings)))
 }
 
 // privateIndex is the path of the attempt's private index.

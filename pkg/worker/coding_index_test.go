@@ -19,7 +19,7 @@ import (
 // stageWith prepares a worktree, lets agent act on it in place of a
 // plugin (with git, which a plugin may run too), and runs workspace
 // validation. It returns the staged tree or the validation records.
-func stageWith(t *testing.T, f *codingFixture, agent func(wt string)) (string, []evidence.Record) {
+func stageWith(t *testing.T, f *codingFixture, agent func(j *codingJob)) (string, []evidence.Record) {
 	t.Helper()
 	x, err := NewCodingExecutor(f.cfg, CodingOptions{LookupEnv: lookupIn(codingEnv)})
 	if err != nil {
@@ -39,7 +39,7 @@ func stageWith(t *testing.T, f *codingFixture, agent func(wt string)) (string, [
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent(j.wt)
+	agent(j)
 	tree, _, ok := j.validate(ctx, before)
 	if !ok {
 		return "", j.records
@@ -151,7 +151,7 @@ func TestStagingIgnoresAgentIndex(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newCodingFixture(t, "/bin/true")
-			tree, recs := stageWith(t, f, func(wt string) { tc.agent(t, wt) })
+			tree, recs := stageWith(t, f, func(j *codingJob) { tc.agent(t, j.wt) })
 			if tree == "" {
 				t.Fatalf("validation failed: %+v", recs)
 			}
@@ -169,8 +169,10 @@ func TestStagingIgnoresAgentIndex(t *testing.T) {
 }
 
 // TestStagingSeesSameSizeSameMtimeEdit: an edit that keeps the size and
-// the modification time is staged, also when the repository's config
-// tells git not to trust ctime (the private index's commands pin it).
+// the modification time is staged (git compares entries not older than
+// the index by content; the private index keeps the original's mtime),
+// also when the repository's config tells git to check only mtime and
+// size.
 func TestStagingSeesSameSizeSameMtimeEdit(t *testing.T) {
 	for _, trust := range []string{"", "false"} {
 		t.Run("trustctime="+trust, func(t *testing.T) {
@@ -179,8 +181,8 @@ func TestStagingSeesSameSizeSameMtimeEdit(t *testing.T) {
 				gitT(t, f.repo, "config", "core.trustctime", trust)
 				gitT(t, f.repo, "config", "core.checkStat", "minimal")
 			}
-			tree, recs := stageWith(t, f, func(wt string) {
-				p := filepath.Join(wt, "README")
+			tree, recs := stageWith(t, f, func(j *codingJob) {
+				p := filepath.Join(j.wt, "README")
 				fi, err := os.Stat(p)
 				if err != nil {
 					t.Fatal(err)
@@ -238,7 +240,7 @@ func TestGitNameVariantsArePathEscapes(t *testing.T) {
 			gitT(t, f.repo, "add", ".gitmodules")
 			gitT(t, f.repo, "commit", "-q", "-m", "modules")
 			f.base = gitT(t, f.repo, "rev-parse", "HEAD")
-			tree, recs := stageWith(t, f, func(wt string) { agent(t, wt) })
+			tree, recs := stageWith(t, f, func(j *codingJob) { agent(t, j.wt) })
 			if tree != "" || len(recs) != 1 || recs[0].Reason != evidence.ReasonPathEscape {
 				t.Fatalf("tree %q, records %+v", tree, recs)
 			}
@@ -264,4 +266,30 @@ func TestGitNames(t *testing.T) {
 			t.Errorf("isGitModulesName(%q) = %v", c, got)
 		}
 	}
+}
+
+// TestStagingConfigPinned: the settings under which a stat match means
+// "unchanged" reach git over the repository's own config.
+func TestStagingConfigPinned(t *testing.T) {
+	f := newCodingFixture(t, "/bin/true")
+	repoSet := map[string]string{"core.trustctime": "false", "core.checkStat": "minimal", "core.ignoreStat": "true",
+		"core.sparseCheckout": "true", "core.splitIndex": "true", "core.untrackedCache": "true", "index.sparse": "true"}
+	for k, v := range repoSet {
+		gitT(t, f.repo, "config", k, v)
+	}
+	stageWith(t, f, func(j *codingJob) {
+		for k, v := range repoSet {
+			out, err := j.git.Run(context.Background(), j.stagingCmd("config", "--get", k))
+			if err != nil {
+				t.Fatalf("%s: %v", k, err)
+			}
+			if got := strings.TrimSpace(string(out)); got == v {
+				t.Errorf("%s = %s: the repository's value reaches staging", k, got)
+			}
+		}
+		if _, err := os.Stat(j.privateIndex()); err != nil {
+			t.Errorf("private index: %v", err)
+		}
+		writeT(t, filepath.Join(j.wt, "a.txt"), "a\n")
+	})
 }
