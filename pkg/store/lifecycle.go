@@ -186,7 +186,7 @@ func candidateSQL(pool string, us int64, plugins, repositories []string) (string
 	args := []any{pool, us}
 	var b strings.Builder
 	b.WriteString(`SELECT seq, id, kind, task, repository_id, plugin_id, policy, lease_ttl_us, attempt_count,
-  max_attempts, retry_base_us, event_count
+  max_attempts, retry_base_us, event_count, updated_at
 FROM jobs WHERE pool = ? AND status IN ('pending', 'retry_wait') AND (status = 'pending' OR retry_at <= ?)
   AND plugin_id IN (`)
 	args = inList(&b, args, plugins)
@@ -257,25 +257,28 @@ FROM lanes WHERE lane = ?`, req.Generation, req.Lane, req.Generation, req.Lane).
 // grant leases the oldest eligible job to the lane without checking that
 // its generation is live and idle: callers have established both in the
 // same transaction (lease, or a recorded result of the lane's only leased
-// attempt in CompleteAndLease).
+// attempt in CompleteAndLease). The lease time is never before the job's
+// last change: a caller reads its clock before it waits for the writer,
+// and a submit that read a later clock can commit first.
 func (t *wtx) grant(req LeaseRequest, us int64) (*Lease, error) {
 	query, args := candidateSQL(req.Pool, us, req.Plugins, req.Repositories)
 	var (
 		seq, ttl, count, base int64
-		events                int64
+		events, updated       int64
 		maxAttempts           int
 		repo                  sql.NullString
 		task, pol             string
 		l                     = Lease{AttemptID: newAttemptID()}
 	)
 	err := t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &l.PluginID, &pol, &ttl, &count,
-		&maxAttempts, &base, &events)
+		&maxAttempts, &base, &events, &updated)
 	if isNoRows(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	us = max(us, updated)
 	l.Ordinal = int(count) + 1
 	l.Task, l.Policy = json.RawMessage(task), json.RawMessage(pol)
 	l.RepositoryID = repo.String

@@ -772,3 +772,25 @@ func TestCompleteAndLease(t *testing.T) {
 		t.Fatalf("job %+v", j)
 	}
 }
+
+// A lease whose clock was read before a submit that committed first is
+// stamped no earlier than that submit: a job's times never run backwards.
+func TestLeaseNeverPrecedesSubmit(t *testing.T) {
+	s := mustOpen(t, ":memory:")
+	mustConnect(t, s, "worker-1", gen(1), t0)
+	mustSubmit(t, s, textJob("late", 1), t0.Add(time.Millisecond))
+	l, err := s.Lease(bg, "worker-1", gen(1), "coding", []string{"reference"}, nil, t0)
+	if err != nil || l == nil {
+		t.Fatalf("lease %v %v", l, err)
+	}
+	if want := t0.Add(time.Millisecond); !l.LeasedAt.Equal(want) || !l.DeadlineAt.Equal(want.Add(30*time.Second)) {
+		t.Fatalf("leased at %v, deadline %v; want %v", l.LeasedAt, l.DeadlineAt, want)
+	}
+	agg, err := s.Aggregate(bg, "late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := agg.Events; len(ev) != 2 || ev[1].At.Time.Before(ev[0].At.Time) || agg.Attempts[0].LeasedAt.Time.Before(agg.Job.CreatedAt.Time) {
+		t.Fatalf("times run backwards: %+v", agg)
+	}
+}
