@@ -233,6 +233,7 @@ func TestImplementationsRejectInvalidFrames(t *testing.T) {
 // whether each case ended cleanly and what it wrote.
 const pythonDriver = `
 import base64, importlib.util, io, json, sys
+sys.dont_write_bytecode = True  # no __pycache__ next to the example
 spec = importlib.util.spec_from_file_location("example", sys.argv[1])
 mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mod)

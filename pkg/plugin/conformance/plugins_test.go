@@ -30,7 +30,11 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == fakeWorkspaceArg {
 		os.Exit(fakeWorkspacePlugin(os.Args[2]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if refPluginDir != "" {
+		os.RemoveAll(refPluginDir)
+	}
+	os.Exit(code)
 }
 
 // fakeWorkspacePlugin edits the workspace like a coding agent would:
@@ -143,9 +147,14 @@ func (t *touchingReader) Read(p []byte) (int, error) {
 
 func pluginEnv() []string { return []string{"PATH=/usr/bin:/bin:" + os.Getenv("PATH")} }
 
+// refPluginDir is the directory buildRefPlugin made, if it ran; TestMain
+// removes it after the tests.
+var refPluginDir string
+
 // buildRefPlugin builds cmd/forge-ref-plugin once per test binary run.
 var buildRefPlugin = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "conformance-ref-")
+	refPluginDir = dir
 	if err != nil {
 		return "", err
 	}
