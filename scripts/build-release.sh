@@ -38,7 +38,7 @@ if [ -e "$out" ] || [ -L "$out" ]; then die "output path already exists; nothing
 out_parent=$(dirname -- "$out")
 out_name=$(basename -- "$out")
 [ -d "$out_parent" ] || die "output parent directory does not exist"
-out_parent=$(cd -- "$out_parent" && pwd -P)
+out_parent=$(cd -- "$out_parent" 2>/dev/null && pwd -P) || die "output parent directory cannot be entered"
 dest=$out_parent/$out_name
 
 for tool in git go sha256sum tar; do
