@@ -30,7 +30,8 @@ import (
 //  3. workspace validation: the worktree's HEAD is still detached at the
 //     base; refs (other than candidate refs this Worker created
 //     meanwhile), Git config, hooks, alternates and the worktree's Git
-//     metadata are unchanged; the change is staged (git add -A) and
+//     metadata are unchanged; the change is staged (git add -A into the
+//     Worker's private copy of the index, never the agent's) and
 //     every changed path stays inside the worktree (no "..", no .git
 //     component, no gitlink, no symlink whose target leaves the tree).
 //     An unchanged tree is an empty change:
