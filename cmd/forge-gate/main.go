@@ -11,17 +11,16 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/buildinfo"
+	"github.com/0k-lab/agent-forge/pkg/daemonargs"
 	"github.com/0k-lab/agent-forge/pkg/gate"
 )
 
@@ -46,31 +45,17 @@ func exitCode(err error) int {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("forge-gate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var configFlag onceString
-	var versionFlag onceBool
-	fs.Var(&configFlag, "config", "path to gate.json")
-	fs.Var(&versionFlag, "version", "print the version and exit")
-	configPath, version := &configFlag.value, &versionFlag.value
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+	configPath, version, err := daemonargs.Parse(args)
+	if err != nil {
 		fmt.Fprintln(stderr, "forge-gate: error:", errUsage)
 		return errUsage
 	}
-	if *version {
-		if *configPath != "" {
-			fmt.Fprintln(stderr, "forge-gate: error:", errUsage)
-			return errUsage
-		}
+	if version {
 		fmt.Fprintln(stdout, buildinfo.Line("forge-gate"))
 		return nil
 	}
-	if *configPath == "" {
-		fmt.Fprintln(stderr, "forge-gate: error:", errUsage)
-		return errUsage
-	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	f, err := os.Open(*configPath)
+	f, err := os.Open(configPath)
 	if err != nil {
 		log.Error("startup failed", "error", "cannot open the config file")
 		return errors.New("cannot open the config file")
@@ -93,44 +78,5 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	log.Info("stopped")
-	return nil
-}
-
-// onceString is a string flag that may be given at most once: a repeated
-// -config is a usage error, not "last one wins".
-type onceString struct {
-	value string
-	set   bool
-}
-
-func (f *onceString) String() string { return f.value }
-
-func (f *onceString) Set(v string) error {
-	if f.set {
-		return errors.New("flag given more than once")
-	}
-	f.value, f.set = v, true
-	return nil
-}
-
-// onceBool is a boolean flag that may be given at most once.
-type onceBool struct {
-	value bool
-	set   bool
-}
-
-func (f *onceBool) String() string { return strconv.FormatBool(f.value) }
-
-func (f *onceBool) IsBoolFlag() bool { return true }
-
-func (f *onceBool) Set(v string) error {
-	if f.set {
-		return errors.New("flag given more than once")
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return err
-	}
-	f.value, f.set = b, true
 	return nil
 }

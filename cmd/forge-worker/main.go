@@ -22,16 +22,15 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 
 	"github.com/0k-lab/agent-forge/pkg/buildinfo"
+	"github.com/0k-lab/agent-forge/pkg/daemonargs"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 	"github.com/0k-lab/agent-forge/pkg/worker"
@@ -61,27 +60,17 @@ func exitCode(err error) int {
 }
 
 func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("forge-worker", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var configFlag onceString
-	var versionFlag onceBool
-	fs.Var(&configFlag, "config", "path to worker.json")
-	fs.Var(&versionFlag, "version", "print the version and exit")
-	configPath, version := &configFlag.value, &versionFlag.value
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || (*version && *configPath != "") {
+	configPath, version, err := daemonargs.Parse(args)
+	if err != nil {
 		fmt.Fprintln(stderr, "forge-worker: error:", errUsage)
 		return errUsage
 	}
-	if *version {
+	if version {
 		fmt.Fprintln(stdout, buildinfo.Line("forge-worker"))
 		return nil
 	}
-	if *configPath == "" {
-		fmt.Fprintln(stderr, "forge-worker: error:", errUsage)
-		return errUsage
-	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	cfg, token, err := load(*configPath)
+	cfg, token, err := load(configPath)
 	if err != nil {
 		log.Error("startup failed", "error", err.Error())
 		return err
@@ -151,43 +140,4 @@ func load(path string) (*worker.Config, string, error) {
 		return nil, "", err
 	}
 	return cfg, token, nil
-}
-
-// onceString is a string flag that may be given at most once: a repeated
-// -config is a usage error, not "last one wins".
-type onceString struct {
-	value string
-	set   bool
-}
-
-func (f *onceString) String() string { return f.value }
-
-func (f *onceString) Set(v string) error {
-	if f.set {
-		return errors.New("flag given more than once")
-	}
-	f.value, f.set = v, true
-	return nil
-}
-
-// onceBool is a boolean flag that may be given at most once.
-type onceBool struct {
-	value bool
-	set   bool
-}
-
-func (f *onceBool) String() string { return strconv.FormatBool(f.value) }
-
-func (f *onceBool) IsBoolFlag() bool { return true }
-
-func (f *onceBool) Set(v string) error {
-	if f.set {
-		return errors.New("flag given more than once")
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return err
-	}
-	f.value, f.set = b, true
-	return nil
 }
