@@ -382,7 +382,7 @@ func TestCodingPipeline(t *testing.T) {
 		{"repository config changed", "write a.txt a\ngitfile config [core]", wire.FailureWorkspaceViolation, evidence.PhaseWorkspaceValidation, evidence.ReasonConfigChanged},
 		{"hook added", "write a.txt a\ngitfile hooks/pre-commit #!/bin/sh", wire.FailureWorkspaceViolation, evidence.PhaseWorkspaceValidation, evidence.ReasonConfigChanged},
 		{"plugin failure", "fail", CodePluginFailed, evidence.PhasePlugin, evidence.ReasonPluginFailed},
-		{"plugin rejects the request", "unknown-command", CodeInvalidTask, evidence.PhasePlugin, evidence.ReasonPluginFailed},
+		{"plugin rejects the request", "unknown-command", CodePluginFailed, evidence.PhasePlugin, evidence.ReasonPluginFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newCodingFixture(t, plugin)

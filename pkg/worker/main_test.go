@@ -89,10 +89,6 @@ func testPlugin(args []string) int {
 		h = func(context.Context, serve.Request) (serve.Result, error) {
 			return serve.Result{}, serve.Fail(plugin.CategoryExecutionFailed)
 		}
-	case "reject":
-		h = func(context.Context, serve.Request) (serve.Result, error) {
-			return serve.Result{}, serve.Fail(plugin.CategoryInvalidRequest)
-		}
 	case "garbage":
 		fmt.Println("this is not a frame")
 		return 1

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync/atomic"
 
@@ -91,16 +90,8 @@ func (x *TextExecutor) Execute(ctx context.Context, lease *wire.Lease) Report {
 	return Report{Succeeded: true, Output: out.Output}
 }
 
-// runFailure maps a plugin runner error to a report. A plugin's failure
-// frame is plugin_failed (retryable: the plugin, its environment or its
-// agent may do better next time) except failure{invalid_request}: the
-// plugin found the request itself unusable, which a retry cannot change,
-// so the task is invalid (terminal).
+// runFailure maps a plugin runner error to a report.
 func runFailure(err error) Report {
-	var he *host.Error
-	if errors.As(err, &he) && he.Kind == host.KindFailure && he.Category == plugin.CategoryInvalidRequest {
-		return Report{Code: CodeInvalidTask}
-	}
 	switch host.KindOf(err) {
 	case host.KindCancelled:
 		return Report{Cancelled: true, Code: CodePluginFailed}

@@ -39,7 +39,7 @@ func pluginConfig(t *testing.T) (*Config, net.Listener) {
 	t.Cleanup(func() { ln.Close() })
 	exe := testBinary(t)
 	c.Plugins = nil
-	for _, mode := range []string{"upper", "env", "block", "slow", "fail", "reject", "garbage", "hang", "flood"} {
+	for _, mode := range []string{"upper", "env", "block", "slow", "fail", "garbage", "hang", "flood"} {
 		argv := []string{exe, pluginArg, mode}
 		if mode == "block" {
 			argv = append(argv, sock)
@@ -202,20 +202,6 @@ func TestPluginOutcomesMapToRetryableFailures(t *testing.T) {
 				t.Fatalf("%s maps to %s/%s, want retryable %s", r.Code, d, code, tc.code)
 			}
 		})
-	}
-}
-
-// A plugin that calls the request itself unusable (failure{invalid_request})
-// ends the job: running it again cannot help.
-func TestInvalidRequestIsAnInvalidTask(t *testing.T) {
-	c, _ := pluginConfig(t)
-	x := newTestExecutor(t, c)
-	r := x.Execute(context.Background(), leaseFor(t, testPolicy("reject"), "x"))
-	if r.Succeeded || r.Cancelled || r.Code != CodeInvalidTask {
-		t.Fatalf("report %+v, want %s", r, CodeInvalidTask)
-	}
-	if d, _ := wireFailure(r.Code); d != wire.DispositionTerminal {
-		t.Fatalf("%s is %s, want terminal", r.Code, d)
 	}
 }
 
