@@ -39,7 +39,6 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	statSources(filepath.Join("..", ".."))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -48,7 +47,9 @@ func TestMain(m *testing.M) {
 // statSources stats every Go source and module file of the repository from
 // the test process, so that go test's result cache (which tracks files the
 // test itself touches, not what the go build child reads) is invalidated
-// whenever the code under test changes.
+// whenever the code under test changes. It must run inside m.Run: the
+// testing package records touched files only while tests run, so bin
+// does it once, from the first test that needs a binary.
 func statSources(root string) {
 	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -64,7 +65,12 @@ func statSources(root string) {
 	})
 }
 
-func bin(name string) string { return filepath.Join(binDir, name) }
+var trackSources sync.Once
+
+func bin(name string) string {
+	trackSources.Do(func() { statSources(filepath.Join("..", "..")) })
+	return filepath.Join(binDir, name)
+}
 
 func randHex(t testing.TB, n int) string {
 	b := make([]byte, n)
