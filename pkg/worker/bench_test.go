@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -41,21 +43,20 @@ func buildBinaries(b *testing.B, dir string) (plugin, reaper string) {
 
 // phase is one measured part of the benchmark: operations per second of
 // wall time and CPU milliseconds per operation (this process and every
-// process it reaped, see processCPU), of which childMS were spent in the
-// reaped children. On a machine shared with other work the CPU figures are
-// the steadier ones.
+// process it reaped, see processCPU). On a machine shared with other work
+// the CPU figure is the steadier one.
 type phase struct {
-	rate, cpuMS, childMS float64
-	commits              float64 // Gate store commits per operation (end-to-end phases)
+	rate, cpuMS float64
+	commits     float64 // Gate store commits per operation (end-to-end phases)
 }
 
-// mark is the start of a phase: wall clock, processCPU and childrenCPU.
+// mark is the start of a phase: wall clock and processCPU.
 type mark struct {
-	start      time.Time
-	cpu, child time.Duration
+	start time.Time
+	cpu   time.Duration
 }
 
-func begin() mark { return mark{time.Now(), processCPU(), childrenCPU()} }
+func begin() mark { return mark{time.Now(), processCPU()} }
 
 // end ends a phase of n operations. Long-lived reapers and the plugins
 // they ran count towards processCPU only once the reapers have exited and
@@ -66,11 +67,9 @@ func (m mark) end(n int, reapers *supervise.ReaperPool) phase {
 	if reapers != nil {
 		reapers.Close()
 	}
-	perOp := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) / 1000 }
 	return phase{
-		rate:    float64(n) / elapsed.Seconds(),
-		cpuMS:   perOp(processCPU() - m.cpu),
-		childMS: perOp(childrenCPU() - m.child),
+		rate:  float64(n) / elapsed.Seconds(),
+		cpuMS: float64((processCPU() - m.cpu).Microseconds()) / float64(n) / 1000,
 	}
 }
 
@@ -162,15 +161,106 @@ func submitRate(b *testing.B, n int) phase {
 	return m.end(n, nil)
 }
 
+// pluginCPU runs the plugin n times each way, alternating and one at a
+// time: a bare spawn-and-wait (empty stdin) and a complete text session
+// driven directly over its pipes. It returns the median CPU time (user +
+// system, from each child's own rusage) of each, so drift on a shared
+// machine touches both alike and outliers do not move them.
+func pluginCPU(b *testing.B, exe string, n int) (bare, session time.Duration) {
+	b.Helper()
+	var bares, sessions []time.Duration
+	for i := 0; i < n; i++ {
+		cmd := exec.Command(exe)
+		cmd.Env = []string{}
+		_ = cmd.Run() // empty stdin: the plugin exits 1 at once
+		bares = append(bares, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+		d, err := sessionCPU(exe)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sessions = append(sessions, d)
+	}
+	median := func(ds []time.Duration) time.Duration {
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	return median(bares), median(sessions)
+}
+
+// sessionCPU runs one complete text session with the plugin and returns
+// the plugin process's CPU time.
+func sessionCPU(exe string) (time.Duration, error) {
+	cmd := exec.Command(exe)
+	cmd.Env = []string{}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return 0, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	if err := driveSession(in, bufio.NewReader(out)); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return 0, err
+	}
+	if err := cmd.Wait(); err != nil {
+		return 0, err
+	}
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
+}
+
+// driveSession speaks the Worker's side of one text session: initialize,
+// execute, frames up to the terminal one, then stdin closed and stdout
+// drained.
+func driveSession(in io.WriteCloser, out *bufio.Reader) error {
+	const id = "0123456789abcdef0123456789abcdef"
+	read := func() (plugin.Frame, error) {
+		line, err := plugin.ReadFrame(out)
+		if err != nil {
+			return plugin.Frame{}, err
+		}
+		return plugin.DecodeFrame(line)
+	}
+	if err := plugin.WriteFrame(in, plugin.Frame{ID: id, Type: plugin.TypeInitialize,
+		Capabilities: []plugin.Capability{plugin.CapText, plugin.CapProgress, plugin.CapCancel}, Limits: plugin.V1Limits()}); err != nil {
+		return err
+	}
+	if _, err := read(); err != nil {
+		return err
+	}
+	if err := plugin.WriteFrame(in, plugin.Frame{ID: id, Type: plugin.TypeExecute, Operation: plugin.OpText, Input: "benchmark input"}); err != nil {
+		return err
+	}
+	for {
+		f, err := read()
+		if err != nil {
+			return err
+		}
+		if f.Type.Terminal() {
+			break
+		}
+	}
+	if err := in.Close(); err != nil {
+		return err
+	}
+	_, err := io.Copy(io.Discard, out)
+	return err
+}
+
 // floorPercent is the highest e2e/bare ratio, in CPU, that any Gate and
 // Worker could reach in this run: a job costs at least a bare spawn, the
-// plugin's own share of its protocol session (sessions.childMS beyond
-// bare.childMS: reading and writing its frames) and the durable HTTP
-// submit, even if leasing, the WebSocket, the runner, the wrapper and
-// recording the result cost nothing.
-func floorPercent(bare, sessions, submits phase) float64 {
-	protocol := max(0, sessions.childMS-bare.childMS)
-	return 100 * bare.cpuMS / (bare.cpuMS + protocol + submits.cpuMS)
+// plugin's own share of its protocol session (protocol: the median
+// session's plugin CPU beyond the median bare spawn's, pluginCPU) and the
+// durable HTTP submit, even if leasing, the WebSocket, the runner, the
+// wrapper and recording the result cost nothing.
+func floorPercent(bare phase, protocol time.Duration, submits phase) float64 {
+	p := max(0, float64(protocol.Microseconds())/1000)
+	return 100 * bare.cpuMS / (bare.cpuMS + p + submits.cpuMS)
 }
 
 // BenchmarkEndToEndText measures text jobs/s through the real Gate
@@ -213,6 +303,8 @@ func BenchmarkEndToEndText(b *testing.B) {
 		pinned, failedPinned := endToEndRate(b, plugin, reaper, digest, text, jobs, false)
 		noPlugin, _ := endToEndRate(b, plugin, reaper, "", func(*Config, *supervise.ReaperPool) Executor { return instantExec{} }, jobs, false)
 		submits := submitRate(b, jobs)
+		bareChild, sessionChild := pluginCPU(b, plugin, jobs)
+		protocol := sessionChild - bareChild
 		b.ReportMetric(float64(failed+failedBacklog+failedPinned), "failed-attempts")
 		b.ReportMetric(backlog.rate, "e2e-backlog-jobs/s")
 		b.ReportMetric(pinned.rate, "e2e-pinned-jobs/s")
@@ -222,8 +314,8 @@ func BenchmarkEndToEndText(b *testing.B) {
 		b.ReportMetric(e2e.rate, "e2e-jobs/s")
 		b.ReportMetric(bare.rate, "bare-spawns/s")
 		b.ReportMetric(100*e2e.rate/bare.rate, "e2e/bare-%")
-		b.ReportMetric(floorPercent(bare, sessions, submits), "e2e/bare-floor-%")
-		b.ReportMetric(sessions.childMS-bare.childMS, "plugin-protocol-cpu-ms")
+		b.ReportMetric(floorPercent(bare, protocol, submits), "e2e/bare-floor-%")
+		b.ReportMetric(float64(protocol.Microseconds())/1000, "plugin-protocol-cpu-ms")
 		b.ReportMetric(submits.cpuMS, "submit-cpu-ms")
 		b.ReportMetric(e2e.commits, "e2e-commits/job")
 		b.ReportMetric(bare.cpuMS, "bare-cpu-ms/spawn")

@@ -6,6 +6,3 @@ import "time"
 
 // processCPU is not measured here.
 func processCPU() time.Duration { return 0 }
-
-// childrenCPU is not measured here.
-func childrenCPU() time.Duration { return 0 }

@@ -10,10 +10,9 @@ import (
 // processCPU is the CPU time (user + system) of this process and of every
 // child it has reaped, which includes what those children reaped: plugin
 // processes and their wrappers.
-func processCPU() time.Duration { return rusageCPU(syscall.RUSAGE_SELF) + childrenCPU() }
-
-// childrenCPU is the CPU time of the reaped children alone.
-func childrenCPU() time.Duration { return rusageCPU(syscall.RUSAGE_CHILDREN) }
+func processCPU() time.Duration {
+	return rusageCPU(syscall.RUSAGE_SELF) + rusageCPU(syscall.RUSAGE_CHILDREN)
+}
 
 // rusageCPU is user + system time from getrusage(who), 0 if unavailable.
 func rusageCPU(who int) time.Duration {
