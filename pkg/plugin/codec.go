@@ -294,6 +294,17 @@ func fromWire(t Type, w *wireFrame) Frame {
 // Encode returns the canonical encoding of f including its LF.
 func Encode(f Frame) ([]byte, error) { return AppendFrame(nil, f) }
 
+// DecodePluginFrame is DecodeFrame for a line a plugin wrote: a frame of a
+// type only the Worker sends (initialize, execute, cancel) is a
+// *ProtocolError, whatever the session state.
+func DecodePluginFrame(line []byte) (Frame, error) {
+	f, err := DecodeFrame(line)
+	if err == nil && f.Type.FromWorker() {
+		return Frame{}, invalid("the plugin sent a frame of type %s, which only the Worker sends", f.Type)
+	}
+	return f, err
+}
+
 // WriteFrame encodes f and writes it to w with a single Write call.
 func WriteFrame(w io.Writer, f Frame) error {
 	b, err := Encode(f)

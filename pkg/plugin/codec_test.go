@@ -296,3 +296,19 @@ func TestV1Limits(t *testing.T) {
 		t.Fatalf("V1Limits = %+v", l)
 	}
 }
+
+// Frames only the Worker sends are refused when a plugin writes them.
+func TestDecodePluginFrame(t *testing.T) {
+	const id = testID
+	for _, typ := range []string{"initialize", "execute", "cancel"} {
+		line := []byte(`{"version":"v1","id":"` + id + `","type":"` + typ + `"}`)
+		var pe *ProtocolError
+		if _, err := DecodePluginFrame(line); !errors.As(err, &pe) {
+			t.Errorf("%s from a plugin: %v", typ, err)
+		}
+	}
+	f, err := DecodePluginFrame([]byte(`{"version":"v1","id":"` + id + `","type":"failure","category":"cancelled"}`))
+	if err != nil || f.Type != TypeFailure {
+		t.Fatalf("failure frame: %+v %v", f, err)
+	}
+}

@@ -111,12 +111,9 @@ const idPlaceholder = "<session-id>"
 
 // acceptPlugin decodes a frame the plugin wrote and advances the session.
 func acceptPlugin(sess *plugin.Session, line []byte) (plugin.Frame, error) {
-	f, err := plugin.DecodeFrame(line)
+	f, err := plugin.DecodePluginFrame(line)
 	if err != nil {
 		return plugin.Frame{}, err
-	}
-	if f.Type.FromWorker() {
-		return plugin.Frame{}, fmt.Errorf("the plugin sent a frame of type %s, which only the Worker sends", f.Type)
 	}
 	if err := sess.Accept(f); err != nil {
 		return plugin.Frame{}, err

@@ -211,11 +211,7 @@ func (r *runner) read() {
 		line, err := plugin.ReadFrame(br)
 		if err == nil {
 			res.raw = line
-			res.frame, res.err = plugin.DecodeFrame(line)
-			if res.err == nil && res.frame.Type.FromWorker() {
-				// initialize, execute and cancel go the other way only.
-				res.err = &plugin.ProtocolError{Reason: "the plugin sent a frame only the Worker sends"}
-			}
+			res.frame, res.err = plugin.DecodePluginFrame(line)
 		} else {
 			res.err = err
 		}
