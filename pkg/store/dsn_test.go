@@ -138,16 +138,25 @@ func TestFileURIRoundTrip(t *testing.T) {
 	}
 }
 
-func FuzzParseDSN(f *testing.F) {
-	seeds, _ := filepath.Glob(filepath.Join("testdata", "dsn", "*"))
-	if len(seeds) == 0 {
+// seeds returns the contents of the seed files in testdata/dir.
+func seeds(f *testing.F, dir string) [][]byte {
+	paths, _ := filepath.Glob(filepath.Join("testdata", dir, "*"))
+	if len(paths) == 0 {
 		f.Fatal("no seeds")
 	}
-	for _, p := range seeds {
+	var out [][]byte
+	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
 		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func FuzzParseDSN(f *testing.F) {
+	for _, b := range seeds(f, "dsn") {
 		f.Add(strings.TrimSuffix(string(b), "\n"))
 	}
 	f.Fuzz(func(t *testing.T, dsn string) {

@@ -190,15 +190,7 @@ func TestCheckHeader(t *testing.T) {
 }
 
 func FuzzCheckHeader(f *testing.F) {
-	seeds, _ := filepath.Glob(filepath.Join("testdata", "header", "*"))
-	if len(seeds) == 0 {
-		f.Fatal("no seeds")
-	}
-	for _, p := range seeds {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, b := range seeds(f, "header") {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, hdr []byte) {

@@ -112,24 +112,25 @@ func forgeIndex(t *testing.T, wt, rel, evil string) {
 // TestStagingIgnoresAgentIndex: whatever the agent writes into the
 // worktree's index, the staged tree (the candidate's) holds exactly the
 // worktree's files.
+// stageThenFlag is an agent that stages EVIL for f.txt, marks the entry
+// with flag (so git stops looking at the file) and then writes good.
+func stageThenFlag(flag string) func(t *testing.T, wt string) {
+	return func(t *testing.T, wt string) {
+		writeT(t, filepath.Join(wt, "f.txt"), "EVIL\n")
+		gitT(t, wt, "add", "f.txt")
+		gitT(t, wt, "update-index", flag, "f.txt")
+		writeT(t, filepath.Join(wt, "f.txt"), "good\n")
+	}
+}
+
 func TestStagingIgnoresAgentIndex(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		agent func(t *testing.T, wt string)
 		want  map[string]string // path → content in the staged tree
 	}{
-		{"assume-unchanged", func(t *testing.T, wt string) {
-			writeT(t, filepath.Join(wt, "f.txt"), "EVIL\n")
-			gitT(t, wt, "add", "f.txt")
-			gitT(t, wt, "update-index", "--assume-unchanged", "f.txt")
-			writeT(t, filepath.Join(wt, "f.txt"), "good\n")
-		}, map[string]string{"f.txt": "good\n", "README": "demo\n"}},
-		{"skip-worktree", func(t *testing.T, wt string) {
-			writeT(t, filepath.Join(wt, "f.txt"), "EVIL\n")
-			gitT(t, wt, "add", "f.txt")
-			gitT(t, wt, "update-index", "--skip-worktree", "f.txt")
-			writeT(t, filepath.Join(wt, "f.txt"), "good\n")
-		}, map[string]string{"f.txt": "good\n", "README": "demo\n"}},
+		{"assume-unchanged", stageThenFlag("--assume-unchanged"), map[string]string{"f.txt": "good\n", "README": "demo\n"}},
+		{"skip-worktree", stageThenFlag("--skip-worktree"), map[string]string{"f.txt": "good\n", "README": "demo\n"}},
 		{"unchanged file staged differently", func(t *testing.T, wt string) {
 			sha := hashObject(t, wt, "EVIL\n")
 			gitT(t, wt, "update-index", "--cacheinfo", "100644,"+sha+",README")

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/gitx"
@@ -19,24 +17,7 @@ import (
 // lane runs: worktree_root belongs to this Worker alone. It returns an
 // error, without a path, when something could not be removed.
 func (x *CodingExecutor) SweepLeftovers(ctx context.Context) error {
-	failed := false
-	sweep := func(dir string, prefixes ...string) {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			failed = true
-			return
-		}
-		for _, e := range ents {
-			for _, p := range prefixes {
-				if strings.HasPrefix(e.Name(), p) {
-					if err := removeTree(filepath.Join(dir, e.Name())); err != nil {
-						failed = true
-					}
-				}
-			}
-		}
-	}
-	sweep(x.cfg.WorktreeRoot, "wt-")
+	failed := !removeEntries(x.cfg.WorktreeRoot, "wt-")
 	home, err := os.MkdirTemp(x.cfg.RuntimeRoot, "git-")
 	if err != nil {
 		return errors.New("sweep: cannot create a private git home")

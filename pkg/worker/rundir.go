@@ -110,23 +110,30 @@ func removeTree(path string) error {
 // once at startup, before any lane runs: runtime_root belongs to this
 // Worker alone. Other entries are left alone. The error names no path.
 func SweepRuntime(runtimeRoot string) error {
-	ents, err := os.ReadDir(runtimeRoot)
-	if err != nil {
-		return errors.New("sweep: cannot read runtime_root")
-	}
-	failed := false
-	for _, e := range ents {
-		n := e.Name()
-		if strings.HasPrefix(n, "plugin-") || strings.HasPrefix(n, "git-") || strings.HasPrefix(n, "check-") {
-			if removeTree(filepath.Join(runtimeRoot, n)) != nil {
-				failed = true
-			}
-		}
-	}
-	if failed {
+	if !removeEntries(runtimeRoot, "plugin-", "git-", "check-") {
 		return errors.New("sweep: some leftovers in runtime_root could not be removed")
 	}
 	return nil
+}
+
+// removeEntries removes every entry of dir whose name starts with one of
+// prefixes (removeTree). It reports whether dir was read and every such
+// entry removed.
+func removeEntries(dir string, prefixes ...string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	ok := true
+	for _, e := range ents {
+		for _, p := range prefixes {
+			if strings.HasPrefix(e.Name(), p) {
+				ok = removeTree(filepath.Join(dir, e.Name())) == nil && ok
+				break
+			}
+		}
+	}
+	return ok
 }
 
 // unchanged reports whether r is still an empty 0700 directory, the one it
