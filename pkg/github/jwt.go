@@ -23,7 +23,7 @@ const (
 	// MaxKeyBytes bounds the PEM file holding the App's private key.
 	MaxKeyBytes = 16 << 10
 	// MinKeyBits is the smallest RSA modulus accepted (GitHub issues 2048).
-	MinKeyBits = 2048
+	MinKeyBits    = 2048
 	maxAppIDBytes = 64
 )
 

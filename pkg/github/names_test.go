@@ -66,14 +66,14 @@ func TestNames(t *testing.T) {
 func TestRedact(t *testing.T) {
 	jwt := "eyJhbGciOiJSUzI1NiJ9.eyJpYXQiOjF9.c2ln-_x"
 	for in, want := range map[string]string{
-		"token ghs_abcDEF123 end":            "token [redacted] end",
-		"ghp_x":                              "[redacted]",
-		"github_pat_11AA_bb":                 "[redacted]",
-		"new ghs_12345_" + jwt + " format":   "new [redacted] format",
-		"bearer " + jwt:                      "bearer [redacted]",
-		"plain ghs_ alone":                   "plain ghs_ alone",
-		"eyJ not a jwt":                      "eyJ not a jwt",
-		"secret-value-123 and more":          "[redacted] and more",
+		"token ghs_abcDEF123 end":           "token [redacted] end",
+		"ghp_x":                             "[redacted]",
+		"github_pat_11AA_bb":                "[redacted]",
+		"new ghs_12345_" + jwt + " format":  "new [redacted] format",
+		"bearer " + jwt:                     "bearer [redacted]",
+		"plain ghs_ alone":                  "plain ghs_ alone",
+		"eyJ not a jwt":                     "eyJ not a jwt",
+		"secret-value-123 and more":         "[redacted] and more",
 		"Authorization: Basic eC1hY2Nlc3M=": "Authorization: Basic eC1hY2Nlc3M=",
 	} {
 		if got := Redact(in, "secret-value-123", "short"); got != want {
