@@ -42,7 +42,9 @@ func TestLoadConfigRefusals(t *testing.T) {
 		{"git not executable", func(t *testing.T, f *fixture) { os.Chmod(f.git, 0o644) }, CodeGitUnsafe},
 		{"world-writable git dir", func(t *testing.T, f *fixture) { os.Chmod(filepath.Dir(f.git), 0o777) }, CodeGitUnsafe},
 		{"world-writable repository", func(t *testing.T, f *fixture) { os.Chmod(f.repo, 0o777) }, CodeRepositoryUnsafe},
-		{"repository without .git", func(t *testing.T, f *fixture) { os.Rename(filepath.Join(f.repo, ".git"), filepath.Join(f.dir, "moved.git")) }, CodeRepositoryUnsafe},
+		{"repository without .git", func(t *testing.T, f *fixture) {
+			os.Rename(filepath.Join(f.repo, ".git"), filepath.Join(f.dir, "moved.git"))
+		}, CodeRepositoryUnsafe},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
