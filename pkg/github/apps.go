@@ -2,6 +2,7 @@ package github
 
 import (
 	"context"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"maps"
 	"net/http"
 	"strconv"
@@ -55,7 +56,7 @@ type Installation struct {
 // with the App JWT. A 404 (the App is not installed there) is ClassNotFound.
 func (c *Client) Installation(ctx context.Context, jwt, owner, repo string) (*Installation, error) {
 	const op = "installation"
-	if !ValidOwner(owner) || !ValidRepo(repo) {
+	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) {
 		return nil, &APIError{Op: op, Class: ClassMalformed}
 	}
 	r, err := c.do(ctx, call{op: op, method: http.MethodGet, auth: jwt,
@@ -97,7 +98,7 @@ func (t *Token) GoString() string { return Redacted }
 // (GitHub's 422).
 func (c *Client) CreateToken(ctx context.Context, jwt string, installationID int64, repo string, perms Permissions) (*Token, error) {
 	const op = "create_token"
-	if installationID <= 0 || !ValidRepo(repo) || len(perms) == 0 {
+	if installationID <= 0 || !ident.ValidGitHubRepo(repo) || len(perms) == 0 {
 		return nil, &APIError{Op: op, Class: ClassMalformed}
 	}
 	req := struct {

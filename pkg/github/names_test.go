@@ -50,19 +50,6 @@ func TestSafeBranch(t *testing.T) {
 	}
 }
 
-func TestNames(t *testing.T) {
-	for s, want := range map[string]bool{"octo-org": true, "a": true, "-a": false, "a-": false, "a--b": false, "a_b": false, "": false, strings.Repeat("a", 40): false} {
-		if ValidOwner(s) != want {
-			t.Errorf("ValidOwner(%q) = %v", s, !want)
-		}
-	}
-	for s, want := range map[string]bool{"project": true, "a.b_c-d": true, ".": false, "..": false, "x.git": false, "x.GIT": false, "o/r": false, "": false, strings.Repeat("r", 101): false} {
-		if ValidRepo(s) != want {
-			t.Errorf("ValidRepo(%q) = %v", s, !want)
-		}
-	}
-}
-
 func TestRedact(t *testing.T) {
 	jwt := "eyJhbGciOiJSUzI1NiJ9.eyJpYXQiOjF9.c2ln-_x"
 	for in, want := range map[string]string{

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/0k-lab/agent-forge/pkg/wire"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // PR listing bounds.
@@ -58,7 +58,7 @@ func (j *pullJSON) pull(owner, repo string) (*PullRequest, bool) {
 	}
 	ok := p.Number > 0 && (p.State == "open" || p.State == "closed") &&
 		strings.EqualFold(p.URL, GitBase+"/"+owner+"/"+repo+"/pull/"+strconv.Itoa(p.Number)) &&
-		wire.ValidSHA(p.HeadSHA) && len(p.HeadRef) <= 255 && len(p.BaseRef) <= 255 && len(p.HeadRepo) <= 256
+		ident.ValidSHA(p.HeadSHA) && len(p.HeadRef) <= 255 && len(p.BaseRef) <= 255 && len(p.HeadRepo) <= 256
 	return p, ok
 }
 
@@ -69,7 +69,7 @@ func (j *pullJSON) pull(owner, repo string) (*PullRequest, bool) {
 // can never make another branch's PR look like ours.
 func (c *Client) PullsForBranch(ctx context.Context, token *Token, owner, repo, branch string) ([]PullRequest, error) {
 	const op = "list_pulls"
-	if !ValidOwner(owner) || !ValidRepo(repo) || !SafeBranch(branch) || token == nil {
+	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || !SafeBranch(branch) || token == nil {
 		return nil, &APIError{Op: op, Class: ClassMalformed}
 	}
 	var out []PullRequest
@@ -108,7 +108,7 @@ func (c *Client) PullsForBranch(ctx context.Context, token *Token, owner, repo, 
 // exists" is ClassValidation with that message (see MessageContains).
 func (c *Client) CreatePull(ctx context.Context, token *Token, owner, repo, branch, base, title, body string) (*PullRequest, error) {
 	const op = "create_pull"
-	if !ValidOwner(owner) || !ValidRepo(repo) || !SafeBranch(branch) || !SafeBranch(base) || token == nil {
+	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || !SafeBranch(branch) || !SafeBranch(base) || token == nil {
 		return nil, &APIError{Op: op, Class: ClassMalformed}
 	}
 	req := struct {
@@ -136,7 +136,7 @@ func (c *Client) CreatePull(ctx context.Context, token *Token, owner, repo, bran
 // GetPull reads one pull request.
 func (c *Client) GetPull(ctx context.Context, token *Token, owner, repo string, number int) (*PullRequest, error) {
 	const op = "get_pull"
-	if !ValidOwner(owner) || !ValidRepo(repo) || number <= 0 || token == nil {
+	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || number <= 0 || token == nil {
 		return nil, &APIError{Op: op, Class: ClassMalformed}
 	}
 	r, err := c.do(ctx, call{op: op, method: http.MethodGet, auth: token.value,

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/0k-lab/agent-forge/pkg/gitx"
-	"github.com/0k-lab/agent-forge/pkg/wire"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // Push failures callers branch on.
@@ -38,7 +38,7 @@ type Commit struct {
 
 // ReadCommit reads the commit sha in gitDir (tree and parents only).
 func ReadCommit(ctx context.Context, r *gitx.Runner, gitDir, sha string) (Commit, error) {
-	if !wire.ValidSHA(sha) {
+	if !ident.ValidSHA(sha) {
 		return Commit{}, ErrMirror
 	}
 	out, err := r.Run(ctx, gitx.Cmd{GitDir: gitDir, Args: []string{"cat-file", "commit", sha}})
@@ -50,12 +50,12 @@ func ReadCommit(ctx context.Context, r *gitx.Runner, gitDir, sha string) (Commit
 	for _, line := range strings.Split(string(head), "\n") {
 		switch k, v, _ := strings.Cut(line, " "); k {
 		case "tree":
-			if c.Tree != "" || !wire.ValidSHA(v) {
+			if c.Tree != "" || !ident.ValidSHA(v) {
 				return Commit{}, ErrMirror
 			}
 			c.Tree = v
 		case "parent":
-			if !wire.ValidSHA(v) {
+			if !ident.ValidSHA(v) {
 				return Commit{}, ErrMirror
 			}
 			c.Parents = append(c.Parents, v)
@@ -79,7 +79,7 @@ func ResolveRef(ctx context.Context, r *gitx.Runner, gitDir, ref string) (string
 	for _, line := range strings.Split(out, "\n") {
 		sha, name, _ := strings.Cut(line, " ")
 		if name == ref {
-			if !wire.ValidSHA(sha) {
+			if !ident.ValidSHA(sha) {
 				return "", false, ErrMirror
 			}
 			return sha, true, nil
@@ -132,7 +132,7 @@ func (m *Mirror) Copy(ctx context.Context, gitDir string, refs ...string) error 
 // ChangedPaths lists the paths that differ between two commits of the
 // mirror.
 func (m *Mirror) ChangedPaths(ctx context.Context, from, to string) ([]string, error) {
-	if !wire.ValidSHA(from) || !wire.ValidSHA(to) {
+	if !ident.ValidSHA(from) || !ident.ValidSHA(to) {
 		return nil, ErrMirror
 	}
 	out, err := m.git.Run(ctx, gitx.Cmd{GitDir: m.Dir, Args: []string{"diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-ext-diff", from, to}})
@@ -176,7 +176,7 @@ func configEnv(kv ...string) []string {
 // RemoteBranch returns the commit branch points to on GitHub, and false
 // when it does not exist.
 func (m *Mirror) RemoteBranch(ctx context.Context, t *Token, owner, repo, branch string) (string, bool, error) {
-	if !ValidOwner(owner) || !ValidRepo(repo) || !SafeBranch(branch) || t == nil {
+	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || !SafeBranch(branch) || t == nil {
 		return "", false, ErrPushFailed
 	}
 	ref := "refs/heads/" + branch
@@ -190,7 +190,7 @@ func (m *Mirror) RemoteBranch(ctx context.Context, t *Token, owner, repo, branch
 		return "", false, nil
 	}
 	sha, name, ok := strings.Cut(line, "\t")
-	if !ok || name != ref || !wire.ValidSHA(sha) {
+	if !ok || name != ref || !ident.ValidSHA(sha) {
 		return "", false, ErrPushFailed
 	}
 	return sha, true, nil
@@ -199,7 +199,7 @@ func (m *Mirror) RemoteBranch(ctx context.Context, t *Token, owner, repo, branch
 // PushNew creates branch on GitHub at sha with a lease that requires the
 // branch to be absent, so a concurrent creation is never overwritten.
 func (m *Mirror) PushNew(ctx context.Context, t *Token, owner, repo, branch, sha string) error {
-	if !ValidOwner(owner) || !ValidRepo(repo) || !SafeBranch(branch) || !wire.ValidSHA(sha) || t == nil {
+	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || !SafeBranch(branch) || !ident.ValidSHA(sha) || t == nil {
 		return ErrPushFailed
 	}
 	ref := "refs/heads/" + branch

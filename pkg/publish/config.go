@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"crypto/rsa"
 	"errors"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"io/fs"
 	"path/filepath"
 
 	"github.com/0k-lab/agent-forge/pkg/github"
-	"github.com/0k-lab/agent-forge/pkg/policy"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
@@ -89,7 +89,7 @@ func (c *Config) Validate() error {
 	if c.APIBase != github.APIBase {
 		return fail(StageConfig, CodeAPIBaseRefused)
 	}
-	if !github.ValidOwner(c.Owner) || !github.ValidRepo(c.Repository) || !policy.ValidEnvName(c.GitHubAppIDEnv) {
+	if !ident.ValidGitHubOwner(c.Owner) || !ident.ValidGitHubRepo(c.Repository) || !ident.ValidEnvName(c.GitHubAppIDEnv) {
 		return fail(StageConfig, CodeConfigInvalid)
 	}
 	for _, p := range []string{c.LocalRepository, c.GitExecutable, c.GitHubAppPrivateKeyPath} {

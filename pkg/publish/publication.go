@@ -1,13 +1,13 @@
 package publish
 
 import (
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"io"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/0k-lab/agent-forge/pkg/github"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
-	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
 // Publication limits (GitHub's own title and body limits).
@@ -15,9 +15,8 @@ const (
 	MaxPublicationBytes = 512 << 10
 	MaxTitleRunes       = 256
 	MaxBodyRunes        = 65536
-	// CandidatePrefix starts every Worker candidate ref:
-	// refs/agent-forge/candidates/<job>/<attempt>.
-	CandidatePrefix = "refs/agent-forge/candidates/"
+	// CandidatePrefix starts every Worker candidate ref.
+	CandidatePrefix = ident.CandidateRefPrefix
 )
 
 // Publication is the request on stdin, version 1.
@@ -58,23 +57,12 @@ func DecodePublication(r io.Reader) (*Publication, error) {
 // Valid reports whether every field of p is well formed.
 func (p *Publication) Valid() bool {
 	return p.Version == 1 &&
-		wire.ValidSHA(p.CandidateSHA) && wire.ValidSHA(p.ExpectedParentSHA) && wire.ValidSHA(p.ExpectedTreeSHA) &&
+		ident.ValidSHA(p.CandidateSHA) && ident.ValidSHA(p.ExpectedParentSHA) && ident.ValidSHA(p.ExpectedTreeSHA) &&
 		p.CandidateSHA != p.ExpectedParentSHA &&
-		ValidCandidateRef(p.CandidateRef) &&
+		ident.ValidCandidateRef(p.CandidateRef) &&
 		github.SafeBranch(p.BaseBranch) && github.SafeBranch(p.NewBranch) && p.BaseBranch != p.NewBranch &&
 		validText(p.PRTitle, 1, MaxTitleRunes, false) && strings.TrimSpace(p.PRTitle) != "" &&
 		validText(p.PRBody, 0, MaxBodyRunes, true)
-}
-
-// ValidCandidateRef reports whether ref is exactly
-// refs/agent-forge/candidates/<job>/<attempt> with safe ids.
-func ValidCandidateRef(ref string) bool {
-	rest, ok := strings.CutPrefix(ref, CandidatePrefix)
-	if !ok {
-		return false
-	}
-	job, attempt, ok := strings.Cut(rest, "/")
-	return ok && wire.ValidRef(job) && wire.ValidRef(attempt)
 }
 
 // validText: n runes in [lo, hi], no control characters (a body may hold
