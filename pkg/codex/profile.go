@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
@@ -162,7 +162,7 @@ func checkProvider(pf *providerFile) (*Provider, error) {
 	}
 	prov := &Provider{Name: *pf.Name, BaseURL: *pf.BaseURL, WireAPI: *pf.WireAPI}
 	if pf.EnvKey != nil {
-		if !policy.ValidEnvName(*pf.EnvKey) || oneOf(*pf.EnvKey, reservedEnvKeys) {
+		if !ident.ValidEnvName(*pf.EnvKey) || oneOf(*pf.EnvKey, reservedEnvKeys) {
 			return nil, profileErr("provider.env_key must be a portable environment variable name, not one the run sets up itself")
 		}
 		prov.EnvKey = *pf.EnvKey
