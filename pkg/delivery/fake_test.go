@@ -57,9 +57,9 @@ type fakeGitHub struct {
 	calls    []string
 
 	failMint, failPush, failFind, failCreate, failRuns, failMerge, failMerged func() error
-	loseCreate, loseMerge                                                    bool
-	lastIfNoneMatch                                                          string
-	rate                                                                     RateLimit
+	loseCreate, loseMerge                                                     bool
+	lastIfNoneMatch                                                           string
+	rate                                                                      RateLimit
 	// issued tokens by value, for the expiry check
 	issued map[string]time.Time
 }
