@@ -50,9 +50,10 @@ var ranks = map[string]int{
 	"pkg/install":            tierDomain + 5,
 	"pkg/doctor":             tierDomain + 5,
 
-	"pkg/gate":   tierApp,
-	"pkg/worker": tierApp,
-	"pkg/cli":    tierApp,
+	"pkg/gate":    tierApp,
+	"pkg/worker":  tierApp,
+	"pkg/cli":     tierApp,
+	"pkg/publish": tierApp,
 	// Test support: imported only by tests, free to build on anything below.
 	"pkg/acceptance":            tierApp,
 	"pkg/archtest":              tierApp,
