@@ -52,6 +52,9 @@ const (
 	EventRetryScheduled = "retry_scheduled"
 	EventSucceeded      = "succeeded"
 	EventFailed         = "failed"
+	// EventReleased: a lease the Worker never started went back to the
+	// queue; its attempt was removed and did not count.
+	EventReleased = "released"
 )
 
 // Limits enforced on input.
