@@ -71,6 +71,18 @@ type Error struct {
 	Op     string // the git subcommand (a fixed word chosen by the caller)
 	Reason string // fixed text: "exit status", "timeout", "output limit", …
 	Code   int    // the exit code for Reason "exit status", else 0
+
+	// output is the start of what the failed command wrote (stdout, then
+	// the privately kept stderr). It never reaches Error(); callers may
+	// only ask whether it contains a fixed phrase.
+	output []byte
+}
+
+// OutputContains reports whether the failed command's output (the start
+// of its stdout and stderr) contains phrase. It lets a caller classify a
+// refusal (a remote's fixed rejection text) without ever seeing the output.
+func (e *Error) OutputContains(phrase string) bool {
+	return phrase != "" && bytes.Contains(e.output, []byte(phrase))
 }
 
 func (e *Error) Error() string {
@@ -215,7 +227,8 @@ func (r *Runner) Run(ctx context.Context, c Cmd) ([]byte, error) {
 		if res.Exit.Signal != 0 {
 			return nil, &Error{Op: op, Reason: "killed by signal"}
 		}
-		return nil, &Error{Op: op, Reason: "exit status", Code: res.Exit.Code}
+		out := append(append([]byte(nil), res.Stdout[:min(len(res.Stdout), 4096)]...), res.Stderr...)
+		return nil, &Error{Op: op, Reason: "exit status", Code: res.Exit.Code, output: out}
 	}
 	return res.Stdout, nil
 }
