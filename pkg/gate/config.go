@@ -45,6 +45,9 @@ type Config struct {
 	DefaultExecution  policy.Execution   `json:"default_execution"`
 	Workers           []WorkerConfig     `json:"workers"`
 	Repositories      []RepositoryConfig `json:"repositories"`
+	// Delivery, when present, turns on automatic delivery of public-source
+	// candidates; nil leaves jobs candidate-only.
+	Delivery *DeliveryConfig `json:"delivery,omitempty"`
 }
 
 // WorkerConfig registers one Worker: its pool, the environment variable
@@ -85,6 +88,7 @@ func cfgErr(field, format string, args ...any) error {
 type Secrets struct {
 	owner   [sha256.Size]byte
 	workers [][sha256.Size]byte // by index in Config.Workers
+	app     *appCredentials     // delivery's App identity, nil without delivery
 }
 
 // LoadConfig strictly decodes gate.json from r (at most MaxConfigBytes),
@@ -116,6 +120,11 @@ func LoadConfig(r io.Reader, getenv func(string) string) (*Config, *Secrets, err
 	s, err := c.secrets(getenv)
 	if err != nil {
 		return nil, nil, err
+	}
+	if c.Delivery != nil {
+		if s.app, err = c.Delivery.loadAppCredentials(getenv); err != nil {
+			return nil, nil, err
+		}
 	}
 	return &c, s, nil
 }
@@ -215,6 +224,9 @@ func (c *Config) Validate() error {
 			return cfgErr(f+".execution", "%v", err)
 		}
 	}
+	if c.Delivery != nil {
+		return c.Delivery.validate(c.OwnerTokenEnv, c.Workers)
+	}
 	return nil
 }
 
@@ -297,6 +309,7 @@ func badDurationField(data []byte) string {
 		RecoveryInterval  json.RawMessage            `json:"recovery_interval"`
 		LeasePollInterval json.RawMessage            `json:"lease_poll_interval"`
 		Lifecycle         map[string]json.RawMessage `json:"lifecycle"`
+		Delivery          map[string]json.RawMessage `json:"delivery"`
 		DefaultExecution  map[string]json.RawMessage `json:"default_execution"`
 		Repositories      []struct {
 			Execution map[string]json.RawMessage `json:"execution"`
@@ -322,6 +335,11 @@ func badDurationField(data []byte) string {
 		return "lifecycle.lease_ttl"
 	case bad(top.Lifecycle["retry_base"]):
 		return "lifecycle.retry_base"
+	}
+	for _, f := range []string{"retry_base", "poll_interval", "no_runs_grace", "timeout"} {
+		if bad(top.Delivery[f]) {
+			return "delivery." + f
+		}
 	}
 	for _, f := range execFields {
 		if bad(top.DefaultExecution[f]) {
