@@ -32,6 +32,7 @@ var ranks = map[string]int{
 	"pkg/daemonargs": tierLeaf,
 	"pkg/supervise":  tierLeaf,
 	"pkg/policy":     tierLeaf + 1,
+	"pkg/configfile": tierLeaf + 1,
 
 	"pkg/plugin":             tierDomain,
 	"pkg/evidence":           tierDomain,
