@@ -46,6 +46,11 @@ type Config struct {
 	DefaultExecution  policy.Execution   `json:"default_execution"`
 	Workers           []WorkerConfig     `json:"workers"`
 	Repositories      []RepositoryConfig `json:"repositories"`
+	// Public sources (config_source.go): where prepared bare repositories
+	// live and the git that prepares them. Both are required when a
+	// repository has a repository_url.
+	PublicRepositoryRoot string `json:"public_repository_root,omitempty"`
+	GitExecutable        string `json:"git_executable,omitempty"`
 }
 
 // WorkerConfig registers one Worker: its pool, the environment variable
@@ -63,6 +68,9 @@ type RepositoryConfig struct {
 	DefaultBranch string           `json:"default_branch"`
 	WorkerPool    string           `json:"worker_pool"`
 	Execution     policy.Execution `json:"execution"`
+	// RepositoryURL makes this a public-source repository the Gate clones
+	// and fetches (config_source.go); empty for a static registration.
+	RepositoryURL string `json:"repository_url,omitempty"`
 }
 
 // ConfigError names the offending field and why; never a value.
@@ -112,6 +120,9 @@ func LoadConfig(r io.Reader, getenv func(string) string) (*Config, *Secrets, err
 		return nil, nil, cfgErr("", "cannot read")
 	}
 	if err := c.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if err := c.checkSourceHost(); err != nil {
 		return nil, nil, err
 	}
 	s, err := c.secrets(getenv)
@@ -216,7 +227,7 @@ func (c *Config) Validate() error {
 			return cfgErr(f+".execution", "%v", err)
 		}
 	}
-	return nil
+	return c.validateSources()
 }
 
 func inRange(field string, d, lo, hi time.Duration) error {
