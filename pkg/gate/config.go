@@ -71,6 +71,8 @@ type RepositoryConfig struct {
 	// RepositoryURL makes this a public-source repository the Gate clones
 	// and fetches (config_source.go); empty for a static registration.
 	RepositoryURL string `json:"repository_url,omitempty"`
+
+	preparedPath string // set by New for a public source: its bare repository
 }
 
 // ConfigError names the offending field and why; never a value.

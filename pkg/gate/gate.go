@@ -15,6 +15,7 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/source"
 	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
@@ -44,6 +45,7 @@ type Gate struct {
 	textPolicy  []byte            // canonical policy of text jobs
 	repoPolicy  map[string][]byte // canonical policy of coding jobs per repository
 	workerConns []atomic.Int32    // open connections per worker (by index)
+	sources     *source.Preparer  // public-source repositories (nil without any)
 
 	ready   atomic.Bool
 	readied chan struct{} // closed when Start has succeeded
@@ -87,6 +89,9 @@ func New(cfg *Config, sec *Secrets, st *store.Store, log *slog.Logger, now func(
 		}
 		g.repos[r.ID] = r
 		g.repoPolicy[r.ID] = p.Canonical()
+	}
+	if err := g.openSources(); err != nil {
+		return nil, err
 	}
 	return g, nil
 }
@@ -192,6 +197,7 @@ func (g *Gate) Serve(ctx context.Context, ln net.Listener) error {
 	g.stop()
 	g.lanes.closeAll()
 	g.wg.Wait()
+	g.closeSources()
 	g.failMu.Lock()
 	defer g.failMu.Unlock()
 	if g.failErr != nil {

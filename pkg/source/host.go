@@ -1,10 +1,13 @@
 package source
 
 import (
+	"crypto/sha256"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
 // Fixed reasons of CheckRoot and CheckGit (never a path).
@@ -68,24 +71,14 @@ func CheckGit(path string) error {
 	return nil
 }
 
-// ValidPath reports whether p has the shape of a configured path: at most
-// 4096 bytes without control characters, absolute, already clean (no ".",
-// ".." or empty elements, no trailing '/') and not "/".
+// ValidPath reports whether p has the shape of a configured path: what
+// wire.ValidRepositoryPath accepts, short enough that a prepared
+// repository under it still fits a lease.
 func ValidPath(p string) bool { return canonical(p) }
 
 func canonical(p string) bool {
-	return p != "" && len(p) <= maxPathBytes && filepath.IsAbs(p) && filepath.Clean(p) == p && p != "/" &&
-		!containsControl(p)
+	return len(p) <= maxPathBytes && wire.ValidRepositoryPath(p)
 }
 
-// maxPathBytes bounds the configured paths.
-const maxPathBytes = 4096
-
-func containsControl(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < ' ' || s[i] == 0x7f {
-			return true
-		}
-	}
-	return false
-}
+// maxPathBytes leaves room for "/" + DirName under a root.
+const maxPathBytes = wire.MaxRepositoryPathBytes - 1 - 2*sha256.Size - len(urlSuffix)

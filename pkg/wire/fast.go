@@ -70,8 +70,11 @@ func EncodeLease(l *Lease) ([]byte, error) {
 	if l.DefaultBranch != "" && (l.Kind != KindCoding || !ValidBranch(l.DefaultBranch)) {
 		return nil, fieldErr("lease.default_branch", "a branch name, on coding leases only")
 	}
+	if err := l.checkSource(); err != nil {
+		return nil, err
+	}
 	var buf bytes.Buffer
-	buf.Grow(160 + len(l.Policy) + len(l.Task))
+	buf.Grow(160 + len(l.Policy) + len(l.Task) + len(l.RepositoryPath))
 	buf.WriteString(`{"type":"lease","lease":{"job_id":"`)
 	buf.WriteString(l.JobID) // ValidRef: nothing to escape
 	buf.WriteString(`","attempt_id":"`)
@@ -93,6 +96,13 @@ func EncodeLease(l *Lease) ([]byte, error) {
 	if l.DefaultBranch != "" {
 		buf.WriteString(`,"default_branch":"`)
 		buf.WriteString(l.DefaultBranch) // ValidBranch: nothing to escape
+		buf.WriteByte('"')
+	}
+	if l.RepositoryPath != "" {
+		buf.WriteString(`,"repository_path":"`)
+		buf.WriteString(l.RepositoryPath) // ValidRepositoryPath: nothing to escape
+		buf.WriteString(`","base_sha":"`)
+		buf.WriteString(l.BaseSHA)
 		buf.WriteByte('"')
 	}
 	if l.ActivityVersion != "" {
