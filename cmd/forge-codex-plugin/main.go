@@ -230,6 +230,9 @@ func (p *editor) edit(ctx context.Context, req serve.Request, progress serve.Pro
 	if out.ReportDropped {
 		p.diag.line("codex: agent report omitted (missing or invalid)")
 	}
+	if out.ErrorEvents > 0 || out.ErrorItems > 0 {
+		p.diag.line(fmt.Sprintf("codex: completed after %d error events and %d error items (retries, fallbacks)", out.ErrorEvents, out.ErrorItems))
+	}
 	if out.UnknownEvents > 0 {
 		p.diag.line(fmt.Sprintf("codex: ignored %d events of unknown type", out.UnknownEvents))
 	}

@@ -444,6 +444,25 @@ func TestUnknownEventsDiagnosedNotForwarded(t *testing.T) {
 	}
 }
 
+func TestRetriedErrorsCountedNotForwarded(t *testing.T) {
+	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_MODE=retried-error"}
+	frames, stderr, err := inProcess(t, env, gitWorkspace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := frames[len(frames)-1]; last.Type != plugin.TypeResult || last.CommitSubject == nil {
+		t.Fatalf("terminal %+v", last)
+	}
+	if stderr != name+": codex: completed after 1 error events and 1 error items (retries, fallbacks)\n" {
+		t.Fatalf("stderr %q", stderr)
+	}
+	for _, f := range frames {
+		if b, _ := json.Marshal(f); strings.Contains(string(b), "canary") {
+			t.Fatalf("error text reached a frame: %s", b)
+		}
+	}
+}
+
 func TestVersionAndUsage(t *testing.T) {
 	var out, errb bytes.Buffer
 	if err := runWith(context.Background(), []string{"--version"}, options{}, strings.NewReader(""), &out, &errb); err != nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
@@ -60,7 +61,7 @@ func (c *command) connect(conn connFlags) (*client, error) {
 	if err != nil {
 		return nil, &failure{code: ExitUsage, msg: "invalid Gate URL: " + err.Error()}
 	}
-	if !validEnvName(conn.tokenEnv) {
+	if !ident.ValidEnvName(conn.tokenEnv) {
 		return nil, usageErr("-token-env must name an environment variable ([A-Za-z_][A-Za-z0-9_]*, at most 128 bytes)")
 	}
 	token, ok := c.env(conn.tokenEnv)
@@ -103,22 +104,6 @@ func parseGateURL(raw string) (string, error) {
 		return "", errors.New("query and fragment are not allowed")
 	}
 	return strings.TrimRight(u.String(), "/"), nil
-}
-
-func validEnvName(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		switch {
-		case b == '_', b >= 'A' && b <= 'Z', b >= 'a' && b <= 'z':
-		case b >= '0' && b <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func validToken(s string) bool {
@@ -212,7 +197,7 @@ func (cl *client) statusFailure(resp *http.Response) error {
 	err := strictjson.DecodeReader(resp.Body, maxErrorBytes, &ge)
 	// A code is shown only when it cannot be the token echoed back (a
 	// lowercase hex token has the shape of a code).
-	if err != nil || !validCode(ge.Error.Code) || strings.Contains(ge.Error.Code, cl.token) {
+	if err != nil || !ident.ValidCode(ge.Error.Code) || strings.Contains(ge.Error.Code, cl.token) {
 		return &failure{code: ExitErr, msg: fmt.Sprintf("Gate answered HTTP %d", resp.StatusCode), transient: transient}
 	}
 	msg := ge.Error.Code

@@ -80,19 +80,28 @@
 // With --json Codex writes one JSON object per line. EventType reads only
 // the top-level "type" (valid UTF-8, one object, unique top-level keys, no
 // trailing data, at most MaxEventBytes per line; nested values are not
-// interpreted). The adapter acts on three kinds: turn.started (progress
-// "working"), turn.completed (provider completion) and turn.failed / error
-// (provider failure). thread.started and item.* are known and ignored.
-// Unknown types are counted and ignored: the adapter is never asked to act
-// on them, and the run's outcome is decided by the known completion
-// events, so an unknown event cannot make a run succeed. A line that is not
-// a JSON object with a string type, or is too long, makes the whole stream
-// untrustworthy: the run fails closed and Codex is stopped.
+// interpreted, except that the "type" of a top-level "item" object is read
+// to count error items). The adapter acts on three kinds: turn.started
+// (progress "working"), turn.completed (provider completion) and
+// turn.failed (provider failure). An "error" event (Codex reporting a
+// dropped stream it retries, "Reconnecting... 1/5 (…)") and an
+// item.completed whose item is of type "error" (a transport fallback,
+// missing model metadata) are diagnostics: Codex goes on with the turn, so
+// they are counted and never decide the outcome; their text is never
+// forwarded. thread.started and the other item.* events are known and
+// ignored. Unknown types are counted and ignored: the adapter is never
+// asked to act on them, and the run's outcome is decided by the known
+// completion events, so an unknown event cannot make a run succeed. A line
+// that is not a JSON object with a string type, or is too long, makes the
+// whole stream untrustworthy: the run fails closed and Codex is stopped.
+// Event streams captured from the real codex-cli 0.169.0 are replayed in
+// the tests (testdata/events).
 //
 // # Outcome
 //
 // A run succeeds only when Codex exits 0, the stream is well formed, at
-// least one turn.completed arrived and no turn.failed or error event did.
+// least one turn.completed arrived and no turn.failed did (error events and
+// error items before the completion do not matter).
 // Failures are *Error values with a fixed Reason and a protocol category:
 // the workspace is not a directory → invalid_request; Codex not found or
 // not startable → incompatible (the plugin cannot serve in this

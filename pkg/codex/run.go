@@ -116,6 +116,8 @@ type Outcome struct {
 	SubjectDropped bool // a subject was wanted but none valid was given
 	ReportDropped  bool // a report was wanted but none valid was given
 	UnknownEvents  int
+	ErrorEvents    int // error events (retried streams); diagnostics only
+	ErrorItems     int // error items (transport fallbacks); diagnostics only
 }
 
 // Progress reports one fixed lifecycle step; errors are ignored (progress
@@ -253,7 +255,7 @@ func Run(ctx context.Context, cfg Config, req Request, progress Progress) (Outco
 		return Outcome{}, err
 	}
 	_ = progress(plugin.StageFinalizing, TextFinalized)
-	out := Outcome{UnknownEvents: s.Unknown}
+	out := Outcome{UnknownEvents: s.Unknown, ErrorEvents: s.Errors, ErrorItems: s.ErrorItems}
 	if req.Want.Structured() {
 		out.Description = ParseFinal(readBounded(last, FinalMessageBytes), req.Want)
 		out.SubjectDropped = req.Want.Subject && out.CommitSubject == ""

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/0k-lab/agent-forge/pkg/debugview"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
@@ -191,7 +192,7 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 
 func (g *Gate) handleJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !wire.ValidRef(id) {
+	if !ident.ValidRef(id) {
 		writeError(w, errNotFound)
 		return
 	}
@@ -205,7 +206,7 @@ func (g *Gate) handleJob(w http.ResponseWriter, r *http.Request) {
 
 func (g *Gate) handleEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !wire.ValidRef(id) {
+	if !ident.ValidRef(id) {
 		writeError(w, errNotFound)
 		return
 	}
@@ -222,7 +223,7 @@ func (g *Gate) handleEvents(w http.ResponseWriter, r *http.Request) {
 
 func (g *Gate) handleAggregate(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !wire.ValidRef(id) {
+	if !ident.ValidRef(id) {
 		writeError(w, errNotFound)
 		return
 	}

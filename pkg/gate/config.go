@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/policy"
 	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
-	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
 // Config bounds.
@@ -23,14 +23,13 @@ const (
 	MaxConfigBytes   = 1 << 20
 	MaxWorkers       = 256
 	MaxRepositories  = 1024
-	MaxConcurrency   = wire.MaxSlot + 1
+	MaxConcurrency   = ident.MaxSlot + 1
 	MaxTokenBytes    = 4096
 	MinRecoveryEvery = 10 * time.Millisecond
 	MaxRecoveryEvery = time.Hour
 	MinLeasePoll     = time.Millisecond
 	MaxLeasePoll     = time.Hour
 	maxDatabaseBytes = 4096
-	maxBranchBytes   = 255
 )
 
 // Config is gate.json, version 1.
@@ -154,7 +153,7 @@ func (c *Config) Validate() error {
 		}
 		return cfgErr("database", "invalid database DSN")
 	}
-	if !policy.ValidEnvName(c.OwnerTokenEnv) {
+	if !ident.ValidEnvName(c.OwnerTokenEnv) {
 		return cfgErr("owner_token_env", "must be an environment variable name")
 	}
 	if err := inRange("recovery_interval", c.RecoveryInterval.Std(), MinRecoveryEvery, MaxRecoveryEvery); err != nil {
@@ -163,7 +162,7 @@ func (c *Config) Validate() error {
 	if err := inRange("lease_poll_interval", c.LeasePollInterval.Std(), MinLeasePoll, MaxLeasePoll); err != nil {
 		return err
 	}
-	if !wire.ValidID(c.DefaultPool) {
+	if !ident.ValidID(c.DefaultPool) {
 		return cfgErr("default_pool", "must be a safe id")
 	}
 	if err := c.Lifecycle.Validate(); err != nil {
@@ -179,18 +178,18 @@ func (c *Config) Validate() error {
 	ids := map[string]bool{}
 	for i, w := range c.Workers {
 		f := "workers[" + strconv.Itoa(i) + "]"
-		if !wire.ValidID(w.ID) {
+		if !ident.ValidID(w.ID) {
 			return cfgErr(f+".id", "must be a safe id")
 		}
 		if ids[w.ID] {
 			return cfgErr(f+".id", "duplicate worker id")
 		}
 		ids[w.ID] = true
-		if !wire.ValidID(w.Pool) {
+		if !ident.ValidID(w.Pool) {
 			return cfgErr(f+".pool", "must be a safe id")
 		}
 		pools[w.Pool] = true
-		if !policy.ValidEnvName(w.TokenEnv) {
+		if !ident.ValidEnvName(w.TokenEnv) {
 			return cfgErr(f+".token_env", "must be an environment variable name")
 		}
 		if w.TokenEnv == c.OwnerTokenEnv {
@@ -209,17 +208,17 @@ func (c *Config) Validate() error {
 	repos := map[string]bool{}
 	for i, r := range c.Repositories {
 		f := "repositories[" + strconv.Itoa(i) + "]"
-		if !wire.ValidID(r.ID) {
+		if !ident.ValidID(r.ID) {
 			return cfgErr(f+".id", "must be a safe id")
 		}
 		if repos[r.ID] {
 			return cfgErr(f+".id", "duplicate repository id")
 		}
 		repos[r.ID] = true
-		if !validBranch(r.DefaultBranch) {
+		if !ident.ValidBranch(r.DefaultBranch) {
 			return cfgErr(f+".default_branch", "must be a safe branch name")
 		}
-		if !wire.ValidID(r.WorkerPool) {
+		if !ident.ValidID(r.WorkerPool) {
 			return cfgErr(f+".worker_pool", "must be a safe id")
 		}
 		if !pools[r.WorkerPool] {
@@ -254,22 +253,6 @@ func validListen(s string) error {
 		}
 	}
 	return nil
-}
-
-// validBranch accepts a conservative subset of Git branch names.
-func validBranch(b string) bool {
-	if b == "" || len(b) > maxBranchBytes || b[0] == '-' || b[0] == '/' || b[0] == '.' ||
-		strings.HasSuffix(b, "/") || strings.HasSuffix(b, ".") || strings.HasSuffix(b, ".lock") ||
-		strings.Contains(b, "..") || strings.Contains(b, "//") || strings.Contains(b, "/.") || strings.Contains(b, "@{") {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '/') {
-			return false
-		}
-	}
-	return true
 }
 
 func validToken(t string) bool {

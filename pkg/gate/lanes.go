@@ -10,6 +10,7 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/evidence"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 	"github.com/0k-lab/agent-forge/pkg/wire"
@@ -237,7 +238,7 @@ func (g *Gate) serveLane(c *wire.Conn, worker int) {
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	l := &lane{
-		name: wire.LaneName(wc.ID, h.Slot), worker: worker, slot: h.Slot, generation: newID(),
+		name: ident.LaneName(wc.ID, h.Slot), worker: worker, slot: h.Slot, generation: newID(),
 		pool: wc.Pool, plugins: h.Plugins, repos: h.Repositories,
 		pluginSet: set(h.Plugins), repoSet: set(h.Repositories), registered: g.repos, conn: c,
 		activity: activity.Select(h.ActivityVersions), act: g.act,

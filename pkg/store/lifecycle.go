@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/policy"
 )
 
@@ -94,10 +95,10 @@ func (s *Store) SubmitAndLease(ctx context.Context, j NewJob, next LeaseRequest,
 // submitOp validates a new job and returns it with the writer operation
 // that inserts it.
 func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, error) {
-	if !validRef(j.ID) {
+	if !ident.ValidRef(j.ID) {
 		return Job{}, nil, invalid("malformed job id")
 	}
-	if !policy.ValidID(j.Pool) {
+	if !ident.ValidID(j.Pool) {
 		return Job{}, nil, invalid("malformed pool")
 	}
 	switch j.Kind {
@@ -106,7 +107,7 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 			return Job{}, nil, invalid("text job with a repository")
 		}
 	case KindCoding:
-		if !policy.ValidID(j.RepositoryID) {
+		if !ident.ValidID(j.RepositoryID) {
 			return Job{}, nil, invalid("malformed repository id")
 		}
 	default:
@@ -203,7 +204,7 @@ type LeaseRequest struct {
 }
 
 func (r LeaseRequest) valid() bool {
-	return validLane(r.Lane) && validRef(r.Generation) && policy.ValidID(r.Pool) &&
+	return ident.ValidLane(r.Lane) && ident.ValidRef(r.Generation) && ident.ValidID(r.Pool) &&
 		validIDList(r.Plugins, MaxListPlugins) && validIDList(r.Repositories, MaxListRepositories)
 }
 
@@ -453,7 +454,7 @@ func validateOutcome(o Outcome) ([]byte, error) {
 		if o.Output != nil && len(*o.Output) > MaxOutputBytes {
 			return nil, invalid("output too large")
 		}
-		if o.CandidateSHA != "" && !validSHA(o.CandidateSHA) {
+		if o.CandidateSHA != "" && !ident.ValidSHA(o.CandidateSHA) {
 			return nil, invalid("malformed candidate_sha")
 		}
 		if o.AgentReport == nil {
@@ -474,7 +475,7 @@ func validateOutcome(o Outcome) ([]byte, error) {
 	if o.Disposition != DispositionRetryable && o.Disposition != DispositionTerminal {
 		return nil, invalid("unknown disposition")
 	}
-	if !validCode(o.FailureCode) || o.FailureCode == CodeMaxAttemptsExceeded || o.FailureCode == CodeLeaseExpired {
+	if !ident.ValidCode(o.FailureCode) || o.FailureCode == CodeMaxAttemptsExceeded || o.FailureCode == CodeLeaseExpired {
 		return nil, invalid("malformed failure code")
 	}
 	return nil, nil

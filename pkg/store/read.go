@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // read runs f against a consistent snapshot: a read-only transaction on the
@@ -96,7 +98,7 @@ WHERE job_seq = ? AND seq > ? ORDER BY seq LIMIT ?`, jobSeq, after, limit)
 
 // Job returns the job with id, or ErrNotFound.
 func (s *Store) Job(ctx context.Context, id string) (Job, error) {
-	if !validRef(id) {
+	if !ident.ValidRef(id) {
 		return Job{}, ErrNotFound
 	}
 	var j Job
@@ -109,7 +111,7 @@ func (s *Store) Job(ctx context.Context, id string) (Job, error) {
 
 // Events returns the job's events in order (Seq from 1), or ErrNotFound.
 func (s *Store) Events(ctx context.Context, id string) ([]Event, error) {
-	if !validRef(id) {
+	if !ident.ValidRef(id) {
 		return nil, ErrNotFound
 	}
 	var events []Event
@@ -128,7 +130,7 @@ func (s *Store) Events(ctx context.Context, id string) ([]Event, error) {
 // nested, ordered by batch and position) and its ordered events, all from
 // one snapshot; or ErrNotFound.
 func (s *Store) Aggregate(ctx context.Context, id string) (Aggregate, error) {
-	if !validRef(id) {
+	if !ident.ValidRef(id) {
 		return Aggregate{}, ErrNotFound
 	}
 	var a Aggregate

@@ -59,9 +59,6 @@ const (
 	MaxTaskBytes        = 1 << 20  // task JSON
 	MaxOutputBytes      = 1 << 20  // text result
 	MaxAgentReportBytes = 64 << 10 // agent report JSON
-	MaxEvidenceBatches  = 2        // batches per attempt (1 = work, 2 = cleanup)
-	MaxEvidenceRecords  = 34       // records per batch and per attempt
-	MaxEvidenceBatchB   = 96 << 10 // bytes per batch (sum of compacted records)
 	MaxListPlugins      = 64       // plugin ids in one Lease call
 	MaxListRepositories = 1024     // repository ids in one Lease call
 )

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
-	"github.com/0k-lab/agent-forge/pkg/policy"
 )
 
 // Protocol is the value of hello.protocol for this version.
@@ -14,17 +13,12 @@ const Protocol = "forge-wire/v1"
 // Path is the Gate route a Worker lane dials.
 const Path = "/v1/worker/connect"
 
-// Bounds of the protocol. Sizes count bytes.
+// Bounds of the protocol. Sizes count bytes. The identifier bounds (ids, refs,
+// slots, generations, evidence) are package ident's.
 const (
-	MaxMessageBytes   = 1 << 20           // one encoded Envelope (one WebSocket frame payload)
-	MaxIDBytes        = policy.MaxIDBytes // worker, plugin and repository ids
-	MaxRefBytes       = 64                // job and attempt ids
-	MaxSlot           = 255               // highest lane slot (concurrency ≤ 256)
-	MaxHelloPlugins   = 64                // plugin ids in hello
-	MaxHelloRepos     = 1024              // repository ids in hello
-	MaxEvidenceBatch  = 2                 // evidence batches per attempt (1 = work, 2 = cleanup)
-	MaxEvidenceRecord = 34                // records per batch
-	GenerationHexLen  = 32                // hex digits of a connection generation
+	MaxMessageBytes = 1 << 20 // one encoded Envelope (one WebSocket frame payload)
+	MaxHelloPlugins = 64      // plugin ids in hello
+	MaxHelloRepos   = 1024    // repository ids in hello
 )
 
 // Type names an Envelope's payload.

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 )
 
@@ -82,10 +83,10 @@ func (h *Hello) Validate() error {
 	if h.Protocol != Protocol {
 		return fieldErr("hello.protocol", "unsupported protocol")
 	}
-	if !ValidID(h.WorkerID) {
+	if !ident.ValidID(h.WorkerID) {
 		return fieldErr("hello.worker_id", "must be a safe id")
 	}
-	if h.Slot < 0 || h.Slot > MaxSlot {
+	if h.Slot < 0 || h.Slot > ident.MaxSlot {
 		return fieldErr("hello.slot", "out of range")
 	}
 	if err := uniqueIDs(h.Plugins, MaxHelloPlugins, "hello.plugins"); err != nil {
@@ -103,7 +104,7 @@ func uniqueIDs(ids []string, limit int, field string) error {
 	}
 	seen := make(map[string]struct{}, len(ids))
 	for _, id := range ids {
-		if !ValidID(id) {
+		if !ident.ValidID(id) {
 			return fieldErr(field, "entries must be safe ids")
 		}
 		if _, dup := seen[id]; dup {
@@ -116,20 +117,20 @@ func uniqueIDs(ids []string, limit int, field string) error {
 
 // Validate checks a welcome.
 func (w *Welcome) Validate() error {
-	if !ValidLane(w.Lane) {
+	if !ident.ValidLane(w.Lane) {
 		return fieldErr("welcome.lane", "must be a lane name")
 	}
-	if !ValidGeneration(w.Generation) {
+	if !ident.ValidHexID(w.Generation) {
 		return fieldErr("welcome.generation", "must be 32 lowercase hex digits")
 	}
 	return nil
 }
 
 func validateRefs(prefix, job, attempt string) error {
-	if !ValidRef(job) {
+	if !ident.ValidRef(job) {
 		return fieldErr(prefix+".job_id", "must be a safe id")
 	}
-	if !ValidRef(attempt) {
+	if !ident.ValidRef(attempt) {
 		return fieldErr(prefix+".attempt_id", "must be a safe id")
 	}
 	return nil
@@ -160,7 +161,7 @@ func (l *Lease) Validate() error {
 	if l.ActivityVersion != "" && !activity.ValidVersionToken(l.ActivityVersion) {
 		return fieldErr("lease.activity_version", "must be a version name")
 	}
-	if l.DefaultBranch != "" && (l.Kind != KindCoding || !ValidBranch(l.DefaultBranch)) {
+	if l.DefaultBranch != "" && (l.Kind != KindCoding || !ident.ValidBranch(l.DefaultBranch)) {
 		return fieldErr("lease.default_branch", "a branch name, on coding leases only")
 	}
 	if err := l.checkSource(); err != nil {
@@ -190,10 +191,10 @@ func (e *Evidence) Validate() error {
 	if err := validateRefs("evidence", e.JobID, e.AttemptID); err != nil {
 		return err
 	}
-	if e.Batch < 1 || e.Batch > MaxEvidenceBatch {
+	if e.Batch < 1 || e.Batch > ident.MaxEvidenceBatches {
 		return fieldErr("evidence.batch", "must be 1 or 2")
 	}
-	if len(e.Records) == 0 || len(e.Records) > MaxEvidenceRecord {
+	if len(e.Records) == 0 || len(e.Records) > ident.MaxEvidenceRecords {
 		return fieldErr("evidence.records", "must hold 1 to 34 records")
 	}
 	for _, r := range e.Records {
@@ -222,7 +223,7 @@ func (r *Result) Validate() error {
 		if r.Output != nil && (len(*r.Output) > plugin.TextBytes || !utf8.ValidString(*r.Output)) {
 			return fieldErr("result.output", "must be UTF-8, at most 65536 bytes")
 		}
-		if r.CandidateSHA != "" && !ValidSHA(r.CandidateSHA) {
+		if r.CandidateSHA != "" && !ident.ValidSHA(r.CandidateSHA) {
 			return fieldErr("result.candidate_sha", "must be 40 lowercase hex digits")
 		}
 		if r.AgentReport != nil {
@@ -239,7 +240,7 @@ func (r *Result) Validate() error {
 		}
 		// Table membership is checked by the receiver (CheckFailure), so
 		// that an unknown code is refused, not treated as a violation.
-		if !validCode(r.FailureCode) {
+		if !ident.ValidCode(r.FailureCode) {
 			return fieldErr("result.failure_code", "must be a failure code")
 		}
 		if r.Disposition != DispositionRetryable && r.Disposition != DispositionTerminal {

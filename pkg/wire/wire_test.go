@@ -151,22 +151,6 @@ func TestErrorsAreValueFree(t *testing.T) {
 	}
 }
 
-func TestLaneNames(t *testing.T) {
-	if LaneName("worker-1", 0) != "worker-1" || LaneName("worker-1", 3) != "worker-1#3" {
-		t.Fatal("lane names")
-	}
-	for _, ok := range []string{"worker-1", "worker-1#1", "w#255"} {
-		if !ValidLane(ok) {
-			t.Errorf("%q rejected", ok)
-		}
-	}
-	for _, bad := range []string{"", "w#", "w#0", "w#01", "w#256", "#1", "W", "w#1#2", "w#a"} {
-		if ValidLane(bad) {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
-
 func TestParseTask(t *testing.T) {
 	sha := "0123456789abcdef0123456789abcdef01234567"
 	good := map[string]Kind{

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
-	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
 // ConfigVersion is the only worker.json version this Worker reads.
@@ -28,8 +28,6 @@ const (
 	MaxArgv            = 64   // argv elements per plugin
 	MaxArgBytes        = 4096 // bytes per argv element and per path
 	MaxTokenBytes      = 4096 // worker token value
-	MaxIDBytes         = 64   // worker, plugin and repository ids
-	MaxEnvNameBytes    = 128  // environment variable names
 	MinHeartbeat       = 10 * time.Millisecond
 	MaxHeartbeat       = time.Hour
 	MaxCeilingDuration = 24 * time.Hour
@@ -158,11 +156,11 @@ func ParseConfig(data []byte) (*Config, error) {
 	if c.GateURL, err = parseGateURL(fc.GateURL); err != nil {
 		return nil, err
 	}
-	if !wire.ValidID(fc.ID) {
+	if !ident.ValidID(fc.ID) {
 		return nil, fieldErr("id", "missing or not a safe id")
 	}
 	c.ID = fc.ID
-	if !validEnvName(fc.TokenEnv) {
+	if !ident.ValidEnvName(fc.TokenEnv) {
 		return nil, fieldErr("token_env", "missing or not an environment variable name")
 	}
 	c.TokenEnv = fc.TokenEnv
@@ -262,7 +260,7 @@ func parseLayout(c *Config, fc *fileConfig) error {
 	}
 	for i, r := range fc.Repositories {
 		field := fmt.Sprintf("repositories[%d]", i)
-		if !wire.ValidID(r.ID) {
+		if !ident.ValidID(r.ID) {
 			return fieldErr(field+".id", "missing or not a safe id")
 		}
 		if !canonicalAbs(r.Path) {
@@ -299,7 +297,7 @@ func parsePlugins(c *Config, plugins []filePlugin) error {
 	}
 	for i, p := range plugins {
 		field := fmt.Sprintf("plugins[%d]", i)
-		if !wire.ValidID(p.ID) {
+		if !ident.ValidID(p.ID) {
 			return fieldErr(field+".id", "missing or not a safe id")
 		}
 		for j, prev := range c.Plugins {
@@ -318,7 +316,7 @@ func parsePlugins(c *Config, plugins []filePlugin) error {
 		if !canonicalAbs(p.Argv[0]) {
 			return fieldErr(field+".argv[0]", "not a canonical absolute path")
 		}
-		if p.SHA256 != "" && !isLowerHex(p.SHA256, 64) {
+		if p.SHA256 != "" && !ident.ValidSHA256(p.SHA256) {
 			return fieldErr(field+".sha256", "must be 64 lowercase hex digits")
 		}
 		c.Plugins = append(c.Plugins, Plugin{ID: p.ID, Argv: slices.Clone(p.Argv), SHA256: p.SHA256})
@@ -333,7 +331,7 @@ func parseEnvList(field string, names []string) ([]string, error) {
 	var out []string
 	for i, n := range names {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		if !validEnvName(n) {
+		if !ident.ValidEnvName(n) {
 			return nil, fieldErr(f, "not an environment variable name")
 		}
 		if j := slices.Index(out, n); j >= 0 {
@@ -393,35 +391,6 @@ func parseDuration(field, s string, lo, hi time.Duration) (time.Duration, error)
 		return 0, fieldErr(field, fmt.Sprintf("must be between %v and %v", lo, hi))
 	}
 	return d, nil
-}
-
-// validEnvName accepts POSIX-portable names: [A-Za-z_][A-Za-z0-9_]*.
-func validEnvName(s string) bool {
-	if s == "" || len(s) > MaxEnvNameBytes {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		switch {
-		case b >= 'A' && b <= 'Z', b >= 'a' && b <= 'z', b == '_':
-		case b >= '0' && b <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func isLowerHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // canonicalAbs reports whether p is absolute and already in Clean form

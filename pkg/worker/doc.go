@@ -8,7 +8,7 @@
 // ParseConfig strictly decodes worker.json (pkg/strictjson: no unknown,
 // duplicate or case-variant keys, no nulls, no trailing data) and checks
 // its shape: version 1; gate_url a ws:// or wss:// origin without path,
-// query, fragment or userinfo; safe ids (wire.ValidID, so never '#');
+// query, fragment or userinfo; safe ids (ident.ValidID, so never '#');
 // absolute, Clean paths; repository roots neither duplicated nor nested;
 // repositories strictly inside a root, ids and paths unique; worktree and
 // runtime roots outside the repository roots and each other; plugin argv

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/policy"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 	"golang.org/x/net/websocket"
@@ -121,7 +122,7 @@ func (g *fakeGate) accept() *gateConn {
 	g.t.Helper()
 	select {
 	case c := <-g.conns:
-		lane := wire.LaneName(c.hello.WorkerID, c.hello.Slot)
+		lane := ident.LaneName(c.hello.WorkerID, c.hello.Slot)
 		if err := c.Send(wire.Envelope{Type: wire.TypeWelcome, Welcome: &wire.Welcome{Lane: lane, Generation: "0123456789abcdef0123456789abcdef"}}); err != nil {
 			g.t.Fatalf("welcome: %v", err)
 		}
