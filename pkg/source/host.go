@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/0k-lab/agent-forge/pkg/wire"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // Fixed reasons of CheckRoot and CheckGit (never a path).
@@ -72,13 +72,13 @@ func CheckGit(path string) error {
 }
 
 // ValidPath reports whether p has the shape of a configured path: what
-// wire.ValidRepositoryPath accepts, short enough that a prepared
+// ident.ValidRepositoryPath accepts, short enough that a prepared
 // repository under it still fits a lease.
 func ValidPath(p string) bool { return canonical(p) }
 
 func canonical(p string) bool {
-	return len(p) <= maxPathBytes && wire.ValidRepositoryPath(p)
+	return len(p) <= maxPathBytes && ident.ValidRepositoryPath(p)
 }
 
 // maxPathBytes leaves room for "/" + DirName under a root.
-const maxPathBytes = wire.MaxRepositoryPathBytes - 1 - 2*sha256.Size - len(urlSuffix)
+const maxPathBytes = ident.MaxRepositoryPathBytes - 1 - 2*sha256.Size - len(".git")

@@ -101,7 +101,7 @@ func EncodeLease(l *Lease) ([]byte, error) {
 	}
 	if l.RepositoryPath != "" {
 		buf.WriteString(`,"repository_path":"`)
-		buf.WriteString(l.RepositoryPath) // ValidRepositoryPath: nothing to escape
+		buf.WriteString(l.RepositoryPath) // ident.ValidRepositoryPath: nothing to escape
 		buf.WriteString(`","base_sha":"`)
 		buf.WriteString(l.BaseSHA)
 		buf.WriteByte('"')

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
@@ -282,31 +281,11 @@ func (l *Lease) checkSource() error {
 	if l.Kind != KindCoding {
 		return fieldErr("lease.repository_path", "on coding leases only")
 	}
-	if !ValidRepositoryPath(l.RepositoryPath) {
+	if !ident.ValidRepositoryPath(l.RepositoryPath) {
 		return fieldErr("lease.repository_path", "must be a canonical absolute path, with base_sha")
 	}
-	if !ValidSHA(l.BaseSHA) {
+	if !ident.ValidSHA(l.BaseSHA) {
 		return fieldErr("lease.base_sha", "must be 40 lowercase hex digits, with repository_path")
 	}
 	return nil
-}
-
-// MaxRepositoryPathBytes bounds a leased repository path.
-const MaxRepositoryPathBytes = 4096
-
-// ValidRepositoryPath reports whether p is a canonical absolute path of
-// printable ASCII other than '"', '\', '<', '>' and '&' (nothing a JSON
-// encoder escapes), at most MaxRepositoryPathBytes: no ".", ".." or empty elements, no
-// trailing '/', not "/".
-func ValidRepositoryPath(p string) bool {
-	if len(p) < 2 || len(p) > MaxRepositoryPathBytes || p[0] != '/' || p[len(p)-1] == '/' {
-		return false
-	}
-	for i := 0; i < len(p); i++ {
-		if c := p[i]; c < ' ' || c > '~' || strings.IndexByte(`"\<>&`, c) >= 0 {
-			return false
-		}
-	}
-	q := p + "/"
-	return !strings.Contains(q, "//") && !strings.Contains(q, "/./") && !strings.Contains(q, "/../")
 }

@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/0k-lab/agent-forge/pkg/source"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // CheckHost checks everything about a parsed config that depends on this
@@ -117,7 +117,7 @@ func checkRealDir(path string) error {
 // parent directory exists: the Gate clones it on the first submit, and the
 // lease checks it then.
 func checkRepositoryDir(path string) error {
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) && source.IsDirName(filepath.Base(path)) {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) && ident.ValidPreparedName(filepath.Base(path)) {
 		if err := checkRealDir(filepath.Dir(path)); err != nil {
 			return errors.New("missing, and its parent is " + err.Error())
 		}
