@@ -127,11 +127,7 @@ func load(path string) (*worker.Config, string, error) {
 		return nil, "", errors.New("cannot open the config file")
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, worker.MaxConfigBytes+1))
-	if err != nil {
-		return nil, "", errors.New("cannot read the config file")
-	}
-	cfg, err := worker.ParseConfig(data)
+	cfg, err := worker.LoadConfig(f)
 	if err != nil {
 		return nil, "", err
 	}

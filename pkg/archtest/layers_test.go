@@ -32,6 +32,7 @@ var ranks = map[string]int{
 	"pkg/daemonargs": tierLeaf,
 	"pkg/supervise":  tierLeaf,
 	"pkg/policy":     tierLeaf + 1,
+	"pkg/configfile": tierLeaf + 1,
 
 	"pkg/plugin":             tierDomain,
 	"pkg/evidence":           tierDomain,
@@ -50,9 +51,10 @@ var ranks = map[string]int{
 	"pkg/install":            tierDomain + 5,
 	"pkg/doctor":             tierDomain + 5,
 
-	"pkg/gate":   tierApp,
-	"pkg/worker": tierApp,
-	"pkg/cli":    tierApp,
+	"pkg/gate":    tierApp,
+	"pkg/worker":  tierApp,
+	"pkg/cli":     tierApp,
+	"pkg/publish": tierApp,
 	// Test support: imported only by tests, free to build on anything below.
 	"pkg/acceptance":            tierApp,
 	"pkg/archtest":              tierApp,

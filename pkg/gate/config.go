@@ -1,21 +1,18 @@
 package gate
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/configfile"
 	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/policy"
 	"github.com/0k-lab/agent-forge/pkg/store"
-	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
 // Config bounds.
@@ -74,21 +71,15 @@ type RepositoryConfig struct {
 	preparedPath string // set by New for a public source: its bare repository
 }
 
-// ConfigError names the offending field and why; never a value.
-type ConfigError struct {
-	Field  string
-	Reason string
-}
+// ConfigError is a refused gate.json: it names the field and why, never a
+// value.
+type ConfigError = configfile.Error
 
-func (e *ConfigError) Error() string {
-	if e.Field == "" {
-		return "config: " + e.Reason
-	}
-	return "config: " + e.Field + ": " + e.Reason
-}
+// configFormat is gate.json's: version 1, at most MaxConfigBytes.
+var configFormat = configfile.Format{Config: "gate", Version: 1, MaxBytes: MaxConfigBytes}
 
 func cfgErr(field, format string, args ...any) error {
-	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return configFormat.Errorf(field, format, args...)
 }
 
 // Secrets holds digests of the tokens named by a Config, never the tokens.
@@ -97,30 +88,11 @@ type Secrets struct {
 	workers [][sha256.Size]byte // by index in Config.Workers
 }
 
-// LoadConfig strictly decodes gate.json from r (at most MaxConfigBytes),
-// validates it and reads the tokens it names through getenv.
+// LoadConfig reads gate.json from r the configfile way (bounded, version
+// first, strict, Validate) and reads the tokens it names through getenv.
 func LoadConfig(r io.Reader, getenv func(string) string) (*Config, *Secrets, error) {
 	var c Config
-	data, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
-	if err != nil {
-		return nil, nil, cfgErr("", "cannot read")
-	}
-	if err := strictjson.DecodeReader(bytes.NewReader(data), MaxConfigBytes, &c); err != nil {
-		if errors.Is(err, strictjson.ErrTooLarge) {
-			return nil, nil, cfgErr("", "file larger than %d bytes", MaxConfigBytes)
-		}
-		var se *strictjson.Error
-		if errors.As(err, &se) {
-			if se.Path == "" && len(data) > 0 {
-				if f := badDurationField(data); f != "" {
-					return nil, nil, cfgErr(f, "must be a Go duration such as \"30s\"")
-				}
-			}
-			return nil, nil, cfgErr(fieldPath(se.Path), "%s", se.Reason)
-		}
-		return nil, nil, cfgErr("", "cannot read")
-	}
-	if err := c.Validate(); err != nil {
+	if err := configFormat.Load(r, &c); err != nil {
 		return nil, nil, err
 	}
 	if err := c.checkSourceHost(); err != nil {
@@ -300,70 +272,4 @@ func (c *Config) secrets(getenv func(string) string) (*Secrets, error) {
 		s.workers[i] = d
 	}
 	return s, nil
-}
-
-// badDurationField finds the first duration field that does not parse, so
-// the error can name it (the JSON decoder reports such failures without a
-// path). The document is already known to be well-formed.
-func badDurationField(data []byte) string {
-	var top struct {
-		RecoveryInterval  json.RawMessage            `json:"recovery_interval"`
-		LeasePollInterval json.RawMessage            `json:"lease_poll_interval"`
-		Lifecycle         map[string]json.RawMessage `json:"lifecycle"`
-		DefaultExecution  map[string]json.RawMessage `json:"default_execution"`
-		Repositories      []struct {
-			Execution map[string]json.RawMessage `json:"execution"`
-		} `json:"repositories"`
-	}
-	if json.Unmarshal(data, &top) != nil {
-		return ""
-	}
-	bad := func(raw json.RawMessage) bool {
-		if raw == nil {
-			return false
-		}
-		var d policy.Duration
-		return json.Unmarshal(raw, &d) != nil
-	}
-	execFields := []string{"plugin_timeout", "check_timeout", "git_timeout", "cleanup_timeout"}
-	switch {
-	case bad(top.RecoveryInterval):
-		return "recovery_interval"
-	case bad(top.LeasePollInterval):
-		return "lease_poll_interval"
-	case bad(top.Lifecycle["lease_ttl"]):
-		return "lifecycle.lease_ttl"
-	case bad(top.Lifecycle["retry_base"]):
-		return "lifecycle.retry_base"
-	}
-	for _, f := range execFields {
-		if bad(top.DefaultExecution[f]) {
-			return "default_execution." + f
-		}
-	}
-	for i, r := range top.Repositories {
-		for _, f := range execFields {
-			if bad(r.Execution[f]) {
-				return "repositories[" + strconv.Itoa(i) + "].execution." + f
-			}
-		}
-	}
-	return ""
-}
-
-// fieldPath turns a strictjson path ("/workers/0/id") into the notation
-// config errors use ("workers[0].id").
-func fieldPath(p string) string {
-	var b strings.Builder
-	for i, part := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
-		if _, err := strconv.Atoi(part); err == nil && i > 0 {
-			b.WriteString("[" + part + "]")
-			continue
-		}
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(part)
-	}
-	return b.String()
 }

@@ -82,6 +82,18 @@ type Error struct {
 	// Transport classifies a failed HTTPS command (Cmd.HTTPS) by what git
 	// reported about the remote: one of the Transport* words, or "".
 	Transport string
+
+	// output is the start of what the failed command wrote (stdout, then
+	// the privately kept stderr). It never reaches Error(); callers may
+	// only ask whether it contains a fixed phrase.
+	output []byte
+}
+
+// OutputContains reports whether the failed command's output (the start
+// of its stdout and stderr) contains phrase. It lets a caller classify a
+// refusal (a remote's fixed rejection text) without ever seeing the output.
+func (e *Error) OutputContains(phrase string) bool {
+	return phrase != "" && bytes.Contains(e.output, []byte(phrase))
 }
 
 // What a failed HTTPS command met at the remote (Error.Transport).
@@ -248,7 +260,8 @@ func (r *Runner) Run(ctx context.Context, c Cmd) ([]byte, error) {
 		if res.Exit.Signal != 0 {
 			return nil, &Error{Op: op, Reason: "killed by signal"}
 		}
-		e := &Error{Op: op, Reason: "exit status", Code: res.Exit.Code}
+		out := append(append([]byte(nil), res.Stdout[:min(len(res.Stdout), 4096)]...), res.Stderr...)
+		e := &Error{Op: op, Reason: "exit status", Code: res.Exit.Code, output: out}
 		if c.HTTPS {
 			e.Transport = classifyTransport(res.Stderr)
 		}

@@ -103,12 +103,15 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 	}
 	switch j.Kind {
 	case KindText:
-		if j.RepositoryID != "" {
+		if j.RepositoryID != "" || j.Delivery != nil {
 			return Job{}, nil, invalid("text job with a repository")
 		}
 	case KindCoding:
 		if !ident.ValidID(j.RepositoryID) {
 			return Job{}, nil, invalid("malformed repository id")
+		}
+		if !validTarget(j.Delivery) {
+			return Job{}, nil, invalid("malformed delivery target")
 		}
 	default:
 		return Job{}, nil, invalid("unknown job kind")
@@ -131,11 +134,16 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 		Pool: j.Pool, PluginID: p.pluginID,
 	}
 	return job, func(t *wtx) error {
+		var owner, repo, base any
+		if d := j.Delivery; d != nil {
+			owner, repo, base = d.Owner, d.Repo, d.BaseBranch
+		}
 		res, err := t.exec(`INSERT INTO jobs (id, kind, task, pool, plugin_id, repository_id, policy,
-  lease_ttl_us, retry_base_us, max_attempts, status, event_count, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?) ON CONFLICT (id) DO NOTHING`,
+  lease_ttl_us, retry_base_us, max_attempts, status, event_count, delivery_owner, delivery_repo, delivery_base,
+  created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			j.ID, j.Kind, task, j.Pool, p.pluginID, nullable(j.RepositoryID), j.Policy,
-			p.leaseTTL, p.retryBase, p.maxAttempts, us, us)
+			p.leaseTTL, p.retryBase, p.maxAttempts, owner, repo, base, us, us)
 		if err != nil {
 			return err
 		}
@@ -595,13 +603,12 @@ func (t *wtx) complete(f Fence, o Outcome, report []byte, us int64) (Completion,
 			append([]any{us, nullable(o.CandidateSHA), rep, digest}, fencedArgs(r, f, us)...)...); err != nil {
 			return c, err
 		}
-		if _, err := t.exec(`UPDATE jobs SET status = 'succeeded', current_attempt = NULL, result = ?, candidate_sha = ?,
-  event_count = ?, updated_at = ? WHERE seq = ?`, result, nullable(o.CandidateSHA), r.jobEvents+1, us, r.jobSeq); err != nil {
+		if o.CandidateSHA != "" {
+			c.JobStatus, err = t.succeedCoding(r.jobSeq, r.jobEvents, r.ordinal, f.JobID, o.CandidateSHA, us)
 			return c, err
 		}
-		t.events(r.jobSeq, r.jobEvents+1, us, ev{typ: EventSucceeded, attempt: r.ordinal})
 		c.JobStatus = JobSucceeded
-		return c, nil
+		return c, t.finishSucceeded(r.jobSeq, r.jobEvents, r.ordinal, result, "", us)
 	}
 	if err := t.execFenced(`UPDATE attempts SET status = 'failed', completed_at = ?, disposition = ?, failure_code = ?,
   outcome_digest = ? WHERE `+fencedAttempt,

@@ -28,7 +28,7 @@ func (s *Store) read(ctx context.Context, f func(q querier) error) error {
 const jobColumns = `seq, id, kind, status, failure_code, result, candidate_sha, repository_id, attempt_count,
   retry_at, created_at, updated_at, pool, plugin_id,
   CASE WHEN kind = 'coding' THEN json_extract(task, '$.base_sha') END,
-  CASE WHEN kind = 'coding' THEN json_extract(task, '$.tests') END`
+  CASE WHEN kind = 'coding' THEN json_extract(task, '$.tests') END, ` + deliveryViewColumn
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -37,12 +37,16 @@ func scanJob(sc scanner) (Job, int64, error) {
 		seq                        int64
 		j                          Job
 		failure, sha, repo, result sql.NullString
-		base, tests                sql.NullString
+		base, tests, delivery      sql.NullString
 		retryAt                    sql.NullInt64
 		created, updated           int64
 	)
 	if err := sc.Scan(&seq, &j.ID, &j.Kind, &j.Status, &failure, &result, &sha, &repo, &j.AttemptCount,
-		&retryAt, &created, &updated, &j.Pool, &j.PluginID, &base, &tests); err != nil {
+		&retryAt, &created, &updated, &j.Pool, &j.PluginID, &base, &tests, &delivery); err != nil {
+		return Job{}, 0, err
+	}
+	var err error
+	if j.Delivery, err = decodeDeliveryView(delivery); err != nil {
 		return Job{}, 0, err
 	}
 	j.FailureCode, j.CandidateSHA, j.RepositoryID, j.BaseSHA = failure.String, sha.String, repo.String, base.String

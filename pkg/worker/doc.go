@@ -5,7 +5,7 @@
 //
 // # Configuration
 //
-// ParseConfig strictly decodes worker.json (pkg/strictjson: no unknown,
+// LoadConfig strictly decodes worker.json (pkg/configfile: no unknown,
 // duplicate or case-variant keys, no nulls, no trailing data) and checks
 // its shape: version 1; gate_url a ws:// or wss:// origin without path,
 // query, fragment or userinfo; safe ids (ident.ValidID, so never '#');
