@@ -143,7 +143,7 @@ func validJobStatus(s string) bool {
 // The closed value sets of docs/api.md.
 func validEventType(s string) bool {
 	switch s {
-	case "submitted", "leased", "expired", "attempt_failed", "retry_scheduled", statusSucceeded, statusFailed:
+	case "submitted", "leased", "released", "expired", "attempt_failed", "retry_scheduled", statusSucceeded, statusFailed:
 		return true
 	}
 	return false

@@ -171,8 +171,7 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	job, ls, leaseErr, err := g.st.SubmitAndLease(g.ctx, nj, l.leaseRequest(), g.now())
 	if err != nil {
 		if g.afterLease(l, nil, nil) {
-			g.wg.Add(1)
-			go g.leaseLoop(l)
+			g.startLeasing(l)
 		}
 		g.storeError(w, err)
 		return
@@ -180,8 +179,7 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, job)
 	_ = http.NewResponseController(w).Flush()
 	if g.afterLease(l, ls, leaseErr) {
-		g.wg.Add(1)
-		go g.leaseLoop(l)
+		g.startLeasing(l)
 	}
 	if ls == nil {
 		// The reserved lane took nothing (it went away or was not idle

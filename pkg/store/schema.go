@@ -89,7 +89,7 @@ CREATE INDEX attempts_bound ON attempts (lane, generation) WHERE status = 'lease
 CREATE TABLE events (
   job_seq INTEGER NOT NULL REFERENCES jobs (seq),
   seq     INTEGER NOT NULL CHECK (seq >= 1),
-  type    TEXT NOT NULL CHECK (type = 'submitted' OR type = 'leased' OR type = 'expired' OR type = 'attempt_failed' OR type = 'retry_scheduled' OR type = 'delivering' OR type = 'delivery' OR type = 'succeeded' OR type = 'failed'),
+  type    TEXT NOT NULL CHECK (type = 'submitted' OR type = 'leased' OR type = 'released' OR type = 'expired' OR type = 'attempt_failed' OR type = 'retry_scheduled' OR type = 'delivering' OR type = 'delivery' OR type = 'succeeded' OR type = 'failed'),
   at      INTEGER NOT NULL,
   attempt INTEGER CHECK (attempt IS NULL OR attempt >= 1),
   code    TEXT,

@@ -57,6 +57,9 @@ const (
 	EventDelivery       = "delivery"   // a delivery phase was entered (code: the phase)
 	EventSucceeded      = "succeeded"
 	EventFailed         = "failed"
+	// EventReleased: a lease the Worker never started went back to the
+	// queue; its attempt was removed and did not count.
+	EventReleased = "released"
 )
 
 // Limits enforced on input.

@@ -25,7 +25,8 @@ const (
 type Type string
 
 // Message types. Worker → Gate: Hello, Heartbeat, Evidence, Result,
-// Activity. Gate → Worker: Welcome, Lease, Ack, Reject, Cancel.
+// Activity, Idle, Goodbye. Gate → Worker: Welcome, Lease, Ack, Reject,
+// Cancel.
 const (
 	TypeHello     Type = "hello"
 	TypeWelcome   Type = "welcome"
@@ -37,11 +38,14 @@ const (
 	TypeReject    Type = "reject"
 	TypeCancel    Type = "cancel"
 	TypeActivity  Type = "activity"
+	TypeIdle      Type = "idle"
+	TypeGoodbye   Type = "goodbye"
 )
 
 // Envelope is one WebSocket message: {"type":t,"seq":n,t:{…}}. Exactly one
 // payload pointer is set and it matches Type. Seq is zero (absent) except on
-// heartbeat, evidence, result and their ack or reject (never on activity).
+// heartbeat, evidence, result, goodbye and their ack or reject (never on
+// activity or idle).
 type Envelope struct {
 	Type      Type       `json:"type"`
 	Seq       uint64     `json:"seq,omitempty"`
@@ -55,6 +59,8 @@ type Envelope struct {
 	Reject    *Reject    `json:"reject,omitempty"`
 	Cancel    *Cancel    `json:"cancel,omitempty"`
 	Activity  *Activity  `json:"activity,omitempty"`
+	Idle      *Idle      `json:"idle,omitempty"`
+	Goodbye   *Goodbye   `json:"goodbye,omitempty"`
 }
 
 // Hello is a lane's first message: who it is and what it can run.
@@ -218,7 +224,26 @@ const (
 	CancelSuperseded CancelReason = "superseded"
 )
 
-// Cancel tells a lane its lease is gone; the lane is idle again.
+// Idle tells the Gate that the named attempt, whose lease the lane lost
+// (cancel, a refused heartbeat or evidence batch), has stopped on the
+// Worker without a result: the lane may be leased again. No seq, never
+// answered.
+type Idle struct {
+	JobID     string `json:"job_id"`
+	AttemptID string `json:"attempt_id"`
+}
+
+// Goodbye says the lane is stopping: the Gate must lease it nothing more.
+// JobID and AttemptID (both or neither) name the attempt the lane is
+// executing; any other attempt leased to the lane was not started and the
+// Gate returns it to the queue without consuming an attempt. Its ack means
+// no lease will follow.
+type Goodbye struct {
+	JobID     string `json:"job_id,omitempty"`
+	AttemptID string `json:"attempt_id,omitempty"`
+}
+
+// Cancel tells a lane its lease is gone: stop the attempt, then send idle.
 type Cancel struct {
 	JobID     string       `json:"job_id"`
 	AttemptID string       `json:"attempt_id"`

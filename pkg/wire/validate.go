@@ -14,7 +14,8 @@ import (
 func (e *Envelope) Validate() error {
 	set := 0
 	for _, p := range []bool{e.Hello != nil, e.Welcome != nil, e.Lease != nil, e.Heartbeat != nil,
-		e.Evidence != nil, e.Result != nil, e.Ack != nil, e.Reject != nil, e.Cancel != nil, e.Activity != nil} {
+		e.Evidence != nil, e.Result != nil, e.Ack != nil, e.Reject != nil, e.Cancel != nil, e.Activity != nil,
+		e.Idle != nil, e.Goodbye != nil} {
 		if p {
 			set++
 		}
@@ -54,6 +55,16 @@ func (e *Envelope) Validate() error {
 				return fieldErr("activity", "must name a job, an attempt, a known version and a stage")
 			}
 			return nil
+		})
+	case TypeIdle:
+		err = ifSet(e.Idle != nil, func() error { return validateRefs("idle", e.Idle.JobID, e.Idle.AttemptID) })
+	case TypeGoodbye:
+		needSeq = true
+		err = ifSet(e.Goodbye != nil, func() error {
+			if e.Goodbye.JobID == "" && e.Goodbye.AttemptID == "" {
+				return nil
+			}
+			return validateRefs("goodbye", e.Goodbye.JobID, e.Goodbye.AttemptID)
 		})
 	default:
 		return fieldErr("type", "unknown message type")

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,10 @@ type fakeGate struct {
 	addr  string
 	mu    sync.Mutex
 	live  []*gateConn
+	// manualBye leaves the Worker's goodbye to the test; by default it is
+	// acked at once (and still delivered), so a Worker stopped when a test
+	// ends does not wait out its reply timeout.
+	manualBye atomic.Bool
 }
 
 // gateConn is one accepted lane connection.
@@ -82,6 +87,9 @@ func (g *fakeGate) handle(ws *websocket.Conn) {
 			e, err := c.Receive()
 			if err != nil {
 				return
+			}
+			if e.Type == wire.TypeGoodbye && !g.manualBye.Load() {
+				_ = c.Send(wire.Envelope{Type: wire.TypeAck, Seq: e.Seq, Ack: &wire.Ack{}})
 			}
 			c.msgs <- e
 		}

@@ -1,13 +1,19 @@
 // Command fake-github serves package githubfake for e2e scripts:
 //
 //	fake-github pki DIR
-//	fake-github serve -listen 127.0.0.1:443 -pki DIR -git-root DIR -log FILE -ready FILE
+//	fake-github serve -listen 127.0.0.1:443 -pki DIR -git-root DIR -log FILE -ready FILE [-app FILE -tokens FILE]
 //
 // pki writes a fresh test CA and server certificate into DIR. serve answers
 // github.com (git smart HTTP) and api.github.com over TLS on -listen, and
 // the control routes (POST /fault) over plain HTTP on an OS-chosen
 // loopback port whose address it writes to the -ready file once both
 // listeners are open. It stops on SIGTERM or SIGINT.
+//
+// With -app (see app.go), api.github.com is githubfake.API for that App:
+// installation tokens authenticate git too, every minted token value is
+// appended to the -tokens file, and the repositories get the workflows
+// guard as their pre-receive hook. The control routes then also take
+// POST /api-fault and POST /installation.
 package main
 
 import (
@@ -62,6 +68,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	gitRoot := fs.String("git-root", "", "directory of <owner>/<repo>.git bare repositories")
 	logPath := fs.String("log", "", "request log (JSON lines)")
 	ready := fs.String("ready", "", "file to write the control address to once serving")
+	appPath := fs.String("app", "", "fake GitHub App (JSON, see app.go); enables the API")
+	tokensPath := fs.String("tokens", "", "file receiving every minted token value (with -app)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,6 +90,24 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer reqLog.Close()
 	srv := githubfake.New(*gitRoot, git, reqLog)
+	if *appPath != "" {
+		cfg, err := loadApp(*appPath)
+		if err != nil {
+			return err
+		}
+		if *tokensPath == "" {
+			return errors.New("-app needs -tokens")
+		}
+		tokens, err := os.OpenFile(*tokensPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return err
+		}
+		defer tokens.Close()
+		if err := installHooks(*gitRoot, cfg); err != nil {
+			return err
+		}
+		githubfake.NewAPI(cfg, *gitRoot, git, time.Now, tokens).Attach(srv)
+	}
 
 	tlsLn, err := tls.Listen("tcp", *listen, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	if err != nil {
