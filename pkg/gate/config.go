@@ -47,6 +47,9 @@ type Config struct {
 	// repository has a repository_url.
 	PublicRepositoryRoot string `json:"public_repository_root,omitempty"`
 	GitExecutable        string `json:"git_executable,omitempty"`
+	// Delivery, when present, turns on automatic delivery of public-source
+	// candidates; nil leaves jobs candidate-only.
+	Delivery *DeliveryConfig `json:"delivery,omitempty"`
 }
 
 // WorkerConfig registers one Worker: its pool, the environment variable
@@ -86,6 +89,7 @@ func cfgErr(field, format string, args ...any) error {
 type Secrets struct {
 	owner   [sha256.Size]byte
 	workers [][sha256.Size]byte // by index in Config.Workers
+	app     *appCredentials     // delivery's App identity, nil without delivery
 }
 
 // LoadConfig reads gate.json from r the configfile way (bounded, version
@@ -101,6 +105,11 @@ func LoadConfig(r io.Reader, getenv func(string) string) (*Config, *Secrets, err
 	s, err := c.secrets(getenv)
 	if err != nil {
 		return nil, nil, err
+	}
+	if c.Delivery != nil {
+		if s.app, err = c.Delivery.loadAppCredentials(getenv); err != nil {
+			return nil, nil, err
+		}
 	}
 	return &c, s, nil
 }
@@ -200,7 +209,13 @@ func (c *Config) Validate() error {
 			return cfgErr(f+".execution", "%v", err)
 		}
 	}
-	return c.validateSources()
+	if err := c.validateSources(); err != nil {
+		return err
+	}
+	if c.Delivery != nil {
+		return c.Delivery.validate(c.OwnerTokenEnv, c.Workers)
+	}
+	return nil
 }
 
 func inRange(field string, d, lo, hi time.Duration) error {
