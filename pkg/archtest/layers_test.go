@@ -61,11 +61,10 @@ var ranks = map[string]int{
 	"pkg/githubfake":            tierApp,
 	"pkg/debugview/browsertest": tierApp,
 	"pkg/debugview/readertest":  tierApp,
-	"pkg/worker/internal":       tierApp,
 
-	"cmd":                tierMain,
-	"release/tools":      tierMain,
-	"pkg/githubfake/cmd": tierMain,
+	"cmd":           tierMain,
+	"release/tools": tierMain,
+	"testdata":      tierMain, // test programs, one directory each
 }
 
 // rankOf returns the rank of an internal import path by its longest
@@ -110,13 +109,28 @@ func layerViolations(pkgs []listedPackage) []string {
 }
 
 func TestImportsPointDown(t *testing.T) {
-	pkgs := goList(t, "./...")
+	pkgs := goList(t, append([]string{"./..."}, testPrograms(t)...)...)
 	if len(pkgs) < 10 {
 		t.Fatalf("go list found only %d packages", len(pkgs))
 	}
 	for _, v := range layerViolations(pkgs) {
 		t.Error(v)
 	}
+}
+
+// testPrograms lists the Go test programs under the top-level testdata
+// directory, which ./... does not match.
+func testPrograms(t *testing.T) []string {
+	t.Helper()
+	mains, err := filepath.Glob("../../testdata/*/main.go")
+	if err != nil || len(mains) == 0 {
+		t.Fatalf("no test programs under testdata (%v)", err)
+	}
+	var dirs []string
+	for _, m := range mains {
+		dirs = append(dirs, "./testdata/"+filepath.Base(filepath.Dir(m)))
+	}
+	return dirs
 }
 
 // TestWrongWayImportFails plants packages in a temporary copy of the module

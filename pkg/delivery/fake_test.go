@@ -71,7 +71,8 @@ func newFake(t *testing.T, clock *fakeClock) *fakeGitHub {
 
 func (f *fakeGitHub) use(tok Token, op string) {
 	f.calls = append(f.calls, op)
-	exp, ok := f.issued[tok.Value]
+	v, _ := tok.Secret.(string)
+	exp, ok := f.issued[v]
 	if !ok {
 		f.t.Errorf("%s with a token never minted", op)
 		return
@@ -90,8 +91,9 @@ func (f *fakeGitHub) MintToken(ctx context.Context, repo Repo) (Token, error) {
 		}
 	}
 	f.mints++
-	tok := Token{Value: "ghs_fake" + strconv.Itoa(f.mints), ExpiresAt: f.clock.Now().Add(f.tokenTTL)}
-	f.issued[tok.Value] = tok.ExpiresAt
+	v := "ghs_fake" + strconv.Itoa(f.mints)
+	tok := Token{Secret: v, ExpiresAt: f.clock.Now().Add(f.tokenTTL)}
+	f.issued[v] = tok.ExpiresAt
 	return tok, nil
 }
 

@@ -11,16 +11,19 @@ type Repo struct {
 	Name  string
 }
 
-// Token is an installation access token. String never renders the value.
+// Token is an installation access token as the GitHub implementation
+// minted it: Secret is its own opaque handle (pkg/github's *Token, which
+// never formats its value), ExpiresAt when GitHub said it expires. The
+// machine never reads the secret and never persists a Token.
 type Token struct {
-	Value     string
+	Secret    any
 	ExpiresAt time.Time
 }
 
-// String hides the token value.
+// String hides the token.
 func (Token) String() string { return "[token]" }
 
-// GoString hides the token value.
+// GoString hides the token.
 func (Token) GoString() string { return "[token]" }
 
 // PullRequest is what delivery needs of a pull request.

@@ -173,7 +173,7 @@ func (m *Machine) token(ctx context.Context, repo Repo) (Token, error) {
 	if err != nil {
 		return Token{}, err
 	}
-	if t.Value == "" || !now.Before(t.ExpiresAt.Add(-tokenMargin)) {
+	if t.Secret == nil || !now.Before(t.ExpiresAt.Add(-tokenMargin)) {
 		return Token{}, &Error{Kind: KindTransient}
 	}
 	m.mu.Lock()

@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -470,7 +471,7 @@ func TestTokenNeverInState(t *testing.T) {
 			t.Fatalf("state renders a token: %s", got)
 		}
 	}
-	if (Token{Value: "ghs_secret"}).String() != "[token]" {
+	if (Token{Secret: "ghs_secret"}).String() != "[token]" || fmt.Sprintf("%v %+v %#v", Token{Secret: "ghs_secret"}, Token{Secret: "ghs_secret"}, Token{Secret: "ghs_secret"}) != "[token] [token] [token]" {
 		t.Fatal("token renders its value")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"path"
 	"strings"
@@ -64,6 +65,29 @@ func cleanPaths(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// jsonBody reports whether a request's Content-Type allows a JSON body:
+// absent, or exactly one application/json header whose only parameter, if
+// any, is charset=utf-8.
+func jsonBody(h http.Header) bool {
+	v := h.Values("Content-Type")
+	if len(v) == 0 {
+		return true
+	}
+	if len(v) != 1 {
+		return false
+	}
+	mt, params, err := mime.ParseMediaType(v[0])
+	if err != nil || mt != "application/json" {
+		return false
+	}
+	for k, val := range params {
+		if k != "charset" || !strings.EqualFold(val, "utf-8") {
+			return false
+		}
+	}
+	return true
 }
 
 // poolOf names the pool of a configured Worker id ("" if unknown).
@@ -157,6 +181,10 @@ func (g *Gate) handleReady(w http.ResponseWriter, r *http.Request) {
 
 // handleSubmit validates a task, resolves its policy and persists the job.
 func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	if !jsonBody(r.Header) {
+		writeError(w, errMediaType)
+		return
+	}
 	if r.ContentLength > MaxBodyBytes {
 		writeError(w, errTooLarge) // declared too large: refused before any of it is read
 		return

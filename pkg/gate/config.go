@@ -42,6 +42,9 @@ type Config struct {
 	DefaultExecution  policy.Execution   `json:"default_execution"`
 	Workers           []WorkerConfig     `json:"workers"`
 	Repositories      []RepositoryConfig `json:"repositories"`
+	// Delivery, when present, turns on automatic delivery of public-source
+	// candidates; nil leaves jobs candidate-only.
+	Delivery *DeliveryConfig `json:"delivery,omitempty"`
 }
 
 // WorkerConfig registers one Worker: its pool, the environment variable
@@ -76,6 +79,7 @@ func cfgErr(field, format string, args ...any) error {
 type Secrets struct {
 	owner   [sha256.Size]byte
 	workers [][sha256.Size]byte // by index in Config.Workers
+	app     *appCredentials     // delivery's App identity, nil without delivery
 }
 
 // LoadConfig reads gate.json from r the configfile way (bounded, version
@@ -88,6 +92,11 @@ func LoadConfig(r io.Reader, getenv func(string) string) (*Config, *Secrets, err
 	s, err := c.secrets(getenv)
 	if err != nil {
 		return nil, nil, err
+	}
+	if c.Delivery != nil {
+		if s.app, err = c.Delivery.loadAppCredentials(getenv); err != nil {
+			return nil, nil, err
+		}
 	}
 	return &c, s, nil
 }
@@ -186,6 +195,9 @@ func (c *Config) Validate() error {
 		if err := r.Execution.Validate(); err != nil {
 			return cfgErr(f+".execution", "%v", err)
 		}
+	}
+	if c.Delivery != nil {
+		return c.Delivery.validate(c.OwnerTokenEnv, c.Workers)
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ var (
 	errMethod        = &apiError{http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route"}
 	errTooLarge      = &apiError{http.StatusRequestEntityTooLarge, "too_large", "request body exceeds 1 MiB"}
 	errInvalidJSON   = &apiError{http.StatusBadRequest, "invalid_json", "request body is not acceptable strict JSON"}
+	errMediaType     = &apiError{http.StatusUnsupportedMediaType, "unsupported_media_type", "request body must be application/json"}
 	errUnknownRepo   = &apiError{http.StatusBadRequest, "invalid_task", "repository_id is not registered"}
 	errNotWebSocket  = &apiError{http.StatusBadRequest, "not_websocket", "this route takes a WebSocket upgrade (version 13)"}
 	errNotReady      = &apiError{http.StatusServiceUnavailable, "not_ready", "gate is not ready"}

@@ -122,9 +122,10 @@ type call struct {
 	method string
 	path   string // already escaped
 	query  url.Values
-	auth   string // the bearer credential
-	body   any    // JSON-encoded when non-nil
-	want   []int  // success statuses
+	auth   string      // the bearer credential
+	header http.Header // extra request headers (If-None-Match)
+	body   any         // JSON-encoded when non-nil
+	want   []int       // success statuses
 	// mutation: serialized and spaced. retryUncertain: a 5xx or lost
 	// response may be retried (the repeat is harmless); otherwise the
 	// caller must read state before trying again.
@@ -185,7 +186,7 @@ func (c *Client) do(ctx context.Context, k call) (*response, error) {
 			// A limited request was not carried out, so even a
 			// mutation may be repeated.
 			if last || wait > c.maxWait {
-				return nil, &APIError{Op: k.op, Status: resp.status, Class: ClassRateLimited, msg: msg}
+				return nil, &APIError{Op: k.op, Status: resp.status, Class: ClassRateLimited, RetryAfter: wait, msg: msg}
 			}
 			if c.sleep(ctx, wait) != nil {
 				return nil, &APIError{Op: k.op, Status: resp.status, Class: ClassRateLimited, msg: msg}
@@ -222,6 +223,9 @@ func (c *Client) send(ctx context.Context, k call, body []byte) (*response, erro
 	req.Header.Set("User-Agent", userAgent)
 	if k.auth != "" {
 		req.Header.Set("Authorization", "Bearer "+k.auth)
+	}
+	for name, v := range k.header {
+		req.Header[name] = v
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

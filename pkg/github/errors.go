@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Class is the fixed category of a failed API call; callers branch on it
@@ -32,7 +33,10 @@ type APIError struct {
 	Op     string // fixed operation name chosen by this package
 	Status int    // HTTP status, 0 when no response arrived
 	Class  Class
-	msg    string // GitHub's message and errors[].message, redacted
+	// RetryAfter, for ClassRateLimited, is how long GitHub asked to wait
+	// (0 when it did not say).
+	RetryAfter time.Duration
+	msg        string // GitHub's message and errors[].message, redacted
 }
 
 func (e *APIError) Error() string {

@@ -28,6 +28,8 @@ type PullRequest struct {
 	// longer knows it, e.g. a deleted fork).
 	HeadRepo string
 	BaseRef  string
+	// MergeCommitSHA is the merge commit once Merged ("" otherwise).
+	MergeCommitSHA string
 }
 
 // Open reports whether the PR is open.
@@ -38,6 +40,7 @@ type pullJSON struct {
 	State    string  `json:"state"`
 	MergedAt *string `json:"merged_at"`
 	HTMLURL  string  `json:"html_url"`
+	MergeSHA *string `json:"merge_commit_sha"`
 	Head     struct {
 		Ref  string `json:"ref"`
 		SHA  string `json:"sha"`
@@ -56,9 +59,12 @@ func (j *pullJSON) pull(owner, repo string) (*PullRequest, bool) {
 	if j.Head.Repo != nil {
 		p.HeadRepo = j.Head.Repo.FullName
 	}
+	if p.Merged && j.MergeSHA != nil {
+		p.MergeCommitSHA = *j.MergeSHA
+	}
 	ok := p.Number > 0 && (p.State == "open" || p.State == "closed") &&
 		strings.EqualFold(p.URL, GitBase+"/"+owner+"/"+repo+"/pull/"+strconv.Itoa(p.Number)) &&
-		ident.ValidSHA(p.HeadSHA) && len(p.HeadRef) <= 255 && len(p.BaseRef) <= 255 && len(p.HeadRepo) <= 256
+		ident.ValidSHA(p.HeadSHA) && (p.MergeCommitSHA == "" || ident.ValidSHA(p.MergeCommitSHA)) && len(p.HeadRef) <= 255 && len(p.BaseRef) <= 255 && len(p.HeadRepo) <= 256
 	return p, ok
 }
 

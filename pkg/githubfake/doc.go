@@ -24,5 +24,5 @@
 // github.com, api.github.com, localhost and 127.0.0.1; the e2e scripts
 // bind-mount a CA bundle that also trusts that CA (see scripts/lib/netns.sh).
 //
-// The program in cmd/fake-github wraps this package for shell scripts.
+// The program testdata/fake-github wraps this package for shell scripts.
 package githubfake

@@ -100,7 +100,7 @@ func validDelivery(d Delivery) error {
 }
 
 func validTarget(t *DeliveryTarget) bool {
-	return t == nil || (ident.ValidID(t.Owner) && ident.ValidID(t.Repo) && ident.ValidBranch(t.BaseBranch))
+	return t == nil || (ident.ValidGitHubOwner(t.Owner) && ident.ValidGitHubRepo(t.Repo) && ident.ValidBranch(t.BaseBranch))
 }
 
 // succeedCoding records the success of a coding attempt on job seq: the

@@ -52,7 +52,7 @@ func TestCodingSuccessStartsDelivery(t *testing.T) {
 		t.Fatalf("active %+v %v", active, err)
 	}
 
-	// Without a target the candidate is the result, as before.
+	// Without a target the candidate is the result and the job succeeds.
 	mustSubmit(t, s, NewJob{ID: "c2", Kind: KindCoding, Task: []byte(`{}`), Pool: "coding", RepositoryID: "repo",
 		Policy: testPolicy(time.Minute, time.Second, 1, "reference")}, t0)
 	l, err := s.Lease(bg, "worker-1", gen(1), "coding", []string{"reference"}, []string{"repo"}, t0)

@@ -18,7 +18,7 @@ import (
 // more and reflect over every field. The walk relies on what Check
 // established and produces exactly what encoding/json would
 // (FuzzFastDecodeMatches); for anything else, or anything unexpected, it
-// gives up and encoding/json decodes the message as before.
+// gives up and encoding/json decodes the message instead.
 
 var (
 	envelopeType = reflect.TypeOf(Envelope{})

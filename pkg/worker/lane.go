@@ -428,7 +428,7 @@ func (w *Worker) pluginIDs() []string {
 }
 
 // repositoryIDs lists the repositories a lane advertises: none until this
-// Worker has a coding executor (issue #5), so Gate never routes coding jobs
+// Worker has a coding executor, so Gate never routes coding jobs
 // here.
 func (w *Worker) repositoryIDs() []string {
 	ids := []string{}

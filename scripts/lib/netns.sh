@@ -44,7 +44,7 @@ netns_setup() {
   command -v ip >/dev/null || fail "netns: ip (iproute2) is required"
   ip link set lo up || fail "netns: cannot bring up lo"
   [ -f /etc/ssl/certs/ca-certificates.crt ] || fail "netns: /etc/ssl/certs/ca-certificates.crt is missing (package ca-certificates)"
-  go build -o "$bin/fake-github" ./pkg/githubfake/cmd/fake-github || fail "build fake-github"
+  go build -o "$bin/fake-github" ./testdata/fake-github || fail "build fake-github"
   "$bin/fake-github" pki "$tmp/pki" || fail "netns: test PKI"
   printf '127.0.0.1 localhost github.com api.github.com\n::1 localhost\n' >"$tmp/hosts"
   cat /etc/ssl/certs/ca-certificates.crt "$tmp/pki/ca.pem" >"$tmp/ca-bundle.crt"

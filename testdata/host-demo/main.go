@@ -2,7 +2,7 @@
 // runner (pkg/plugin/host), under the Linux child-subreaper wrapper, and
 // prints every frame exchanged:
 //
-//	go run ./pkg/plugin/host/testdata/demo -plugin bin/forge-ref-plugin
+//	go run ./testdata/host-demo -plugin bin/forge-ref-plugin
 //
 // It is also the small wrapper binary the host tests and benchmarks use:
 // its first argument may select reaper mode.
