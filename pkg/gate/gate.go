@@ -129,8 +129,23 @@ func (g *Gate) fail(err error) {
 	close(g.failed)
 }
 
+// storeFailed is the one path for a store error that is not a typed
+// rejection: it reports whether err is one and, unless the Gate is already
+// stopping (a closed store, a cancelled context), stops the Gate with it.
+// Every caller then answers "unavailable" (or closes the connection).
+func (g *Gate) storeFailed(err error) bool {
+	if !storeFailure(err) {
+		return false
+	}
+	if !errors.Is(err, store.ErrClosed) && !errors.Is(err, context.Canceled) &&
+		!errors.Is(err, context.DeadlineExceeded) && g.ctx.Err() == nil {
+		g.fail(err)
+	}
+	return true
+}
+
 // storeFailure reports whether err is an unexpected store error (not a
-// typed rejection). Such errors stop the Gate.
+// typed rejection). Such errors stop the Gate (storeFailed).
 func storeFailure(err error) bool {
 	for _, typed := range []error{store.ErrNotFound, store.ErrStale, store.ErrExpired, store.ErrConflict,
 		store.ErrInvalid, store.ErrLaneBusy} {
