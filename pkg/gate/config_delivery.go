@@ -112,3 +112,9 @@ func (d *DeliveryConfig) loadAppCredentials(getenv func(string) string) (*appCre
 	}
 	return &appCredentials{appID: id, key: key}, nil
 }
+
+// gitHubRepository names the GitHub repository jobs of r are delivered
+// to: only a public-source repository (repository_url) has one.
+func (r *RepositoryConfig) gitHubRepository() (owner, name string, ok bool) {
+	return "", "", false
+}

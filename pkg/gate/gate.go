@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
+	"github.com/0k-lab/agent-forge/pkg/delivery"
 	"github.com/0k-lab/agent-forge/pkg/policy"
 	"github.com/0k-lab/agent-forge/pkg/store"
 )
@@ -49,7 +50,9 @@ type Gate struct {
 	readied chan struct{} // closed when Start has succeeded
 	lanes   registry
 	act     *activity.Store // live activity of current leases, memory only (activity.go)
-	due     chan time.Time  // earlier wake-up requests for the sweeper
+	// delivery drives automatic deliveries (deliver.go); nil without them.
+	delivery *delivery.Runner
+	due      chan time.Time // earlier wake-up requests for the sweeper
 
 	ctx     context.Context // cancelled when the Gate stops
 	stop    context.CancelFunc
@@ -104,6 +107,9 @@ func (g *Gate) Start(ctx context.Context) error {
 		return fmt.Errorf("gate: startup sweep: %w", err)
 	}
 	g.log.Info("recovered", "expired", len(res.Expired))
+	if err := g.resumeDeliveries(); err != nil {
+		return fmt.Errorf("gate: resume deliveries: %w", err)
+	}
 	if res.HasNext {
 		g.noteDue(res.NextDue)
 	}
@@ -178,6 +184,10 @@ func (g *Gate) Serve(ctx context.Context, ln net.Listener) error {
 	if err == nil {
 		g.wg.Add(1)
 		go g.sweeper()
+		if g.delivery != nil {
+			g.wg.Add(1)
+			go g.deliveryLoop()
+		}
 		select {
 		case <-ctx.Done():
 		case <-g.failed:
@@ -192,6 +202,9 @@ func (g *Gate) Serve(ctx context.Context, ln net.Listener) error {
 	g.stop()
 	g.lanes.closeAll()
 	g.wg.Wait()
+	if g.delivery != nil {
+		g.delivery.Wait()
+	}
 	g.failMu.Lock()
 	defer g.failMu.Unlock()
 	if g.failErr != nil {
