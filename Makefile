@@ -8,7 +8,7 @@ CMDS := $(notdir $(wildcard cmd/*))
 E2E := $(sort $(wildcard scripts/e2e.sh scripts/*-e2e.sh))
 FUZZTIME ?= 10s
 
-.PHONY: build test tools vet unit lint-workflows e2e demo bench fuzz clean
+.PHONY: build test tools vet unit lint-workflows e2e demo bench fuzz fuzz-short clean
 
 build:
 	@mkdir -p $(BIN)
@@ -33,7 +33,7 @@ e2e: build
 lint-workflows:
 	@scripts/lint-workflows.sh
 
-test: tools vet unit lint-workflows e2e
+test: tools vet unit fuzz-short lint-workflows e2e
 
 demo: build
 	@scripts/demo.sh
@@ -50,6 +50,11 @@ bench:
 
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)
+
+# A short pass of every fuzz target, one worker each (part of `make test`):
+# a count, not a duration, so a loaded machine only makes it slower.
+fuzz-short:
+	@FUZZ_PARALLEL=1 scripts/fuzz.sh 2000x
 
 clean:
 	rm -rf $(BIN)

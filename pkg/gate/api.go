@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"path"
 	"strings"
@@ -30,12 +31,14 @@ func (g *Gate) Handler() http.Handler {
 	mux.HandleFunc("/v1/jobs/{id}/aggregate", g.owner(http.MethodGet, g.handleAggregate))
 	mux.HandleFunc(wire.Path, g.handleWorker)
 	// The debug viewer: a public static shell under /debug/ and owner-only
-	// JSON reads under /v1/debug/ (the same owner check as the API).
-	viewer := debugview.New(debugview.FromStore(g.st, g.poolOf), func(r *http.Request) bool {
+	// JSON reads under /v1/debug/ (the same owner check as the API, and
+	// not_ready until the startup sweep is done). Its store reads take the
+	// Gate's one path for a store failure.
+	viewer := debugview.New(debugReader{debugview.FromStore(g.st, g.poolOf), g}, func(r *http.Request) bool {
 		return g.sec.identify(r).owner
 	}, g.now, debugview.WithActivity(g.act))
 	mux.Handle("/debug/", viewer)
-	mux.Handle("/v1/debug/", viewer)
+	mux.Handle("/v1/debug/", g.readyFor(viewer))
 	// Without these, ServeMux redirects "/debug" to "/debug/" (HTML body).
 	mux.HandleFunc("/debug", notFound)
 	mux.HandleFunc("/v1/debug", notFound)
@@ -62,6 +65,29 @@ func cleanPaths(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// jsonBody reports whether a request's Content-Type allows a JSON body:
+// absent, or exactly one application/json header whose only parameter, if
+// any, is charset=utf-8.
+func jsonBody(h http.Header) bool {
+	v := h.Values("Content-Type")
+	if len(v) == 0 {
+		return true
+	}
+	if len(v) != 1 {
+		return false
+	}
+	mt, params, err := mime.ParseMediaType(v[0])
+	if err != nil || mt != "application/json" {
+		return false
+	}
+	for k, val := range params {
+		if k != "charset" || !strings.EqualFold(val, "utf-8") {
+			return false
+		}
+	}
+	return true
 }
 
 // poolOf names the pool of a configured Worker id ("" if unknown).
@@ -94,6 +120,53 @@ func (g *Gate) owner(method string, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// readyFor answers an owner's request 503 not_ready until the Gate is
+// ready; anything else goes to h (which refuses it without the owner
+// token).
+func (g *Gate) readyFor(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.ready.Load() && g.sec.identify(r).owner {
+			writeError(w, errNotReady)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// debugReader is the viewer's store Reader; a store failure behind any
+// read stops the Gate (storeFailed), and the viewer answers unavailable.
+type debugReader struct {
+	debugview.Reader
+	g *Gate
+}
+
+func (r debugReader) check(err error) error {
+	if err != nil && !errors.Is(err, debugview.ErrNotFound) {
+		r.g.storeFailed(err)
+	}
+	return err
+}
+
+func (r debugReader) DebugJobs(ctx context.Context, afterID string, limit int) ([]debugview.Job, error) {
+	j, err := r.Reader.DebugJobs(ctx, afterID, limit)
+	return j, r.check(err)
+}
+
+func (r debugReader) DebugLanes(ctx context.Context, after string, limit int) ([]debugview.Lane, error) {
+	l, err := r.Reader.DebugLanes(ctx, after, limit)
+	return l, r.check(err)
+}
+
+func (r debugReader) DebugJob(ctx context.Context, id string) (debugview.Job, []debugview.Attempt, error) {
+	j, a, err := r.Reader.DebugJob(ctx, id)
+	return j, a, r.check(err)
+}
+
+func (r debugReader) DebugEvents(ctx context.Context, id string, afterSeq int64, limit int) ([]debugview.Event, error) {
+	e, err := r.Reader.DebugEvents(ctx, id, afterSeq, limit)
+	return e, r.check(err)
+}
+
 func (g *Gate) handleReady(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		writeError(w, errMethod)
@@ -108,6 +181,10 @@ func (g *Gate) handleReady(w http.ResponseWriter, r *http.Request) {
 
 // handleSubmit validates a task, resolves its policy and persists the job.
 func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	if !jsonBody(r.Header) {
+		writeError(w, errMediaType)
+		return
+	}
 	if r.ContentLength > MaxBodyBytes {
 		writeError(w, errTooLarge) // declared too large: refused before any of it is read
 		return
@@ -138,6 +215,12 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		repo, ok := g.repos[t.RepositoryID]
 		if !ok {
 			writeError(w, errUnknownRepo)
+			return
+		}
+		// A public source is cloned or fetched, and its base checked,
+		// before any job exists.
+		if err := g.prepareSource(r.Context(), repo, t.BaseSHA); err != nil {
+			writeError(w, err)
 			return
 		}
 		nj.RepositoryID, nj.Pool, nj.Policy, plugin = repo.ID, repo.WorkerPool, g.repoPolicy[repo.ID], repo.Execution.PluginID
@@ -246,12 +329,8 @@ func (g *Gate) storeError(w http.ResponseWriter, err error) {
 		writeError(w, errNotFound)
 	case errors.Is(err, store.ErrInvalid):
 		writeError(w, invalidTask("task", "rejected by the store"))
-	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
-		writeError(w, errUnavailable)
 	default:
-		if storeFailure(err) {
-			g.fail(err)
-		}
+		g.storeFailed(err)
 		writeError(w, errUnavailable)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/delivery"
+	"github.com/0k-lab/agent-forge/pkg/github"
 	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
@@ -28,6 +29,26 @@ func (g *Gate) EnableDelivery(gh delivery.GitHub) error {
 	}
 	g.delivery = delivery.NewRunner(m, deliveryStore{g}, gateClock{g.now}, g.log, g.deliveryStoreError)
 	return nil
+}
+
+// gitHubApp is the real GitHub for delivery: pkg/github's client with the
+// App credentials read at load, pushing from the public-source bare
+// repositories with git_executable; tmp is a private directory for the
+// push mirrors.
+func (g *Gate) gitHubApp(tmp string) *delivery.App {
+	return &delivery.App{
+		API: github.New(nil, g.now, github.Options{}), AppID: g.sec.app.appID, Key: g.sec.app.key, Now: g.now,
+		Git: g.cfg.GitExecutable, GitTimeout: g.cfg.DefaultExecution.GitTimeout.Std(),
+		GitOutputBytes: g.cfg.DefaultExecution.GitOutputBytes, TempDir: tmp,
+		Local: func(repo delivery.Repo) (string, bool) {
+			for _, r := range g.repos {
+				if owner, name, ok := r.gitHubRepository(); ok && owner == repo.Owner && name == repo.Name && r.preparedPath != "" {
+					return r.preparedPath, true
+				}
+			}
+			return "", false
+		},
+	}
 }
 
 // deliveryTarget is where jobs of r are delivered: nil without delivery

@@ -89,7 +89,7 @@ func TestDeliveryResumesAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, sec := testConfig(t, func(m map[string]any) { m["delivery"] = deliverySection(key) })
+	cfg, sec := testConfig(t, func(m map[string]any) { withDelivery(t, m, deliverySection(key)) })
 	now := time.Now()
 	if _, err := st.Submit(context.Background(), store.NewJob{ID: "j1", Kind: store.KindCoding, Task: []byte(`{}`),
 		Pool: "coding", RepositoryID: "agent-forge", Policy: mustRepoPolicy(t, cfg),

@@ -2,7 +2,6 @@ package gate
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/wire"
@@ -123,9 +122,7 @@ func (g *Gate) afterLease(l *lane, ls *store.Lease, err error) (again bool) {
 	}
 	g.lanes.mu.Unlock()
 	if err != nil {
-		if storeFailure(err) && !errors.Is(err, store.ErrClosed) && g.ctx.Err() == nil {
-			g.fail(err)
-		}
+		g.storeFailed(err)
 		return false
 	}
 	switch step {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/delivery"
 	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/source"
 	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
@@ -45,6 +47,7 @@ type Gate struct {
 	textPolicy  []byte            // canonical policy of text jobs
 	repoPolicy  map[string][]byte // canonical policy of coding jobs per repository
 	workerConns []atomic.Int32    // open connections per worker (by index)
+	sources     *source.Preparer  // public-source repositories (nil without any)
 
 	ready   atomic.Bool
 	readied chan struct{} // closed when Start has succeeded
@@ -91,6 +94,9 @@ func New(cfg *Config, sec *Secrets, st *store.Store, log *slog.Logger, now func(
 		g.repos[r.ID] = r
 		g.repoPolicy[r.ID] = p.Canonical()
 	}
+	if err := g.openSources(); err != nil {
+		return nil, err
+	}
 	return g, nil
 }
 
@@ -130,8 +136,23 @@ func (g *Gate) fail(err error) {
 	close(g.failed)
 }
 
+// storeFailed is the one path for a store error that is not a typed
+// rejection: it reports whether err is one and, unless the Gate is already
+// stopping (a closed store, a cancelled context), stops the Gate with it.
+// Every caller then answers "unavailable" (or closes the connection).
+func (g *Gate) storeFailed(err error) bool {
+	if !storeFailure(err) {
+		return false
+	}
+	if !errors.Is(err, store.ErrClosed) && !errors.Is(err, context.Canceled) &&
+		!errors.Is(err, context.DeadlineExceeded) && g.ctx.Err() == nil {
+		g.fail(err)
+	}
+	return true
+}
+
 // storeFailure reports whether err is an unexpected store error (not a
-// typed rejection). Such errors stop the Gate.
+// typed rejection). Such errors stop the Gate (storeFailed).
 func storeFailure(err error) bool {
 	for _, typed := range []error{store.ErrNotFound, store.ErrStale, store.ErrExpired, store.ErrConflict,
 		store.ErrInvalid, store.ErrLaneBusy} {
@@ -154,6 +175,16 @@ func Run(ctx context.Context, cfg *Config, sec *Secrets, log *slog.Logger, now f
 	g, err := New(cfg, sec, st, log, now)
 	if err != nil {
 		return err
+	}
+	if cfg.Delivery != nil {
+		tmp, err := os.MkdirTemp("", "forge-delivery-")
+		if err != nil {
+			return errors.New("gate: delivery: cannot create its private directory")
+		}
+		defer os.RemoveAll(tmp)
+		if err := g.EnableDelivery(g.gitHubApp(tmp)); err != nil {
+			return err
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -205,6 +236,7 @@ func (g *Gate) Serve(ctx context.Context, ln net.Listener) error {
 	if g.delivery != nil {
 		g.delivery.Wait()
 	}
+	g.closeSources()
 	g.failMu.Lock()
 	defer g.failMu.Unlock()
 	if g.failErr != nil {

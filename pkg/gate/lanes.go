@@ -248,9 +248,7 @@ func (g *Gate) serveLane(c *wire.Conn, worker int) {
 	g.lanes.connectMu.Lock()
 	if err := g.st.ConnectLane(g.ctx, l.name, wc.ID, h.Slot, l.generation, g.now()); err != nil {
 		g.lanes.connectMu.Unlock()
-		if storeFailure(err) && g.ctx.Err() == nil {
-			g.fail(err)
-		}
+		g.storeFailed(err)
 		return
 	}
 	old := g.lanes.install(l)
@@ -294,9 +292,8 @@ func (g *Gate) disconnect(l *lane) {
 	// Gate stops; a closed store answers ErrClosed, which is fine.
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	if _, err := g.st.DisconnectLane(ctx, l.name, l.generation, g.now()); err != nil &&
-		storeFailure(err) && !errors.Is(err, store.ErrClosed) && g.ctx.Err() == nil {
-		g.fail(err)
+	if _, err := g.st.DisconnectLane(ctx, l.name, l.generation, g.now()); err != nil {
+		g.storeFailed(err)
 	}
 	g.log.Info("lane disconnected", "lane", l.name)
 }
@@ -331,7 +328,11 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		// attempt is well-formed but unusable.
 		var opt evidence.Options
 		usable := false
-		if j, err := g.st.Job(g.ctx, e.Evidence.JobID); err == nil && j.Kind == string(wire.KindCoding) {
+		j, err := g.st.Job(g.ctx, e.Evidence.JobID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return g.rejectStoreErr(err, reply)
+		}
+		if err == nil && j.Kind == string(wire.KindCoding) {
 			opt.BaseSHA = j.BaseSHA
 			opt.ArgCounts, err = argCounts(j.Tests)
 			usable = err == nil
@@ -403,18 +404,24 @@ func argCounts(tests json.RawMessage) ([]int, error) {
 // check passed on it, pkg/evidence) and not the job's base. A result for
 // an attempt this lane does not hold leased is left to the store's fence
 // (stale, expired, or a replay of what was recorded).
-func (g *Gate) candidateBacked(l *lane, r *wire.Result) bool {
+//
+// An unknown job is left to the fence too; any other store error is
+// returned (the Gate's store-failure path).
+func (g *Gate) candidateBacked(l *lane, r *wire.Result) (bool, error) {
 	agg, err := g.st.Aggregate(g.ctx, r.JobID)
+	if errors.Is(err, store.ErrNotFound) {
+		return true, nil
+	}
 	if err != nil {
-		return true
+		return false, err
 	}
 	for _, a := range agg.Attempts {
 		if a.ID == r.AttemptID && a.Status == store.AttemptLeased && a.WorkerID == l.name {
 			c := evidence.CreatedCandidate(a.Evidence)
-			return c != "" && c == r.CandidateSHA && c != agg.Job.BaseSHA
+			return c != "" && c == r.CandidateSHA && c != agg.Job.BaseSHA, nil
 		}
 	}
-	return true
+	return true, nil
 }
 
 // handleResult records a result. A result ends the lane's attempt on the
@@ -426,8 +433,17 @@ func (g *Gate) candidateBacked(l *lane, r *wire.Result) bool {
 func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
 	f := store.Fence{JobID: r.JobID, AttemptID: r.AttemptID, Lane: l.name, Generation: l.generation}
 	out, err := outcome(r)
-	if err != nil || out.CandidateSHA != "" && !g.candidateBacked(l, r) {
+	if err != nil {
 		return reply(false, nil, wire.RejectInvalid)
+	}
+	if out.CandidateSHA != "" {
+		backed, err := g.candidateBacked(l, r)
+		if err != nil {
+			return g.rejectStoreErr(err, reply)
+		}
+		if !backed {
+			return reply(false, nil, wire.RejectInvalid)
+		}
 	}
 	g.lanes.mu.Lock()
 	kind := l.beginResult(r.JobID, r.AttemptID)
@@ -526,9 +542,7 @@ func (g *Gate) release(l *lane, jobID, attemptID string) {
 	defer cancel()
 	r, err := g.st.Release(ctx, store.Fence{JobID: jobID, AttemptID: attemptID, Lane: l.name, Generation: l.generation}, g.now())
 	if err != nil {
-		if storeFailure(err) && !errors.Is(err, store.ErrClosed) && g.ctx.Err() == nil {
-			g.fail(err)
-		}
+		g.storeFailed(err)
 		return
 	}
 	g.log.Info("lease returned unstarted", "lane", l.name)
@@ -549,14 +563,17 @@ func (l *lane) encodeLease(ls *store.Lease) ([]byte, error) {
 			Lane: l.name, Generation: l.generation, Version: l.activity, Deadline: ls.DeadlineAt})
 	}
 	branch := ""
-	if r := l.registered[ls.RepositoryID]; r != nil && ls.Kind == string(wire.KindCoding) {
+	r := l.registered[ls.RepositoryID]
+	if r != nil && ls.Kind == string(wire.KindCoding) {
 		branch = r.DefaultBranch
 	}
-	return wire.EncodeLease(&wire.Lease{
+	lease := &wire.Lease{
 		JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
 		DeadlineAt: ls.DeadlineAt.UTC(), Kind: wire.Kind(ls.Kind),
 		Policy: ls.Policy, Task: ls.Task, DefaultBranch: branch, ActivityVersion: l.activity,
-	})
+	}
+	leaseSource(r, lease)
+	return wire.EncodeLease(lease)
 }
 
 // rejectStoreErr maps a store rejection to a wire reject code; an
@@ -573,8 +590,6 @@ func (g *Gate) rejectStoreErr(err error, reply func(bool, *wire.Ack, wire.Reject
 		return reply(false, nil, wire.RejectInvalid)
 	}
 	reply(false, nil, wire.RejectUnavailable)
-	if g.ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
-		g.fail(err)
-	}
+	g.storeFailed(err)
 	return false
 }

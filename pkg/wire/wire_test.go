@@ -336,8 +336,17 @@ func FuzzDecode(f *testing.F) {
 }
 
 func FuzzParseTask(f *testing.F) {
-	f.Add([]byte(`{"input":"hello"}`))
-	f.Add([]byte(`{"repository_id":"r","base_sha":"0123456789abcdef0123456789abcdef01234567","instruction":"x","tests":[["go"]],"commit_author_name":"A","commit_author_email":"a@b.c"}`))
+	files, err := filepath.Glob("testdata/task/*.json")
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no task seeds: %v", err)
+	}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		k, canon, err := ParseTask(data)
 		if err != nil {
