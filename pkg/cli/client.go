@@ -179,11 +179,15 @@ func transportFailure(ctx context.Context, err error) error {
 	return &failure{code: ExitErr, msg: "cannot reach the Gate: " + reason, hint: hint, transient: true}
 }
 
-// gateError is the documented error body.
+// gateError is the documented error body; phase, reason and retryable
+// come with source_failed only.
 type gateError struct {
 	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		Phase     string `json:"phase"`
+		Reason    string `json:"reason"`
+		Retryable *bool  `json:"retryable"`
 	} `json:"error"`
 }
 
@@ -205,6 +209,14 @@ func (cl *client) statusFailure(resp *http.Response) error {
 	// must not make the CLI print the token.
 	if m := printable(ge.Error.Message, 256); m != "" && !strings.Contains(m, cl.token) {
 		msg += ": " + m
+	}
+	if ident.ValidCode(ge.Error.Phase) && ident.ValidCode(ge.Error.Reason) && ge.Error.Retryable != nil &&
+		!strings.Contains(ge.Error.Phase+ge.Error.Reason, cl.token) {
+		msg += " (phase " + ge.Error.Phase + ", reason " + ge.Error.Reason
+		if *ge.Error.Retryable {
+			msg += ", retryable"
+		}
+		msg += ")"
 	}
 	f := &failure{code: ExitErr, msg: msg, transient: transient}
 	switch resp.StatusCode {

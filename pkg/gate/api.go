@@ -217,7 +217,14 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errUnknownRepo)
 			return
 		}
+		// A public source is cloned or fetched, and its base checked,
+		// before any job exists.
+		if err := g.prepareSource(r.Context(), repo, t.BaseSHA); err != nil {
+			writeError(w, err)
+			return
+		}
 		nj.RepositoryID, nj.Pool, nj.Policy, plugin = repo.ID, repo.WorkerPool, g.repoPolicy[repo.ID], repo.Execution.PluginID
+		nj.Delivery = g.deliveryTarget(repo)
 	} else {
 		nj.Pool, nj.Policy, plugin = g.cfg.DefaultPool, g.textPolicy, g.cfg.DefaultExecution.PluginID
 	}

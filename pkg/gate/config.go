@@ -42,6 +42,11 @@ type Config struct {
 	DefaultExecution  policy.Execution   `json:"default_execution"`
 	Workers           []WorkerConfig     `json:"workers"`
 	Repositories      []RepositoryConfig `json:"repositories"`
+	// Public sources (config_source.go): where prepared bare repositories
+	// live and the git that prepares them. Both are required when a
+	// repository has a repository_url.
+	PublicRepositoryRoot string `json:"public_repository_root,omitempty"`
+	GitExecutable        string `json:"git_executable,omitempty"`
 	// Delivery, when present, turns on automatic delivery of public-source
 	// candidates; nil leaves jobs candidate-only.
 	Delivery *DeliveryConfig `json:"delivery,omitempty"`
@@ -62,6 +67,11 @@ type RepositoryConfig struct {
 	DefaultBranch string           `json:"default_branch"`
 	WorkerPool    string           `json:"worker_pool"`
 	Execution     policy.Execution `json:"execution"`
+	// RepositoryURL makes this a public-source repository the Gate clones
+	// and fetches (config_source.go); empty for a static registration.
+	RepositoryURL string `json:"repository_url,omitempty"`
+
+	preparedPath string // set by New for a public source: its bare repository
 }
 
 // ConfigError is a refused gate.json: it names the field and why, never a
@@ -87,6 +97,9 @@ type Secrets struct {
 func LoadConfig(r io.Reader, getenv func(string) string) (*Config, *Secrets, error) {
 	var c Config
 	if err := configFormat.Load(r, &c); err != nil {
+		return nil, nil, err
+	}
+	if err := c.checkSourceHost(); err != nil {
 		return nil, nil, err
 	}
 	s, err := c.secrets(getenv)
@@ -196,8 +209,11 @@ func (c *Config) Validate() error {
 			return cfgErr(f+".execution", "%v", err)
 		}
 	}
+	if err := c.validateSources(); err != nil {
+		return err
+	}
 	if c.Delivery != nil {
-		return c.Delivery.validate(c.OwnerTokenEnv, c.Workers)
+		return c.Delivery.validate(c.OwnerTokenEnv, c.GitExecutable, c.Workers)
 	}
 	return nil
 }

@@ -563,14 +563,17 @@ func (l *lane) encodeLease(ls *store.Lease) ([]byte, error) {
 			Lane: l.name, Generation: l.generation, Version: l.activity, Deadline: ls.DeadlineAt})
 	}
 	branch := ""
-	if r := l.registered[ls.RepositoryID]; r != nil && ls.Kind == string(wire.KindCoding) {
+	r := l.registered[ls.RepositoryID]
+	if r != nil && ls.Kind == string(wire.KindCoding) {
 		branch = r.DefaultBranch
 	}
-	return wire.EncodeLease(&wire.Lease{
+	lease := &wire.Lease{
 		JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
 		DeadlineAt: ls.DeadlineAt.UTC(), Kind: wire.Kind(ls.Kind),
 		Policy: ls.Policy, Task: ls.Task, DefaultBranch: branch, ActivityVersion: l.activity,
-	})
+	}
+	leaseSource(r, lease)
+	return wire.EncodeLease(lease)
 }
 
 // rejectStoreErr maps a store rejection to a wire reject code; an

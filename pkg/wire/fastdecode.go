@@ -169,6 +169,10 @@ func (r *checked) lease(l *Lease) bool {
 			return r.raw(&l.Task)
 		case "default_branch":
 			return r.strTo(&l.DefaultBranch)
+		case "repository_path":
+			return r.strTo(&l.RepositoryPath)
+		case "base_sha":
+			return r.strTo(&l.BaseSHA)
 		case "activity_version":
 			return r.strTo(&l.ActivityVersion)
 		case "activity":

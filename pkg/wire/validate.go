@@ -174,6 +174,9 @@ func (l *Lease) Validate() error {
 	if l.DefaultBranch != "" && (l.Kind != KindCoding || !ident.ValidBranch(l.DefaultBranch)) {
 		return fieldErr("lease.default_branch", "a branch name, on coding leases only")
 	}
+	if err := l.checkSource(); err != nil {
+		return err
+	}
 	var err error
 	switch l.Kind {
 	case KindText:
@@ -278,4 +281,22 @@ func (c *Cancel) Validate() error {
 		return nil
 	}
 	return fieldErr("cancel.reason", "unknown reason")
+}
+
+// checkSource checks a lease's public-source fields: both or neither, on
+// coding leases only, a repository path and a full SHA.
+func (l *Lease) checkSource() error {
+	if l.RepositoryPath == "" && l.BaseSHA == "" {
+		return nil
+	}
+	if l.Kind != KindCoding {
+		return fieldErr("lease.repository_path", "on coding leases only")
+	}
+	if !ident.ValidRepositoryPath(l.RepositoryPath) {
+		return fieldErr("lease.repository_path", "must be a canonical absolute path, with base_sha")
+	}
+	if !ident.ValidSHA(l.BaseSHA) {
+		return fieldErr("lease.base_sha", "must be 40 lowercase hex digits, with repository_path")
+	}
+	return nil
 }
