@@ -82,14 +82,14 @@ func (pb *Publisher) Run(ctx context.Context, p *Publication) (*Result, error) {
 	}
 	base := "refs/heads/" + p.BaseBranch
 	if err := mirror.Copy(ctx, filepath.Join(pb.cfg.LocalRepository, ".git"), base, p.CandidateRef); err != nil {
-		return nil, fail(StageRefused, CodeGitFailed)
+		return nil, fail(StageConfig, CodeGitFailed)
 	}
 	if err := verifyCandidate(ctx, git, mirror.Dir, p); err != nil {
 		return nil, err
 	}
 	changed, err := mirror.ChangedPaths(ctx, p.ExpectedParentSHA, p.CandidateSHA)
 	if err != nil {
-		return nil, fail(StageRefused, CodeGitFailed)
+		return nil, fail(StageConfig, CodeGitFailed)
 	}
 	perms := github.DerivePermissions(changed)
 
@@ -135,14 +135,14 @@ func (pb *Publisher) checkLocal(ctx context.Context, git *gitx.Runner, p *Public
 func verifyCandidate(ctx context.Context, git *gitx.Runner, gitDir string, p *Publication) error {
 	sha, ok, err := github.ResolveRef(ctx, git, gitDir, "refs/heads/"+p.BaseBranch)
 	if err != nil {
-		return fail(StageRefused, CodeGitFailed)
+		return fail(StageConfig, CodeGitFailed)
 	}
 	if !ok || sha != p.ExpectedParentSHA {
 		return fail(StageRefused, CodeBaseDrift)
 	}
 	sha, ok, err = github.ResolveRef(ctx, git, gitDir, p.CandidateRef)
 	if err != nil {
-		return fail(StageRefused, CodeGitFailed)
+		return fail(StageConfig, CodeGitFailed)
 	}
 	if !ok || sha != p.CandidateSHA {
 		return fail(StageRefused, CodeCandidateMismatch)

@@ -20,7 +20,9 @@
 #                       plus the test CA (the mounts vanish with the
 #                       namespace). Sets fake_git_root=$tmp/github (bare
 #                       repositories as <owner>/<repo>.git).
-#   netns_start_fake    start `fake-github serve` on 127.0.0.1:443 with its
+#   netns_start_fake [ARGS..]
+#                       start `fake-github serve` (plus ARGS, e.g. -app FILE
+#                       -tokens FILE for the REST API) on 127.0.0.1:443 with its
 #                       request log at $tmp/github-requests.log, add it to
 #                       pids, wait until it serves; sets fake_pid and
 #                       fake_control (host:port of the plain-HTTP control
@@ -58,7 +60,7 @@ netns_setup() {
 netns_start_fake() {
   rm -f "$tmp/fake-github.ready"
   "$bin/fake-github" serve -listen 127.0.0.1:443 -pki "$tmp/pki" -git-root "$fake_git_root" \
-    -log "$tmp/github-requests.log" -ready "$tmp/fake-github.ready" 2>"$tmp/fake-github.log" &
+    -log "$tmp/github-requests.log" -ready "$tmp/fake-github.ready" "$@" 2>"$tmp/fake-github.log" &
   fake_pid=$!
   pids+=("$fake_pid")
   local i
