@@ -268,7 +268,9 @@ func (systemAccounts) Remove(name string) error { return runTool("userdel", name
 
 type systemctl struct{}
 
-func (systemctl) DaemonReload(ctx context.Context) error { return runToolCtx(ctx, "systemctl", "daemon-reload") }
+func (systemctl) DaemonReload(ctx context.Context) error {
+	return runToolCtx(ctx, "systemctl", "daemon-reload")
+}
 func (systemctl) Enable(ctx context.Context, unit string) error {
 	return runToolCtx(ctx, "systemctl", "enable", "--quiet", unit)
 }

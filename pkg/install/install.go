@@ -76,7 +76,9 @@ type run struct {
 	unlock func()
 }
 
-func (r *run) say(format string, args ...any) { fmt.Fprintf(r.out, "forge install: "+format+"\n", args...) }
+func (r *run) say(format string, args ...any) {
+	fmt.Fprintf(r.out, "forge install: "+format+"\n", args...)
+}
 
 // unitText renders the two units for the service identity.
 func unitText(runAsRoot bool) map[string][]byte {
