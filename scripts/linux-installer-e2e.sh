@@ -115,8 +115,13 @@ if [ -z "$leader" ]; then
   exit 1
 fi
 c() { nsenter -t "$leader" -a "$@"; }
-state=$(c systemctl is-system-running --wait 2>/dev/null || true)
-case $state in running | degraded) ;; *) fail "container systemd did not finish booting ($state)" ;; esac
+state=''
+for _ in $(seq 1 150); do
+  state=$(c systemctl is-system-running 2>/dev/null || true)
+  case $state in running | degraded) break ;; esac
+  sleep 0.2
+done
+case $state in running | degraded) ;; *) fail "container systemd did not finish booting (${state:-no answer})" ;; esac
 
 # --- helpers running inside the container -----------------------------------
 forge1=/mnt/share/forge-v0.1.0
@@ -168,6 +173,7 @@ doctor_has() { grep -qx "$1" "$tmp/$2" || fail "doctor output lacks '$1': $(cat 
 # --- A: install v0.1.0 --enable-now ---------------------------------------------
 rc=$(fi_run install1.log "$forge1" $(install_args v0.1.0 "$c1" /mnt/share/a1 "$sum1") --enable-now)
 [ "$rc" = 0 ] || fail "install v0.1.0 exit $rc: $(cat "$tmp/install1.log")"
+sed 's/^/  /' "$tmp/install1.log"
 c id agent-forge >/dev/null || fail "agent-forge account missing"
 for u in agent-forge-gate agent-forge-worker; do
   [ "$(c systemctl is-active "$u")" = active ] || fail "$u not active"
@@ -200,6 +206,7 @@ before=$(snapshot)
 doctor 0 doctor1.log
 doctor_has "RESULT healthy" doctor1.log
 [ "$(grep -c '^PASS ' "$tmp/doctor1.log")" = 10 ] || fail "doctor did not pass 10 checks"
+sed 's/^/  /' "$tmp/doctor1.log"
 [ "$(snapshot)" = "$before" ] || fail "forge doctor changed files"
 tok_sha=$(c sha256sum /etc/agent-forge/gate.env | cut -d' ' -f1)
 grep -q "$(c sed -n 's/^FORGE_OWNER_TOKEN=//p' /etc/agent-forge/gate.env)" "$tmp/doctor1.log" && fail "doctor printed the owner token"
@@ -252,7 +259,7 @@ for _ in $(seq 1 50); do c flock -n /opt/.agent-forge.lock true 2>/dev/null || b
 rc=$(fi_run locked.log "$forge2" $(install_args v0.2.0 "$c2" /mnt/share/a2 "$sum2") --upgrade --enable-now)
 # shellcheck disable=SC2016 # expanded inside the container
 c sh -c 'kill "$(cat /run/e2e-lock-holder.pid)"' || true
-wait "$holder" 2>/dev/null || true
+wait "$holder" 2>/dev/null || true # it ends by SIGTERM
 expect 2 locked.log "lock:" "concurrent upgrade: exit"
 [ "$(snapshot)" = "$before" ] || fail "a refusal changed files"
 
@@ -273,6 +280,7 @@ before=$(snapshot)
 rc=$(fi_run notready.log "$forge2" $(install_args v0.2.0 "$c2" /mnt/share/a2 "$sum2") --upgrade --enable-now)
 expect 2 notready.log "readiness:" "not-ready upgrade: exit"
 [ "$(snapshot)" = "$before" ] || fail "the rolled-back upgrade did not restore the files exactly"
+sed 's/^/  /' "$tmp/notready.log"
 owner_get /v1/version | grep -q "\"version\":\"v0.1.0\"" || fail "v0.1.0 is not serving after the rollback"
 c rm -r /etc/systemd/system/agent-forge-gate.service.d
 c systemctl daemon-reload
@@ -282,6 +290,7 @@ conf_before=$(c sha256sum /etc/agent-forge/gate.json /etc/agent-forge/worker.jso
 # shellcheck disable=SC2046
 rc=$(fi_run upgrade.log "$forge2" $(install_args v0.2.0 "$c2" /mnt/share/a2 "$sum2") --upgrade --enable-now)
 [ "$rc" = 0 ] || fail "upgrade exit $rc: $(cat "$tmp/upgrade.log")"
+sed 's/^/  /' "$tmp/upgrade.log"
 owner_get /v1/version | grep -q "\"version\":\"v0.2.0\",\"commit\":\"$c2\"" || fail "Gate does not report v0.2.0"
 [ "$(c sha256sum /etc/agent-forge/gate.env | cut -d' ' -f1)" = "$tok_sha" ] || fail "the upgrade rotated secrets"
 [ "$(c sha256sum /etc/agent-forge/gate.json /etc/agent-forge/worker.json /etc/agent-forge/worker.env)" = "$conf_before" ] || fail "the upgrade changed configuration"
