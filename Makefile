@@ -8,7 +8,7 @@ CMDS := $(notdir $(wildcard cmd/*))
 E2E := $(sort $(wildcard scripts/e2e.sh scripts/*-e2e.sh))
 FUZZTIME ?= 10s
 
-.PHONY: build test tools vet unit lint-workflows e2e demo bench fuzz clean
+.PHONY: build test tools vet unit lint-workflows e2e demo bench fuzz fuzz-short clean
 
 build:
 	@mkdir -p $(BIN)
@@ -17,8 +17,12 @@ build:
 tools:
 	@scripts/require-tools.sh
 
+# Test programs live under testdata/ (one directory each), which ./...
+# does not match; vet names them.
+TESTPROGS := $(patsubst %/main.go,./%,$(wildcard testdata/*/main.go))
+
 vet:
-	$(GO) vet ./...
+	$(GO) vet ./... $(TESTPROGS)
 
 unit:
 	$(GO) test ./...
@@ -29,7 +33,7 @@ e2e: build
 lint-workflows:
 	@scripts/lint-workflows.sh
 
-test: tools vet unit lint-workflows e2e
+test: tools vet unit fuzz-short lint-workflows e2e
 
 demo: build
 	@scripts/demo.sh
@@ -46,6 +50,11 @@ bench:
 
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)
+
+# A short pass of every fuzz target, one worker each (part of `make test`):
+# a count, not a duration, so a loaded machine only makes it slower.
+fuzz-short:
+	@FUZZ_PARALLEL=1 scripts/fuzz.sh 2000x
 
 clean:
 	rm -rf $(BIN)

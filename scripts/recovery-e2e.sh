@@ -26,7 +26,7 @@ fail() { e2e_fail recovery-e2e "$@"; }
 bin=$tmp/bin
 mkdir -p "$bin"
 e2e_build forge-gate forge-worker forge-ref-plugin forge
-go build -o "$bin/rawlane" ./pkg/worker/internal/rawlane || fail "build rawlane"
+go build -o "$bin/rawlane" ./testdata/rawlane || fail "build rawlane"
 
 FORGE_OWNER_TOKEN=owner-$(rand)
 FORGE_WORKER_TOKEN=worker-$(rand)

@@ -7,14 +7,23 @@
 //
 // Usage:
 //
-//	forge-codex-plugin            speak protocol v1 on stdin/stdout
-//	forge-codex-plugin --version  print the version line
+//	forge-codex-plugin [-profile FILE]  speak protocol v1 on stdin/stdout
+//	forge-codex-plugin --version        print the version line
+//
+// -profile names the operator profile (strict JSON: model, reasoning
+// effort, one provider; see codex.ParseProfile and docs/codex.md). It is
+// read once at start; an invalid profile is a usage error (exit 2, a
+// value-free reason on stderr).
 //
 // Environment: CODEX_BIN names the Codex executable (default "codex",
-// looked up in PATH); CODEX_HOME is where Codex finds its authentication.
-// Codex gets the plugin's whole environment, which the Worker has already
-// restricted to its allowlist (for example PATH, CODEX_HOME, CODEX_BIN).
-// The private run directory is created under TMPDIR (default /tmp).
+// looked up in PATH); CODEX_HOME is the operator's Codex directory, of
+// which only auth.json is read (copied read-only into each run's private
+// CODEX_HOME; the directory itself is never written or handed to Codex).
+// Codex gets the plugin's environment, which the Worker has already
+// restricted to its allowlist (for example PATH, CODEX_HOME, CODEX_BIN and
+// the profile's provider key variable), with CODEX_HOME replaced by the
+// private one. The private run directory is created in the plugin's
+// working directory when the Worker made it private, else under TMPDIR.
 //
 // The plugin never commits and never reports business success: a result
 // frame only says the edit step ran; the Worker validates the workspace,
@@ -60,7 +69,7 @@ import (
 const name = "forge-codex-plugin"
 
 // errUsage marks command-line errors (exit 2).
-var errUsage = errors.New("usage: forge-codex-plugin [--version]")
+var errUsage = errors.New("usage: forge-codex-plugin [-profile FILE] | --version")
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
@@ -128,6 +137,7 @@ func runWith(ctx context.Context, args []string, opt options, stdin io.Reader, s
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	version := fs.Bool("version", false, "print the version line")
+	profilePath := fs.String("profile", "", "operator profile file")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		fmt.Fprintln(stderr, name+": error: "+errUsage.Error())
 		return errUsage
@@ -136,12 +146,22 @@ func runWith(ctx context.Context, args []string, opt options, stdin io.Reader, s
 		_, err := fmt.Fprintln(stdout, buildinfo.Line(name))
 		return err
 	}
+	var profile codex.Profile
+	if *profilePath != "" {
+		var err error
+		if profile, err = codex.LoadProfile(*profilePath); err != nil {
+			fmt.Fprintln(stderr, name+": error: "+err.Error())
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+	}
 	p := &editor{
 		cfg: codex.Config{
-			Bin:     lookupEnv(opt.env, "CODEX_BIN"),
-			Env:     opt.env,
-			Reaper:  opt.reaper,
-			TempDir: opt.tempDir,
+			Bin:        lookupEnv(opt.env, "CODEX_BIN"),
+			Env:        opt.env,
+			Reaper:     opt.reaper,
+			TempDir:    opt.tempDir,
+			AuthSource: lookupEnv(opt.env, "CODEX_HOME"),
+			Profile:    profile,
 		},
 		diag: &lockedWriter{w: stderr},
 	}
@@ -229,6 +249,9 @@ func (p *editor) edit(ctx context.Context, req serve.Request, progress serve.Pro
 	}
 	if out.ReportDropped {
 		p.diag.line("codex: agent report omitted (missing or invalid)")
+	}
+	if out.ErrorEvents > 0 || out.ErrorItems > 0 {
+		p.diag.line(fmt.Sprintf("codex: completed after %d error events and %d error items (retries, fallbacks)", out.ErrorEvents, out.ErrorItems))
 	}
 	if out.UnknownEvents > 0 {
 		p.diag.line(fmt.Sprintf("codex: ignored %d events of unknown type", out.UnknownEvents))

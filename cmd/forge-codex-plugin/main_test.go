@@ -356,12 +356,17 @@ func TestSessionCancelStopsCodex(t *testing.T) {
 // stderr can be inspected.
 func inProcess(t *testing.T, env []string, ws string) (frames []plugin.Frame, stderr string, err error) {
 	t.Helper()
+	return inProcessArgs(t, nil, env, ws)
+}
+
+func inProcessArgs(t *testing.T, args, env []string, ws string) (frames []plugin.Frame, stderr string, err error) {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	var errBuf bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		err := runWith(context.Background(), nil, options{env: env, reaper: reapers(t)}, inR, outW, &errBuf)
+		err := runWith(context.Background(), args, options{env: env, reaper: reapers(t)}, inR, outW, &errBuf)
 		outW.Close()
 		done <- err
 	}()
@@ -441,6 +446,80 @@ func TestUnknownEventsDiagnosedNotForwarded(t *testing.T) {
 	}
 	if stderr != name+": codex: ignored 2 events of unknown type\n" {
 		t.Fatalf("stderr %q", stderr)
+	}
+}
+
+func TestRetriedErrorsCountedNotForwarded(t *testing.T) {
+	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_MODE=retried-error"}
+	frames, stderr, err := inProcess(t, env, gitWorkspace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := frames[len(frames)-1]; last.Type != plugin.TypeResult || last.CommitSubject == nil {
+		t.Fatalf("terminal %+v", last)
+	}
+	if stderr != name+": codex: completed after 1 error events and 1 error items (retries, fallbacks)\n" {
+		t.Fatalf("stderr %q", stderr)
+	}
+	for _, f := range frames {
+		if b, _ := json.Marshal(f); strings.Contains(string(b), "canary") {
+			t.Fatalf("error text reached a frame: %s", b)
+		}
+	}
+}
+
+func TestProfileAndAuthReachCodexPrivately(t *testing.T) {
+	dir := t.TempDir()
+	op := filepath.Join(dir, "operator")
+	os.Mkdir(op, 0o700)
+	os.WriteFile(filepath.Join(op, "auth.json"), []byte(`{"OPENAI_API_KEY":"sk-canary"}`), 0o600)
+	os.WriteFile(filepath.Join(op, "config.toml"), []byte("model = \"operator-model\"\n"), 0o600)
+	profile := filepath.Join(dir, "codex.json")
+	os.WriteFile(profile, []byte(`{"version":1,"model":"gpt-5.5","provider":{"name":"gw","base_url":"https://llm.example.com/v1","wire_api":"responses","env_key":"LLM_KEY"}}`), 0o600)
+	record := filepath.Join(dir, "home.json")
+	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(),
+		"CODEX_HOME=" + op, "LLM_KEY=sk-provider", "FAKE_CODEX_HOME_FILE=" + record}
+	frames, _, err := inProcessArgs(t, []string{"-profile", profile}, env, gitWorkspace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := frames[len(frames)-1]; last.Type != plugin.TypeResult {
+		t.Fatalf("terminal %+v", last)
+	}
+	var r struct {
+		CodexHome string            `json:"codex_home"`
+		Entries   map[string]string `json:"entries"`
+		Config    string            `json:"config"`
+		Auth      string            `json:"auth"`
+	}
+	b, err := os.ReadFile(record)
+	if err != nil || json.Unmarshal(b, &r) != nil {
+		t.Fatalf("no home record: %v", err)
+	}
+	if r.CodexHome == op || r.Auth != `{"OPENAI_API_KEY":"sk-canary"}` || len(r.Entries) != 2 ||
+		!strings.Contains(r.Config, `model = "gpt-5.5"`) || !strings.Contains(r.Config, `env_key = "LLM_KEY"`) ||
+		strings.Contains(r.Config, "operator-model") {
+		t.Fatalf("Codex home %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(op, "installation_id")); err == nil {
+		t.Fatal("Codex wrote into the operator's directory")
+	}
+}
+
+func TestInvalidProfileIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"version":1,"model":"gpt-5.5","approval_policy":"canary-never"}`), 0o600)
+	for _, path := range []string{bad, filepath.Join(dir, "missing.json")} {
+		var out, errb bytes.Buffer
+		err := runWith(context.Background(), []string{"-profile", path}, options{}, strings.NewReader(""), &out, &errb)
+		if exitCode(err) != 2 || out.Len() != 0 {
+			t.Fatalf("exit %d, stdout %q", exitCode(err), out.String())
+		}
+		if !strings.HasPrefix(errb.String(), name+": error: codex profile: ") || strings.Contains(errb.String(), "canary") ||
+			strings.Contains(errb.String(), dir) || strings.Count(errb.String(), "\n") != 1 {
+			t.Fatalf("stderr %q", errb.String())
+		}
 	}
 }
 

@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 	executors := map[wire.Kind]worker.Executor{
 		wire.KindText: text,
 	}
-	// The coding pipeline (issue #5) needs git only when repositories are
+	// The coding pipeline needs git only when repositories are
 	// registered; without them coding jobs are never routed here.
 	if len(cfg.Repositories) > 0 {
 		coding, err := worker.NewCodingExecutor(cfg, worker.CodingOptions{LookupEnv: os.LookupEnv, Reaper: reaper})
@@ -127,11 +127,7 @@ func load(path string) (*worker.Config, string, error) {
 		return nil, "", errors.New("cannot open the config file")
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, worker.MaxConfigBytes+1))
-	if err != nil {
-		return nil, "", errors.New("cannot read the config file")
-	}
-	cfg, err := worker.ParseConfig(data)
+	cfg, err := worker.LoadConfig(f)
 	if err != nil {
 		return nil, "", err
 	}

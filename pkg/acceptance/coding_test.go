@@ -65,7 +65,7 @@ func TestCodingJobsWithAnIndependentPlugin(t *testing.T) {
 	t.Parallel()
 	root, repo, base := gitRepo(t)
 	_, other, otherBase := gitRepo(t) // a repository the plugin points its worktree at
-	plugin, err := filepath.Abs(filepath.Join("testdata", "edit-plugin.py"))
+	plugin, err := filepath.Abs(filepath.Join("..", "..", "testdata", "acceptance", "edit-plugin.py"))
 	must(t, err)
 	g := newGate(t, gateOpts{codingRepo: true, maxAttempts: 2, retryBase: "50ms"})
 	w := g.startWorker(t, workerOpts{plugins: map[string]string{"edit": plugin}, repoRoot: root, repoPath: repo})
@@ -171,7 +171,7 @@ func TestCodingJobsWithAnIndependentPlugin(t *testing.T) {
 func TestCodingWorkerCrashMidPlugin(t *testing.T) {
 	t.Parallel()
 	root, repo, base := gitRepo(t)
-	plugin, err := filepath.Abs(filepath.Join("testdata", "edit-plugin.py"))
+	plugin, err := filepath.Abs(filepath.Join("..", "..", "testdata", "acceptance", "edit-plugin.py"))
 	must(t, err)
 	g := newGate(t, gateOpts{codingRepo: true, maxAttempts: 2, leaseTTL: "1s", retryBase: "50ms"})
 	opts := workerOpts{plugins: map[string]string{"edit": plugin}, repoRoot: root, repoPath: repo}
@@ -216,7 +216,7 @@ func TestCodingWorkerCrashMidPlugin(t *testing.T) {
 func TestScopedCheckDescendantsAreReaped(t *testing.T) {
 	t.Parallel()
 	root, repo, base := gitRepo(t)
-	plugin, err := filepath.Abs(filepath.Join("testdata", "edit-plugin.py"))
+	plugin, err := filepath.Abs(filepath.Join("..", "..", "testdata", "acceptance", "edit-plugin.py"))
 	must(t, err)
 	g := newGate(t, gateOpts{codingRepo: true, maxAttempts: 1})
 	g.startWorker(t, workerOpts{plugins: map[string]string{"edit": plugin}, repoRoot: root, repoPath: repo})

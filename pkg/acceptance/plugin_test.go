@@ -12,7 +12,7 @@ import (
 
 func scenarioPlugin(t testing.TB) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("testdata", "scenario-plugin.py"))
+	p, err := filepath.Abs(filepath.Join("..", "..", "testdata", "acceptance", "scenario-plugin.py"))
 	if err != nil {
 		t.Fatal(err)
 	}

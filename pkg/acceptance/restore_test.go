@@ -12,7 +12,7 @@ import (
 func TestWorkspaceViolationsAreUndone(t *testing.T) {
 	t.Parallel()
 	root, repo, base := gitRepo(t)
-	plugin, err := filepath.Abs(filepath.Join("testdata", "edit-plugin.py"))
+	plugin, err := filepath.Abs(filepath.Join("..", "..", "testdata", "acceptance", "edit-plugin.py"))
 	must(t, err)
 	g := newGate(t, gateOpts{codingRepo: true, maxAttempts: 1})
 	g.startWorker(t, workerOpts{plugins: map[string]string{"edit": plugin}, repoRoot: root, repoPath: repo})

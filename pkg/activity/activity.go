@@ -3,6 +3,7 @@ package activity
 import (
 	"errors"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
@@ -15,7 +16,6 @@ const (
 	MaxEntries      = 1024 // attempts a Store holds
 	MaxOffer        = 8    // versions in a Worker's offer
 	MaxVersionBytes = 64   // bytes of one offered version
-	MaxRefBytes     = 64   // bytes of a job or attempt id
 	// MaxPayloadBytes bounds an encoded Payload; a valid one is far
 	// smaller.
 	MaxPayloadBytes = 512
@@ -129,10 +129,10 @@ type Payload struct {
 }
 
 // Validate checks the payload on its own: job and attempt ids are
-// 1..MaxRefBytes bytes of [A-Za-z0-9_-], the version is one this build
+// ident.ValidRef, the version is one this build
 // knows, the stage is one of the four.
 func (p Payload) Validate() error {
-	if !validRef(p.JobID) || !validRef(p.AttemptID) || !Known(p.Version) || !p.Stage.Valid() {
+	if !ident.ValidRef(p.JobID) || !ident.ValidRef(p.AttemptID) || !Known(p.Version) || !p.Stage.Valid() {
 		return ErrInvalid
 	}
 	return nil
@@ -152,18 +152,4 @@ func DecodePayload(data []byte) (Payload, error) {
 		return Payload{}, err
 	}
 	return p, nil
-}
-
-// validRef matches the wire protocol's job and attempt ids.
-func validRef(s string) bool {
-	if len(s) == 0 || len(s) > MaxRefBytes {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }

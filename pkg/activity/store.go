@@ -4,6 +4,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // Lease is what a Store needs to know about a lease that selected a
@@ -56,7 +58,7 @@ func NewStore(now func() time.Time) *Store {
 // one lease at a time, so its previous lease is over). A lease without a
 // known version, or with malformed ids, is not tracked (false).
 func (s *Store) Begin(l Lease) bool {
-	if !Known(l.Version) || !validRef(l.JobID) || !validRef(l.AttemptID) || l.Lane == "" || l.Ordinal < 1 {
+	if !Known(l.Version) || !ident.ValidRef(l.JobID) || !ident.ValidRef(l.AttemptID) || l.Lane == "" || l.Ordinal < 1 {
 		return false
 	}
 	s.mu.Lock()

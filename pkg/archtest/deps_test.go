@@ -37,8 +37,14 @@ type listedPackage struct {
 
 func goList(t *testing.T, args ...string) []listedPackage {
 	t.Helper()
+	return goListIn(t, "../..", args...)
+}
+
+// goListIn runs go list in the module rooted at dir.
+func goListIn(t *testing.T, dir string, args ...string) []listedPackage {
+	t.Helper()
 	cmd := exec.Command("go", append([]string{"list", "-json=ImportPath,Standard,Imports,Module"}, args...)...)
-	cmd.Dir = "../.."
+	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // The types below mirror docs/api.md. Optional fields are pointers so that a
@@ -74,65 +76,16 @@ const (
 
 func terminal(status string) bool { return status == statusSucceeded || status == statusFailed }
 
-// maxIDBytes bounds job ids and other identifiers.
-const maxIDBytes = 128
-
-// checkJobID accepts 1..128 bytes of [A-Za-z0-9_-]; the id goes into a URL
+// checkJobID accepts a job id (ident.ValidRef); the id goes into a URL
 // path, so nothing else is allowed.
 func checkJobID(id string) error {
-	if id == "" || len(id) > maxIDBytes {
-		return fmt.Errorf("must be 1..%d bytes", maxIDBytes)
+	if id == "" || len(id) > ident.MaxRefBytes {
+		return fmt.Errorf("must be 1..%d bytes", ident.MaxRefBytes)
 	}
-	for i := 0; i < len(id); i++ {
-		if !idByte(id[i]) {
-			return errors.New("may contain only A-Z a-z 0-9 _ -")
-		}
+	if !ident.ValidRef(id) {
+		return errors.New("may contain only A-Z a-z 0-9 _ -")
 	}
 	return nil
-}
-
-func idByte(b byte) bool {
-	return b == '_' || b == '-' || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9')
-}
-
-// checkIdent accepts a Gate-assigned identifier (attempt id, lane,
-// repository id): 1..128 visible ASCII bytes.
-func checkIdent(s string) bool {
-	if s == "" || len(s) > maxIDBytes {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
-}
-
-// checkCode accepts a bounded machine code such as a failure code.
-func validCode(s string) bool {
-	if s == "" || len(s) > 64 || s[0] < 'a' || s[0] > 'z' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if b != '_' && (b < 'a' || b > 'z') && (b < '0' || b > '9') {
-			return false
-		}
-	}
-	return true
-}
-
-func validSHA(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if (s[i] < '0' || s[i] > '9') && (s[i] < 'a' || s[i] > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 func validTime(s string) bool {
@@ -146,9 +99,9 @@ func validTime(s string) bool {
 // fieldErr names the offending field, never its value.
 func fieldErr(path string) error { return fmt.Errorf("%s is missing or invalid", path) }
 
-func optCode(p *string) bool { return p == nil || validCode(*p) }
+func optCode(p *string) bool { return p == nil || ident.ValidCode(*p) }
 func optTime(p *string) bool { return p == nil || validTime(*p) }
-func optSHA(p *string) bool  { return p == nil || validSHA(*p) }
+func optSHA(p *string) bool  { return p == nil || ident.ValidObjectID(*p) }
 
 // Validate checks a job object against docs/api.md.
 func (j *Job) Validate() error {
@@ -165,7 +118,7 @@ func (j *Job) Validate() error {
 		return fieldErr("result")
 	case !optSHA(j.CandidateSHA) || (j.CandidateSHA != nil && j.Kind != "coding"):
 		return fieldErr("candidate_sha")
-	case j.RepositoryID != nil && !checkIdent(*j.RepositoryID):
+	case j.RepositoryID != nil && !ident.ValidID(*j.RepositoryID):
 		return fieldErr("repository_id")
 	case j.AttemptCount == nil || *j.AttemptCount < 0:
 		return fieldErr("attempt_count")
@@ -190,7 +143,7 @@ func validJobStatus(s string) bool {
 // The closed value sets of docs/api.md.
 func validEventType(s string) bool {
 	switch s {
-	case "submitted", "leased", "expired", "attempt_failed", "retry_scheduled", statusSucceeded, statusFailed:
+	case "submitted", "leased", "released", "expired", "attempt_failed", "retry_scheduled", statusSucceeded, statusFailed:
 		return true
 	}
 	return false
@@ -243,13 +196,13 @@ func validateEvents(events []Event, path string) error {
 // Validate checks one attempt.
 func (a *Attempt) Validate(path string) error {
 	switch {
-	case !checkIdent(a.ID):
+	case !ident.ValidRef(a.ID):
 		return fieldErr(path + "/id")
 	case a.Ordinal < 1:
 		return fieldErr(path + "/ordinal")
 	case !validAttemptStatus(a.Status):
 		return fieldErr(path + "/status")
-	case !checkIdent(a.WorkerID):
+	case !ident.ValidLane(a.WorkerID):
 		return fieldErr(path + "/worker_id")
 	case !validTime(a.LeasedAt):
 		return fieldErr(path + "/leased_at")

@@ -357,6 +357,23 @@ func TestGateErrorMapping(t *testing.T) {
 	if r.stderr != "forge: error: invalid_json\n" {
 		t.Fatalf("control characters in a Gate message must be dropped: %q", r.stderr)
 	}
+	g.setRaw("/v1/jobs/j_src", http.StatusBadGateway,
+		`{"error":{"code":"source_failed","message":"the public source could not be prepared","phase":"fetch","reason":"redirect","retryable":false}}`)
+	r = runForge(t, env, "", "status", "j_src")
+	if r.stderr != "forge: error: source_failed: the public source could not be prepared (phase fetch, reason redirect)\n" {
+		t.Fatalf("source failure: %q", r.stderr)
+	}
+	g.setRaw("/v1/jobs/j_src", http.StatusServiceUnavailable,
+		`{"error":{"code":"source_failed","message":"retry later","phase":"clone","reason":"timeout","retryable":true}}`)
+	r = runForge(t, env, "", "status", "j_src")
+	if r.stderr != "forge: error: source_failed: retry later (phase clone, reason timeout, retryable)\n" {
+		t.Fatalf("retryable source failure: %q", r.stderr)
+	}
+	g.setRaw("/v1/jobs/j_src", http.StatusBadGateway, `{"error":{"code":"source_failed","message":"m","phase":"/srv/x","reason":"r","retryable":false}}`)
+	r = runForge(t, env, "", "status", "j_src")
+	if r.stderr != "forge: error: source_failed: m\n" {
+		t.Fatalf("a phase that is not a word must not be shown: %q", r.stderr)
+	}
 }
 
 func TestStrictResponseDecoding(t *testing.T) {

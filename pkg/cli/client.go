@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
@@ -60,7 +61,7 @@ func (c *command) connect(conn connFlags) (*client, error) {
 	if err != nil {
 		return nil, &failure{code: ExitUsage, msg: "invalid Gate URL: " + err.Error()}
 	}
-	if !validEnvName(conn.tokenEnv) {
+	if !ident.ValidEnvName(conn.tokenEnv) {
 		return nil, usageErr("-token-env must name an environment variable ([A-Za-z_][A-Za-z0-9_]*, at most 128 bytes)")
 	}
 	token, ok := c.env(conn.tokenEnv)
@@ -103,22 +104,6 @@ func parseGateURL(raw string) (string, error) {
 		return "", errors.New("query and fragment are not allowed")
 	}
 	return strings.TrimRight(u.String(), "/"), nil
-}
-
-func validEnvName(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		switch {
-		case b == '_', b >= 'A' && b <= 'Z', b >= 'a' && b <= 'z':
-		case b >= '0' && b <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func validToken(s string) bool {
@@ -194,11 +179,15 @@ func transportFailure(ctx context.Context, err error) error {
 	return &failure{code: ExitErr, msg: "cannot reach the Gate: " + reason, hint: hint, transient: true}
 }
 
-// gateError is the documented error body.
+// gateError is the documented error body; phase, reason and retryable
+// come with source_failed only.
 type gateError struct {
 	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		Phase     string `json:"phase"`
+		Reason    string `json:"reason"`
+		Retryable *bool  `json:"retryable"`
 	} `json:"error"`
 }
 
@@ -212,7 +201,7 @@ func (cl *client) statusFailure(resp *http.Response) error {
 	err := strictjson.DecodeReader(resp.Body, maxErrorBytes, &ge)
 	// A code is shown only when it cannot be the token echoed back (a
 	// lowercase hex token has the shape of a code).
-	if err != nil || !validCode(ge.Error.Code) || strings.Contains(ge.Error.Code, cl.token) {
+	if err != nil || !ident.ValidCode(ge.Error.Code) || strings.Contains(ge.Error.Code, cl.token) {
 		return &failure{code: ExitErr, msg: fmt.Sprintf("Gate answered HTTP %d", resp.StatusCode), transient: transient}
 	}
 	msg := ge.Error.Code
@@ -220,6 +209,14 @@ func (cl *client) statusFailure(resp *http.Response) error {
 	// must not make the CLI print the token.
 	if m := printable(ge.Error.Message, 256); m != "" && !strings.Contains(m, cl.token) {
 		msg += ": " + m
+	}
+	if ident.ValidCode(ge.Error.Phase) && ident.ValidCode(ge.Error.Reason) && ge.Error.Retryable != nil &&
+		!strings.Contains(ge.Error.Phase+ge.Error.Reason, cl.token) {
+		msg += " (phase " + ge.Error.Phase + ", reason " + ge.Error.Reason
+		if *ge.Error.Retryable {
+			msg += ", retryable"
+		}
+		msg += ")"
 	}
 	f := &failure{code: ExitErr, msg: msg, transient: transient}
 	switch resp.StatusCode {

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // Live progress: while wait polls, it can show the job's current live
@@ -46,7 +48,7 @@ func (a *activityAnswer) validate() error {
 		return errors.New("activity answer incomplete")
 	}
 	for _, r := range a.Activity {
-		if r.Attempt < 1 || !checkIdent(r.AttemptID) || !checkIdent(r.WorkerID) || !validStage(r.Stage) || !validTime(r.At) {
+		if r.Attempt < 1 || !ident.ValidRef(r.AttemptID) || !ident.ValidLane(r.WorkerID) || !validStage(r.Stage) || !validTime(r.At) {
 			return errors.New("activity record invalid")
 		}
 	}

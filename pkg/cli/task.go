@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
@@ -58,9 +59,9 @@ func (t *Task) Validate() error {
 		return errors.New("task must be {\"input\"} (text) or {\"repository_id\",\"base_sha\",\"instruction\",…} (coding)")
 	}
 	switch {
-	case t.RepositoryID == nil || !checkIdent(*t.RepositoryID):
+	case t.RepositoryID == nil || !ident.ValidID(*t.RepositoryID):
 		return fieldErr("repository_id")
-	case t.BaseSHA == nil || len(*t.BaseSHA) != 40 || !validSHA(*t.BaseSHA):
+	case t.BaseSHA == nil || !ident.ValidSHA(*t.BaseSHA):
 		return errors.New("base_sha must be a full 40-character lowercase hex commit id")
 	case t.Instruction == nil || len(*t.Instruction) == 0 || len(*t.Instruction) > maxTextBytes:
 		return fmt.Errorf("instruction must be 1..%d bytes", maxTextBytes)

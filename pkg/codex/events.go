@@ -26,55 +26,77 @@ const MaxEventBytes = 4 << 20
 // errMalformedEvent is returned by EventType for any line it rejects.
 var errMalformedEvent = errors.New("codex: malformed event")
 
+// ItemError is the item type Codex uses for a diagnostic it shows as an
+// item (a transport fallback, missing model metadata); the turn goes on.
+const ItemError = "error"
+
 // EventType returns the top-level "type" of one event line (without its
 // LF). The line must be at most MaxEventBytes of valid UTF-8 holding one
 // JSON object with unique top-level keys, a non-empty string "type", and
 // nothing after it. Nested values are checked for well-formedness only;
 // they may hold null, which the provider uses for absent values.
 func EventType(line []byte) (string, error) {
+	typ, _, err := eventKind(line)
+	return typ, err
+}
+
+// eventKind is EventType plus the "type" of a top-level "item" object
+// ("" when there is none or it is not a string). The item type only
+// classifies diagnostics, so a nested value is not held to the top-level
+// rules (a repeated nested key counts as its last value).
+func eventKind(line []byte) (typ, itemType string, err error) {
 	if len(line) > MaxEventBytes || !utf8.Valid(line) || !json.Valid(line) {
-		return "", errMalformedEvent
+		return "", "", errMalformedEvent
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return "", errMalformedEvent
+		return "", "", errMalformedEvent
 	}
 	seen := make(map[string]struct{})
-	typ, found := "", false
+	found := false
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return "", errMalformedEvent
+			return "", "", errMalformedEvent
 		}
 		key, ok := tok.(string)
 		if !ok {
-			return "", errMalformedEvent
+			return "", "", errMalformedEvent
 		}
 		if _, dup := seen[key]; dup {
-			return "", errMalformedEvent
+			return "", "", errMalformedEvent
 		}
 		seen[key] = struct{}{}
 		if key != "type" {
 			var skip json.RawMessage
 			if err := dec.Decode(&skip); err != nil {
-				return "", errMalformedEvent
+				return "", "", errMalformedEvent
+			}
+			if key == "item" {
+				var it struct {
+					Type json.RawMessage `json:"type"`
+				}
+				var t string
+				if json.Unmarshal(skip, &it) == nil && json.Unmarshal(it.Type, &t) == nil {
+					itemType = t
+				}
 			}
 			continue
 		}
 		tok, err = dec.Token()
 		s, ok := tok.(string)
 		if err != nil || !ok || s == "" {
-			return "", errMalformedEvent
+			return "", "", errMalformedEvent
 		}
 		typ, found = s, true
 	}
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return "", errMalformedEvent
+		return "", "", errMalformedEvent
 	}
 	if _, err := dec.Token(); err != io.EOF || !found {
-		return "", errMalformedEvent
+		return "", "", errMalformedEvent
 	}
-	return typ, nil
+	return typ, itemType, nil
 }
 
 // Stream is the adapter's view of one event stream: what it acts on and
@@ -84,8 +106,12 @@ type Stream struct {
 	Unknown   int  // events of a type the adapter does not know
 	Turns     int  // turn.started events
 	Completed bool // a turn.completed arrived
-	Failed    bool // a turn.failed or error event arrived
+	Failed    bool // a turn.failed arrived
 	Malformed bool // a line was rejected; nothing after it is believed
+	// Diagnostics: Codex reports these and goes on (a retried stream, a
+	// transport fallback); they never decide the outcome.
+	Errors     int // error events
+	ErrorItems int // item.* events whose item is of type "error"
 }
 
 // Observe takes one line (without its LF) and reports whether it was the
@@ -94,7 +120,7 @@ func (s *Stream) Observe(line []byte) (firstTurn bool) {
 	if s.Malformed {
 		return false
 	}
-	typ, err := EventType(line)
+	typ, itemType, err := eventKind(line)
 	if err != nil {
 		s.Malformed = true
 		return false
@@ -106,9 +132,15 @@ func (s *Stream) Observe(line []byte) (firstTurn bool) {
 		return s.Turns == 1
 	case EventTurnCompleted:
 		s.Completed = true
-	case EventTurnFailed, EventError:
+	case EventTurnFailed:
 		s.Failed = true
-	case EventThreadStarted, EventItemStarted, EventItemUpdated, EventItemCompleted:
+	case EventError:
+		s.Errors++
+	case EventItemCompleted:
+		if itemType == ItemError {
+			s.ErrorItems++
+		}
+	case EventThreadStarted, EventItemStarted, EventItemUpdated:
 	default:
 		s.Unknown++
 	}

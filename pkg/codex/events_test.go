@@ -2,6 +2,8 @@ package codex
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -74,6 +76,7 @@ func TestStreamVerdict(t *testing.T) {
 		completed = `{"type":"turn.completed","usage":{}}`
 		failed    = `{"type":"turn.failed","error":{"message":"m"}}`
 		errorEv   = `{"type":"error","message":"m"}`
+		errorItem = `{"type":"item.completed","item":{"id":"0","type":"error","message":"m"}}`
 		unknown   = `{"type":"turn.mystery"}`
 	)
 	tests := []struct {
@@ -82,6 +85,10 @@ func TestStreamVerdict(t *testing.T) {
 		reason  Reason // "" = success
 		unknown int
 	}{
+		{"retried error then completion", []string{started, turn, errorEv, completed}, "", 0},
+		{"error item then completion", []string{started, errorItem, turn, completed}, "", 0},
+		{"error event without completion", []string{started, turn, errorEv}, ReasonNoCompletion, 0},
+		{"error event then turn failed", []string{started, turn, errorEv, failed}, ReasonProviderFailed, 0},
 		{"complete", []string{started, turn, item, completed}, "", 0},
 		{"duplicate completion", []string{started, turn, completed, completed}, "", 0},
 		{"unknown events are ignored", []string{started, unknown, turn, unknown, completed}, "", 2},
@@ -90,7 +97,6 @@ func TestStreamVerdict(t *testing.T) {
 		{"empty", nil, ReasonNoCompletion, 0},
 		{"turn failed", []string{started, turn, failed}, ReasonProviderFailed, 0},
 		{"late failure after completion", []string{started, turn, completed, failed}, ReasonProviderFailed, 0},
-		{"error event", []string{started, turn, errorEv, completed}, ReasonProviderFailed, 0},
 		{"malformed line", []string{started, turn, "garbage", completed}, ReasonMalformedEvents, 0},
 		{"nothing believed after a malformed line", []string{started, "garbage", unknown, completed}, ReasonMalformedEvents, 0},
 	}
@@ -102,6 +108,54 @@ func TestStreamVerdict(t *testing.T) {
 			}
 			if s.Unknown != tc.unknown {
 				t.Fatalf("unknown %d, want %d", s.Unknown, tc.unknown)
+			}
+		})
+	}
+}
+
+// TestStreamVerdictOnCapturedEvents replays event streams captured from
+// the real codex-cli 0.169.0 against the fake Responses API
+// (testdata/fake-responses): a stream cut once and retried, a missing
+// model-metadata error item, and a provider answering 400.
+func TestStreamVerdictOnCapturedEvents(t *testing.T) {
+	tests := []struct {
+		file               string
+		reason             Reason
+		errors, errorItems int
+	}{
+		{"completed.jsonl", "", 0, 0},
+		{"retried-stream-completed.jsonl", "", 1, 0},
+		{"error-item-completed.jsonl", "", 0, 1},
+		{"provider-400-failed.jsonl", ReasonProviderFailed, 1, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "events", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+			s := observeAll(lines...)
+			if got := reasonOf(s.Verdict()); got != tc.reason {
+				t.Fatalf("verdict %q, want %q", got, tc.reason)
+			}
+			if s.Errors != tc.errors || s.ErrorItems != tc.errorItems || s.Unknown != 0 {
+				t.Fatalf("errors %d, error items %d, unknown %d; want %d, %d, 0",
+					s.Errors, s.ErrorItems, s.Unknown, tc.errors, tc.errorItems)
+			}
+			// A cut anywhere before the completion leaves no completed turn.
+			if tc.reason == "" {
+				last := len(lines) - 1
+				if !strings.Contains(lines[last], `"turn.completed"`) {
+					t.Fatal("capture does not end with turn.completed")
+				}
+				if got := reasonOf(observeAll(lines[:last]...).Verdict()); got != ReasonNoCompletion {
+					t.Fatalf("truncated stream: verdict %q", got)
+				}
+				broken := append(append([]string{}, lines[:last]...), lines[last][:len(lines[last])/2])
+				if got := reasonOf(observeAll(broken...).Verdict()); got != ReasonMalformedEvents {
+					t.Fatalf("half a completion line: verdict %q", got)
+				}
 			}
 		})
 	}

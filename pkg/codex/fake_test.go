@@ -13,7 +13,7 @@ import (
 var realExecFlags = map[string]bool{
 	"--cd": true, "-C": true, "--sandbox": true, "-s": true, "--output-schema": true,
 	"--output-last-message": true, "-o": true, "--json": true, "--ephemeral": true,
-	"--skip-git-repo-check": true, "--ignore-user-config": true, "--ignore-rules": true, "-c": true, "--config": true,
+	"--skip-git-repo-check": true, "--strict-config": true, "--ignore-rules": true, "-c": true, "--config": true,
 }
 
 func TestArgsUseOnlyRealFlags(t *testing.T) {

@@ -31,7 +31,7 @@ func Args(workspace string, want Want, schema, lastMessage string) []string {
 		"--cd", workspace,
 		"--sandbox", "workspace-write",
 		"--ephemeral",
-		"--ignore-user-config",
+		"--strict-config",
 		"--ignore-rules",
 		"-c", `approval_policy="never"`,
 		"-c", "sandbox_workspace_write.network_access=false",

@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite the golden schema files")
 func TestArgsAreExactlyTheSupportedFlags(t *testing.T) {
 	const ws = "/srv/forge/worktrees/a1"
 	base := []string{"exec", "--cd", ws, "--sandbox", "workspace-write", "--ephemeral",
-		"--ignore-user-config", "--ignore-rules", "-c", `approval_policy="never"`,
+		"--strict-config", "--ignore-rules", "-c", `approval_policy="never"`,
 		"-c", "sandbox_workspace_write.network_access=false", "--json"}
 	tests := []struct {
 		name string

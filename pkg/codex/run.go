@@ -42,6 +42,8 @@ const (
 	ReasonUnavailable     Reason = "codex executable not found"
 	ReasonStart           Reason = "codex could not be started"
 	ReasonSetup           Reason = "private run directory could not be prepared"
+	ReasonAuth            Reason = "codex authentication source is not an absolute directory with a readable auth.json of at most 1 MiB"
+	ReasonProviderKey     Reason = "codex provider key variable is not set"
 	ReasonExit            Reason = "codex exited unsuccessfully"
 	ReasonTimeout         Reason = "codex timed out"
 	ReasonOutputLimit     Reason = "codex output exceeded its budget"
@@ -63,7 +65,7 @@ func (e *Error) Category() plugin.Category {
 	switch e.Reason {
 	case ReasonWorkspace:
 		return plugin.CategoryInvalidRequest
-	case ReasonUnavailable, ReasonStart:
+	case ReasonUnavailable, ReasonStart, ReasonAuth, ReasonProviderKey:
 		return plugin.CategoryIncompatible
 	case ReasonCancelled:
 		return plugin.CategoryCancelled
@@ -99,6 +101,12 @@ type Config struct {
 	// TempDir is the parent of the private run directory; "" means the
 	// system default.
 	TempDir string
+	// AuthSource is the operator's Codex home (the CODEX_HOME the plugin
+	// was given): only its auth.json is read, and copied into the run's
+	// private CODEX_HOME. "" means no authentication file.
+	AuthSource string
+	// Profile is the operator's model and provider choice.
+	Profile Profile
 }
 
 // Request is one workspace edit.
@@ -116,6 +124,8 @@ type Outcome struct {
 	SubjectDropped bool // a subject was wanted but none valid was given
 	ReportDropped  bool // a report was wanted but none valid was given
 	UnknownEvents  int
+	ErrorEvents    int // error events (retried streams); diagnostics only
+	ErrorItems     int // error items (transport fallbacks); diagnostics only
 }
 
 // Progress reports one fixed lifecycle step; errors are ignored (progress
@@ -183,11 +193,20 @@ func Run(ctx context.Context, cfg Config, req Request, progress Progress) (Outco
 	if err != nil {
 		return Outcome{}, err
 	}
+	if pr := cfg.Profile.Provider; pr != nil && pr.EnvKey != "" && lookupEnv(cfg.Env, pr.EnvKey) == "" {
+		return Outcome{}, &Error{Reason: ReasonProviderKey}
+	}
 	dir, err := os.MkdirTemp(cfg.TempDir, "forge-codex-")
 	if err != nil {
 		return Outcome{}, &Error{Reason: ReasonSetup}
 	}
-	defer os.RemoveAll(dir)
+	defer removeAll(dir)
+	home, err := makeHome(dir, cfg.AuthSource, cfg.Profile)
+	if err == errAuth {
+		return Outcome{}, err
+	} else if err != nil {
+		return Outcome{}, &Error{Reason: ReasonSetup}
+	}
 	schema, last := filepath.Join(dir, SchemaFile), filepath.Join(dir, LastMessageFile)
 	if req.Want.Structured() {
 		if err := os.WriteFile(schema, Schema(req.Want), 0o600); err != nil {
@@ -203,7 +222,7 @@ func Run(ctx context.Context, cfg Config, req Request, progress Progress) (Outco
 	p, err := supervise.Start(ctx, supervise.Command{
 		Path:        bin,
 		Args:        Args(req.Workspace, req.Want, schema, last),
-		Env:         cfg.Env,
+		Env:         withEnv(cfg.Env, "CODEX_HOME", home),
 		Dir:         req.Workspace,
 		Reaper:      cfg.Reaper,
 		OutputLimit: cfg.OutputLimit,
@@ -253,7 +272,7 @@ func Run(ctx context.Context, cfg Config, req Request, progress Progress) (Outco
 		return Outcome{}, err
 	}
 	_ = progress(plugin.StageFinalizing, TextFinalized)
-	out := Outcome{UnknownEvents: s.Unknown}
+	out := Outcome{UnknownEvents: s.Unknown, ErrorEvents: s.Errors, ErrorItems: s.ErrorItems}
 	if req.Want.Structured() {
 		out.Description = ParseFinal(readBounded(last, FinalMessageBytes), req.Want)
 		out.SubjectDropped = req.Want.Subject && out.CommitSubject == ""

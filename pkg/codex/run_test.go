@@ -313,6 +313,17 @@ func TestRunUnknownEventsAreCountedNotActedOn(t *testing.T) {
 	}
 }
 
+func TestRunRetriedErrorsAreDiagnosticsNotFailures(t *testing.T) {
+	f := newFixture(t, both, "FAKE_CODEX_MODE=retried-error")
+	out, err := f.run(context.Background())
+	if err != nil || out.ErrorEvents != 1 || out.ErrorItems != 1 || out.CommitSubject == "" {
+		t.Fatalf("outcome %+v, %v; want success with 1 error event and 1 error item", out, err)
+	}
+	if got, ok := f.workspaceFile("CONFORMANCE.md"); !ok || got != "plugin conformance check\n" {
+		t.Fatalf("edit %q, %v", got, ok)
+	}
+}
+
 func TestRunFallbackEditForOtherInstructions(t *testing.T) {
 	f := newFixture(t, both)
 	f.req.Instruction = "Refactor the parser."

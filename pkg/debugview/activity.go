@@ -58,8 +58,8 @@ func (h *handler) liveActivity(ctx context.Context, w http.ResponseWriter, jobID
 			}
 			page.Activity = append(page.Activity, activityView{
 				Attempt:   max(e.Ordinal, 0),
-				AttemptID: ident(e.AttemptID),
-				WorkerID:  ident(e.Lane),
+				AttemptID: ref(e.AttemptID),
+				WorkerID:  lane(e.Lane),
 				Stage:     string(e.Stage),
 				At:        stamp(e.At),
 			})

@@ -292,7 +292,7 @@ func writeStoreError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusNotFound, "not_found", "no such job")
 		return
 	}
-	writeError(w, http.StatusInternalServerError, "internal", "internal error")
+	writeError(w, http.StatusServiceUnavailable, "unavailable", "gate could not complete the request")
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

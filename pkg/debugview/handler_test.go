@@ -379,7 +379,7 @@ func TestStoreErrorsAreOpaque(t *testing.T) {
 	f.store.fail = errDiskOnFire
 	for _, route := range apiRoutes() {
 		rec := f.do(t, http.MethodGet, route, true)
-		wantError(t, rec, http.StatusInternalServerError, "internal")
+		wantError(t, rec, http.StatusServiceUnavailable, "unavailable")
 		if strings.Contains(rec.Body.String(), "sqlite") || strings.Contains(rec.Body.String(), "/srv") {
 			t.Fatal("internal error text leaked")
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // ErrNotFound is what a Reader returns (possibly wrapped) for an unknown job.
@@ -155,55 +157,28 @@ func stamp(t time.Time) string {
 	return t.UTC().Format(timeLayout)
 }
 
-// ident passes a diagnostic identifier through when it is 1..128 visible
-// ASCII bytes, and drops it otherwise.
-func ident(s string) string {
-	if len(s) > 128 {
+// keep passes s through when valid accepts it and drops it otherwise, so
+// free text can never travel in an identifier or code field.
+func keep(valid func(string) bool, s string) string {
+	if !valid(s) {
 		return ""
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] > '~' {
-			return ""
-		}
 	}
 	return s
 }
 
-// code passes a bounded machine code ([a-z][a-z0-9_]{0,63}) and drops
-// anything else, so free text can never travel in a code field.
-func code(s string) string {
-	if s == "" || len(s) > 64 || s[0] < 'a' || s[0] > 'z' {
-		return ""
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if b != '_' && (b < 'a' || b > 'z') && (b < '0' || b > '9') {
-			return ""
-		}
-	}
-	return s
-}
-
-// sha passes an exact 40- or 64-digit lowercase hex object id.
-func sha(s string) string {
-	if len(s) != 40 && len(s) != 64 {
-		return ""
-	}
-	for i := 0; i < len(s); i++ {
-		if (s[i] < '0' || s[i] > '9') && (s[i] < 'a' || s[i] > 'f') {
-			return ""
-		}
-	}
-	return s
-}
+func code(s string) string { return keep(ident.ValidCode, s) }
+func sha(s string) string  { return keep(ident.ValidObjectID, s) }
+func ref(s string) string  { return keep(ident.ValidRef, s) }
+func id(s string) string   { return keep(ident.ValidID, s) }
+func lane(s string) string { return keep(ident.ValidLane, s) }
 
 func viewJob(j Job) jobView {
 	return jobView{
-		ID:           ident(j.ID),
+		ID:           ref(j.ID),
 		Kind:         code(j.Kind),
 		Status:       code(j.Status),
 		FailureCode:  code(j.FailureCode),
-		RepositoryID: ident(j.RepositoryID),
+		RepositoryID: id(j.RepositoryID),
 		BaseSHA:      sha(j.BaseSHA),
 		AttemptCount: max(j.AttemptCount, 0),
 		RetryAt:      stamp(j.RetryAt),
@@ -214,10 +189,10 @@ func viewJob(j Job) jobView {
 
 func viewAttempt(a Attempt) attemptView {
 	return attemptView{
-		ID:          ident(a.ID),
+		ID:          ref(a.ID),
 		Ordinal:     a.Ordinal,
 		Status:      code(a.Status),
-		WorkerID:    ident(a.Lane),
+		WorkerID:    lane(a.Lane),
 		LeasedAt:    stamp(a.LeasedAt),
 		DeadlineAt:  stamp(a.DeadlineAt),
 		CompletedAt: stamp(a.CompletedAt),
@@ -232,13 +207,13 @@ func viewEvent(e Event) eventView {
 
 func viewLane(l Lane) laneView {
 	return laneView{
-		Lane:           ident(l.Lane),
-		WorkerID:       ident(l.WorkerID),
-		Pool:           ident(l.Pool),
+		Lane:           lane(l.Lane),
+		WorkerID:       id(l.WorkerID),
+		Pool:           id(l.Pool),
 		Connected:      l.Connected,
 		ConnectedAt:    stamp(l.ConnectedAt),
 		DisconnectedAt: stamp(l.DisconnectedAt),
-		JobID:          ident(l.JobID),
-		AttemptID:      ident(l.AttemptID),
+		JobID:          ref(l.JobID),
+		AttemptID:      ref(l.AttemptID),
 	}
 }

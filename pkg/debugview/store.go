@@ -42,6 +42,7 @@ func fromStoreJob(j store.Job) Job {
 		Status:       j.Status,
 		FailureCode:  j.FailureCode,
 		RepositoryID: j.RepositoryID,
+		BaseSHA:      j.BaseSHA,
 		AttemptCount: j.AttemptCount,
 		RetryAt:      optTime(j.RetryAt),
 		CreatedAt:    j.CreatedAt.Time,

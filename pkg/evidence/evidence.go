@@ -3,16 +3,18 @@ package evidence
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // Limits.
 const (
-	MaxRecords     = 34       // per batch and per attempt
-	MaxBatchBytes  = 96 << 10 // canonical bytes per batch
-	MaxOutputBytes = 64 << 10 // stored output bytes per attempt
-	MaxBatches     = 2        // 1 = work, 2 = cleanup
-	MaxChecks      = 32       // scoped checks per task
-	MaxArgs        = 64       // argv elements per check
+	MaxRecords     = ident.MaxEvidenceRecords    // per batch and per attempt
+	MaxBatchBytes  = ident.MaxEvidenceBatchBytes // canonical bytes per batch
+	MaxOutputBytes = 64 << 10                    // stored output bytes per attempt
+	MaxBatches     = ident.MaxEvidenceBatches    // 1 = work, 2 = cleanup
+	MaxChecks      = 32                          // scoped checks per task
+	MaxArgs        = 64                          // argv elements per check
 	MaxDurationMS  = 7 * 24 * 3600 * 1000
 )
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
@@ -24,7 +25,7 @@ func (r Record) validate(i int) error {
 		return recErr(i, "phase", "check fields outside a scoped_check record")
 	}
 	if r.Phase == PhaseCandidateCommit && r.Reason == ReasonCreated {
-		if !validSHA(r.SHA) {
+		if !ident.ValidSHA(r.SHA) {
 			return recErr(i, "sha", "must be 40 lowercase hex digits")
 		}
 	} else if r.SHA != "" {
@@ -37,7 +38,7 @@ func (r Record) validateCheck(i int) error {
 	switch {
 	case r.Index == nil || *r.Index < 0 || *r.Index >= MaxChecks:
 		return recErr(i, "index", "required, 0 to 31")
-	case !validSHA(r.SHA):
+	case !ident.ValidSHA(r.SHA):
 		return recErr(i, "sha", "must be 40 lowercase hex digits")
 	case r.DurationMS == nil || *r.DurationMS < 0 || *r.DurationMS > MaxDurationMS:
 		return recErr(i, "duration_ms", "required, non-negative and bounded")
@@ -239,17 +240,4 @@ func CheckAttempt(records, outputBytes int, b Batch) error {
 		return recErr(-1, "output", "too much output for the attempt")
 	}
 	return nil
-}
-
-func validSHA(s string) bool {
-	if len(s) != 40 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

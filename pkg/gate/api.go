@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"path"
 	"strings"
 
 	"github.com/0k-lab/agent-forge/pkg/debugview"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
@@ -30,12 +32,14 @@ func (g *Gate) Handler() http.Handler {
 	mux.HandleFunc("/v1/jobs/{id}/aggregate", g.owner(http.MethodGet, g.handleAggregate))
 	mux.HandleFunc(wire.Path, g.handleWorker)
 	// The debug viewer: a public static shell under /debug/ and owner-only
-	// JSON reads under /v1/debug/ (the same owner check as the API).
-	viewer := debugview.New(debugview.FromStore(g.st, g.poolOf), func(r *http.Request) bool {
+	// JSON reads under /v1/debug/ (the same owner check as the API, and
+	// not_ready until the startup sweep is done). Its store reads take the
+	// Gate's one path for a store failure.
+	viewer := debugview.New(debugReader{debugview.FromStore(g.st, g.poolOf), g}, func(r *http.Request) bool {
 		return g.sec.identify(r).owner
 	}, g.now, debugview.WithActivity(g.act))
 	mux.Handle("/debug/", viewer)
-	mux.Handle("/v1/debug/", viewer)
+	mux.Handle("/v1/debug/", g.readyFor(viewer))
 	// Without these, ServeMux redirects "/debug" to "/debug/" (HTML body).
 	mux.HandleFunc("/debug", notFound)
 	mux.HandleFunc("/v1/debug", notFound)
@@ -62,6 +66,29 @@ func cleanPaths(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// jsonBody reports whether a request's Content-Type allows a JSON body:
+// absent, or exactly one application/json header whose only parameter, if
+// any, is charset=utf-8.
+func jsonBody(h http.Header) bool {
+	v := h.Values("Content-Type")
+	if len(v) == 0 {
+		return true
+	}
+	if len(v) != 1 {
+		return false
+	}
+	mt, params, err := mime.ParseMediaType(v[0])
+	if err != nil || mt != "application/json" {
+		return false
+	}
+	for k, val := range params {
+		if k != "charset" || !strings.EqualFold(val, "utf-8") {
+			return false
+		}
+	}
+	return true
 }
 
 // poolOf names the pool of a configured Worker id ("" if unknown).
@@ -94,6 +121,53 @@ func (g *Gate) owner(method string, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// readyFor answers an owner's request 503 not_ready until the Gate is
+// ready; anything else goes to h (which refuses it without the owner
+// token).
+func (g *Gate) readyFor(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.ready.Load() && g.sec.identify(r).owner {
+			writeError(w, errNotReady)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// debugReader is the viewer's store Reader; a store failure behind any
+// read stops the Gate (storeFailed), and the viewer answers unavailable.
+type debugReader struct {
+	debugview.Reader
+	g *Gate
+}
+
+func (r debugReader) check(err error) error {
+	if err != nil && !errors.Is(err, debugview.ErrNotFound) {
+		r.g.storeFailed(err)
+	}
+	return err
+}
+
+func (r debugReader) DebugJobs(ctx context.Context, afterID string, limit int) ([]debugview.Job, error) {
+	j, err := r.Reader.DebugJobs(ctx, afterID, limit)
+	return j, r.check(err)
+}
+
+func (r debugReader) DebugLanes(ctx context.Context, after string, limit int) ([]debugview.Lane, error) {
+	l, err := r.Reader.DebugLanes(ctx, after, limit)
+	return l, r.check(err)
+}
+
+func (r debugReader) DebugJob(ctx context.Context, id string) (debugview.Job, []debugview.Attempt, error) {
+	j, a, err := r.Reader.DebugJob(ctx, id)
+	return j, a, r.check(err)
+}
+
+func (r debugReader) DebugEvents(ctx context.Context, id string, afterSeq int64, limit int) ([]debugview.Event, error) {
+	e, err := r.Reader.DebugEvents(ctx, id, afterSeq, limit)
+	return e, r.check(err)
+}
+
 func (g *Gate) handleReady(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		writeError(w, errMethod)
@@ -108,6 +182,10 @@ func (g *Gate) handleReady(w http.ResponseWriter, r *http.Request) {
 
 // handleSubmit validates a task, resolves its policy and persists the job.
 func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	if !jsonBody(r.Header) {
+		writeError(w, errMediaType)
+		return
+	}
 	if r.ContentLength > MaxBodyBytes {
 		writeError(w, errTooLarge) // declared too large: refused before any of it is read
 		return
@@ -140,6 +218,12 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errUnknownRepo)
 			return
 		}
+		// A public source is cloned or fetched, and its base checked,
+		// before any job exists.
+		if err := g.prepareSource(r.Context(), repo, t.BaseSHA); err != nil {
+			writeError(w, err)
+			return
+		}
 		nj.RepositoryID, nj.Pool, nj.Policy, plugin = repo.ID, repo.WorkerPool, g.repoPolicy[repo.ID], repo.Execution.PluginID
 	} else {
 		nj.Pool, nj.Policy, plugin = g.cfg.DefaultPool, g.textPolicy, g.cfg.DefaultExecution.PluginID
@@ -165,8 +249,7 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	job, ls, leaseErr, err := g.st.SubmitAndLease(g.ctx, nj, l.leaseRequest(), g.now())
 	if err != nil {
 		if g.afterLease(l, nil, nil) {
-			g.wg.Add(1)
-			go g.leaseLoop(l)
+			g.startLeasing(l)
 		}
 		g.storeError(w, err)
 		return
@@ -174,8 +257,7 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, job)
 	_ = http.NewResponseController(w).Flush()
 	if g.afterLease(l, ls, leaseErr) {
-		g.wg.Add(1)
-		go g.leaseLoop(l)
+		g.startLeasing(l)
 	}
 	if ls == nil {
 		// The reserved lane took nothing (it went away or was not idle
@@ -186,7 +268,7 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 
 func (g *Gate) handleJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !wire.ValidRef(id) {
+	if !ident.ValidRef(id) {
 		writeError(w, errNotFound)
 		return
 	}
@@ -200,7 +282,7 @@ func (g *Gate) handleJob(w http.ResponseWriter, r *http.Request) {
 
 func (g *Gate) handleEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !wire.ValidRef(id) {
+	if !ident.ValidRef(id) {
 		writeError(w, errNotFound)
 		return
 	}
@@ -217,7 +299,7 @@ func (g *Gate) handleEvents(w http.ResponseWriter, r *http.Request) {
 
 func (g *Gate) handleAggregate(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !wire.ValidRef(id) {
+	if !ident.ValidRef(id) {
 		writeError(w, errNotFound)
 		return
 	}
@@ -247,12 +329,8 @@ func (g *Gate) storeError(w http.ResponseWriter, err error) {
 		writeError(w, errNotFound)
 	case errors.Is(err, store.ErrInvalid):
 		writeError(w, invalidTask("task", "rejected by the store"))
-	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
-		writeError(w, errUnavailable)
 	default:
-		if storeFailure(err) {
-			g.fail(err)
-		}
+		g.storeFailed(err)
 		writeError(w, errUnavailable)
 	}
 }

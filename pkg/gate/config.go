@@ -1,21 +1,18 @@
 package gate
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/configfile"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/policy"
 	"github.com/0k-lab/agent-forge/pkg/store"
-	"github.com/0k-lab/agent-forge/pkg/strictjson"
-	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
 // Config bounds.
@@ -23,14 +20,13 @@ const (
 	MaxConfigBytes   = 1 << 20
 	MaxWorkers       = 256
 	MaxRepositories  = 1024
-	MaxConcurrency   = wire.MaxSlot + 1
+	MaxConcurrency   = ident.MaxSlot + 1
 	MaxTokenBytes    = 4096
 	MinRecoveryEvery = 10 * time.Millisecond
 	MaxRecoveryEvery = time.Hour
 	MinLeasePoll     = time.Millisecond
 	MaxLeasePoll     = time.Hour
 	maxDatabaseBytes = 4096
-	maxBranchBytes   = 255
 )
 
 // Config is gate.json, version 1.
@@ -46,6 +42,14 @@ type Config struct {
 	DefaultExecution  policy.Execution   `json:"default_execution"`
 	Workers           []WorkerConfig     `json:"workers"`
 	Repositories      []RepositoryConfig `json:"repositories"`
+	// Public sources (config_source.go): where prepared bare repositories
+	// live and the git that prepares them. Both are required when a
+	// repository has a repository_url.
+	PublicRepositoryRoot string `json:"public_repository_root,omitempty"`
+	GitExecutable        string `json:"git_executable,omitempty"`
+	// Delivery, when present, turns on automatic delivery of public-source
+	// candidates; nil leaves jobs candidate-only.
+	Delivery *DeliveryConfig `json:"delivery,omitempty"`
 }
 
 // WorkerConfig registers one Worker: its pool, the environment variable
@@ -63,60 +67,49 @@ type RepositoryConfig struct {
 	DefaultBranch string           `json:"default_branch"`
 	WorkerPool    string           `json:"worker_pool"`
 	Execution     policy.Execution `json:"execution"`
+	// RepositoryURL makes this a public-source repository the Gate clones
+	// and fetches (config_source.go); empty for a static registration.
+	RepositoryURL string `json:"repository_url,omitempty"`
+
+	preparedPath string // set by New for a public source: its bare repository
 }
 
-// ConfigError names the offending field and why; never a value.
-type ConfigError struct {
-	Field  string
-	Reason string
-}
+// ConfigError is a refused gate.json: it names the field and why, never a
+// value.
+type ConfigError = configfile.Error
 
-func (e *ConfigError) Error() string {
-	if e.Field == "" {
-		return "config: " + e.Reason
-	}
-	return "config: " + e.Field + ": " + e.Reason
-}
+// configFormat is gate.json's: version 1, at most MaxConfigBytes.
+var configFormat = configfile.Format{Config: "gate", Version: 1, MaxBytes: MaxConfigBytes}
 
 func cfgErr(field, format string, args ...any) error {
-	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return configFormat.Errorf(field, format, args...)
 }
 
 // Secrets holds digests of the tokens named by a Config, never the tokens.
 type Secrets struct {
 	owner   [sha256.Size]byte
 	workers [][sha256.Size]byte // by index in Config.Workers
+	app     *appCredentials     // delivery's App identity, nil without delivery
 }
 
-// LoadConfig strictly decodes gate.json from r (at most MaxConfigBytes),
-// validates it and reads the tokens it names through getenv.
+// LoadConfig reads gate.json from r the configfile way (bounded, version
+// first, strict, Validate) and reads the tokens it names through getenv.
 func LoadConfig(r io.Reader, getenv func(string) string) (*Config, *Secrets, error) {
 	var c Config
-	data, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
-	if err != nil {
-		return nil, nil, cfgErr("", "cannot read")
+	if err := configFormat.Load(r, &c); err != nil {
+		return nil, nil, err
 	}
-	if err := strictjson.DecodeReader(bytes.NewReader(data), MaxConfigBytes, &c); err != nil {
-		if errors.Is(err, strictjson.ErrTooLarge) {
-			return nil, nil, cfgErr("", "file larger than %d bytes", MaxConfigBytes)
-		}
-		var se *strictjson.Error
-		if errors.As(err, &se) {
-			if se.Path == "" && len(data) > 0 {
-				if f := badDurationField(data); f != "" {
-					return nil, nil, cfgErr(f, "must be a Go duration such as \"30s\"")
-				}
-			}
-			return nil, nil, cfgErr(fieldPath(se.Path), "%s", se.Reason)
-		}
-		return nil, nil, cfgErr("", "cannot read")
-	}
-	if err := c.Validate(); err != nil {
+	if err := c.checkSourceHost(); err != nil {
 		return nil, nil, err
 	}
 	s, err := c.secrets(getenv)
 	if err != nil {
 		return nil, nil, err
+	}
+	if c.Delivery != nil {
+		if s.app, err = c.Delivery.loadAppCredentials(getenv); err != nil {
+			return nil, nil, err
+		}
 	}
 	return &c, s, nil
 }
@@ -141,7 +134,7 @@ func (c *Config) Validate() error {
 		}
 		return cfgErr("database", "invalid database DSN")
 	}
-	if !policy.ValidEnvName(c.OwnerTokenEnv) {
+	if !ident.ValidEnvName(c.OwnerTokenEnv) {
 		return cfgErr("owner_token_env", "must be an environment variable name")
 	}
 	if err := inRange("recovery_interval", c.RecoveryInterval.Std(), MinRecoveryEvery, MaxRecoveryEvery); err != nil {
@@ -150,7 +143,7 @@ func (c *Config) Validate() error {
 	if err := inRange("lease_poll_interval", c.LeasePollInterval.Std(), MinLeasePoll, MaxLeasePoll); err != nil {
 		return err
 	}
-	if !wire.ValidID(c.DefaultPool) {
+	if !ident.ValidID(c.DefaultPool) {
 		return cfgErr("default_pool", "must be a safe id")
 	}
 	if err := c.Lifecycle.Validate(); err != nil {
@@ -166,18 +159,18 @@ func (c *Config) Validate() error {
 	ids := map[string]bool{}
 	for i, w := range c.Workers {
 		f := "workers[" + strconv.Itoa(i) + "]"
-		if !wire.ValidID(w.ID) {
+		if !ident.ValidID(w.ID) {
 			return cfgErr(f+".id", "must be a safe id")
 		}
 		if ids[w.ID] {
 			return cfgErr(f+".id", "duplicate worker id")
 		}
 		ids[w.ID] = true
-		if !wire.ValidID(w.Pool) {
+		if !ident.ValidID(w.Pool) {
 			return cfgErr(f+".pool", "must be a safe id")
 		}
 		pools[w.Pool] = true
-		if !policy.ValidEnvName(w.TokenEnv) {
+		if !ident.ValidEnvName(w.TokenEnv) {
 			return cfgErr(f+".token_env", "must be an environment variable name")
 		}
 		if w.TokenEnv == c.OwnerTokenEnv {
@@ -196,17 +189,17 @@ func (c *Config) Validate() error {
 	repos := map[string]bool{}
 	for i, r := range c.Repositories {
 		f := "repositories[" + strconv.Itoa(i) + "]"
-		if !wire.ValidID(r.ID) {
+		if !ident.ValidID(r.ID) {
 			return cfgErr(f+".id", "must be a safe id")
 		}
 		if repos[r.ID] {
 			return cfgErr(f+".id", "duplicate repository id")
 		}
 		repos[r.ID] = true
-		if !validBranch(r.DefaultBranch) {
+		if !ident.ValidBranch(r.DefaultBranch) {
 			return cfgErr(f+".default_branch", "must be a safe branch name")
 		}
-		if !wire.ValidID(r.WorkerPool) {
+		if !ident.ValidID(r.WorkerPool) {
 			return cfgErr(f+".worker_pool", "must be a safe id")
 		}
 		if !pools[r.WorkerPool] {
@@ -215,6 +208,12 @@ func (c *Config) Validate() error {
 		if err := r.Execution.Validate(); err != nil {
 			return cfgErr(f+".execution", "%v", err)
 		}
+	}
+	if err := c.validateSources(); err != nil {
+		return err
+	}
+	if c.Delivery != nil {
+		return c.Delivery.validate(c.OwnerTokenEnv, c.Workers)
 	}
 	return nil
 }
@@ -241,22 +240,6 @@ func validListen(s string) error {
 		}
 	}
 	return nil
-}
-
-// validBranch accepts a conservative subset of Git branch names.
-func validBranch(b string) bool {
-	if b == "" || len(b) > maxBranchBytes || b[0] == '-' || b[0] == '/' || b[0] == '.' ||
-		strings.HasSuffix(b, "/") || strings.HasSuffix(b, ".") || strings.HasSuffix(b, ".lock") ||
-		strings.Contains(b, "..") || strings.Contains(b, "//") || strings.Contains(b, "/.") || strings.Contains(b, "@{") {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '/') {
-			return false
-		}
-	}
-	return true
 }
 
 func validToken(t string) bool {
@@ -304,70 +287,4 @@ func (c *Config) secrets(getenv func(string) string) (*Secrets, error) {
 		s.workers[i] = d
 	}
 	return s, nil
-}
-
-// badDurationField finds the first duration field that does not parse, so
-// the error can name it (the JSON decoder reports such failures without a
-// path). The document is already known to be well-formed.
-func badDurationField(data []byte) string {
-	var top struct {
-		RecoveryInterval  json.RawMessage            `json:"recovery_interval"`
-		LeasePollInterval json.RawMessage            `json:"lease_poll_interval"`
-		Lifecycle         map[string]json.RawMessage `json:"lifecycle"`
-		DefaultExecution  map[string]json.RawMessage `json:"default_execution"`
-		Repositories      []struct {
-			Execution map[string]json.RawMessage `json:"execution"`
-		} `json:"repositories"`
-	}
-	if json.Unmarshal(data, &top) != nil {
-		return ""
-	}
-	bad := func(raw json.RawMessage) bool {
-		if raw == nil {
-			return false
-		}
-		var d policy.Duration
-		return json.Unmarshal(raw, &d) != nil
-	}
-	execFields := []string{"plugin_timeout", "check_timeout", "git_timeout", "cleanup_timeout"}
-	switch {
-	case bad(top.RecoveryInterval):
-		return "recovery_interval"
-	case bad(top.LeasePollInterval):
-		return "lease_poll_interval"
-	case bad(top.Lifecycle["lease_ttl"]):
-		return "lifecycle.lease_ttl"
-	case bad(top.Lifecycle["retry_base"]):
-		return "lifecycle.retry_base"
-	}
-	for _, f := range execFields {
-		if bad(top.DefaultExecution[f]) {
-			return "default_execution." + f
-		}
-	}
-	for i, r := range top.Repositories {
-		for _, f := range execFields {
-			if bad(r.Execution[f]) {
-				return "repositories[" + strconv.Itoa(i) + "].execution." + f
-			}
-		}
-	}
-	return ""
-}
-
-// fieldPath turns a strictjson path ("/workers/0/id") into the notation
-// config errors use ("workers[0].id").
-func fieldPath(p string) string {
-	var b strings.Builder
-	for i, part := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
-		if _, err := strconv.Atoi(part); err == nil && i > 0 {
-			b.WriteString("[" + part + "]")
-			continue
-		}
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(part)
-	}
-	return b.String()
 }

@@ -78,9 +78,9 @@ func TestConfigRejects(t *testing.T) {
 		env   map[string]string
 		field string
 	}{
-		{"unknown field", edit(t, func(m map[string]any) { m["public_repository_root"] = "/x" }), nil, ""},
+		{"unknown field", edit(t, func(m map[string]any) { m["public_repository_dir"] = "/x" }), nil, ""},
 		{"delivery", edit(t, func(m map[string]any) { m["delivery"] = map[string]any{} }), nil, ""},
-		{"repository_url", edit(t, func(m map[string]any) { repo0(m)["repository_url"] = "https://github.com/a/b.git" }), nil, "repositories[0]"},
+		{"repository_url without a root", edit(t, func(m map[string]any) { repo0(m)["repository_url"] = "https://github.com/a/b.git" }), nil, "public_repository_root"},
 		{"duplicate field", []byte(strings.Replace(string(exampleConfig(t)), `"version":1,`, `"version":1,"version":1,`, 1)), nil, "version"},
 		{"trailing data", append(exampleConfig(t), []byte("{}")...), nil, ""},
 		{"version", edit(t, func(m map[string]any) { m["version"] = 2 }), nil, "version"},

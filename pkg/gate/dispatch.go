@@ -2,44 +2,32 @@ package gate
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
 // Dispatch is push-based. A lane asks the store for work when it becomes
-// idle (welcome, result ACK, cancel), when a submit names a job it fits,
+// idle (welcome, result ACK, the Worker's idle after a cancel), when a submit names a job it fits,
 // and on the sweeper's wake-ups (retry due, lease poll fallback). At most
 // one Lease call per lane is in flight; a wake that arrives meanwhile makes
 // it ask once more, so no job is missed between its SELECT and a submit.
+
+// startLeasing runs l's lease loop; l must be reserved.
+func (g *Gate) startLeasing(l *lane) {
+	g.wg.Add(1)
+	go g.leaseLoop(l)
+}
 
 // wakeLane makes l ask for work if it is idle, or ask again if it is
 // already asking.
 func (g *Gate) wakeLane(l *lane) {
 	g.lanes.mu.Lock()
-	start := g.wakeLocked(l)
+	start := l.wake()
 	g.lanes.mu.Unlock()
 	if start {
-		g.wg.Add(1)
-		go g.leaseLoop(l)
+		g.startLeasing(l)
 	}
-}
-
-// wakeLocked updates l's state for a wake and reports whether a lease loop
-// must be started. registry.mu is held.
-func (g *Gate) wakeLocked(l *lane) bool {
-	if l.closed {
-		return false
-	}
-	switch {
-	case l.state == laneIdle:
-		l.state = laneLeasing
-		return true
-	case l.state == laneLeasing, l.completing:
-		l.again = true
-	}
-	return false
 }
 
 // wakeAll wakes every idle lane.
@@ -47,14 +35,13 @@ func (g *Gate) wakeAll() {
 	g.lanes.mu.Lock()
 	var start []*lane
 	for _, l := range g.lanes.order {
-		if g.wakeLocked(l) {
+		if l.wake() {
 			start = append(start, l)
 		}
 	}
 	g.lanes.mu.Unlock()
 	for _, l := range start {
-		g.wg.Add(1)
-		go g.leaseLoop(l)
+		g.startLeasing(l)
 	}
 }
 
@@ -66,14 +53,13 @@ func (g *Gate) wakeSome(n int) {
 	total := len(g.lanes.order)
 	for i := 0; i < total && len(start) < n; i++ {
 		g.lanes.poll = (g.lanes.poll + 1) % total
-		if l := g.lanes.order[g.lanes.poll]; g.wakeLocked(l) {
+		if l := g.lanes.order[g.lanes.poll]; l.wake() {
 			start = append(start, l)
 		}
 	}
 	g.lanes.mu.Unlock()
 	for _, l := range start {
-		g.wg.Add(1)
-		go g.leaseLoop(l)
+		g.startLeasing(l)
 	}
 }
 
@@ -81,13 +67,12 @@ func (g *Gate) wakeSome(n int) {
 // none is idle, makes every fitting lane that is asking ask again.
 func (g *Gate) wakeFor(pool, plugin, repo string) {
 	if l := g.reserveFor(pool, plugin, repo); l != nil {
-		g.wg.Add(1)
-		go g.leaseLoop(l)
+		g.startLeasing(l)
 	}
 }
 
 // reserveFor moves one idle lane that fits a job (round robin) to the
-// leasing state and returns it; the caller must then ask the store for
+// reserved state and returns it; the caller must then ask the store for
 // its lease (leaseLoop, or SubmitAndLease followed by afterLease). When no
 // fitting lane is idle it returns nil and makes every fitting lane that is
 // asking, or recording a result, ask once more; call it (or wakeFor) only
@@ -98,22 +83,19 @@ func (g *Gate) reserveFor(pool, plugin, repo string) *lane {
 	n := len(g.lanes.order)
 	for i := 0; i < n; i++ {
 		l := g.lanes.order[(g.lanes.rr+i)%n]
-		if l.state == laneIdle && !l.closed && l.fits(pool, plugin, repo) {
+		if l.reserve(pool, plugin, repo) {
 			g.lanes.rr = (g.lanes.rr + i + 1) % n
-			g.wakeLocked(l)
 			return l
 		}
 	}
 	for _, l := range g.lanes.order {
-		if (l.state == laneLeasing || l.completing) && l.fits(pool, plugin, repo) {
-			l.again = true
-		}
+		l.askAgainFor(pool, plugin, repo)
 	}
 	return nil
 }
 
 // leaseLoop asks the store for one attempt for l and pushes it. It runs
-// while l is in the leasing state and leaves it idle or busy.
+// while l is reserved and leaves it idle or busy.
 func (g *Gate) leaseLoop(l *lane) {
 	defer g.wg.Done()
 	for {
@@ -124,44 +106,42 @@ func (g *Gate) leaseLoop(l *lane) {
 	}
 }
 
-// afterLease finishes one store lease for l, which is in the leasing
-// state: a lease makes it busy and is pushed; otherwise it becomes idle,
-// unless a wake arrived meanwhile, in which case afterLease reports true
-// and the caller must ask the store once more. A store failure stops the
-// Gate; typed refusals (a fenced generation, a busy lane) only idle it.
+// afterLease finishes one store lease for l, which is reserved: a lease
+// makes it busy and is pushed, or, when the lane closed or is draining
+// meanwhile, goes back to the queue; otherwise it becomes idle, unless a
+// wake arrived meanwhile, in which case afterLease reports true and the
+// caller must ask the store once more. A store failure stops the Gate;
+// typed refusals (a fenced generation, a busy lane) only idle it.
 func (g *Gate) afterLease(l *lane, ls *store.Lease, err error) (again bool) {
 	g.lanes.mu.Lock()
+	step := stepNone
 	if err != nil {
-		l.state, l.again = laneIdle, false
-		g.lanes.mu.Unlock()
-		if storeFailure(err) && !errors.Is(err, store.ErrClosed) && g.ctx.Err() == nil {
-			g.fail(err)
-		}
+		l.leaseFailed()
+	} else {
+		step = l.leaseDone(ls)
+	}
+	g.lanes.mu.Unlock()
+	if err != nil {
+		g.storeFailed(err)
 		return false
 	}
-	if ls != nil {
-		l.state, l.again, l.jobID, l.attemptID = laneBusy, false, ls.JobID, ls.AttemptID
-		closed := l.closed
-		g.lanes.mu.Unlock()
-		if !closed {
-			// A failed send closes the connection; the attempt keeps its
-			// lease until it expires and is retried.
-			l.sendLease(ls)
-		}
-		return false
-	}
-	if l.again && !l.closed {
-		l.again = false
-		g.lanes.mu.Unlock()
+	switch step {
+	case stepSend:
+		// A failed send closes the connection; the attempt keeps its
+		// lease until it expires and is retried.
+		l.sendLease(ls)
+	case stepRelease:
+		g.release(l, ls.JobID, ls.AttemptID)
+	case stepAskAgain:
 		return true
 	}
-	l.state, l.again = laneIdle, false
-	g.lanes.mu.Unlock()
 	return false
 }
 
-// cancelExpired tells the lane holding an attempt the sweep expired that
-// its lease is gone, and makes the lane idle.
+// cancelExpired tells the lane running an attempt the sweep expired that
+// its lease is gone. The lane winds down and is leased again only once the
+// Worker says idle (or sends a result): until then the attempt may still
+// be running there.
 func (g *Gate) cancelExpired(e store.Expiry) {
 	g.act.End(e.AttemptID)
 	if e.JobStatus == store.JobRetryWait {
@@ -169,16 +149,11 @@ func (g *Gate) cancelExpired(e store.Expiry) {
 	}
 	g.lanes.mu.Lock()
 	l := g.lanes.lanes[e.Lane]
-	hit := l != nil && l.generation == e.Generation && l.state == laneBusy && l.attemptID == e.AttemptID
-	if hit {
-		l.state, l.jobID, l.attemptID = laneIdle, "", ""
-	}
+	hit := l != nil && l.generation == e.Generation && l.withdraw(e.AttemptID)
 	g.lanes.mu.Unlock()
-	if !hit {
-		return
+	if hit {
+		l.send(wire.Envelope{Type: wire.TypeCancel, Cancel: &wire.Cancel{JobID: e.JobID, AttemptID: e.AttemptID, Reason: wire.CancelExpired}})
 	}
-	l.send(wire.Envelope{Type: wire.TypeCancel, Cancel: &wire.Cancel{JobID: e.JobID, AttemptID: e.AttemptID, Reason: wire.CancelExpired}})
-	g.wakeLane(l)
 }
 
 // agentReport is the stored (and served) form of a Worker's agent report.

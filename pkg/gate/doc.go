@@ -16,14 +16,19 @@
 // store records the generation and the registry installs the connection
 // under one lock, so a same-slot takeover fences the old generation in the
 // store and closes the old socket, and the old connection's disconnect
-// (compare-and-clear) never marks the newcomer offline. A lane is idle,
-// leasing (one store Lease call in flight) or busy (one attempt). Each
+// (compare-and-clear) never marks the newcomer offline. A lane's dispatch
+// state changes only through the named transitions of lanestate.go: idle,
+// reserved (one store Lease call in flight), busy (one attempt), recording
+// (its result being stored), winding (cancelled, until the Worker's idle),
+// closed; and draining once the Worker said goodbye, after which nothing is
+// leased to it and a lease it holds but does not run goes back to the
+// queue (store.Release) without consuming an attempt. Each
 // connection costs one goroutine: the WebSocket is taken over from the HTTP
 // handler (wire.Accept) and read by the lane's own goroutine.
 //
 // Dispatch is push: a submit wakes one idle lane that fits the job (pool,
-// plugin, repository); a lane asks for work after welcome and after a
-// cancel; a result for the lane's current attempt is recorded together
+// plugin, repository); a lane asks for work after welcome and after the
+// Worker's idle that follows a cancel; a result for the lane's current attempt is recorded together
 // with the lane's next lease in one store operation (CompleteAndLease: one
 // commit), and that lease is sent right after the result's ACK. A sweep
 // that expired something or ran because a retry fell due wakes every idle

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/source"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
@@ -30,6 +31,7 @@ var (
 	errMethod        = &apiError{http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route"}
 	errTooLarge      = &apiError{http.StatusRequestEntityTooLarge, "too_large", "request body exceeds 1 MiB"}
 	errInvalidJSON   = &apiError{http.StatusBadRequest, "invalid_json", "request body is not acceptable strict JSON"}
+	errMediaType     = &apiError{http.StatusUnsupportedMediaType, "unsupported_media_type", "request body must be application/json"}
 	errUnknownRepo   = &apiError{http.StatusBadRequest, "invalid_task", "repository_id is not registered"}
 	errNotWebSocket  = &apiError{http.StatusBadRequest, "not_websocket", "this route takes a WebSocket upgrade (version 13)"}
 	errNotReady      = &apiError{http.StatusServiceUnavailable, "not_ready", "gate is not ready"}
@@ -49,9 +51,12 @@ func toAPIError(err error) *apiError {
 	var fe *wire.FieldError
 	var se *strictjson.Error
 	var mbe *http.MaxBytesError
+	var src *source.Error
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &src):
+		return sourceAPIError(src)
 	case errors.As(err, &mbe), errors.Is(err, strictjson.ErrTooLarge):
 		return errTooLarge
 	case errors.As(err, &fe):
@@ -66,6 +71,10 @@ type errorBody struct {
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
+		// source_failed only.
+		Phase     string `json:"phase,omitempty"`
+		Reason    string `json:"reason,omitempty"`
+		Retryable *bool  `json:"retryable,omitempty"`
 	} `json:"error"`
 }
 
@@ -73,6 +82,11 @@ func writeError(w http.ResponseWriter, err error) {
 	ae := toAPIError(err)
 	var b errorBody
 	b.Error.Code, b.Error.Message = ae.code, ae.message
+	var src *source.Error
+	if ae.code == codeSourceFailed && errors.As(err, &src) {
+		retryable := src.Retryable
+		b.Error.Phase, b.Error.Reason, b.Error.Retryable = src.Phase, src.Reason, &retryable
+	}
 	if ae.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="forge"`)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/source"
 	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
@@ -44,6 +45,7 @@ type Gate struct {
 	textPolicy  []byte            // canonical policy of text jobs
 	repoPolicy  map[string][]byte // canonical policy of coding jobs per repository
 	workerConns []atomic.Int32    // open connections per worker (by index)
+	sources     *source.Preparer  // public-source repositories (nil without any)
 
 	ready   atomic.Bool
 	readied chan struct{} // closed when Start has succeeded
@@ -88,6 +90,9 @@ func New(cfg *Config, sec *Secrets, st *store.Store, log *slog.Logger, now func(
 		g.repos[r.ID] = r
 		g.repoPolicy[r.ID] = p.Canonical()
 	}
+	if err := g.openSources(); err != nil {
+		return nil, err
+	}
 	return g, nil
 }
 
@@ -124,8 +129,23 @@ func (g *Gate) fail(err error) {
 	close(g.failed)
 }
 
+// storeFailed is the one path for a store error that is not a typed
+// rejection: it reports whether err is one and, unless the Gate is already
+// stopping (a closed store, a cancelled context), stops the Gate with it.
+// Every caller then answers "unavailable" (or closes the connection).
+func (g *Gate) storeFailed(err error) bool {
+	if !storeFailure(err) {
+		return false
+	}
+	if !errors.Is(err, store.ErrClosed) && !errors.Is(err, context.Canceled) &&
+		!errors.Is(err, context.DeadlineExceeded) && g.ctx.Err() == nil {
+		g.fail(err)
+	}
+	return true
+}
+
 // storeFailure reports whether err is an unexpected store error (not a
-// typed rejection). Such errors stop the Gate.
+// typed rejection). Such errors stop the Gate (storeFailed).
 func storeFailure(err error) bool {
 	for _, typed := range []error{store.ErrNotFound, store.ErrStale, store.ErrExpired, store.ErrConflict,
 		store.ErrInvalid, store.ErrLaneBusy} {
@@ -192,6 +212,7 @@ func (g *Gate) Serve(ctx context.Context, ln net.Listener) error {
 	g.stop()
 	g.lanes.closeAll()
 	g.wg.Wait()
+	g.closeSources()
 	g.failMu.Lock()
 	defer g.failMu.Unlock()
 	if g.failErr != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/policy"
 	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/wire"
@@ -56,7 +57,7 @@ func TestAuthentication(t *testing.T) {
 	}
 	// A worker token upgrades.
 	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), noRepos())
-	if w.welcome.Lane != "worker-1" || !wire.ValidGeneration(w.welcome.Generation) {
+	if w.welcome.Lane != "worker-1" || !ident.ValidHexID(w.welcome.Generation) {
 		t.Fatalf("welcome %+v", w.welcome)
 	}
 }

@@ -10,21 +10,15 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/evidence"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
-type laneState int
-
-const (
-	laneIdle    laneState = iota // may receive a lease
-	laneLeasing                  // a Lease call is in flight
-	laneBusy                     // holds attempt (jobID, attemptID)
-)
-
 // lane is one live Worker connection (one slot). Fields after mu's comment
-// are guarded by registry.mu.
+// are guarded by registry.mu and changed only by the transitions of
+// lanestate.go.
 type lane struct {
 	name       string
 	worker     int
@@ -45,12 +39,11 @@ type lane struct {
 	act      *activity.Store
 
 	// guarded by registry.mu
-	state      laneState
-	again      bool // a wake arrived while leasing or completing: lease once more
-	completing bool // busy, and the result of its attempt is being recorded
-	closed     bool
-	jobID      string
-	attemptID  string
+	state     laneState
+	again     bool // a wake arrived while reserved or recording: ask once more
+	draining  bool // the Worker said goodbye: lease nothing more
+	jobID     string
+	attemptID string
 }
 
 // leaseRequest names this lane to the store's Lease.
@@ -98,7 +91,7 @@ func (r *registry) install(l *lane) *lane {
 	defer r.mu.Unlock()
 	old := r.lanes[l.name]
 	if old != nil {
-		old.closed = true
+		old.close()
 		r.dropOrder(old)
 	}
 	r.lanes[l.name] = l
@@ -110,7 +103,7 @@ func (r *registry) install(l *lane) *lane {
 func (r *registry) remove(l *lane) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	l.closed = true
+	l.close()
 	if r.lanes[l.name] == l {
 		delete(r.lanes, l.name)
 		r.dropOrder(l)
@@ -237,11 +230,11 @@ func (g *Gate) serveLane(c *wire.Conn, worker int) {
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	l := &lane{
-		name: wire.LaneName(wc.ID, h.Slot), worker: worker, slot: h.Slot, generation: newID(),
+		name: ident.LaneName(wc.ID, h.Slot), worker: worker, slot: h.Slot, generation: newID(),
 		pool: wc.Pool, plugins: h.Plugins, repos: h.Repositories,
 		pluginSet: set(h.Plugins), repoSet: set(h.Repositories), registered: g.repos, conn: c,
 		activity: activity.Select(h.ActivityVersions), act: g.act,
-		state: laneLeasing, // nothing is leased before welcome is out
+		state: laneReserved, // nothing is leased before welcome is out
 	}
 	if l.plugins == nil {
 		l.plugins = []string{}
@@ -255,9 +248,7 @@ func (g *Gate) serveLane(c *wire.Conn, worker int) {
 	g.lanes.connectMu.Lock()
 	if err := g.st.ConnectLane(g.ctx, l.name, wc.ID, h.Slot, l.generation, g.now()); err != nil {
 		g.lanes.connectMu.Unlock()
-		if storeFailure(err) && g.ctx.Err() == nil {
-			g.fail(err)
-		}
+		g.storeFailed(err)
 		return
 	}
 	old := g.lanes.install(l)
@@ -271,8 +262,7 @@ func (g *Gate) serveLane(c *wire.Conn, worker int) {
 		return
 	}
 	g.log.Info("lane connected", "lane", l.name, "worker_id", wc.ID, "slot", h.Slot)
-	g.wg.Add(1)
-	go g.leaseLoop(l)
+	g.startLeasing(l)
 	for {
 		e, err := c.Receive()
 		if err != nil {
@@ -302,9 +292,8 @@ func (g *Gate) disconnect(l *lane) {
 	// Gate stops; a closed store answers ErrClosed, which is fine.
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	if _, err := g.st.DisconnectLane(ctx, l.name, l.generation, g.now()); err != nil &&
-		storeFailure(err) && !errors.Is(err, store.ErrClosed) && g.ctx.Err() == nil {
-		g.fail(err)
+	if _, err := g.st.DisconnectLane(ctx, l.name, l.generation, g.now()); err != nil {
+		g.storeFailed(err)
 	}
 	g.log.Info("lane disconnected", "lane", l.name)
 }
@@ -339,7 +328,11 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		// attempt is well-formed but unusable.
 		var opt evidence.Options
 		usable := false
-		if j, err := g.st.Job(g.ctx, e.Evidence.JobID); err == nil && j.Kind == string(wire.KindCoding) {
+		j, err := g.st.Job(g.ctx, e.Evidence.JobID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return g.rejectStoreErr(err, reply)
+		}
+		if err == nil && j.Kind == string(wire.KindCoding) {
 			opt.BaseSHA = j.BaseSHA
 			opt.ArgCounts, err = argCounts(j.Tests)
 			usable = err == nil
@@ -347,7 +340,7 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		b, err := evidence.ValidateBatch(e.Evidence.Batch, e.Evidence.Records, opt)
 		if err != nil || !usable {
 			g.lanes.mu.Lock()
-			held := l.state == laneBusy && l.attemptID == e.Evidence.AttemptID && l.jobID == e.Evidence.JobID
+			held := l.holds(e.Evidence.JobID, e.Evidence.AttemptID)
 			g.lanes.mu.Unlock()
 			if !held {
 				return reply(false, nil, wire.RejectStale)
@@ -364,6 +357,27 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 	case wire.TypeActivity:
 		g.recordActivity(l, e.Activity)
 		return true
+	case wire.TypeIdle:
+		// The withdrawn (or lost) attempt has stopped on the Worker.
+		g.lanes.mu.Lock()
+		start := l.workerIdle(e.Idle.JobID, e.Idle.AttemptID)
+		g.lanes.mu.Unlock()
+		if start {
+			g.startLeasing(l)
+		}
+		return true
+	case wire.TypeGoodbye:
+		// Nothing more is leased to this lane. A lease it holds but does
+		// not run goes back to the queue before the ack, so once the
+		// Worker has the ack nothing is left leased to it but what it runs.
+		g.lanes.mu.Lock()
+		release := l.goodbye(attemptRef{e.Goodbye.JobID, e.Goodbye.AttemptID})
+		g.lanes.mu.Unlock()
+		g.log.Info("lane draining", "lane", l.name)
+		if release != nil {
+			g.release(l, release.jobID, release.attemptID)
+		}
+		return reply(true, &wire.Ack{}, "")
 	}
 	// hello twice or a Gate-only message from a Worker: protocol violation.
 	return false
@@ -390,77 +404,101 @@ func argCounts(tests json.RawMessage) ([]int, error) {
 // check passed on it, pkg/evidence) and not the job's base. A result for
 // an attempt this lane does not hold leased is left to the store's fence
 // (stale, expired, or a replay of what was recorded).
-func (g *Gate) candidateBacked(l *lane, r *wire.Result) bool {
+//
+// An unknown job is left to the fence too; any other store error is
+// returned (the Gate's store-failure path).
+func (g *Gate) candidateBacked(l *lane, r *wire.Result) (bool, error) {
 	agg, err := g.st.Aggregate(g.ctx, r.JobID)
+	if errors.Is(err, store.ErrNotFound) {
+		return true, nil
+	}
 	if err != nil {
-		return true
+		return false, err
 	}
 	for _, a := range agg.Attempts {
 		if a.ID == r.AttemptID && a.Status == store.AttemptLeased && a.WorkerID == l.name {
 			c := evidence.CreatedCandidate(a.Evidence)
-			return c != "" && c == r.CandidateSHA && c != agg.Job.BaseSHA
+			return c != "" && c == r.CandidateSHA && c != agg.Job.BaseSHA, nil
 		}
 	}
-	return true
+	return true, nil
 }
 
-// handleResult records a result. For the lane's current attempt the
-// store records it and, in the same transaction, leases the lane its next
-// attempt (CompleteAndLease): one commit, and the next lease follows the
-// ACK at once. Any other result (a replay, another attempt) is recorded
-// or refused on its own and leaves the lane as it is.
+// handleResult records a result. A result ends the lane's attempt on the
+// Worker whatever the store makes of it. For the lane's current attempt
+// the store records it and, in the same transaction, leases the lane its
+// next attempt (CompleteAndLease): one commit, and the next lease follows
+// the ACK at once; a draining lane's result is recorded alone. Any other
+// result (a replay, another attempt) is recorded or refused on its own.
 func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
 	f := store.Fence{JobID: r.JobID, AttemptID: r.AttemptID, Lane: l.name, Generation: l.generation}
 	out, err := outcome(r)
-	if err != nil || out.CandidateSHA != "" && !g.candidateBacked(l, r) {
+	if err != nil {
 		return reply(false, nil, wire.RejectInvalid)
 	}
-	g.lanes.mu.Lock()
-	current := !l.closed && l.state == laneBusy && !l.completing && l.attemptID == r.AttemptID && l.jobID == r.JobID
-	if current {
-		l.completing, l.again = true, false
-	}
-	g.lanes.mu.Unlock()
-	if !current {
-		c, err := g.st.Complete(g.ctx, f, out, now)
+	if out.CandidateSHA != "" {
+		backed, err := g.candidateBacked(l, r)
 		if err != nil {
 			return g.rejectStoreErr(err, reply)
 		}
+		if !backed {
+			return reply(false, nil, wire.RejectInvalid)
+		}
+	}
+	g.lanes.mu.Lock()
+	kind := l.beginResult(r.JobID, r.AttemptID)
+	g.lanes.mu.Unlock()
+	if kind == resultAndLease {
+		return g.recordAndLease(l, seq, f, out, now, reply)
+	}
+	c, err := g.st.Complete(g.ctx, f, out, now)
+	if kind == resultOnly {
+		g.lanes.mu.Lock()
+		l.resultDone(nil) // draining: idle, never leased again
+		g.lanes.mu.Unlock()
+	}
+	ok := false
+	if err != nil {
+		ok = g.rejectStoreErr(err, reply)
+	} else {
 		g.act.End(r.AttemptID)
 		if c.JobStatus == store.JobRetryWait {
 			g.noteDue(c.RetryAt)
 		}
-		return reply(true, &wire.Ack{}, "")
+		ok = reply(true, &wire.Ack{}, "")
 	}
+	if ok && kind == resultEndsWinding {
+		g.wakeLane(l) // after the reply: a lease never precedes it
+	}
+	return ok
+}
+
+// recordAndLease records the result of the lane's current attempt and
+// leases the lane its next one in the same commit.
+func (g *Gate) recordAndLease(l *lane, seq uint64, f store.Fence, out store.Outcome, now time.Time, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
 	c, next, err := g.st.CompleteAndLease(g.ctx, f, out, l.leaseRequest(), now)
 	if err != nil {
-		// Nothing was recorded. The lane stays busy with the attempt
-		// until its lease ends (a sweep expiry cancels it).
+		// Nothing was recorded, but the Worker is done with the attempt:
+		// the lane is idle. The store keeps it from leasing while the
+		// attempt stays leased; the sweep's expiry wakes it.
 		g.lanes.mu.Lock()
-		l.completing, l.again = false, false
+		step := l.resultDone(nil)
 		g.lanes.mu.Unlock()
-		return g.rejectStoreErr(err, reply)
+		ok := g.rejectStoreErr(err, reply)
+		if ok && step == stepAskAgain {
+			g.startLeasing(l)
+		}
+		return ok
 	}
-	g.act.End(r.AttemptID)
+	g.act.End(f.AttemptID)
 	if c.JobStatus == store.JobRetryWait {
 		g.noteDue(c.RetryAt)
 	}
 	g.lanes.mu.Lock()
-	l.completing = false
-	start := false
-	switch {
-	case next != nil:
-		l.state, l.again, l.jobID, l.attemptID = laneBusy, false, next.JobID, next.AttemptID
-	case l.again && !l.closed:
-		// A submit or retry named this lane while the store looked: ask
-		// once more.
-		l.state, l.again, l.jobID, l.attemptID = laneLeasing, false, "", ""
-		start = true
-	default:
-		l.state, l.again, l.jobID, l.attemptID = laneIdle, false, "", ""
-	}
+	step := l.resultDone(next)
 	g.lanes.mu.Unlock()
-	if next != nil {
+	switch step {
+	case stepSend:
 		// The ack and the next lease go out together, in one write. A
 		// failed send closes the connection; the new attempt keeps its
 		// lease until it expires and is retried.
@@ -478,15 +516,37 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 			return false
 		}
 		return l.sendEncoded(nil, ack, lease)
+	case stepRelease:
+		// The connection closed while the result was recorded.
+		g.release(l, next.JobID, next.AttemptID)
+		reply(true, &wire.Ack{}, "")
+		return false
 	}
 	if !reply(true, &wire.Ack{}, "") {
 		return false
 	}
-	if start {
-		g.wg.Add(1)
-		go g.leaseLoop(l)
+	if step == stepAskAgain {
+		g.startLeasing(l)
 	}
 	return true
+}
+
+// release returns a lease l holds but will not run (the lane is draining
+// or gone) to the queue at once, without consuming an attempt, and wakes a
+// lane that fits its job. A refusal (the attempt ran, was recorded or
+// expired meanwhile) leaves it to the store's usual course.
+func (g *Gate) release(l *lane, jobID, attemptID string) {
+	g.act.End(attemptID)
+	// A fresh context: a lease must be returned even while the Gate stops.
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	r, err := g.st.Release(ctx, store.Fence{JobID: jobID, AttemptID: attemptID, Lane: l.name, Generation: l.generation}, g.now())
+	if err != nil {
+		g.storeFailed(err)
+		return
+	}
+	g.log.Info("lease returned unstarted", "lane", l.name)
+	g.wakeFor(r.Pool, r.PluginID, r.RepositoryID)
 }
 
 // sendLease pushes a lease the store handed to l.
@@ -503,14 +563,17 @@ func (l *lane) encodeLease(ls *store.Lease) ([]byte, error) {
 			Lane: l.name, Generation: l.generation, Version: l.activity, Deadline: ls.DeadlineAt})
 	}
 	branch := ""
-	if r := l.registered[ls.RepositoryID]; r != nil && ls.Kind == string(wire.KindCoding) {
+	r := l.registered[ls.RepositoryID]
+	if r != nil && ls.Kind == string(wire.KindCoding) {
 		branch = r.DefaultBranch
 	}
-	return wire.EncodeLease(&wire.Lease{
+	lease := &wire.Lease{
 		JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
 		DeadlineAt: ls.DeadlineAt.UTC(), Kind: wire.Kind(ls.Kind),
 		Policy: ls.Policy, Task: ls.Task, DefaultBranch: branch, ActivityVersion: l.activity,
-	})
+	}
+	leaseSource(r, lease)
+	return wire.EncodeLease(lease)
 }
 
 // rejectStoreErr maps a store rejection to a wire reject code; an
@@ -527,8 +590,6 @@ func (g *Gate) rejectStoreErr(err error, reply func(bool, *wire.Ack, wire.Reject
 		return reply(false, nil, wire.RejectInvalid)
 	}
 	reply(false, nil, wire.RejectUnavailable)
-	if g.ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
-		g.fail(err)
-	}
+	g.storeFailed(err)
 	return false
 }

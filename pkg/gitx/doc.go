@@ -1,5 +1,6 @@
-// Package gitx runs git for the Worker with an isolated, explicit
-// environment and bounded resources.
+// Package gitx runs git for the Worker and the Gate with an isolated,
+// explicit environment and bounded resources. It is the one way either
+// daemon invokes git.
 //
 // Every invocation goes through pkg/supervise: its own process group, a
 // timeout (the policy's git_timeout), one output budget (git_output_bytes)
@@ -21,6 +22,14 @@
 // transport, so nothing can fetch or push), commit.gpgSign=false,
 // gc.auto=0 and maintenance.auto=false (no background maintenance),
 // advice.detachedHead=false.
+//
+// A command that sets Cmd.HTTPS (the Gate's public-source fetches, and
+// nothing else) additionally carries protocol.https.allow=always, which
+// opens the https transport alone, and http.followRedirects=false. It has
+// no credential helper and no prompt (GIT_TERMINAL_PROMPT=0,
+// GIT_ASKPASS=/bin/false), so a server asking for credentials fails it at
+// once. Its failure is classified from git's private stderr into a fixed
+// Error.Transport word (redirect, credentials_required, not_found, …).
 //
 // Errors are *Error values holding only the fixed subcommand name, a
 // fixed reason and the exit code: never argv values, paths, environment

@@ -33,6 +33,14 @@ var overrides = [...]string{
 	"core.pager=cat",
 }
 
+// httpsOverrides open exactly one transport, https, for a command that
+// sets Cmd.HTTPS, and make it refuse redirects. They follow overrides, so
+// they win; every other protocol stays at protocol.allow=never.
+var httpsOverrides = [...]string{
+	"protocol.https.allow=always",
+	"http.followRedirects=false",
+}
+
 // Runner runs git commands. Its zero value is not usable: Git and Home
 // are required.
 type Runner struct {
@@ -71,7 +79,34 @@ type Error struct {
 	Op     string // the git subcommand (a fixed word chosen by the caller)
 	Reason string // fixed text: "exit status", "timeout", "output limit", …
 	Code   int    // the exit code for Reason "exit status", else 0
+	// Transport classifies a failed HTTPS command (Cmd.HTTPS) by what git
+	// reported about the remote: one of the Transport* words, or "".
+	Transport string
+
+	// output is the start of what the failed command wrote (stdout, then
+	// the privately kept stderr). It never reaches Error(); callers may
+	// only ask whether it contains a fixed phrase.
+	output []byte
 }
+
+// OutputContains reports whether the failed command's output (the start
+// of its stdout and stderr) contains phrase. It lets a caller classify a
+// refusal (a remote's fixed rejection text) without ever seeing the output.
+func (e *Error) OutputContains(phrase string) bool {
+	return phrase != "" && bytes.Contains(e.output, []byte(phrase))
+}
+
+// What a failed HTTPS command met at the remote (Error.Transport).
+const (
+	TransportRedirect     = "redirect"             // the server answered a redirect (not followed)
+	TransportCredentials  = "credentials_required" // the server asked for credentials (never supplied)
+	TransportNotFound     = "not_found"            // no such repository
+	TransportRefMissing   = "ref_missing"          // the requested ref does not exist there
+	TransportServerError  = "server_error"         // the server failed (HTTP 5xx)
+	TransportTLS          = "tls_failed"           // certificate or TLS handshake failure
+	TransportUnreachable  = "unreachable"          // name resolution or connection failure
+	TransportOtherFailure = "remote_failed"        // anything else the remote side reported
+)
 
 func (e *Error) Error() string {
 	if e.Reason == "exit status" {
@@ -126,6 +161,11 @@ type Cmd struct {
 	Stdin []byte
 	// Args are the subcommand and its arguments.
 	Args []string
+	// HTTPS opens the https transport for this command only (everything
+	// else stays closed), with HTTP redirects refused. A failure then
+	// carries Error.Transport. Only the Gate's public-source fetches set
+	// it; credentials are never configured, and prompts stay disabled.
+	HTTPS bool
 }
 
 // Env returns the isolated base environment for home.
@@ -150,10 +190,15 @@ func (r *Runner) Env() []string {
 
 // Argv returns the full argument list (after the program name) for c.
 func (r *Runner) Argv(c Cmd) []string {
-	args := make([]string, 0, 2*len(overrides)+4+len(c.Args))
+	args := make([]string, 0, 2*(len(overrides)+len(httpsOverrides))+4+len(c.Args))
 	args = append(args, "--no-pager")
 	for _, o := range overrides {
 		args = append(args, "-c", o)
+	}
+	if c.HTTPS {
+		for _, o := range httpsOverrides {
+			args = append(args, "-c", o)
+		}
 	}
 	if c.GitDir != "" {
 		args = append(args, "--git-dir="+c.GitDir)
@@ -215,7 +260,12 @@ func (r *Runner) Run(ctx context.Context, c Cmd) ([]byte, error) {
 		if res.Exit.Signal != 0 {
 			return nil, &Error{Op: op, Reason: "killed by signal"}
 		}
-		return nil, &Error{Op: op, Reason: "exit status", Code: res.Exit.Code}
+		out := append(append([]byte(nil), res.Stdout[:min(len(res.Stdout), 4096)]...), res.Stderr...)
+		e := &Error{Op: op, Reason: "exit status", Code: res.Exit.Code, output: out}
+		if c.HTTPS {
+			e.Transport = classifyTransport(res.Stderr)
+		}
+		return nil, e
 	}
 	return res.Stdout, nil
 }
@@ -236,4 +286,38 @@ func safeWord(s string) bool {
 		return false
 	}
 	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyz-") == ""
+}
+
+// transportSigns map what git (LC_ALL=C) writes about a failed HTTPS
+// remote to a Transport word; the first match wins. Stderr itself is
+// never returned.
+var transportSigns = [...]struct{ sign, transport string }{
+	{"The requested URL returned error: 30", TransportRedirect},
+	{"could not read Username", TransportCredentials},
+	{"could not read Password", TransportCredentials},
+	{"Authentication failed", TransportCredentials},
+	{"The requested URL returned error: 401", TransportCredentials},
+	{"The requested URL returned error: 403", TransportCredentials},
+	{"The requested URL returned error: 404", TransportNotFound},
+	{"not found", TransportNotFound},
+	{"couldn't find remote ref", TransportRefMissing},
+	{"The requested URL returned error: 5", TransportServerError},
+	{"Could not resolve host", TransportUnreachable},
+	{"Failed to connect", TransportUnreachable},
+	{"Couldn't connect", TransportUnreachable},
+	{"Connection refused", TransportUnreachable},
+	{"certificate verification failed", TransportTLS},
+	{"SSL certificate problem", TransportTLS},
+	{"gnutls_handshake", TransportTLS},
+	{"SSL_connect", TransportTLS},
+	{"SSL routines", TransportTLS},
+}
+
+func classifyTransport(stderr []byte) string {
+	for _, s := range transportSigns {
+		if bytes.Contains(stderr, []byte(s.sign)) {
+			return s.transport
+		}
+	}
+	return TransportOtherFailure
 }

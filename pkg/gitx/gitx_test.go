@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 func mustRunner(tb testing.TB) *Runner {
@@ -124,7 +126,7 @@ func TestLineAndStdin(t *testing.T) {
 	r := mustRunner(t)
 	dir := mustRepo(t, r)
 	head, err := r.Line(context.Background(), Cmd{Dir: dir, Args: []string{"rev-parse", "HEAD"}})
-	if err != nil || !ValidSHA(head) {
+	if err != nil || !ident.ValidSHA(head) {
 		t.Fatalf("rev-parse: %q %v", head, err)
 	}
 	out, err := r.Run(context.Background(), Cmd{Dir: dir, Stdin: []byte(head + "\n"), Args: []string{"cat-file", "--batch-check"}})

@@ -3,6 +3,8 @@ package gitx
 import (
 	"bytes"
 	"errors"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // Change is one entry of `git diff-index --raw -z --no-renames` output.
@@ -56,7 +58,7 @@ func ParseRaw(b []byte) ([]Change, error) {
 			OldMode: string(head[1:7]), NewMode: string(head[8:14]),
 			OldSHA: string(head[15:55]), NewSHA: string(head[56:96]), Status: head[97], Path: path,
 		}
-		if !octal(c.OldMode) || !octal(c.NewMode) || !hex40(c.OldSHA) || !hex40(c.NewSHA) {
+		if !octal(c.OldMode) || !octal(c.NewMode) || !ident.ValidSHA(c.OldSHA) || !ident.ValidSHA(c.NewSHA) {
 			return nil, errRaw
 		}
 		switch c.Status {
@@ -90,19 +92,3 @@ func octal(s string) bool {
 	}
 	return true
 }
-
-func hex40(s string) bool {
-	if len(s) != 40 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// ValidSHA reports whether s is 40 lowercase hex digits.
-func ValidSHA(s string) bool { return hex40(s) }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"unicode/utf8"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
@@ -145,7 +146,7 @@ func DecodeFrame(line []byte) (Frame, error) {
 	if *w.Version != Version {
 		return Frame{}, invalid("unsupported version")
 	}
-	if !ValidID(*w.ID) {
+	if !ident.ValidHexID(*w.ID) {
 		return Frame{}, invalid("id is not 32 lowercase hex digits")
 	}
 	t := Type(*w.Type)

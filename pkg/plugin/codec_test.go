@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 const testID = "0123456789abcdef0123456789abcdef"
@@ -274,7 +276,7 @@ func TestEncodeRejectsInvalidFrames(t *testing.T) {
 
 func TestNewID(t *testing.T) {
 	id, err := NewID(nil)
-	if err != nil || !ValidID(id) {
+	if err != nil || !ident.ValidHexID(id) {
 		t.Fatalf("NewID = %q, %v", id, err)
 	}
 	id2, _ := NewID(nil)

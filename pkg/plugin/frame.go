@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // Frame is one decoded v1 frame. Only the fields of its Type (and, for
@@ -95,7 +97,7 @@ func (f *Frame) present() int {
 // the session (matching id, negotiated capabilities, order, progress
 // numbering) are checked by Session.Accept.
 func (f *Frame) Validate() error {
-	if !ValidID(f.ID) {
+	if !ident.ValidHexID(f.ID) {
 		return invalid("id is not 32 lowercase hex digits")
 	}
 	// Zero-valued optional fields (empty input/text) are legal values, so a

@@ -297,3 +297,26 @@ func FuzzFailureFrame(f *testing.F) {
 		checkRoundTrip(t, fr)
 	})
 }
+
+// FuzzDecodePluginFrame: the host's decoder is DecodeFrame minus the
+// frame types only the Worker sends, with no partial frame on error.
+func FuzzDecodePluginFrame(f *testing.F) {
+	seedLines(f, func(line []byte) { f.Add(line) })
+	f.Fuzz(func(t *testing.T, line []byte) {
+		got, err := DecodePluginFrame(line)
+		want, wantErr := DecodeFrame(line)
+		switch {
+		case wantErr != nil:
+			if err == nil || !reflect.DeepEqual(got, Frame{}) {
+				t.Fatalf("accepted what DecodeFrame refuses (%v)", wantErr)
+			}
+		case want.Type.FromWorker():
+			var pe *ProtocolError
+			if !errors.As(err, &pe) || !reflect.DeepEqual(got, Frame{}) {
+				t.Fatalf("a %s frame from a plugin: %v", want.Type, err)
+			}
+		case err != nil || !reflect.DeepEqual(got, want):
+			t.Fatalf("a %s frame decodes differently: %v", want.Type, err)
+		}
+	})
+}

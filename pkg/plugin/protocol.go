@@ -180,20 +180,6 @@ func invalid(format string, args ...any) error {
 	return &ProtocolError{Reason: fmt.Sprintf(format, args...)}
 }
 
-// ValidID reports whether id is a lowercase 32-hex session id.
-func ValidID(id string) bool {
-	if len(id) != 32 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 // NewID reads 16 bytes from random (crypto/rand.Reader when nil) and returns
 // them as a session id.
 func NewID(random io.Reader) (string, error) {

@@ -1,6 +1,10 @@
 package plugin
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
+)
 
 type phase int
 
@@ -30,7 +34,7 @@ type Session struct {
 // NewSession returns the state machine for session id, which must be a
 // lowercase 32-hex id.
 func NewSession(id string) (*Session, error) {
-	if !ValidID(id) {
+	if !ident.ValidHexID(id) {
 		return nil, invalid("id is not 32 lowercase hex digits")
 	}
 	return &Session{id: id}, nil

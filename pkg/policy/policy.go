@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
@@ -21,9 +22,7 @@ const MaxBackoff = 24 * time.Hour
 
 // Bounds checked by Validate.
 const (
-	MaxIDBytes        = 64
 	MaxEnvironment    = 64
-	MaxEnvNameBytes   = 128
 	MinTimeout        = Duration(time.Millisecond)
 	MaxTimeout        = Duration(24 * time.Hour)
 	MaxOutputBytes    = 64 << 20
@@ -71,41 +70,6 @@ type Policy struct {
 	Execution Execution         `json:"execution"`
 }
 
-// ValidID reports whether s is a safe identifier: 1..64 bytes of lowercase
-// letters, digits, '.', '_' or '-', starting with a letter or digit.
-func ValidID(s string) bool {
-	if len(s) == 0 || len(s) > MaxIDBytes {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case (c == '.' || c == '_' || c == '-') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// ValidEnvName reports whether s is a portable environment variable name.
-func ValidEnvName(s string) bool {
-	if len(s) == 0 || len(s) > MaxEnvNameBytes {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '_', c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z':
-		case c >= '0' && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 func checkDuration(name string, d, lo, hi Duration) error {
 	if d < lo || d > hi {
 		return fmt.Errorf("%s out of range (%v..%v)", name, lo.Std(), hi.Std())
@@ -123,7 +87,7 @@ func checkBytes(name string, n int64) error {
 // Validate checks e against the bounds in the package documentation. Errors
 // name the field, never its value.
 func (e Execution) Validate() error {
-	if !ValidID(e.PluginID) {
+	if !ident.ValidID(e.PluginID) {
 		return errors.New("plugin_id is not a safe identifier")
 	}
 	if len(e.Environment) > MaxEnvironment {
@@ -131,7 +95,7 @@ func (e Execution) Validate() error {
 	}
 	seen := make(map[string]struct{}, len(e.Environment))
 	for i, name := range e.Environment {
-		if !ValidEnvName(name) {
+		if !ident.ValidEnvName(name) {
 			return fmt.Errorf("environment[%d] is not a valid variable name", i)
 		}
 		if _, dup := seen[name]; dup {

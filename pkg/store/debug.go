@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // MaxDebugLimit caps every debug listing.
@@ -111,7 +113,7 @@ func (s *Store) DebugJob(ctx context.Context, id string) (Job, []Attempt, error)
 // DebugEvents lists a job's events with Seq > afterSeq, in order, or
 // ErrNotFound for an unknown job.
 func (s *Store) DebugEvents(ctx context.Context, id string, afterSeq int64, limit int) ([]Event, error) {
-	if !validRef(id) {
+	if !ident.ValidRef(id) {
 		return nil, ErrNotFound
 	}
 	limit = clampLimit(limit)

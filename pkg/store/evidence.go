@@ -5,26 +5,28 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // AddEvidence durably binds one batch of evidence records to the fenced
 // attempt. Batches are numbered from 1 and must arrive in order (at most
-// MaxEvidenceBatches); each record must be a JSON object (stored
-// compacted); a batch holds 1..MaxEvidenceRecords records and at most
-// MaxEvidenceBatchB bytes, and an attempt at most MaxEvidenceRecords
-// records in total. The attempt must be leased, bound to the lane's live
-// generation and before its deadline. Replaying a recorded batch with
-// identical records returns replayed=true and writes nothing; different
+// ident.MaxEvidenceBatches); each record must be a JSON object (stored
+// compacted); a batch holds 1..ident.MaxEvidenceRecords records and at most
+// ident.MaxEvidenceBatchBytes bytes, and an attempt at most
+// ident.MaxEvidenceRecords records in total. The attempt must be leased,
+// bound to the lane's live generation and before its deadline. Replaying a
+// recorded batch with identical records returns replayed=true and writes nothing; different
 // records are ErrConflict. Record contents are validated by the evidence
 // contract's owner before they reach the store.
 func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []json.RawMessage, now time.Time) (replayed bool, err error) {
 	if err := validFence(f); err != nil {
 		return false, err
 	}
-	if batch < 1 || batch > MaxEvidenceBatches {
+	if batch < 1 || batch > ident.MaxEvidenceBatches {
 		return false, invalid("evidence batch number out of range")
 	}
-	if len(records) == 0 || len(records) > MaxEvidenceRecords {
+	if len(records) == 0 || len(records) > ident.MaxEvidenceRecords {
 		return false, invalid("evidence batch size out of range")
 	}
 	compact := make([][]byte, len(records))
@@ -36,7 +38,7 @@ func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []j
 		}
 		compact[i] = c
 		total += len(c)
-		if total > MaxEvidenceBatchB {
+		if total > ident.MaxEvidenceBatchBytes {
 			return false, invalid("evidence batch too large")
 		}
 	}
@@ -61,7 +63,7 @@ func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []j
 		if batch != r.evBatches+1 {
 			return invalid("evidence batch out of order")
 		}
-		if r.evRecords+len(compact) > MaxEvidenceRecords {
+		if r.evRecords+len(compact) > ident.MaxEvidenceRecords {
 			return invalid("too many evidence records for the attempt")
 		}
 		for i, c := range compact {

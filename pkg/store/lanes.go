@@ -4,18 +4,15 @@ import (
 	"context"
 	"time"
 
-	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
-
-// MaxSlot is the highest lane slot ConnectLane accepts.
-const MaxSlot = 255
 
 // ConnectLane records generation as the lane's live connection. A previous
 // generation of the same lane is fenced from then on: nothing bound to it
 // (heartbeat, evidence, result, lease) is accepted, and its leased attempt
 // runs out at its deadline and is expired by Sweep.
 func (s *Store) ConnectLane(ctx context.Context, lane, workerID string, slot int, generation string, now time.Time) error {
-	if !validLane(lane) || !policy.ValidID(workerID) || slot < 0 || slot > MaxSlot || !validRef(generation) {
+	if !ident.ValidLane(lane) || !ident.ValidID(workerID) || slot < 0 || slot > ident.MaxSlot || !ident.ValidRef(generation) {
 		return invalid("malformed lane")
 	}
 	us := now.UnixMicro()
@@ -34,7 +31,7 @@ ON CONFLICT (lane) DO UPDATE SET worker_id = excluded.worker_id, slot = excluded
 // never marks its replacement offline. It reports whether it changed
 // anything.
 func (s *Store) DisconnectLane(ctx context.Context, lane, generation string, now time.Time) (bool, error) {
-	if !validLane(lane) || !validRef(generation) {
+	if !ident.ValidLane(lane) || !ident.ValidRef(generation) {
 		return false, invalid("malformed lane")
 	}
 	us := now.UnixMicro()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/policy"
 )
 
@@ -94,20 +95,23 @@ func (s *Store) SubmitAndLease(ctx context.Context, j NewJob, next LeaseRequest,
 // submitOp validates a new job and returns it with the writer operation
 // that inserts it.
 func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, error) {
-	if !validRef(j.ID) {
+	if !ident.ValidRef(j.ID) {
 		return Job{}, nil, invalid("malformed job id")
 	}
-	if !policy.ValidID(j.Pool) {
+	if !ident.ValidID(j.Pool) {
 		return Job{}, nil, invalid("malformed pool")
 	}
 	switch j.Kind {
 	case KindText:
-		if j.RepositoryID != "" {
+		if j.RepositoryID != "" || j.Delivery != nil {
 			return Job{}, nil, invalid("text job with a repository")
 		}
 	case KindCoding:
-		if !policy.ValidID(j.RepositoryID) {
+		if !ident.ValidID(j.RepositoryID) {
 			return Job{}, nil, invalid("malformed repository id")
+		}
+		if !validTarget(j.Delivery) {
+			return Job{}, nil, invalid("malformed delivery target")
 		}
 	default:
 		return Job{}, nil, invalid("unknown job kind")
@@ -130,11 +134,16 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 		Pool: j.Pool, PluginID: p.pluginID,
 	}
 	return job, func(t *wtx) error {
+		var owner, repo, base any
+		if d := j.Delivery; d != nil {
+			owner, repo, base = d.Owner, d.Repo, d.BaseBranch
+		}
 		res, err := t.exec(`INSERT INTO jobs (id, kind, task, pool, plugin_id, repository_id, policy,
-  lease_ttl_us, retry_base_us, max_attempts, status, event_count, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?) ON CONFLICT (id) DO NOTHING`,
+  lease_ttl_us, retry_base_us, max_attempts, status, event_count, delivery_owner, delivery_repo, delivery_base,
+  created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			j.ID, j.Kind, task, j.Pool, p.pluginID, nullable(j.RepositoryID), j.Policy,
-			p.leaseTTL, p.retryBase, p.maxAttempts, us, us)
+			p.leaseTTL, p.retryBase, p.maxAttempts, owner, repo, base, us, us)
 		if err != nil {
 			return err
 		}
@@ -203,7 +212,7 @@ type LeaseRequest struct {
 }
 
 func (r LeaseRequest) valid() bool {
-	return validLane(r.Lane) && validRef(r.Generation) && policy.ValidID(r.Pool) &&
+	return ident.ValidLane(r.Lane) && ident.ValidRef(r.Generation) && ident.ValidID(r.Pool) &&
 		validIDList(r.Plugins, MaxListPlugins) && validIDList(r.Repositories, MaxListRepositories)
 }
 
@@ -453,7 +462,7 @@ func validateOutcome(o Outcome) ([]byte, error) {
 		if o.Output != nil && len(*o.Output) > MaxOutputBytes {
 			return nil, invalid("output too large")
 		}
-		if o.CandidateSHA != "" && !validSHA(o.CandidateSHA) {
+		if o.CandidateSHA != "" && !ident.ValidSHA(o.CandidateSHA) {
 			return nil, invalid("malformed candidate_sha")
 		}
 		if o.AgentReport == nil {
@@ -474,7 +483,7 @@ func validateOutcome(o Outcome) ([]byte, error) {
 	if o.Disposition != DispositionRetryable && o.Disposition != DispositionTerminal {
 		return nil, invalid("unknown disposition")
 	}
-	if !validCode(o.FailureCode) || o.FailureCode == CodeMaxAttemptsExceeded || o.FailureCode == CodeLeaseExpired {
+	if !ident.ValidCode(o.FailureCode) || o.FailureCode == CodeMaxAttemptsExceeded || o.FailureCode == CodeLeaseExpired {
 		return nil, invalid("malformed failure code")
 	}
 	return nil, nil
@@ -594,13 +603,12 @@ func (t *wtx) complete(f Fence, o Outcome, report []byte, us int64) (Completion,
 			append([]any{us, nullable(o.CandidateSHA), rep, digest}, fencedArgs(r, f, us)...)...); err != nil {
 			return c, err
 		}
-		if _, err := t.exec(`UPDATE jobs SET status = 'succeeded', current_attempt = NULL, result = ?, candidate_sha = ?,
-  event_count = ?, updated_at = ? WHERE seq = ?`, result, nullable(o.CandidateSHA), r.jobEvents+1, us, r.jobSeq); err != nil {
+		if o.CandidateSHA != "" {
+			c.JobStatus, err = t.succeedCoding(r.jobSeq, r.jobEvents, r.ordinal, f.JobID, o.CandidateSHA, us)
 			return c, err
 		}
-		t.events(r.jobSeq, r.jobEvents+1, us, ev{typ: EventSucceeded, attempt: r.ordinal})
 		c.JobStatus = JobSucceeded
-		return c, nil
+		return c, t.finishSucceeded(r.jobSeq, r.jobEvents, r.ordinal, result, "", us)
 	}
 	if err := t.execFenced(`UPDATE attempts SET status = 'failed', completed_at = ?, disposition = ?, failure_code = ?,
   outcome_digest = ? WHERE `+fencedAttempt,

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 var bg = context.Background()
@@ -625,8 +627,8 @@ func TestEvidence(t *testing.T) {
 		"empty":     nil,
 		"array":     recs(`[1]`),
 		"garbage":   recs(`{"a":`),
-		"too many":  make([]json.RawMessage, MaxEvidenceRecords+1),
-		"too large": recs(`{"a":"` + string(make([]byte, 0)) + string(bytesOf('x', MaxEvidenceBatchB)) + `"}`),
+		"too many":  make([]json.RawMessage, ident.MaxEvidenceRecords+1),
+		"too large": recs(`{"a":"` + string(make([]byte, 0)) + string(bytesOf('x', ident.MaxEvidenceBatchBytes)) + `"}`),
 	} {
 		if _, err := s.AddEvidence(bg, f, 2, batch, t0); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v", name, err)
@@ -635,7 +637,7 @@ func TestEvidence(t *testing.T) {
 	if _, err := s.AddEvidence(bg, f, 3, recs(`{}`), t0); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("batch 3: %v", err)
 	}
-	many := make([]json.RawMessage, MaxEvidenceRecords-1)
+	many := make([]json.RawMessage, ident.MaxEvidenceRecords-1)
 	for i := range many {
 		many[i] = json.RawMessage(`{}`)
 	}

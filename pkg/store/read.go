@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // read runs f against a consistent snapshot: a read-only transaction on the
@@ -26,7 +28,7 @@ func (s *Store) read(ctx context.Context, f func(q querier) error) error {
 const jobColumns = `seq, id, kind, status, failure_code, result, candidate_sha, repository_id, attempt_count,
   retry_at, created_at, updated_at, pool, plugin_id,
   CASE WHEN kind = 'coding' THEN json_extract(task, '$.base_sha') END,
-  CASE WHEN kind = 'coding' THEN json_extract(task, '$.tests') END`
+  CASE WHEN kind = 'coding' THEN json_extract(task, '$.tests') END, ` + deliveryViewColumn
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -35,12 +37,16 @@ func scanJob(sc scanner) (Job, int64, error) {
 		seq                        int64
 		j                          Job
 		failure, sha, repo, result sql.NullString
-		base, tests                sql.NullString
+		base, tests, delivery      sql.NullString
 		retryAt                    sql.NullInt64
 		created, updated           int64
 	)
 	if err := sc.Scan(&seq, &j.ID, &j.Kind, &j.Status, &failure, &result, &sha, &repo, &j.AttemptCount,
-		&retryAt, &created, &updated, &j.Pool, &j.PluginID, &base, &tests); err != nil {
+		&retryAt, &created, &updated, &j.Pool, &j.PluginID, &base, &tests, &delivery); err != nil {
+		return Job{}, 0, err
+	}
+	var err error
+	if j.Delivery, err = decodeDeliveryView(delivery); err != nil {
 		return Job{}, 0, err
 	}
 	j.FailureCode, j.CandidateSHA, j.RepositoryID, j.BaseSHA = failure.String, sha.String, repo.String, base.String
@@ -96,7 +102,7 @@ WHERE job_seq = ? AND seq > ? ORDER BY seq LIMIT ?`, jobSeq, after, limit)
 
 // Job returns the job with id, or ErrNotFound.
 func (s *Store) Job(ctx context.Context, id string) (Job, error) {
-	if !validRef(id) {
+	if !ident.ValidRef(id) {
 		return Job{}, ErrNotFound
 	}
 	var j Job
@@ -109,7 +115,7 @@ func (s *Store) Job(ctx context.Context, id string) (Job, error) {
 
 // Events returns the job's events in order (Seq from 1), or ErrNotFound.
 func (s *Store) Events(ctx context.Context, id string) ([]Event, error) {
-	if !validRef(id) {
+	if !ident.ValidRef(id) {
 		return nil, ErrNotFound
 	}
 	var events []Event
@@ -128,7 +134,7 @@ func (s *Store) Events(ctx context.Context, id string) ([]Event, error) {
 // nested, ordered by batch and position) and its ordered events, all from
 // one snapshot; or ErrNotFound.
 func (s *Store) Aggregate(ctx context.Context, id string) (Aggregate, error) {
-	if !validRef(id) {
+	if !ident.ValidRef(id) {
 		return Aggregate{}, ErrNotFound
 	}
 	var a Aggregate

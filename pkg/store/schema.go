@@ -34,7 +34,7 @@ CREATE TABLE jobs (
   lease_ttl_us    INTEGER NOT NULL CHECK (lease_ttl_us > 0),
   retry_base_us   INTEGER NOT NULL CHECK (retry_base_us > 0),
   max_attempts    INTEGER NOT NULL CHECK (max_attempts >= 1),
-  status          TEXT NOT NULL CHECK (status = 'pending' OR status = 'leased' OR status = 'retry_wait' OR status = 'succeeded' OR status = 'failed'),
+  status          TEXT NOT NULL CHECK (status = 'pending' OR status = 'leased' OR status = 'retry_wait' OR status = 'delivering' OR status = 'succeeded' OR status = 'failed'),
   attempt_count   INTEGER NOT NULL DEFAULT 0 CHECK (attempt_count BETWEEN 0 AND max_attempts),
   event_count     INTEGER NOT NULL CHECK (event_count >= 1),
   current_attempt TEXT,
@@ -42,8 +42,14 @@ CREATE TABLE jobs (
   failure_code    TEXT,
   result          TEXT,
   candidate_sha   TEXT CHECK (candidate_sha IS NULL OR length(candidate_sha) = 40),
+  delivery_owner  TEXT,
+  delivery_repo   TEXT,
+  delivery_base   TEXT,
   created_at      INTEGER NOT NULL,
   updated_at      INTEGER NOT NULL,
+  CHECK ((delivery_owner IS NULL) = (delivery_repo IS NULL) AND (delivery_repo IS NULL) = (delivery_base IS NULL)),
+  CHECK (delivery_repo IS NULL OR kind = 'coding'),
+  CHECK (status <> 'delivering' OR delivery_repo IS NOT NULL),
   CHECK ((status = 'leased') = (current_attempt IS NOT NULL)),
   CHECK ((status = 'retry_wait') = (retry_at IS NOT NULL)),
   CHECK ((status = 'failed') = (failure_code IS NOT NULL))
@@ -83,7 +89,7 @@ CREATE INDEX attempts_bound ON attempts (lane, generation) WHERE status = 'lease
 CREATE TABLE events (
   job_seq INTEGER NOT NULL REFERENCES jobs (seq),
   seq     INTEGER NOT NULL CHECK (seq >= 1),
-  type    TEXT NOT NULL CHECK (type = 'submitted' OR type = 'leased' OR type = 'expired' OR type = 'attempt_failed' OR type = 'retry_scheduled' OR type = 'succeeded' OR type = 'failed'),
+  type    TEXT NOT NULL CHECK (type = 'submitted' OR type = 'leased' OR type = 'released' OR type = 'expired' OR type = 'attempt_failed' OR type = 'retry_scheduled' OR type = 'delivering' OR type = 'delivery' OR type = 'succeeded' OR type = 'failed'),
   at      INTEGER NOT NULL,
   attempt INTEGER CHECK (attempt IS NULL OR attempt >= 1),
   code    TEXT,
@@ -99,6 +105,30 @@ CREATE TABLE evidence (
   PRIMARY KEY (job_seq, attempt_id, batch, idx),
   FOREIGN KEY (job_seq, attempt_id) REFERENCES attempts (job_seq, id)
 ) WITHOUT ROWID;
+
+-- One row per delivered coding job, created when its coding attempt
+-- succeeds; phase is the delivery state machine's (pkg/delivery), every
+-- transition committed before its next side effect. Times in microseconds.
+CREATE TABLE deliveries (
+  job_seq        INTEGER PRIMARY KEY REFERENCES jobs (seq),
+  candidate_sha  TEXT NOT NULL CHECK (length(candidate_sha) = 40),
+  branch         TEXT NOT NULL,
+  phase          TEXT NOT NULL CHECK (phase = 'push' OR phase = 'pull_request' OR phase = 'ci' OR phase = 'merge' OR phase = 'merged' OR phase = 'failed'),
+  phase_attempts INTEGER NOT NULL DEFAULT 0 CHECK (phase_attempts >= 0),
+  next_at        INTEGER NOT NULL,
+  started_at     INTEGER NOT NULL,
+  ci_started_at  INTEGER,
+  pr_number      INTEGER CHECK (pr_number IS NULL OR pr_number >= 1),
+  pr_url         TEXT,
+  ci_state       TEXT,
+  etag           TEXT,
+  merge_sha      TEXT CHECK (merge_sha IS NULL OR length(merge_sha) = 40),
+  failure_code   TEXT,
+  updated_at     INTEGER NOT NULL,
+  CHECK ((phase = 'failed') = (failure_code IS NOT NULL)),
+  CHECK (phase <> 'merged' OR merge_sha IS NOT NULL)
+);
+CREATE INDEX deliveries_active ON deliveries (job_seq) WHERE phase <> 'merged' AND phase <> 'failed';
 
 CREATE TABLE lanes (
   lane            TEXT PRIMARY KEY,

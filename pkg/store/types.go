@@ -16,8 +16,11 @@ const (
 	JobPending   = "pending"
 	JobLeased    = "leased"
 	JobRetryWait = "retry_wait"
-	JobSucceeded = "succeeded"
-	JobFailed    = "failed"
+	// JobDelivering: the coding candidate succeeded and the Gate is
+	// delivering it (pkg/delivery); the job ends after merge or failure.
+	JobDelivering = "delivering"
+	JobSucceeded  = "succeeded"
+	JobFailed     = "failed"
 )
 
 // Attempt statuses.
@@ -50,8 +53,13 @@ const (
 	EventExpired        = "expired"
 	EventAttemptFailed  = "attempt_failed"
 	EventRetryScheduled = "retry_scheduled"
+	EventDelivering     = "delivering" // the coding attempt succeeded; delivery starts (attempt set)
+	EventDelivery       = "delivery"   // a delivery phase was entered (code: the phase)
 	EventSucceeded      = "succeeded"
 	EventFailed         = "failed"
+	// EventReleased: a lease the Worker never started went back to the
+	// queue; its attempt was removed and did not count.
+	EventReleased = "released"
 )
 
 // Limits enforced on input.
@@ -59,9 +67,6 @@ const (
 	MaxTaskBytes        = 1 << 20  // task JSON
 	MaxOutputBytes      = 1 << 20  // text result
 	MaxAgentReportBytes = 64 << 10 // agent report JSON
-	MaxEvidenceBatches  = 2        // batches per attempt (1 = work, 2 = cleanup)
-	MaxEvidenceRecords  = 34       // records per batch and per attempt
-	MaxEvidenceBatchB   = 96 << 10 // bytes per batch (sum of compacted records)
 	MaxListPlugins      = 64       // plugin ids in one Lease call
 	MaxListRepositories = 1024     // repository ids in one Lease call
 )
@@ -103,22 +108,31 @@ type NewJob struct {
 	Pool         string // worker pool (safe id)
 	RepositoryID string // coding jobs only (safe id)
 	Policy       []byte
+	// Delivery, for a coding job, names the GitHub repository and base
+	// branch the candidate is delivered to; nil: candidate-only.
+	Delivery *DeliveryTarget
+}
+
+// DeliveryTarget is where a coding job's candidate is delivered.
+type DeliveryTarget struct {
+	Owner, Repo, BaseBranch string
 }
 
 // Job is the owner API's job object (docs/api.md); absent values are
 // omitted from JSON.
 type Job struct {
-	ID           string  `json:"id"`
-	Kind         string  `json:"kind"`
-	Status       string  `json:"status"`
-	FailureCode  string  `json:"failure_code,omitempty"`
-	Result       *string `json:"result,omitempty"`
-	CandidateSHA string  `json:"candidate_sha,omitempty"`
-	RepositoryID string  `json:"repository_id,omitempty"`
-	AttemptCount int     `json:"attempt_count"`
-	RetryAt      *Time   `json:"retry_at,omitempty"`
-	CreatedAt    Time    `json:"created_at"`
-	UpdatedAt    Time    `json:"updated_at"`
+	ID           string        `json:"id"`
+	Kind         string        `json:"kind"`
+	Status       string        `json:"status"`
+	FailureCode  string        `json:"failure_code,omitempty"`
+	Result       *string       `json:"result,omitempty"`
+	CandidateSHA string        `json:"candidate_sha,omitempty"`
+	RepositoryID string        `json:"repository_id,omitempty"`
+	AttemptCount int           `json:"attempt_count"`
+	RetryAt      *Time         `json:"retry_at,omitempty"`
+	Delivery     *DeliveryView `json:"delivery,omitempty"`
+	CreatedAt    Time          `json:"created_at"`
+	UpdatedAt    Time          `json:"updated_at"`
 
 	Pool     string          `json:"-"`
 	PluginID string          `json:"-"`

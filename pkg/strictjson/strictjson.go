@@ -234,11 +234,15 @@ func (s *scanner) value(sh *shape, depth int) error {
 		}
 		return s.array(sh, depth+1)
 	case '"':
-		if _, _, ok := s.str(); !ok {
+		content, escaped, ok := s.str()
+		if !ok {
 			return s.malformed()
 		}
 		if sh != nil && !sh.text {
 			return s.fail("expected " + sh.name + ", got string")
+		}
+		if sh != nil && sh.textType != nil {
+			return s.checkText(content, escaped, sh)
 		}
 	case 't', 'f':
 		lit := "false"
@@ -366,6 +370,23 @@ func (s *scanner) key() ([]byte, bool) {
 		k, _ = Unescape(k) // str has checked every escape
 	}
 	return k, true
+}
+
+// checkText runs the target's UnmarshalText on a string's content, so a
+// value its type refuses is reported at its path. The reason names the
+// type, never the value or the type's own error text.
+func (s *scanner) checkText(content []byte, escaped bool, sh *shape) error {
+	if escaped {
+		var ok bool
+		if content, ok = Unescape(content); !ok {
+			return s.malformed()
+		}
+	}
+	u := reflect.New(sh.textType).Interface().(encoding.TextUnmarshaler)
+	if err := u.UnmarshalText(content); err != nil {
+		return s.fail("not a valid " + sh.name)
+	}
+	return nil
 }
 
 // checkNumber checks a number's text against sh.
@@ -601,6 +622,7 @@ type shape struct {
 	bits      int              // numbers
 	name      string           // kindName, for errors
 	text      bool             // a JSON string fits: a string kind or a TextUnmarshaler
+	textType  reflect.Type     // a TextUnmarshaler decoded through UnmarshalText: checked by it
 	fields    map[string]field // structs: every exact JSON name
 	stringMap bool             // a map with string keys
 	elem      *shape           // maps, slices, arrays
@@ -665,6 +687,13 @@ func buildShape(t reflect.Type, built map[reflect.Type]*shape) *shape {
 	if s, ok := built[t]; ok {
 		return s
 	}
+	if reflect.PointerTo(t).Implements(textUnmarshalerType) && !reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
+		// encoding/json decodes only a JSON string into it, through
+		// UnmarshalText; name is the type's Go name, for errors.
+		s := &shape{kind: reflect.String, name: textName(t), length: -1, text: true, textType: t}
+		built[t] = s
+		return s
+	}
 	s := &shape{kind: t.Kind(), name: kindName(t), length: -1,
 		text: t.Kind() == reflect.String || reflect.PointerTo(t).Implements(textUnmarshalerType)}
 	built[t] = s
@@ -726,6 +755,15 @@ func collectFields(t reflect.Type, m map[string]reflect.Type, order *[]string) {
 		}
 		m[name] = f.Type
 	}
+}
+
+// textName names a text type for errors: its Go type name in lower case
+// ("duration"), or "value" for an unnamed type.
+func textName(t reflect.Type) string {
+	if t.Name() == "" {
+		return "value"
+	}
+	return strings.ToLower(t.Name())
 }
 
 func kindName(t reflect.Type) string {

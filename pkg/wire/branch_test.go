@@ -7,19 +7,6 @@ import (
 	"testing"
 )
 
-func TestValidBranch(t *testing.T) {
-	for b, want := range map[string]bool{
-		"main": true, "release/1.2": true, "feature_x-y": true,
-		"": false, "-x": false, "/x": false, ".x": false, "x/": false, "x.": false, "x.lock": false,
-		"a..b": false, "a//b": false, "a/.b": false, "a@{b": false, "a b": false, `a"b`: false,
-		strings.Repeat("b", 256): false, strings.Repeat("b", 255): true,
-	} {
-		if ValidBranch(b) != want {
-			t.Errorf("ValidBranch(%q) = %v", b, !want)
-		}
-	}
-}
-
 // A coding lease may name its repository's default branch; both encoders
 // agree and the decoder returns it. Text leases and bad names are refused.
 func TestLeaseDefaultBranch(t *testing.T) {

@@ -26,12 +26,23 @@
 //	                         ←   ack seq=n  |  reject seq=n {code}
 //	result seq=n             →
 //	                         ←   ack seq=n  (lane idle again)  |  reject seq=n
-//	                         ←   cancel{job,attempt,reason}   lease gone; lane idle
+//	                         ←   cancel{job,attempt,reason}   lease gone; lane winds down
+//	idle{job,attempt}        →   (the cancelled attempt has stopped: lane idle)
+//	goodbye seq=n {job,attempt}? →                            lane stopping: lease nothing more
+//	                         ←   ack seq=n
 //
 // hello is the first and only hello on a connection. Gate sends lease only
-// to an idle lane, so at most one attempt is in flight per connection.
-// heartbeat, evidence and result carry a seq (≥ 1) that the Gate echoes in
-// its ack or reject; lease, cancel, hello, welcome and activity carry none.
+// to an idle lane that has not said goodbye, so at most one attempt is in
+// flight per connection. A lane is busy from a lease until its result
+// (answered either way) or its idle for that attempt: a cancel asks the
+// Worker to stop, and the Gate leases the lane again only once the Worker
+// says the old executor has returned. goodbye names the attempt the lane
+// still runs, if any; from then on the Gate records its result without
+// leasing the next job, and returns any other lease the lane holds to the
+// queue before the ack, without consuming an attempt. A stopping Worker
+// never starts a lease. heartbeat, evidence, result and goodbye carry a
+// seq (≥ 1) that the Gate echoes in its ack or reject; lease, cancel,
+// hello, welcome, activity and idle carry none.
 // Live activity (pkg/activity) is negotiated by hello.activity_versions and
 // lease.activity_version; Gate never answers an activity message. A reject
 // without seq is a connection-level refusal (for example a hello for a slot

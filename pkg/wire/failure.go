@@ -82,17 +82,3 @@ func CheckFailure(code string, d Disposition) error {
 	}
 	return nil
 }
-
-// validCode: [a-z][a-z0-9_]{0,63}, the shape of every failure code.
-func validCode(s string) bool {
-	if len(s) == 0 || len(s) > 64 || s[0] < 'a' || s[0] > 'z' {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
-			return false
-		}
-	}
-	return true
-}

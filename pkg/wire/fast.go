@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 	"golang.org/x/net/websocket"
 )
@@ -67,13 +68,16 @@ func EncodeLease(l *Lease) ([]byte, error) {
 		// Activity belongs to activity messages only; Gate never sends it.
 		return nil, fieldErr("lease.activity", "not allowed")
 	}
-	if l.DefaultBranch != "" && (l.Kind != KindCoding || !ValidBranch(l.DefaultBranch)) {
+	if l.DefaultBranch != "" && (l.Kind != KindCoding || !ident.ValidBranch(l.DefaultBranch)) {
 		return nil, fieldErr("lease.default_branch", "a branch name, on coding leases only")
 	}
+	if err := l.checkSource(); err != nil {
+		return nil, err
+	}
 	var buf bytes.Buffer
-	buf.Grow(160 + len(l.Policy) + len(l.Task))
+	buf.Grow(160 + len(l.Policy) + len(l.Task) + len(l.RepositoryPath))
 	buf.WriteString(`{"type":"lease","lease":{"job_id":"`)
-	buf.WriteString(l.JobID) // ValidRef: nothing to escape
+	buf.WriteString(l.JobID) // ident.ValidRef: nothing to escape
 	buf.WriteString(`","attempt_id":"`)
 	buf.WriteString(l.AttemptID)
 	buf.WriteString(`","ordinal":`)
@@ -92,7 +96,14 @@ func EncodeLease(l *Lease) ([]byte, error) {
 	}
 	if l.DefaultBranch != "" {
 		buf.WriteString(`,"default_branch":"`)
-		buf.WriteString(l.DefaultBranch) // ValidBranch: nothing to escape
+		buf.WriteString(l.DefaultBranch) // ident.ValidBranch: nothing to escape
+		buf.WriteByte('"')
+	}
+	if l.RepositoryPath != "" {
+		buf.WriteString(`,"repository_path":"`)
+		buf.WriteString(l.RepositoryPath) // ident.ValidRepositoryPath: nothing to escape
+		buf.WriteString(`","base_sha":"`)
+		buf.WriteString(l.BaseSHA)
 		buf.WriteByte('"')
 	}
 	if l.ActivityVersion != "" {

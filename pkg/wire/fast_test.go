@@ -58,7 +58,9 @@ func TestEncodeLeaseMatchesEncode(t *testing.T) {
 	spaced.Policy = json.RawMessage("{ \"a\" : [1, 2] }")
 	live := testLease()
 	live.ActivityVersion = "live_activity/v1"
-	for _, l := range []Lease{testLease(), coding, spaced, live} {
+	public := coding
+	public.DefaultBranch, public.RepositoryPath, public.BaseSHA = "main", "/srv/forge/public/"+strings.Repeat("b", 64)+".git", sha
+	for _, l := range []Lease{testLease(), coding, spaced, live, public} {
 		got, err := EncodeLease(&l)
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +77,8 @@ func TestEncodeLeaseMatchesEncode(t *testing.T) {
 			t.Fatalf("own lease rejected: %v", err)
 		}
 		if e.Lease.JobID != l.JobID || e.Lease.AttemptID != l.AttemptID || !e.Lease.DeadlineAt.Equal(l.DeadlineAt) ||
-			e.Lease.Ordinal != l.Ordinal || e.Lease.ActivityVersion != l.ActivityVersion {
+			e.Lease.Ordinal != l.Ordinal || e.Lease.ActivityVersion != l.ActivityVersion ||
+			e.Lease.RepositoryPath != l.RepositoryPath || e.Lease.BaseSHA != l.BaseSHA {
 			t.Fatalf("round trip %+v", e.Lease)
 		}
 	}
@@ -96,6 +99,20 @@ func TestEncodeLeaseRejects(t *testing.T) {
 		"task scalar":    func(l *Lease) { l.Task = json.RawMessage(`"x"`) },
 		"task broken":    func(l *Lease) { l.Task = json.RawMessage(`{"input":"x"} {}`) },
 		"task too large": func(l *Lease) { l.Task = json.RawMessage(`{"input":"` + strings.Repeat("x", MaxMessageBytes) + `"}`) },
+		"path on text":   func(l *Lease) { l.RepositoryPath, l.BaseSHA = "/srv/r.git", strings.Repeat("a", 40) },
+		"path alone":     func(l *Lease) { l.Kind, l.RepositoryPath = KindCoding, "/srv/r.git" },
+		"base alone":     func(l *Lease) { l.Kind, l.BaseSHA = KindCoding, strings.Repeat("a", 40) },
+		"path relative":  func(l *Lease) { l.Kind, l.RepositoryPath, l.BaseSHA = KindCoding, "srv/r.git", strings.Repeat("a", 40) },
+		"path unclean": func(l *Lease) {
+			l.Kind, l.RepositoryPath, l.BaseSHA = KindCoding, "/srv/../r.git", strings.Repeat("a", 40)
+		},
+		"path quote": func(l *Lease) {
+			l.Kind, l.RepositoryPath, l.BaseSHA = KindCoding, `/srv/"r.git`, strings.Repeat("a", 40)
+		},
+		"path html": func(l *Lease) {
+			l.Kind, l.RepositoryPath, l.BaseSHA = KindCoding, `/srv/<r>.git`, strings.Repeat("a", 40)
+		},
+		"base short": func(l *Lease) { l.Kind, l.RepositoryPath, l.BaseSHA = KindCoding, "/srv/r.git", "abc" },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -112,7 +129,7 @@ func TestEncodeLeaseRejects(t *testing.T) {
 // there (and to TestEncodeLeaseMatchesEncode) before this count changes.
 func TestEncodeLeaseKnowsEveryField(t *testing.T) {
 	known := []string{"JobID", "AttemptID", "Ordinal", "DeadlineAt", "Kind", "Policy", "Task",
-		"DefaultBranch", "ActivityVersion", "Activity"}
+		"DefaultBranch", "RepositoryPath", "BaseSHA", "ActivityVersion", "Activity"}
 	typ := reflect.TypeOf(Lease{})
 	if typ.NumField() != len(known) {
 		t.Fatalf("Lease has %d fields, EncodeLease knows %d: update EncodeLease", typ.NumField(), len(known))

@@ -18,7 +18,7 @@ import (
 // more and reflect over every field. The walk relies on what Check
 // established and produces exactly what encoding/json would
 // (FuzzFastDecodeMatches); for anything else, or anything unexpected, it
-// gives up and encoding/json decodes the message as before.
+// gives up and encoding/json decodes the message instead.
 
 var (
 	envelopeType = reflect.TypeOf(Envelope{})
@@ -169,6 +169,10 @@ func (r *checked) lease(l *Lease) bool {
 			return r.raw(&l.Task)
 		case "default_branch":
 			return r.strTo(&l.DefaultBranch)
+		case "repository_path":
+			return r.strTo(&l.RepositoryPath)
+		case "base_sha":
+			return r.strTo(&l.BaseSHA)
 		case "activity_version":
 			return r.strTo(&l.ActivityVersion)
 		case "activity":

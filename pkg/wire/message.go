@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
-	"github.com/0k-lab/agent-forge/pkg/policy"
 )
 
 // Protocol is the value of hello.protocol for this version.
@@ -14,24 +13,20 @@ const Protocol = "forge-wire/v1"
 // Path is the Gate route a Worker lane dials.
 const Path = "/v1/worker/connect"
 
-// Bounds of the protocol. Sizes count bytes.
+// Bounds of the protocol. Sizes count bytes. The identifier bounds (ids, refs,
+// slots, generations, evidence) are package ident's.
 const (
-	MaxMessageBytes   = 1 << 20           // one encoded Envelope (one WebSocket frame payload)
-	MaxIDBytes        = policy.MaxIDBytes // worker, plugin and repository ids
-	MaxRefBytes       = 64                // job and attempt ids
-	MaxSlot           = 255               // highest lane slot (concurrency ≤ 256)
-	MaxHelloPlugins   = 64                // plugin ids in hello
-	MaxHelloRepos     = 1024              // repository ids in hello
-	MaxEvidenceBatch  = 2                 // evidence batches per attempt (1 = work, 2 = cleanup)
-	MaxEvidenceRecord = 34                // records per batch
-	GenerationHexLen  = 32                // hex digits of a connection generation
+	MaxMessageBytes = 1 << 20 // one encoded Envelope (one WebSocket frame payload)
+	MaxHelloPlugins = 64      // plugin ids in hello
+	MaxHelloRepos   = 1024    // repository ids in hello
 )
 
 // Type names an Envelope's payload.
 type Type string
 
 // Message types. Worker → Gate: Hello, Heartbeat, Evidence, Result,
-// Activity. Gate → Worker: Welcome, Lease, Ack, Reject, Cancel.
+// Activity, Idle, Goodbye. Gate → Worker: Welcome, Lease, Ack, Reject,
+// Cancel.
 const (
 	TypeHello     Type = "hello"
 	TypeWelcome   Type = "welcome"
@@ -43,11 +38,14 @@ const (
 	TypeReject    Type = "reject"
 	TypeCancel    Type = "cancel"
 	TypeActivity  Type = "activity"
+	TypeIdle      Type = "idle"
+	TypeGoodbye   Type = "goodbye"
 )
 
 // Envelope is one WebSocket message: {"type":t,"seq":n,t:{…}}. Exactly one
 // payload pointer is set and it matches Type. Seq is zero (absent) except on
-// heartbeat, evidence, result and their ack or reject (never on activity).
+// heartbeat, evidence, result, goodbye and their ack or reject (never on
+// activity or idle).
 type Envelope struct {
 	Type      Type       `json:"type"`
 	Seq       uint64     `json:"seq,omitempty"`
@@ -61,6 +59,8 @@ type Envelope struct {
 	Reject    *Reject    `json:"reject,omitempty"`
 	Cancel    *Cancel    `json:"cancel,omitempty"`
 	Activity  *Activity  `json:"activity,omitempty"`
+	Idle      *Idle      `json:"idle,omitempty"`
+	Goodbye   *Goodbye   `json:"goodbye,omitempty"`
 }
 
 // Hello is a lane's first message: who it is and what it can run.
@@ -107,6 +107,12 @@ type Lease struct {
 	// (coding leases only; optional). The Worker requires it to equal the
 	// registered repository's HEAD branch and the base to be its ancestor.
 	DefaultBranch string `json:"default_branch,omitempty"`
+	// RepositoryPath and BaseSHA come together, on coding leases of a
+	// public-source repository only: the bare repository Gate prepared and
+	// the base it checked there. The Worker requires the path to be its
+	// registration for the repository and the base to be the task's.
+	RepositoryPath string `json:"repository_path,omitempty"`
+	BaseSHA        string `json:"base_sha,omitempty"`
 	// ActivityVersion is the live-activity version Gate selected from the
 	// lane's offer; empty disables activity for this attempt. The decoder
 	// checks only its shape: a Worker refuses a version it does not know
@@ -218,7 +224,26 @@ const (
 	CancelSuperseded CancelReason = "superseded"
 )
 
-// Cancel tells a lane its lease is gone; the lane is idle again.
+// Idle tells the Gate that the named attempt, whose lease the lane lost
+// (cancel, a refused heartbeat or evidence batch), has stopped on the
+// Worker without a result: the lane may be leased again. No seq, never
+// answered.
+type Idle struct {
+	JobID     string `json:"job_id"`
+	AttemptID string `json:"attempt_id"`
+}
+
+// Goodbye says the lane is stopping: the Gate must lease it nothing more.
+// JobID and AttemptID (both or neither) name the attempt the lane is
+// executing; any other attempt leased to the lane was not started and the
+// Gate returns it to the queue without consuming an attempt. Its ack means
+// no lease will follow.
+type Goodbye struct {
+	JobID     string `json:"job_id,omitempty"`
+	AttemptID string `json:"attempt_id,omitempty"`
+}
+
+// Cancel tells a lane its lease is gone: stop the attempt, then send idle.
 type Cancel struct {
 	JobID     string       `json:"job_id"`
 	AttemptID string       `json:"attempt_id"`

@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
@@ -63,10 +64,10 @@ func (t TextTask) Validate() error {
 // Validate checks a coding task's shape. Whether the repository is
 // registered is the Gate's question, not this one's.
 func (t CodingTask) Validate() error {
-	if !ValidID(t.RepositoryID) {
+	if !ident.ValidID(t.RepositoryID) {
 		return fieldErr("repository_id", "must be a safe id")
 	}
-	if !ValidSHA(t.BaseSHA) {
+	if !ident.ValidSHA(t.BaseSHA) {
 		return fieldErr("base_sha", "must be 40 lowercase hex digits")
 	}
 	if strings.TrimSpace(t.Instruction) == "" || len(t.Instruction) > MaxInstructionBytes {

@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 )
 
@@ -13,7 +14,8 @@ import (
 func (e *Envelope) Validate() error {
 	set := 0
 	for _, p := range []bool{e.Hello != nil, e.Welcome != nil, e.Lease != nil, e.Heartbeat != nil,
-		e.Evidence != nil, e.Result != nil, e.Ack != nil, e.Reject != nil, e.Cancel != nil, e.Activity != nil} {
+		e.Evidence != nil, e.Result != nil, e.Ack != nil, e.Reject != nil, e.Cancel != nil, e.Activity != nil,
+		e.Idle != nil, e.Goodbye != nil} {
 		if p {
 			set++
 		}
@@ -54,6 +56,16 @@ func (e *Envelope) Validate() error {
 			}
 			return nil
 		})
+	case TypeIdle:
+		err = ifSet(e.Idle != nil, func() error { return validateRefs("idle", e.Idle.JobID, e.Idle.AttemptID) })
+	case TypeGoodbye:
+		needSeq = true
+		err = ifSet(e.Goodbye != nil, func() error {
+			if e.Goodbye.JobID == "" && e.Goodbye.AttemptID == "" {
+				return nil
+			}
+			return validateRefs("goodbye", e.Goodbye.JobID, e.Goodbye.AttemptID)
+		})
 	default:
 		return fieldErr("type", "unknown message type")
 	}
@@ -81,10 +93,10 @@ func (h *Hello) Validate() error {
 	if h.Protocol != Protocol {
 		return fieldErr("hello.protocol", "unsupported protocol")
 	}
-	if !ValidID(h.WorkerID) {
+	if !ident.ValidID(h.WorkerID) {
 		return fieldErr("hello.worker_id", "must be a safe id")
 	}
-	if h.Slot < 0 || h.Slot > MaxSlot {
+	if h.Slot < 0 || h.Slot > ident.MaxSlot {
 		return fieldErr("hello.slot", "out of range")
 	}
 	if err := uniqueIDs(h.Plugins, MaxHelloPlugins, "hello.plugins"); err != nil {
@@ -102,7 +114,7 @@ func uniqueIDs(ids []string, limit int, field string) error {
 	}
 	seen := make(map[string]struct{}, len(ids))
 	for _, id := range ids {
-		if !ValidID(id) {
+		if !ident.ValidID(id) {
 			return fieldErr(field, "entries must be safe ids")
 		}
 		if _, dup := seen[id]; dup {
@@ -115,20 +127,20 @@ func uniqueIDs(ids []string, limit int, field string) error {
 
 // Validate checks a welcome.
 func (w *Welcome) Validate() error {
-	if !ValidLane(w.Lane) {
+	if !ident.ValidLane(w.Lane) {
 		return fieldErr("welcome.lane", "must be a lane name")
 	}
-	if !ValidGeneration(w.Generation) {
+	if !ident.ValidHexID(w.Generation) {
 		return fieldErr("welcome.generation", "must be 32 lowercase hex digits")
 	}
 	return nil
 }
 
 func validateRefs(prefix, job, attempt string) error {
-	if !ValidRef(job) {
+	if !ident.ValidRef(job) {
 		return fieldErr(prefix+".job_id", "must be a safe id")
 	}
-	if !ValidRef(attempt) {
+	if !ident.ValidRef(attempt) {
 		return fieldErr(prefix+".attempt_id", "must be a safe id")
 	}
 	return nil
@@ -159,8 +171,11 @@ func (l *Lease) Validate() error {
 	if l.ActivityVersion != "" && !activity.ValidVersionToken(l.ActivityVersion) {
 		return fieldErr("lease.activity_version", "must be a version name")
 	}
-	if l.DefaultBranch != "" && (l.Kind != KindCoding || !ValidBranch(l.DefaultBranch)) {
+	if l.DefaultBranch != "" && (l.Kind != KindCoding || !ident.ValidBranch(l.DefaultBranch)) {
 		return fieldErr("lease.default_branch", "a branch name, on coding leases only")
+	}
+	if err := l.checkSource(); err != nil {
+		return err
 	}
 	var err error
 	switch l.Kind {
@@ -186,10 +201,10 @@ func (e *Evidence) Validate() error {
 	if err := validateRefs("evidence", e.JobID, e.AttemptID); err != nil {
 		return err
 	}
-	if e.Batch < 1 || e.Batch > MaxEvidenceBatch {
+	if e.Batch < 1 || e.Batch > ident.MaxEvidenceBatches {
 		return fieldErr("evidence.batch", "must be 1 or 2")
 	}
-	if len(e.Records) == 0 || len(e.Records) > MaxEvidenceRecord {
+	if len(e.Records) == 0 || len(e.Records) > ident.MaxEvidenceRecords {
 		return fieldErr("evidence.records", "must hold 1 to 34 records")
 	}
 	for _, r := range e.Records {
@@ -218,7 +233,7 @@ func (r *Result) Validate() error {
 		if r.Output != nil && (len(*r.Output) > plugin.TextBytes || !utf8.ValidString(*r.Output)) {
 			return fieldErr("result.output", "must be UTF-8, at most 65536 bytes")
 		}
-		if r.CandidateSHA != "" && !ValidSHA(r.CandidateSHA) {
+		if r.CandidateSHA != "" && !ident.ValidSHA(r.CandidateSHA) {
 			return fieldErr("result.candidate_sha", "must be 40 lowercase hex digits")
 		}
 		if r.AgentReport != nil {
@@ -235,7 +250,7 @@ func (r *Result) Validate() error {
 		}
 		// Table membership is checked by the receiver (CheckFailure), so
 		// that an unknown code is refused, not treated as a violation.
-		if !validCode(r.FailureCode) {
+		if !ident.ValidCode(r.FailureCode) {
 			return fieldErr("result.failure_code", "must be a failure code")
 		}
 		if r.Disposition != DispositionRetryable && r.Disposition != DispositionTerminal {
@@ -266,4 +281,22 @@ func (c *Cancel) Validate() error {
 		return nil
 	}
 	return fieldErr("cancel.reason", "unknown reason")
+}
+
+// checkSource checks a lease's public-source fields: both or neither, on
+// coding leases only, a repository path and a full SHA.
+func (l *Lease) checkSource() error {
+	if l.RepositoryPath == "" && l.BaseSHA == "" {
+		return nil
+	}
+	if l.Kind != KindCoding {
+		return fieldErr("lease.repository_path", "on coding leases only")
+	}
+	if !ident.ValidRepositoryPath(l.RepositoryPath) {
+		return fieldErr("lease.repository_path", "must be a canonical absolute path, with base_sha")
+	}
+	if !ident.ValidSHA(l.BaseSHA) {
+		return fieldErr("lease.base_sha", "must be 40 lowercase hex digits, with repository_path")
+	}
+	return nil
 }

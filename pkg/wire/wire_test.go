@@ -151,22 +151,6 @@ func TestErrorsAreValueFree(t *testing.T) {
 	}
 }
 
-func TestLaneNames(t *testing.T) {
-	if LaneName("worker-1", 0) != "worker-1" || LaneName("worker-1", 3) != "worker-1#3" {
-		t.Fatal("lane names")
-	}
-	for _, ok := range []string{"worker-1", "worker-1#1", "w#255"} {
-		if !ValidLane(ok) {
-			t.Errorf("%q rejected", ok)
-		}
-	}
-	for _, bad := range []string{"", "w#", "w#0", "w#01", "w#256", "#1", "W", "w#1#2", "w#a"} {
-		if ValidLane(bad) {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
-
 func TestParseTask(t *testing.T) {
 	sha := "0123456789abcdef0123456789abcdef01234567"
 	good := map[string]Kind{
@@ -352,8 +336,17 @@ func FuzzDecode(f *testing.F) {
 }
 
 func FuzzParseTask(f *testing.F) {
-	f.Add([]byte(`{"input":"hello"}`))
-	f.Add([]byte(`{"repository_id":"r","base_sha":"0123456789abcdef0123456789abcdef01234567","instruction":"x","tests":[["go"]],"commit_author_name":"A","commit_author_email":"a@b.c"}`))
+	files, err := filepath.Glob("testdata/task/*.json")
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no task seeds: %v", err)
+	}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		k, canon, err := ParseTask(data)
 		if err != nil {

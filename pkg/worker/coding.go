@@ -86,7 +86,7 @@ type Binder func(ctx context.Context, batch int, records []json.RawMessage) erro
 // durable, so no candidate may be claimed.
 var errNoBinder = errors.New("no evidence binder")
 
-// Activity receives the pipeline's live-activity hooks (issue #6). Each
+// Activity receives the pipeline's live-activity hooks. Each
 // method is called from the attempt's goroutine and must return quickly.
 // The zero value of CodingOptions uses a no-op.
 type Activity interface {

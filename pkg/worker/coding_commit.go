@@ -7,6 +7,7 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/evidence"
 	"github.com/0k-lab/agent-forge/pkg/gitx"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // zeroSHA as update-ref's old value means "the ref must not exist".
@@ -37,7 +38,7 @@ func (j *codingJob) commit(ctx context.Context, tree string, subject *string) (s
 	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Env: env,
 		Args: []string{"commit-tree", tree, "-p", j.task.BaseSHA, "-m", msg}})
 	sha := strings.TrimSuffix(string(out), "\n")
-	if err != nil || !gitx.ValidSHA(sha) {
+	if err != nil || !ident.ValidSHA(sha) {
 		return "", j.fail(P, evidence.ReasonCommitFailed, codeCodingRetryable), false
 	}
 	// Git silently trims some characters from identities; the candidate

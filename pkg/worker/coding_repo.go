@@ -54,8 +54,11 @@ func (j *codingJob) prepare(ctx context.Context) (outcome, bool) {
 		// be undone; an operator must repair it and restart the Worker.
 		return j.fail(P, evidence.ReasonGitFailed, codeCodingTerminal), false
 	}
+	if j.lease.BaseSHA != "" && j.lease.BaseSHA != task.BaseSHA {
+		return j.fail(P, evidence.ReasonInvalidTask, CodeInvalidTask), false
+	}
 	rp, ok := locateRepo(cfg, cfg.Repositories[i].Path)
-	if !ok {
+	if !ok || !leasedSourceFits(j.lease, cfg.Repositories[i], rp) {
 		return j.fail(P, evidence.ReasonRepositoryPathDrift, codeCodingTerminal), false
 	}
 	j.repo = rp
@@ -106,6 +109,17 @@ func (j *codingJob) prepare(ctx context.Context) (outcome, bool) {
 // or "" when the lease does not carry one. The Worker's own notion is the
 // repository's HEAD branch; when Gate names one they must agree.
 func leaseDefaultBranch(l *wire.Lease) string { return l.DefaultBranch }
+
+// leasedSourceFits applies a public-source lease's rules (one that names
+// the prepared repository): the leased path is exactly this Worker's
+// registration of the repository, and a bare repository. Static leases
+// name no path and always fit.
+func leasedSourceFits(l *wire.Lease, reg Repository, rp repoPaths) bool {
+	if l.RepositoryPath == "" {
+		return true
+	}
+	return l.RepositoryPath == reg.Path && rp.common == rp.path
+}
 
 // locateRepo requires the configured path to be canonical now (no symlink
 // drift since startup), inside a canonical repository root, and a Git

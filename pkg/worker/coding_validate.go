@@ -11,6 +11,7 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/evidence"
 	"github.com/0k-lab/agent-forge/pkg/gitx"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // validate runs the workspace validation phase and returns the staged
@@ -52,7 +53,7 @@ func (j *codingJob) validate(ctx context.Context, before gitState) (string, outc
 	}
 	out, err := run("write-tree")
 	tree := strings.TrimSuffix(string(out), "\n")
-	if err != nil || !gitx.ValidSHA(tree) {
+	if err != nil || !ident.ValidSHA(tree) {
 		return fail(evidence.ReasonGitFailed, codeCodingRetryable)
 	}
 	out, err = run("rev-parse", "--verify", "-q", j.task.BaseSHA+"^{tree}")

@@ -1,16 +1,18 @@
 package worker
 
 import (
-	"errors"
+	"bytes"
 	"fmt"
+	"io"
 	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/0k-lab/agent-forge/pkg/strictjson"
-	"github.com/0k-lab/agent-forge/pkg/wire"
+	"github.com/0k-lab/agent-forge/pkg/configfile"
+	"github.com/0k-lab/agent-forge/pkg/ident"
+	"github.com/0k-lab/agent-forge/pkg/policy"
 )
 
 // ConfigVersion is the only worker.json version this Worker reads.
@@ -28,8 +30,6 @@ const (
 	MaxArgv            = 64   // argv elements per plugin
 	MaxArgBytes        = 4096 // bytes per argv element and per path
 	MaxTokenBytes      = 4096 // worker token value
-	MaxIDBytes         = 64   // worker, plugin and repository ids
-	MaxEnvNameBytes    = 128  // environment variable names
 	MinHeartbeat       = 10 * time.Millisecond
 	MaxHeartbeat       = time.Hour
 	MaxCeilingDuration = 24 * time.Hour
@@ -39,20 +39,22 @@ const (
 // fileConfig mirrors worker.json field for field; strictjson rejects
 // anything else. Optional fields are the ones whose zero value means absent.
 type fileConfig struct {
-	Version                   int           `json:"version"`
-	GateURL                   string        `json:"gate_url"`
-	ID                        string        `json:"id"`
-	TokenEnv                  string        `json:"token_env"`
-	HeartbeatInterval         string        `json:"heartbeat_interval"`
-	Concurrency               int           `json:"concurrency"`
-	RepositoryRoots           []string      `json:"repository_roots"`
-	WorktreeRoot              string        `json:"worktree_root"`
-	RuntimeRoot               string        `json:"runtime_root"`
-	Repositories              []fileRepo    `json:"repositories"`
-	Plugins                   []filePlugin  `json:"plugins"`
-	EnvironmentAllowlist      []string      `json:"environment_allowlist"`
-	CheckEnvironmentAllowlist []string      `json:"check_environment_allowlist"`
-	Ceilings                  *fileCeilings `json:"ceilings"`
+	Version                   int             `json:"version"`
+	GateURL                   string          `json:"gate_url"`
+	ID                        string          `json:"id"`
+	TokenEnv                  string          `json:"token_env"`
+	HeartbeatInterval         policy.Duration `json:"heartbeat_interval"`
+	Concurrency               int             `json:"concurrency"`
+	RepositoryRoots           []string        `json:"repository_roots"`
+	WorktreeRoot              string          `json:"worktree_root"`
+	RuntimeRoot               string          `json:"runtime_root"`
+	Repositories              []fileRepo      `json:"repositories"`
+	Plugins                   []filePlugin    `json:"plugins"`
+	EnvironmentAllowlist      []string        `json:"environment_allowlist"`
+	CheckEnvironmentAllowlist []string        `json:"check_environment_allowlist"`
+	Ceilings                  *fileCeilings   `json:"ceilings"`
+
+	parsed *Config // set by Validate
 }
 
 type fileRepo struct {
@@ -67,13 +69,13 @@ type filePlugin struct {
 }
 
 type fileCeilings struct {
-	PluginTimeout     string `json:"plugin_timeout"`
-	CheckTimeout      string `json:"check_timeout"`
-	GitTimeout        string `json:"git_timeout"`
-	CleanupTimeout    string `json:"cleanup_timeout"`
-	PluginOutputBytes int64  `json:"plugin_output_bytes"`
-	CheckOutputBytes  int64  `json:"check_output_bytes"`
-	GitOutputBytes    int64  `json:"git_output_bytes"`
+	PluginTimeout     policy.Duration `json:"plugin_timeout"`
+	CheckTimeout      policy.Duration `json:"check_timeout"`
+	GitTimeout        policy.Duration `json:"git_timeout"`
+	CleanupTimeout    policy.Duration `json:"cleanup_timeout"`
+	PluginOutputBytes int64           `json:"plugin_output_bytes"`
+	CheckOutputBytes  int64           `json:"check_output_bytes"`
+	GitOutputBytes    int64           `json:"git_output_bytes"`
 }
 
 // Config is a validated worker.json. It holds names of secrets, never
@@ -119,84 +121,82 @@ type Ceilings struct {
 	GitOutputBytes    int64
 }
 
-// ConfigError is a rejected configuration. Field is a JSON-path-like name
+// ConfigError is a refused worker.json. Field is a JSON-path-like name
 // ("plugins[1].id"); Reason is fixed text. Neither contains a value from the
 // file or the environment.
-type ConfigError struct {
-	Field  string
-	Reason string
-}
+type ConfigError = configfile.Error
 
-func (e *ConfigError) Error() string {
-	if e.Field == "" {
-		return "worker config: " + e.Reason
-	}
-	return "worker config: " + e.Field + ": " + e.Reason
-}
+// configFormat is worker.json's: version ConfigVersion, at most
+// MaxConfigBytes.
+var configFormat = configfile.Format{Config: "worker", Version: ConfigVersion, MaxBytes: MaxConfigBytes}
 
-func fieldErr(field, reason string) error { return &ConfigError{Field: field, Reason: reason} }
+func fieldErr(field, reason string) error { return configFormat.Errorf(field, "%s", reason) }
 
-// ParseConfig strictly decodes and validates worker.json bytes. It checks
-// shape only; CheckHost checks the environment and the filesystem.
-func ParseConfig(data []byte) (*Config, error) {
-	if len(data) > MaxConfigBytes {
-		return nil, fieldErr("", "file too large")
-	}
+// LoadConfig reads worker.json from r the configfile way (bounded, version
+// first, strict, Validate). It checks shape only; CheckHost checks the
+// environment and the filesystem.
+func LoadConfig(r io.Reader) (*Config, error) {
 	var fc fileConfig
-	if err := strictjson.Decode(data, &fc); err != nil {
-		var se *strictjson.Error
-		if errors.As(err, &se) {
-			return nil, fieldErr(jsonPathField(se.Path), se.Reason)
-		}
-		return nil, fieldErr("", "malformed JSON")
+	if err := configFormat.Load(r, &fc); err != nil {
+		return nil, err
 	}
+	return fc.parsed, nil
+}
+
+// ParseConfig is LoadConfig for a file already in memory.
+func ParseConfig(data []byte) (*Config, error) { return LoadConfig(bytes.NewReader(data)) }
+
+// Validate checks the decoded file and, when it is valid, records the
+// Config it describes.
+func (fc *fileConfig) Validate() error {
 	if fc.Version != ConfigVersion {
-		return nil, fieldErr("version", "must be 1")
+		return fieldErr("version", "must be 1")
 	}
 	c := &Config{}
 	var err error
 	if c.GateURL, err = parseGateURL(fc.GateURL); err != nil {
-		return nil, err
+		return err
 	}
-	if !wire.ValidID(fc.ID) {
-		return nil, fieldErr("id", "missing or not a safe id")
+	if !ident.ValidID(fc.ID) {
+		return fieldErr("id", "missing or not a safe id")
 	}
 	c.ID = fc.ID
-	if !validEnvName(fc.TokenEnv) {
-		return nil, fieldErr("token_env", "missing or not an environment variable name")
+	if !ident.ValidEnvName(fc.TokenEnv) {
+		return fieldErr("token_env", "missing or not an environment variable name")
 	}
 	c.TokenEnv = fc.TokenEnv
-	if c.HeartbeatInterval, err = parseDuration("heartbeat_interval", fc.HeartbeatInterval, MinHeartbeat, MaxHeartbeat); err != nil {
-		return nil, err
+	if c.HeartbeatInterval, err = checkDuration("heartbeat_interval", fc.HeartbeatInterval, MinHeartbeat, MaxHeartbeat); err != nil {
+		return err
 	}
 	if fc.Concurrency < 1 || fc.Concurrency > MaxConcurrency {
-		return nil, fieldErr("concurrency", fmt.Sprintf("must be 1..%d", MaxConcurrency))
+		return fieldErr("concurrency", fmt.Sprintf("must be 1..%d", MaxConcurrency))
 	}
 	c.Concurrency = fc.Concurrency
-	if err := parseLayout(c, &fc); err != nil {
-		return nil, err
+	if err := parseLayout(c, fc); err != nil {
+		return err
 	}
 	if err := parsePlugins(c, fc.Plugins); err != nil {
-		return nil, err
+		return err
 	}
 	if c.EnvironmentAllowlist, err = parseEnvList("environment_allowlist", fc.EnvironmentAllowlist); err != nil {
-		return nil, err
+		return err
 	}
 	if c.CheckEnvironmentAllowlist, err = parseEnvList("check_environment_allowlist", fc.CheckEnvironmentAllowlist); err != nil {
-		return nil, err
+		return err
 	}
 	for i, name := range c.CheckEnvironmentAllowlist {
 		if !slices.Contains(c.EnvironmentAllowlist, name) {
-			return nil, fieldErr(fmt.Sprintf("check_environment_allowlist[%d]", i), "not in environment_allowlist")
+			return fieldErr(fmt.Sprintf("check_environment_allowlist[%d]", i), "not in environment_allowlist")
 		}
 	}
 	if fc.Ceilings == nil {
-		return nil, fieldErr("ceilings", "missing")
+		return fieldErr("ceilings", "missing")
 	}
 	if c.Ceilings, err = parseCeilings(fc.Ceilings); err != nil {
-		return nil, err
+		return err
 	}
-	return c, nil
+	fc.parsed = c
+	return nil
 }
 
 func parseGateURL(s string) (*url.URL, error) {
@@ -262,7 +262,7 @@ func parseLayout(c *Config, fc *fileConfig) error {
 	}
 	for i, r := range fc.Repositories {
 		field := fmt.Sprintf("repositories[%d]", i)
-		if !wire.ValidID(r.ID) {
+		if !ident.ValidID(r.ID) {
 			return fieldErr(field+".id", "missing or not a safe id")
 		}
 		if !canonicalAbs(r.Path) {
@@ -299,7 +299,7 @@ func parsePlugins(c *Config, plugins []filePlugin) error {
 	}
 	for i, p := range plugins {
 		field := fmt.Sprintf("plugins[%d]", i)
-		if !wire.ValidID(p.ID) {
+		if !ident.ValidID(p.ID) {
 			return fieldErr(field+".id", "missing or not a safe id")
 		}
 		for j, prev := range c.Plugins {
@@ -318,7 +318,7 @@ func parsePlugins(c *Config, plugins []filePlugin) error {
 		if !canonicalAbs(p.Argv[0]) {
 			return fieldErr(field+".argv[0]", "not a canonical absolute path")
 		}
-		if p.SHA256 != "" && !isLowerHex(p.SHA256, 64) {
+		if p.SHA256 != "" && !ident.ValidSHA256(p.SHA256) {
 			return fieldErr(field+".sha256", "must be 64 lowercase hex digits")
 		}
 		c.Plugins = append(c.Plugins, Plugin{ID: p.ID, Argv: slices.Clone(p.Argv), SHA256: p.SHA256})
@@ -333,7 +333,7 @@ func parseEnvList(field string, names []string) ([]string, error) {
 	var out []string
 	for i, n := range names {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		if !validEnvName(n) {
+		if !ident.ValidEnvName(n) {
 			return nil, fieldErr(f, "not an environment variable name")
 		}
 		if j := slices.Index(out, n); j >= 0 {
@@ -349,7 +349,7 @@ func parseCeilings(fc *fileCeilings) (Ceilings, error) {
 	var err error
 	for _, d := range []struct {
 		field string
-		src   string
+		src   policy.Duration
 		dst   *time.Duration
 	}{
 		{"ceilings.plugin_timeout", fc.PluginTimeout, &c.PluginTimeout},
@@ -357,7 +357,7 @@ func parseCeilings(fc *fileCeilings) (Ceilings, error) {
 		{"ceilings.git_timeout", fc.GitTimeout, &c.GitTimeout},
 		{"ceilings.cleanup_timeout", fc.CleanupTimeout, &c.CleanupTimeout},
 	} {
-		if *d.dst, err = parseDuration(d.field, d.src, time.Millisecond, MaxCeilingDuration); err != nil {
+		if *d.dst, err = checkDuration(d.field, d.src, time.Millisecond, MaxCeilingDuration); err != nil {
 			return Ceilings{}, err
 		}
 	}
@@ -378,50 +378,13 @@ func parseCeilings(fc *fileCeilings) (Ceilings, error) {
 	return c, nil
 }
 
-func parseDuration(field, s string, lo, hi time.Duration) (time.Duration, error) {
-	if s == "" {
-		return 0, fieldErr(field, "missing")
-	}
-	if len(s) > 32 {
-		return 0, fieldErr(field, "not a duration")
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fieldErr(field, "not a duration")
-	}
-	if d < lo || d > hi {
+// checkDuration returns d when it lies in lo..hi; a missing duration is
+// zero and so out of range.
+func checkDuration(field string, d policy.Duration, lo, hi time.Duration) (time.Duration, error) {
+	if d.Std() < lo || d.Std() > hi {
 		return 0, fieldErr(field, fmt.Sprintf("must be between %v and %v", lo, hi))
 	}
-	return d, nil
-}
-
-// validEnvName accepts POSIX-portable names: [A-Za-z_][A-Za-z0-9_]*.
-func validEnvName(s string) bool {
-	if s == "" || len(s) > MaxEnvNameBytes {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		switch {
-		case b >= 'A' && b <= 'Z', b >= 'a' && b <= 'z', b == '_':
-		case b >= '0' && b <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func isLowerHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
-			return false
-		}
-	}
-	return true
+	return d.Std(), nil
 }
 
 // canonicalAbs reports whether p is absolute and already in Clean form
@@ -440,24 +403,4 @@ func within(p, dir string) bool {
 		return true
 	}
 	return strings.HasPrefix(p, dir+"/")
-}
-
-// jsonPathField turns a strictjson path ("/plugins/0/argv") into this
-// package's field notation ("plugins[0].argv").
-func jsonPathField(p string) string {
-	var b strings.Builder
-	for _, seg := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
-		if seg == "" {
-			continue
-		}
-		if seg[0] >= '0' && seg[0] <= '9' {
-			b.WriteString("[" + seg + "]")
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(seg)
-	}
-	return b.String()
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/source"
 )
 
 // baseConfig returns a valid worker.json as a generic map so cases can
@@ -287,6 +289,12 @@ func TestCheckHost(t *testing.T) {
 		{"root missing", goodEnv, func(t *testing.T, c *Config, dir string) {
 			c.RepositoryRoots[0] = filepath.Join(dir, "gone")
 		}, "repository_roots[0]"},
+		{"prepared repository's parent missing", goodEnv, func(t *testing.T, c *Config, dir string) {
+			c.Repositories[0].Path = filepath.Join(dir, "repos", "public", source.DirName("https://github.com/o/r.git"))
+		}, "repositories[0].path"},
+		{"missing repository merely ending in .git", goodEnv, func(t *testing.T, c *Config, dir string) {
+			c.Repositories[0].Path = filepath.Join(dir, "repos", "r.git")
+		}, "repositories[0].path"},
 		{"runtime two levels missing", goodEnv, func(t *testing.T, c *Config, dir string) {
 			c.RuntimeRoot = filepath.Join(dir, "x", "y")
 		}, "runtime_root"},
@@ -312,6 +320,15 @@ func TestCheckHost(t *testing.T) {
 			}
 		})
 	}
+	// A public-source registration may name a bare repository the Gate
+	// has not cloned yet; the lease checks it.
+	t.Run("prepared repository not yet cloned", func(t *testing.T) {
+		c, dir := hostFixture(t)
+		c.Repositories[0].Path = filepath.Join(dir, "repos", source.DirName("https://github.com/o/r.git"))
+		if _, err := CheckHost(c, goodEnv); err != nil {
+			t.Fatalf("missing prepared repository refused: %v", err)
+		}
+	})
 	t.Run("digest match", func(t *testing.T) {
 		c, _ := hostFixture(t)
 		sum, err := fileSHA256(c.Plugins[0].Argv[0])

@@ -5,10 +5,10 @@
 //
 // # Configuration
 //
-// ParseConfig strictly decodes worker.json (pkg/strictjson: no unknown,
+// LoadConfig strictly decodes worker.json (pkg/configfile: no unknown,
 // duplicate or case-variant keys, no nulls, no trailing data) and checks
 // its shape: version 1; gate_url a ws:// or wss:// origin without path,
-// query, fragment or userinfo; safe ids (wire.ValidID, so never '#');
+// query, fragment or userinfo; safe ids (ident.ValidID, so never '#');
 // absolute, Clean paths; repository roots neither duplicated nor nested;
 // repositories strictly inside a root, ids and paths unique; worktree and
 // runtime roots outside the repository roots and each other; plugin argv
@@ -36,8 +36,10 @@
 // max(3 × heartbeat_interval, 10 s), or when the connection ends (which is
 // how a same-slot takeover reaches the old connection). The plugin runner
 // turns that cancellation into one cancel frame, a 250 ms drain and its
-// cleanup. A lost lease is never reported; otherwise the lane sends one
-// result and waits for Gate's ack or reject, after which it is idle again.
+// cleanup. A lost lease is never reported: once the executor has
+// returned the lane sends idle for it, and only then may Gate lease it
+// again; otherwise the lane sends one result and waits for Gate's ack or
+// reject, after which it is idle again.
 // A lane never starts a second attempt before the first has returned, and
 // lanes share nothing. When a connection ends the lane reconnects after a
 // capped exponential backoff with jitter (ReconnectBase doubling up to
@@ -45,10 +47,14 @@
 // session that lasted 30 s, so two processes fighting over one lane back
 // off instead of flapping). A welcome must name the lane the slot asked for.
 //
-// When Run's context ends (SIGTERM/SIGINT in forge-worker), idle lanes
-// close their connection; an executing lane cancels its attempt, reports
-// it as CodeWorkerShutdown (retryable) unless it had already succeeded,
-// waits for the answer, and then closes.
+// When Run's context ends (SIGTERM/SIGINT in forge-worker), every lane
+// sends goodbye (naming the attempt it runs, if any) and never starts
+// another lease, even one already received (Gate returns it to the queue
+// without consuming an attempt). An executing lane cancels its attempt and
+// reports it as CodeWorkerShutdown (retryable) unless it had already
+// succeeded; Gate records that result without leasing the next job. The
+// lane waits (bounded) for the answers to its goodbye and result, then
+// closes.
 //
 // # Executors and failure codes
 //

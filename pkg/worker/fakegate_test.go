@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/policy"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 	"golang.org/x/net/websocket"
@@ -28,6 +30,10 @@ type fakeGate struct {
 	addr  string
 	mu    sync.Mutex
 	live  []*gateConn
+	// manualBye leaves the Worker's goodbye to the test; by default it is
+	// acked at once (and still delivered), so a Worker stopped when a test
+	// ends does not wait out its reply timeout.
+	manualBye atomic.Bool
 }
 
 // gateConn is one accepted lane connection.
@@ -82,6 +88,9 @@ func (g *fakeGate) handle(ws *websocket.Conn) {
 			if err != nil {
 				return
 			}
+			if e.Type == wire.TypeGoodbye && !g.manualBye.Load() {
+				_ = c.Send(wire.Envelope{Type: wire.TypeAck, Seq: e.Seq, Ack: &wire.Ack{}})
+			}
 			c.msgs <- e
 		}
 	}()
@@ -121,7 +130,7 @@ func (g *fakeGate) accept() *gateConn {
 	g.t.Helper()
 	select {
 	case c := <-g.conns:
-		lane := wire.LaneName(c.hello.WorkerID, c.hello.Slot)
+		lane := ident.LaneName(c.hello.WorkerID, c.hello.Slot)
 		if err := c.Send(wire.Envelope{Type: wire.TypeWelcome, Welcome: &wire.Welcome{Lane: lane, Generation: "0123456789abcdef0123456789abcdef"}}); err != nil {
 			g.t.Fatalf("welcome: %v", err)
 		}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -16,6 +17,10 @@ type lane struct {
 	slot int
 	name string
 	seq  uint64 // last request seq on the current connection
+	// bye is the seq of the goodbye sent on the current connection (0:
+	// none yet), byeDone whether the Gate has answered it.
+	bye     uint64
+	byeDone bool
 }
 
 // loop connects, serves, and reconnects with backoff until ctx ends.
@@ -52,7 +57,7 @@ func (l *lane) session(ctx context.Context) bool {
 		return false
 	}
 	defer conn.Close()
-	l.seq = 0
+	l.seq, l.bye, l.byeDone = 0, 0, false
 	// Until welcome, a shutdown aborts the handshake at once.
 	abort := context.AfterFunc(ctx, func() { conn.Close() })
 
@@ -103,10 +108,12 @@ func (l *lane) session(ctx context.Context) bool {
 		}
 	}()
 
+	// The lane is idle here. A stopping lane says goodbye and never starts
+	// a lease, even one that arrived first: the Gate takes it back.
 	for {
 		select {
 		case <-ctx.Done():
-			log.Info("stopping")
+			l.stop(conn, msgs, log)
 			return true
 		case e, ok := <-msgs:
 			if !ok {
@@ -122,9 +129,63 @@ func (l *lane) session(ctx context.Context) bool {
 				log.Warn("unexpected message on idle lane", "type", string(e.Type))
 				return true
 			}
+			if ctx.Err() != nil {
+				l.stop(conn, msgs, log)
+				return true
+			}
 			if !l.attempt(ctx, conn, msgs, e.Lease) {
 				return true
 			}
+		}
+	}
+}
+
+// sendGoodbye tells the Gate this lane is stopping; running is the lease
+// it still executes (nil: none).
+func (l *lane) sendGoodbye(conn *wire.Conn, running *wire.Lease) error {
+	l.seq++
+	l.bye = l.seq
+	bye := &wire.Goodbye{}
+	if running != nil {
+		bye.JobID, bye.AttemptID = running.JobID, running.AttemptID
+	}
+	return conn.SendDeadline(wire.Envelope{Type: wire.TypeGoodbye, Seq: l.bye, Goodbye: bye}, time.Now().Add(sendTimeout))
+}
+
+// answersGoodbye reports whether e is the Gate's answer to the goodbye,
+// and records it.
+func (l *lane) answersGoodbye(e wire.Envelope) bool {
+	if l.bye == 0 || e.Seq != l.bye || (e.Type != wire.TypeAck && e.Type != wire.TypeReject) {
+		return false
+	}
+	l.byeDone = true
+	return true
+}
+
+// stop ends an idle lane's session: goodbye (unless an attempt already
+// sent it), then its answer, bounded. Once the Gate has answered, nothing
+// is leased to this lane any more; a lease that crossed the goodbye was
+// taken back by the Gate and is not started.
+func (l *lane) stop(conn *wire.Conn, msgs <-chan wire.Envelope, log *slog.Logger) {
+	log.Info("stopping")
+	if l.bye == 0 {
+		if err := l.sendGoodbye(conn, nil); err != nil {
+			log.Warn("goodbye not sent")
+			return
+		}
+	}
+	timer := time.NewTimer(l.w.replyWait())
+	defer timer.Stop()
+	for !l.byeDone {
+		select {
+		case <-timer.C:
+			log.Warn("goodbye unanswered")
+			return
+		case e, ok := <-msgs:
+			if !ok {
+				return
+			}
+			l.answersGoodbye(e) // anything else: a lease taken back, a late reply
 		}
 	}
 }
@@ -201,8 +262,14 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 			for n := len(acts); n > 0; n-- {
 				sendStage(<-acts)
 			}
-			if lost || !connOK {
-				return connOK
+			if !connOK {
+				return false
+			}
+			if lost {
+				// The Gate leases this lane again only once it hears
+				// the attempt has stopped.
+				idle := wire.Envelope{Type: wire.TypeIdle, Idle: &wire.Idle{JobID: lease.JobID, AttemptID: lease.AttemptID}}
+				return conn.SendDeadline(idle, time.Now().Add(sendTimeout)) == nil
 			}
 			if r.Cancelled && stopping && !r.Succeeded {
 				r = Report{Code: CodeWorkerShutdown}
@@ -212,6 +279,9 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 			stop = nil
 			stopping = true
 			log.Info("stopping: cancelling the attempt")
+			if connOK && l.sendGoodbye(conn, lease) != nil {
+				dropConn()
+			}
 			cancelExec()
 		case p := <-acts:
 			sendStage(p)
@@ -248,6 +318,7 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 				continue
 			}
 			switch {
+			case l.answersGoodbye(e):
 			case e.Type == wire.TypeAck && hasKey(pending, e.Seq):
 				delete(pending, e.Seq)
 			case e.Type == wire.TypeReject && hasKey(pending, e.Seq):
@@ -315,6 +386,7 @@ func (l *lane) report(conn *wire.Conn, msgs <-chan wire.Envelope, lease *wire.Le
 				return false
 			}
 			switch {
+			case l.answersGoodbye(e):
 			case e.Seq == seq && e.Type == wire.TypeAck:
 				log.Info("reported", "outcome", string(res.Outcome), "code", r.Code)
 				w.opt.Observe(Event{Slot: l.slot, Kind: EventReported, JobID: lease.JobID, Code: r.Code})
@@ -356,7 +428,7 @@ func (w *Worker) pluginIDs() []string {
 }
 
 // repositoryIDs lists the repositories a lane advertises: none until this
-// Worker has a coding executor (issue #5), so Gate never routes coding jobs
+// Worker has a coding executor, so Gate never routes coding jobs
 // here.
 func (w *Worker) repositoryIDs() []string {
 	ids := []string{}

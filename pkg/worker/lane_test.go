@@ -167,7 +167,18 @@ func TestHeartbeatsThenRejectCancelsAttempt(t *testing.T) {
 	if e := waitEvent(t, ev, EventLeaseLost); e.Code != "heartbeat_expired" {
 		t.Fatalf("lease lost code %q", e.Code)
 	}
-	// No result for a lost lease; the lane is idle and takes a new one.
+	// No result for a lost lease: once the attempt has stopped the lane
+	// says idle, and takes a new one.
+	for {
+		e := c.next(t)
+		if e.Type == wire.TypeHeartbeat {
+			continue // a heartbeat in flight before the reject is harmless
+		}
+		if e.Type != wire.TypeIdle || e.Idle.JobID != "j_hb" || e.Idle.AttemptID != "a_1" {
+			t.Fatalf("after a lost lease got %+v", e)
+		}
+		break
+	}
 	c.lease(t, textLease("j_next", "a_2", testPolicy("reference"), "next"))
 	for {
 		e := c.next(t)
@@ -246,6 +257,7 @@ func TestConnectionDropCancelsAttemptAndReconnects(t *testing.T) {
 
 func TestShutdownReportsCancelledAttempt(t *testing.T) {
 	g := newFakeGate(t)
+	g.manualBye.Store(true)
 	x := newScriptedExec(upper)
 	stop := startWorker(t, Options{Config: laneConfig(t, g, 1), Executors: map[wire.Kind]Executor{wire.KindText: x}})
 	c := g.accept()
@@ -253,7 +265,13 @@ func TestShutdownReportsCancelledAttempt(t *testing.T) {
 	recv(t, x.started, "execution start")
 	stopped := make(chan struct{})
 	go func() { stop(); close(stopped) }()
+	// goodbye names the attempt still running, before it is cancelled.
+	bye := c.nextOf(t, wire.TypeGoodbye)
+	if bye.Goodbye.JobID != "j_s" || bye.Goodbye.AttemptID != "a_1" {
+		t.Fatalf("goodbye %+v", bye.Goodbye)
+	}
 	recv(t, x.cancelled, "cancellation")
+	c.reply(t, bye.Seq, true)
 	res := c.nextOf(t, wire.TypeResult)
 	r := res.Result
 	if r.Outcome != wire.OutcomeFailed || r.Disposition != wire.DispositionRetryable || r.FailureCode != wire.FailureWorkerShutdown {
@@ -313,5 +331,93 @@ func TestReconnectDelayIsCappedExponential(t *testing.T) {
 		if d := r.reconnectDelay(3); d < 400*time.Millisecond || d > 800*time.Millisecond {
 			t.Fatalf("jittered delay %v outside [400ms, 800ms]", d)
 		}
+	}
+}
+
+func TestStoppingIdleLaneSaysGoodbyeAndStartsNothing(t *testing.T) {
+	g := newFakeGate(t)
+	g.manualBye.Store(true)
+	x := newScriptedExec(upper)
+	obs, ev := events()
+	stop := startWorker(t, Options{Config: laneConfig(t, g, 1), Executors: map[wire.Kind]Executor{wire.KindText: x}, Observe: obs})
+	c := g.accept()
+	waitEvent(t, ev, EventConnected)
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	bye := c.nextOf(t, wire.TypeGoodbye)
+	if bye.Goodbye.JobID != "" || bye.Goodbye.AttemptID != "" {
+		t.Fatalf("idle lane's goodbye names %+v", bye.Goodbye)
+	}
+	// A lease that crossed the goodbye is not started: the Gate takes it
+	// back. The lane waits for the goodbye's answer, then closes.
+	c.lease(t, textLease("j_late", "a_1", testPolicy("reference"), "late"))
+	c.reply(t, bye.Seq, true)
+	c.waitClosed(t)
+	recv(t, stopped, "Run to return")
+	select {
+	case l := <-x.started:
+		t.Fatalf("a stopping lane started %s", l.JobID)
+	default:
+	}
+}
+
+// gatedExec blocks "block" jobs until their context ends and then until
+// the test lets them return.
+type gatedExec struct {
+	*scriptedExec
+	letGo    chan struct{}
+	returned chan struct{}
+}
+
+func (x *gatedExec) Execute(ctx context.Context, l *wire.Lease) Report {
+	r := x.scriptedExec.Execute(ctx, l)
+	if r.Cancelled {
+		<-x.letGo
+		close(x.returned)
+	}
+	return r
+}
+
+func TestCancelledLaneSaysIdleOnlyAfterTheAttemptStopped(t *testing.T) {
+	g := newFakeGate(t)
+	x := &gatedExec{scriptedExec: newScriptedExec(upper), letGo: make(chan struct{}), returned: make(chan struct{})}
+	startWorker(t, Options{Config: laneConfig(t, g, 1), Executors: map[wire.Kind]Executor{wire.KindText: x}})
+	c := g.accept()
+	c.lease(t, textLease("j_w", "a_1", testPolicy("reference"), "block"))
+	recv(t, x.started, "execution start")
+	if err := c.Send(wire.Envelope{Type: wire.TypeCancel, Cancel: &wire.Cancel{JobID: "j_w", AttemptID: "a_1", Reason: wire.CancelExpired}}); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, x.cancelled, "cancellation")
+	// While the executor winds down the lane keeps heartbeating (acked
+	// here) and says nothing else.
+	settle := time.After(200 * time.Millisecond)
+wait:
+	for {
+		select {
+		case e := <-c.msgs:
+			if e.Type != wire.TypeHeartbeat {
+				t.Fatalf("while winding down got %s", e.Type)
+			}
+			c.reply(t, e.Seq, true)
+		case <-settle:
+			break wait
+		}
+	}
+	close(x.letGo)
+	for {
+		e := c.next(t)
+		if e.Type == wire.TypeHeartbeat {
+			continue
+		}
+		if e.Type != wire.TypeIdle || e.Idle.JobID != "j_w" || e.Idle.AttemptID != "a_1" {
+			t.Fatalf("after the attempt stopped got %+v", e)
+		}
+		break
+	}
+	select {
+	case <-x.returned:
+	default:
+		t.Fatal("idle before the executor returned")
 	}
 }

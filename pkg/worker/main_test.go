@@ -46,6 +46,8 @@ func TestMain(m *testing.M) {
 //	garbage         writes a non-frame line and exits 1
 //	hang            ignores everything until killed
 //	flood           writes far more stderr than any budget
+//	stubborn        ignores cancel (sleeps until killed) when the input is
+//	                "hang"; otherwise upper-cases the input
 func testPlugin(args []string) int {
 	if len(args) == 0 {
 		return 2
@@ -82,6 +84,13 @@ func testPlugin(args []string) int {
 			case <-time.After(2 * time.Second):
 			case <-ctx.Done():
 				return serve.Result{}, ctx.Err()
+			}
+			return serve.Result{Output: strings.ToUpper(r.Input)}, nil
+		}
+	case "stubborn":
+		h = func(_ context.Context, r serve.Request) (serve.Result, error) {
+			if r.Input == "hang" {
+				time.Sleep(time.Hour)
 			}
 			return serve.Result{Output: strings.ToUpper(r.Input)}, nil
 		}

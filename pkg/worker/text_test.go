@@ -39,7 +39,7 @@ func pluginConfig(t *testing.T) (*Config, net.Listener) {
 	t.Cleanup(func() { ln.Close() })
 	exe := testBinary(t)
 	c.Plugins = nil
-	for _, mode := range []string{"upper", "env", "block", "slow", "fail", "garbage", "hang", "flood"} {
+	for _, mode := range []string{"upper", "env", "block", "slow", "fail", "garbage", "hang", "flood", "stubborn"} {
 		argv := []string{exe, pluginArg, mode}
 		if mode == "block" {
 			argv = append(argv, sock)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
@@ -130,7 +131,7 @@ func New(opt Options) *Worker {
 func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for slot := 0; slot < w.opt.Config.Concurrency; slot++ {
-		l := &lane{w: w, slot: slot, name: wire.LaneName(w.opt.Config.ID, slot)}
+		l := &lane{w: w, slot: slot, name: ident.LaneName(w.opt.Config.ID, slot)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

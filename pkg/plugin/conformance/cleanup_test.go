@@ -21,7 +21,7 @@ import (
 // killed.
 func leftover(t *testing.T, mode string) ([]string, func() []int) {
 	t.Helper()
-	script, err := filepath.Abs("testdata/leftover-plugin.py")
+	script, err := filepath.Abs("../../../testdata/conformance/leftover-plugin.py")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestHeldStdoutVerdictMatchesWorkerWithoutReaper(t *testing.T) {
 // passes; one that answers after two seconds fails, with or without the
 // wrapper.
 func TestCancelWindow(t *testing.T) {
-	script, err := filepath.Abs("testdata/cancel-plugin.py")
+	script, err := filepath.Abs("../../../testdata/conformance/cancel-plugin.py")
 	if err != nil {
 		t.Fatal(err)
 	}

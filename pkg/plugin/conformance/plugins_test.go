@@ -255,7 +255,7 @@ type failCase struct {
 
 func broken(mode string) func(t *testing.T) []string {
 	return func(t *testing.T) []string {
-		script, err := filepath.Abs("testdata/broken-plugin.py")
+		script, err := filepath.Abs("../../../testdata/conformance/broken-plugin.py")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -401,7 +401,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"no command":       {Operation: plugin.OpText},
 		"bad operation":    {Command: []string{"true"}, Operation: "shout", Env: pluginEnv()},
 		"plugin not found": {Command: []string{"no-such-plugin-anywhere"}, Operation: plugin.OpText, Env: pluginEnv()},
-		"not executable":   {Command: []string{"testdata/README.md"}, Operation: plugin.OpText, Env: pluginEnv()},
+		"not executable":   {Command: []string{"../../../testdata/conformance/README.md"}, Operation: plugin.OpText, Env: pluginEnv()},
 	}
 	for name, cfg := range cases {
 		t.Run(name, func(t *testing.T) {

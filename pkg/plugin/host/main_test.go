@@ -13,7 +13,7 @@ import (
 // bins holds binaries TestMain builds once for the whole test binary.
 type bins struct {
 	refPlugin string // cmd/forge-ref-plugin
-	wrapper   string // testdata/demo: a small binary with reaper mode
+	wrapper   string // testdata/host-demo: a small binary with reaper mode
 	fake      string // testdata/fakeplugin: scripted plugin scenarios
 	// reapers is a pool of wrapper's reapers, shared by every test.
 	reapers *supervise.ReaperPool
@@ -45,8 +45,8 @@ func testMain(m *testing.M) int {
 	built = bins{refPlugin: filepath.Join(dir, "forge-ref-plugin"), wrapper: filepath.Join(dir, "forge-host-demo"), fake: filepath.Join(dir, "fakeplugin")}
 	for out, pkg := range map[string]string{
 		built.refPlugin: "github.com/0k-lab/agent-forge/cmd/forge-ref-plugin",
-		built.wrapper:   "./testdata/demo",
-		built.fake:      "./testdata/fakeplugin",
+		built.wrapper:   "../../../testdata/host-demo",
+		built.fake:      "../../../testdata/fakeplugin",
 	} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

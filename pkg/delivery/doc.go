@@ -1,0 +1,51 @@
+// Package delivery is the Gate's automatic delivery of a coding candidate:
+// a durable state machine that pushes the candidate to the deterministic
+// branch forge/job-<id>, creates or reconciles one pull request, waits for
+// the GitHub Actions runs of the exact candidate SHA and merges the pull
+// request with merge_method "merge" and sha = the candidate.
+//
+// # Phases
+//
+// A delivery is in exactly one phase:
+//
+//	push          push the candidate to refs/heads/forge/job-<id>
+//	pull_request  find the branch's pull request (head owner:branch,
+//	              state all) or create it
+//	ci            poll GET /actions/runs?head_sha=<candidate> until the
+//	              verdict of DECISIONS 12
+//	merge         PUT /pulls/{n}/merge {sha: candidate, merge_method: merge}
+//	merged        terminal: the job succeeded, MergeSHA recorded
+//	failed        terminal: the job failed with one Code of the closed table
+//
+// Machine.Step performs the work of one phase (at most one mutation) and
+// returns the next State; the caller commits that State before it calls
+// Step again, so every transition is durable before the next side effect.
+// Step is safe to repeat after a crash: push is idempotent (the branch
+// already at the candidate is success), pull_request first looks for the
+// branch's existing pull request, and merge first asks GitHub whether the
+// pull request is already merged. A lost answer therefore never yields a
+// second branch, pull request or merge.
+//
+// # Retries and time
+//
+// A transient failure (network, 5xx, malformed answer) retries only the
+// failed phase, at most Config.MaxAttempts times per phase with the
+// exponential back-off of Config.RetryBase; then the delivery fails with
+// github_unavailable. A rate-limited answer waits as GitHub asks
+// (retry-after, else the reset time when nothing remains, else at least a
+// minute) without consuming an attempt. Config.Timeout bounds the whole
+// delivery from its start; before failing on timeout in the merge phase the
+// machine reconciles once, so a merge that happened is never reported as a
+// failure.
+//
+// Installation tokens are minted per repository on demand, held in memory
+// only (never in State) and replaced before their expires_at (tokenMargin).
+// Actions runs are read without a token.
+//
+// # Failure codes
+//
+// The closed table is Codes; docs/delivery.md says what each means and
+// what the operator does next. A merge refused because the head moved
+// (409) or for any 405 reason is final: it is never retried as another
+// merge.
+package delivery

@@ -1,0 +1,252 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock advances only through Sleep and Advance.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.Advance(d)
+	return nil
+}
+
+// fakeGitHub is an in-memory repository host. fail* hooks inject errors;
+// lose* hooks perform the action and then report a transient failure (a
+// lost answer).
+type fakeGitHub struct {
+	t     *testing.T
+	clock *fakeClock
+	mu    sync.Mutex
+
+	branches map[string]string // branch -> sha
+	prs      []PullRequest
+	runs     []Run
+	etag     int
+	base     string // base branch head
+	merges   int    // successful merges
+	mergeReq int    // merge requests received
+	mints    int
+	tokenTTL time.Duration
+	calls    []string
+
+	failMint, failPush, failFind, failCreate, failRuns, failMerge, failMerged func() error
+	loseCreate, loseMerge                                                     bool
+	lastIfNoneMatch                                                           string
+	rate                                                                      RateLimit
+	// issued tokens by value, for the expiry check
+	issued map[string]time.Time
+}
+
+func newFake(t *testing.T, clock *fakeClock) *fakeGitHub {
+	return &fakeGitHub{t: t, clock: clock, branches: map[string]string{}, base: "b0", tokenTTL: time.Hour,
+		issued: map[string]time.Time{}}
+}
+
+func (f *fakeGitHub) use(tok Token, op string) {
+	f.calls = append(f.calls, op)
+	v, _ := tok.Secret.(string)
+	exp, ok := f.issued[v]
+	if !ok {
+		f.t.Errorf("%s with a token never minted", op)
+		return
+	}
+	if !f.clock.Now().Before(exp) {
+		f.t.Errorf("%s with a token past its expires_at", op)
+	}
+}
+
+func (f *fakeGitHub) MintToken(ctx context.Context, repo Repo) (Token, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failMint != nil {
+		if err := f.failMint(); err != nil {
+			return Token{}, err
+		}
+	}
+	f.mints++
+	v := "ghs_fake" + strconv.Itoa(f.mints)
+	tok := Token{Secret: v, ExpiresAt: f.clock.Now().Add(f.tokenTTL)}
+	f.issued[v] = tok.ExpiresAt
+	return tok, nil
+}
+
+func (f *fakeGitHub) Push(ctx context.Context, tok Token, repo Repo, branch, sha string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.use(tok, "push")
+	if f.failPush != nil {
+		if err := f.failPush(); err != nil {
+			return err
+		}
+	}
+	if cur, ok := f.branches[branch]; ok && cur != sha {
+		return &Error{Kind: KindPushRejected}
+	}
+	f.branches[branch] = sha
+	return nil
+}
+
+func (f *fakeGitHub) FindPullRequest(ctx context.Context, tok Token, repo Repo, branch string) (PullRequest, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.use(tok, "find")
+	if f.failFind != nil {
+		if err := f.failFind(); err != nil {
+			return PullRequest{}, false, err
+		}
+	}
+	for _, pr := range f.prs {
+		if pr.HeadRef == branch {
+			return pr, true, nil
+		}
+	}
+	return PullRequest{}, false, nil
+}
+
+func (f *fakeGitHub) CreatePullRequest(ctx context.Context, tok Token, repo Repo, p NewPullRequest) (PullRequest, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.use(tok, "create")
+	if f.failCreate != nil {
+		if err := f.failCreate(); err != nil {
+			return PullRequest{}, err
+		}
+	}
+	for _, pr := range f.prs {
+		if pr.HeadRef == p.Head && pr.State == "open" {
+			return PullRequest{}, &Error{Kind: KindPRExists}
+		}
+	}
+	sha, ok := f.branches[p.Head]
+	if !ok {
+		return PullRequest{}, &Error{Kind: KindNotFound}
+	}
+	n := len(f.prs) + 1
+	pr := PullRequest{Number: n, URL: fmt.Sprintf("https://github.com/o/r/pull/%d", n), State: "open",
+		HeadSHA: sha, HeadRef: p.Head, BaseRef: p.Base}
+	f.prs = append(f.prs, pr)
+	if f.loseCreate {
+		f.loseCreate = false
+		return PullRequest{}, &Error{Kind: KindTransient}
+	}
+	return pr, nil
+}
+
+func (f *fakeGitHub) PullRequest(ctx context.Context, tok Token, repo Repo, n int) (PullRequest, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.use(tok, "get")
+	if n < 1 || n > len(f.prs) {
+		return PullRequest{}, &Error{Kind: KindNotFound}
+	}
+	return f.prs[n-1], nil
+}
+
+func (f *fakeGitHub) Merge(ctx context.Context, tok Token, repo Repo, n int, sha string) (MergeResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.use(tok, "merge")
+	f.mergeReq++
+	if f.failMerge != nil {
+		if err := f.failMerge(); err != nil {
+			return MergeResult{}, err
+		}
+	}
+	pr := &f.prs[n-1]
+	if pr.Merged {
+		return MergeResult{}, &Error{Kind: KindNotMergeable}
+	}
+	if pr.HeadSHA != sha {
+		return MergeResult{}, &Error{Kind: KindHeadMoved}
+	}
+	f.merges++
+	f.base = "m" + strconv.Itoa(f.merges)
+	pr.Merged, pr.State, pr.MergeCommitSHA = true, "closed", f.base
+	if f.loseMerge {
+		f.loseMerge = false
+		return MergeResult{}, &Error{Kind: KindTransient}
+	}
+	return MergeResult{Merged: true, SHA: f.base}, nil
+}
+
+func (f *fakeGitHub) Merged(ctx context.Context, tok Token, repo Repo, n int) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.use(tok, "merged")
+	if f.failMerged != nil {
+		if err := f.failMerged(); err != nil {
+			return false, err
+		}
+	}
+	return n >= 1 && n <= len(f.prs) && f.prs[n-1].Merged, nil
+}
+
+func (f *fakeGitHub) ListRuns(ctx context.Context, repo Repo, headSHA, etag string) (Runs, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "runs")
+	f.lastIfNoneMatch = etag
+	if f.failRuns != nil {
+		if err := f.failRuns(); err != nil {
+			return Runs{}, err
+		}
+	}
+	tag := `"e` + strconv.Itoa(f.etag) + `"`
+	if etag == tag {
+		return Runs{NotModified: true, ETag: tag, Rate: f.rate}, nil
+	}
+	var out []Run
+	for _, r := range f.runs {
+		if r.HeadSHA == headSHA {
+			out = append(out, r)
+		}
+	}
+	return Runs{ETag: tag, TotalCount: len(out), Runs: out, Rate: f.rate}, nil
+}
+
+// setRuns replaces the runs (a new ETag).
+func (f *fakeGitHub) setRuns(runs ...Run) {
+	f.mu.Lock()
+	f.runs = runs
+	f.etag++
+	f.mu.Unlock()
+}
+
+func (f *fakeGitHub) count(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if c == op {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,72 @@
+package gate
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/0k-lab/agent-forge/pkg/source"
+)
+
+// validateSources checks the public-source fields' shape: every
+// repository_url is the exact public clone URL (no two name the same
+// repository, whatever the case), and a Gate with one needs both
+// public_repository_root and git_executable.
+func (c *Config) validateSources() error {
+	seen := map[string]int{}
+	public := false
+	for i, r := range c.Repositories {
+		if r.RepositoryURL == "" {
+			continue
+		}
+		f := "repositories[" + strconv.Itoa(i) + "].repository_url"
+		if _, err := source.ParseURL(r.RepositoryURL); err != nil {
+			return cfgErr(f, "%v", err)
+		}
+		key := strings.ToLower(r.RepositoryURL) // GitHub names are case-insensitive
+		if j, dup := seen[key]; dup {
+			return cfgErr(f, "names the same repository as repositories[%d]", j)
+		}
+		seen[key] = i
+		public = true
+	}
+	if c.PublicRepositoryRoot != "" && !source.ValidPath(c.PublicRepositoryRoot) {
+		return cfgErr("public_repository_root", "must be a canonical absolute path")
+	}
+	if c.GitExecutable != "" && !source.ValidPath(c.GitExecutable) {
+		return cfgErr("git_executable", "must be a canonical absolute path")
+	}
+	if public && c.PublicRepositoryRoot == "" {
+		return cfgErr("public_repository_root", "required when a repository has repository_url")
+	}
+	if public && c.GitExecutable == "" {
+		return cfgErr("git_executable", "required when a repository has repository_url")
+	}
+	return nil
+}
+
+// checkSourceHost checks the public-source fields against the host: the
+// root is an existing private directory owned by the Gate's user, and
+// git_executable an executable regular file at its canonical path.
+func (c *Config) checkSourceHost() error {
+	if c.PublicRepositoryRoot != "" {
+		if err := source.CheckRoot(c.PublicRepositoryRoot); err != nil {
+			return cfgErr("public_repository_root", "%v", err)
+		}
+	}
+	if c.GitExecutable != "" {
+		if err := source.CheckGit(c.GitExecutable); err != nil {
+			return cfgErr("git_executable", "%v", err)
+		}
+	}
+	return nil
+}
+
+// hasPublicSources reports whether some repository is a public source.
+func (c *Config) hasPublicSources() bool {
+	for _, r := range c.Repositories {
+		if r.RepositoryURL != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,131 @@
+package github
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
+)
+
+// Bounds of one Actions runs answer.
+const (
+	runsPerPage    = 100
+	maxETagBytes   = 256
+	maxRunStrBytes = 32
+)
+
+// WorkflowRun is the part of an Actions run delivery's verdict reads.
+type WorkflowRun struct {
+	ID         int64
+	HeadSHA    string
+	Status     string
+	Conclusion string // "" until completed
+}
+
+// RateLimit is what an answer's x-ratelimit-* headers said (zero Limit
+// when absent or unreadable).
+type RateLimit struct {
+	Limit     int
+	Remaining int
+	Reset     time.Time
+}
+
+// RunsPage is one answer of the runs list. NotModified: GitHub answered
+// 304 to If-None-Match and nothing else is set but ETag and Rate.
+type RunsPage struct {
+	NotModified bool
+	ETag        string
+	TotalCount  int
+	Runs        []WorkflowRun
+	Rate        RateLimit
+}
+
+func rateOf(h http.Header) RateLimit {
+	limit, err1 := strconv.Atoi(h.Get("X-Ratelimit-Limit"))
+	remaining, err2 := strconv.Atoi(h.Get("X-Ratelimit-Remaining"))
+	reset, err3 := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || limit <= 0 || remaining < 0 || reset <= 0 {
+		return RateLimit{}
+	}
+	return RateLimit{Limit: limit, Remaining: remaining, Reset: time.Unix(reset, 0)}
+}
+
+func boundedToken(s string, max int) bool {
+	if len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// ListRuns reads the Actions runs of headSHA in a public repository
+// without any credential (GET /repos/{o}/{r}/actions/runs?head_sha=…,
+// one page of 100), sending If-None-Match: etag when etag is set. A rate
+// limit is not waited out here: it fails at once as ClassRateLimited with
+// RetryAfter, and the caller schedules the next poll.
+func (c *Client) ListRuns(ctx context.Context, owner, repo, headSHA, etag string) (*RunsPage, error) {
+	const op = "list_runs"
+	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || !ident.ValidSHA(headSHA) || !boundedToken(etag, maxETagBytes) {
+		return nil, &APIError{Op: op, Class: ClassMalformed}
+	}
+	k := call{op: op, method: http.MethodGet, path: "/repos/" + owner + "/" + repo + "/actions/runs",
+		query: url.Values{"head_sha": {headSHA}, "per_page": {strconv.Itoa(runsPerPage)}}}
+	if etag != "" {
+		k.header = http.Header{"If-None-Match": {etag}}
+	}
+	resp, err := c.send(ctx, k, nil)
+	if err != nil {
+		return nil, &APIError{Op: op, Class: ClassTransport}
+	}
+	page := &RunsPage{Rate: rateOf(resp.header), ETag: resp.header.Get("Etag")}
+	if !boundedToken(page.ETag, maxETagBytes) {
+		page.ETag = ""
+	}
+	switch resp.status {
+	case http.StatusNotModified:
+		page.NotModified, page.ETag = true, etag
+		return page, nil
+	case http.StatusOK:
+	default:
+		msg := errorMessage(resp.body)
+		if wait, limited := c.limitWait(resp, msg, c.retryBase); limited {
+			return nil, &APIError{Op: op, Status: resp.status, Class: ClassRateLimited, RetryAfter: wait, msg: msg}
+		}
+		return nil, &APIError{Op: op, Status: resp.status, Class: classify(resp.status, msg), msg: msg}
+	}
+	var body struct {
+		TotalCount int `json:"total_count"`
+		Runs       []struct {
+			ID         int64   `json:"id"`
+			HeadSHA    string  `json:"head_sha"`
+			Status     string  `json:"status"`
+			Conclusion *string `json:"conclusion"`
+		} `json:"workflow_runs"`
+	}
+	if err := decode(op, resp, &body); err != nil {
+		return nil, err
+	}
+	if body.TotalCount < 0 || len(body.Runs) > runsPerPage || body.TotalCount < len(body.Runs) {
+		return nil, &APIError{Op: op, Status: resp.status, Class: ClassMalformed}
+	}
+	page.TotalCount = body.TotalCount
+	for _, r := range body.Runs {
+		run := WorkflowRun{ID: r.ID, HeadSHA: r.HeadSHA, Status: r.Status}
+		if r.Conclusion != nil {
+			run.Conclusion = *r.Conclusion
+		}
+		if r.ID <= 0 || !ident.ValidSHA(r.HeadSHA) || run.Status == "" || !boundedToken(run.Status, maxRunStrBytes) ||
+			!boundedToken(run.Conclusion, maxRunStrBytes) {
+			return nil, &APIError{Op: op, Status: resp.status, Class: ClassMalformed}
+		}
+		page.Runs = append(page.Runs, run)
+	}
+	return page, nil
+}

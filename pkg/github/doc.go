@@ -1,0 +1,58 @@
+// Package github is Agent Forge's GitHub client: GitHub App
+// authentication, the few REST calls publication and delivery need, and
+// the isolated credentialed push. forge-github and the Gate's automatic
+// delivery both use it.
+//
+// # Endpoints
+//
+// The client talks only to APIBase (https://api.github.com) and pushes
+// only to GitBase (https://github.com). Neither is configurable: the
+// seams are the HTTP transport handed to New (tests pass an in-process
+// one) and, for git, the host's name resolution and CA bundle.
+//
+// # Authentication
+//
+// AppJWT signs an RS256 JWT with the App's RSA key (ParsePrivateKey takes
+// PKCS#1 or PKCS#8 PEM): integer iat one minute in the past, integer exp
+// nine minutes ahead (GitHub refuses more than ten, and clocks drift),
+// iss the App ID. With it, Installation finds the App's installation on
+// one repository (404: not installed) and CreateToken mints an
+// installation token for exactly that repository with exactly the
+// permissions asked for; DerivePermissions gives them: contents and
+// pull_requests write, plus workflows write only when a changed path is
+// under .github/workflows. The permissions and repositories GitHub
+// returns must equal the request (else ErrPermissionsMismatch and the
+// token is revoked). Revoke ends a token (DELETE /installation/token).
+//
+// # Limits and retries
+//
+// Every call is bounded: request time, response size (MaxResponseBytes),
+// attempts (DefaultAttempts). A 403 or 429 that is a rate limit waits
+// retry-after when given, else until x-ratelimit-reset when
+// x-ratelimit-remaining is 0, else (a secondary limit) at least a minute
+// with backoff; a wait longer than the client's MaxWait fails the call
+// as ClassRateLimited. A 403 "Resource not accessible by integration" is
+// ClassPermission, never a limit. Reads and idempotent calls are retried
+// after a 5xx or a lost response; creating a pull request is not (the
+// server may have acted): the caller reads the branch's PRs and decides.
+// Mutations are serialized and spaced at least a second apart.
+//
+// # Errors
+//
+// *APIError carries an operation name, the status and a Class. GitHub's
+// message is kept privately (redacted) for MessageContains and never
+// reaches Error(). Redact removes token-looking strings (ghs_…, ghp_…,
+// github_pat_…, JWTs) and known secret values from any text a caller
+// logs. A *Token formats as "[redacted]"; only Value returns the secret.
+//
+// # Push
+//
+// A Mirror is a fresh private bare repository. Copy fetches exactly the
+// named refs into it from the local repository; RemoteBranch and PushNew
+// run git there with the token only in the environment
+// (GIT_CONFIG_COUNT: an Authorization header scoped to GitBase, HTTPS
+// allowed for that command, redirects off), never in argv, a remote URL
+// or a file. PushNew creates the branch with a lease that requires it
+// to be absent. GitHub's refusal of a workflow change without the
+// workflows permission is ErrWorkflowsRefused.
+package github

@@ -1,0 +1,53 @@
+//go:build unix
+
+package github
+
+import (
+	"crypto/rsa"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// ErrKeyFileUnsafe: the App key file or its directory breaks the
+// file-safety rule of LoadPrivateKeyFile.
+var ErrKeyFileUnsafe = errors.New("github: the private key must be an owned regular 0600 file in an owned directory that is not group/world writable")
+
+// LoadPrivateKeyFile reads and parses the App's private key at path, an
+// absolute path to a regular file of mode exactly 0600 owned by the
+// effective UID (opened without following a symlink and checked on the
+// open descriptor), in a real directory owned by the effective UID that is
+// not group/world writable. Errors are ErrKeyFileUnsafe or ErrKey and name
+// no path or value.
+func LoadPrivateKeyFile(path string) (*rsa.PrivateKey, error) {
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return nil, ErrKeyFileUnsafe
+	}
+	euid := uint32(os.Geteuid())
+	owned := func(fi fs.FileInfo) bool {
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		return ok && st.Uid == euid
+	}
+	di, err := os.Lstat(filepath.Dir(path))
+	if err != nil || !di.IsDir() || !owned(di) || di.Mode().Perm()&0o022 != 0 {
+		return nil, ErrKeyFileUnsafe
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, ErrKeyFileUnsafe
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || !owned(fi) || fi.Mode().Perm() != 0o600 {
+		return nil, ErrKeyFileUnsafe
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxKeyBytes+1))
+	if err != nil {
+		return nil, ErrKeyFileUnsafe
+	}
+	defer clear(data)
+	return ParsePrivateKey(data)
+}

@@ -1,0 +1,58 @@
+package github
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
+)
+
+// Merge merges pull request number with merge_method "merge" only if its
+// head is exactly sha (PUT …/pulls/{n}/merge). It is never retried after
+// an uncertain outcome: the caller asks Merged before trying again. A 409
+// (the head is no longer sha) is ClassConflict; a 405 (not mergeable,
+// protection, review, merge queue) is Status 405, ClassUnexpected.
+func (c *Client) Merge(ctx context.Context, token *Token, owner, repo string, number int, sha string) (mergeSHA string, err error) {
+	const op = "merge_pull"
+	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || number <= 0 || !ident.ValidSHA(sha) || token == nil {
+		return "", &APIError{Op: op, Class: ClassMalformed}
+	}
+	req := struct {
+		SHA         string `json:"sha"`
+		MergeMethod string `json:"merge_method"`
+	}{sha, "merge"}
+	r, err := c.do(ctx, call{op: op, method: http.MethodPut, auth: token.value,
+		path: "/repos/" + owner + "/" + repo + "/pulls/" + strconv.Itoa(number) + "/merge",
+		body: req, want: []int{http.StatusOK}, mutation: true})
+	if err != nil {
+		return "", err
+	}
+	var body struct {
+		SHA    string `json:"sha"`
+		Merged bool   `json:"merged"`
+	}
+	if err := decode(op, r, &body); err != nil {
+		return "", err
+	}
+	if !body.Merged || !ident.ValidSHA(body.SHA) {
+		return "", &APIError{Op: op, Status: r.status, Class: ClassMalformed}
+	}
+	return body.SHA, nil
+}
+
+// Merged asks whether pull request number is merged (GET …/merge: 204
+// yes, 404 no).
+func (c *Client) Merged(ctx context.Context, token *Token, owner, repo string, number int) (bool, error) {
+	const op = "pull_merged"
+	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || number <= 0 || token == nil {
+		return false, &APIError{Op: op, Class: ClassMalformed}
+	}
+	r, err := c.do(ctx, call{op: op, method: http.MethodGet, auth: token.value,
+		path: "/repos/" + owner + "/" + repo + "/pulls/" + strconv.Itoa(number) + "/merge",
+		want: []int{http.StatusNoContent, http.StatusNotFound}, retryUncertain: true})
+	if err != nil {
+		return false, err
+	}
+	return r.status == http.StatusNoContent, nil
+}

@@ -1,0 +1,20 @@
+package github
+
+import (
+	"strings"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
+)
+
+// SafeBranch reports whether b may name a branch this client creates or
+// targets: a conservative Git branch name (ident.ValidBranch) that is
+// also not "HEAD", does not start with "refs/" and is not 40 hex digits
+// (each of which Git or GitHub would read as something else).
+func SafeBranch(b string) bool {
+	return ident.ValidBranch(b) && b != "HEAD" && !strings.HasPrefix(b, "refs/") && !ident.ValidSHA(strings.ToLower(b))
+}
+
+// RemoteURL is the HTTPS URL of owner/repo on GitHub.
+func RemoteURL(owner, repo string) string {
+	return GitBase + "/" + owner + "/" + repo + ".git"
+}

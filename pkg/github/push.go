@@ -1,0 +1,220 @@
+package github
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/0k-lab/agent-forge/pkg/gitx"
+	"github.com/0k-lab/agent-forge/pkg/ident"
+)
+
+// Push failures callers branch on.
+var (
+	// ErrBranchConflict: the branch exists on GitHub at another commit.
+	ErrBranchConflict = errors.New("github: the branch already exists at another commit")
+	// ErrWorkflowsRefused: GitHub refused a workflow change without the
+	// workflows permission.
+	ErrWorkflowsRefused = errors.New("github: push refused: workflow changes need the workflows permission")
+	// ErrPushFailed: any other push or ls-remote failure.
+	ErrPushFailed = errors.New("github: push failed")
+	// ErrMirror: the private copy could not be made or does not match.
+	ErrMirror = errors.New("github: the private copy of the candidate could not be made or verified")
+)
+
+// workflowsRefusal is the fixed part of GitHub's refusal text.
+const workflowsRefusal = "without `workflows` permission"
+
+// Commit is what a commit object says about its tree and parents.
+type Commit struct {
+	Tree    string
+	Parents []string
+}
+
+// ReadCommit reads the commit sha in gitDir (tree and parents only).
+func ReadCommit(ctx context.Context, r *gitx.Runner, gitDir, sha string) (Commit, error) {
+	if !ident.ValidSHA(sha) {
+		return Commit{}, ErrMirror
+	}
+	out, err := r.Run(ctx, gitx.Cmd{GitDir: gitDir, Args: []string{"cat-file", "commit", sha}})
+	if err != nil {
+		return Commit{}, err
+	}
+	head, _, _ := bytes.Cut(out, []byte("\n\n"))
+	var c Commit
+	for _, line := range strings.Split(string(head), "\n") {
+		switch k, v, _ := strings.Cut(line, " "); k {
+		case "tree":
+			if c.Tree != "" || !ident.ValidSHA(v) {
+				return Commit{}, ErrMirror
+			}
+			c.Tree = v
+		case "parent":
+			if !ident.ValidSHA(v) {
+				return Commit{}, ErrMirror
+			}
+			c.Parents = append(c.Parents, v)
+		}
+	}
+	if c.Tree == "" {
+		return Commit{}, ErrMirror
+	}
+	return c, nil
+}
+
+// ResolveRef returns the object the full ref name ref points to in
+// gitDir, and false when it does not exist.
+func ResolveRef(ctx context.Context, r *gitx.Runner, gitDir, ref string) (string, bool, error) {
+	out, err := r.Line(ctx, gitx.Cmd{GitDir: gitDir, Args: []string{"for-each-ref", "--format=%(objectname) %(refname)", "--", ref}})
+	if err != nil {
+		return "", false, err
+	}
+	// A pattern also matches refs below it ("refs/heads/a" matches
+	// "refs/heads/a/b"); only an exact name counts.
+	for _, line := range strings.Split(out, "\n") {
+		sha, name, _ := strings.Cut(line, " ")
+		if name == ref {
+			if !ident.ValidSHA(sha) {
+				return "", false, ErrMirror
+			}
+			return sha, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// Mirror is a fresh private bare repository holding only what is to be
+// published. Credentialed git commands run only here.
+type Mirror struct {
+	Dir string // the bare repository
+	git *gitx.Runner
+}
+
+// NewMirror creates the bare repository dir (which must not exist) with
+// runner r, whose Home must be private.
+func NewMirror(ctx context.Context, r *gitx.Runner, dir string) (*Mirror, error) {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, ErrMirror
+	}
+	if _, err := r.Run(ctx, gitx.Cmd{Args: []string{"init", "--bare", "--quiet", "--", dir}}); err != nil {
+		return nil, ErrMirror
+	}
+	return &Mirror{Dir: dir, git: r}, nil
+}
+
+// Copy fetches exactly the given refs (full names) from the local
+// repository at gitDir into the same names in the mirror, with no tags
+// and nothing else.
+func (m *Mirror) Copy(ctx context.Context, gitDir string, refs ...string) error {
+	abs, err := filepath.Abs(gitDir)
+	if err != nil {
+		return ErrMirror
+	}
+	args := []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--", "file://" + abs}
+	for _, ref := range refs {
+		if !strings.HasPrefix(ref, "refs/") {
+			return ErrMirror
+		}
+		args = append(args, ref+":"+ref)
+	}
+	_, err = m.git.Run(ctx, gitx.Cmd{GitDir: m.Dir, Env: configEnv("protocol.file.allow", "always"), Args: args})
+	if err != nil {
+		return ErrMirror
+	}
+	return nil
+}
+
+// ChangedPaths lists the paths that differ between two commits of the
+// mirror.
+func (m *Mirror) ChangedPaths(ctx context.Context, from, to string) ([]string, error) {
+	if !ident.ValidSHA(from) || !ident.ValidSHA(to) {
+		return nil, ErrMirror
+	}
+	out, err := m.git.Run(ctx, gitx.Cmd{GitDir: m.Dir, Args: []string{"diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-ext-diff", from, to}})
+	if err != nil {
+		return nil, ErrMirror
+	}
+	changes, err := gitx.ParseRaw(out)
+	if err != nil {
+		return nil, ErrMirror
+	}
+	paths := make([]string, len(changes))
+	for i, c := range changes {
+		paths[i] = c.Path
+	}
+	return paths, nil
+}
+
+// authEnv carries the token to git only through the environment: an
+// Authorization header scoped to GitBase, HTTPS allowed for this command
+// only, and no redirects (which could carry the header elsewhere).
+func authEnv(t *Token) []string {
+	basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + t.value))
+	return configEnv(
+		"protocol.https.allow", "always",
+		"http."+GitBase+"/.extraheader", "Authorization: Basic "+basic,
+		"http.followRedirects", "false",
+	)
+}
+
+// configEnv builds GIT_CONFIG_COUNT/KEY/VALUE entries from key, value pairs.
+func configEnv(kv ...string) []string {
+	n := len(kv) / 2
+	env := []string{"GIT_CONFIG_COUNT=" + strconv.Itoa(n)}
+	for i := 0; i < n; i++ {
+		s := strconv.Itoa(i)
+		env = append(env, "GIT_CONFIG_KEY_"+s+"="+kv[2*i], "GIT_CONFIG_VALUE_"+s+"="+kv[2*i+1])
+	}
+	return env
+}
+
+// RemoteBranch returns the commit branch points to on GitHub, and false
+// when it does not exist.
+func (m *Mirror) RemoteBranch(ctx context.Context, t *Token, owner, repo, branch string) (string, bool, error) {
+	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || !SafeBranch(branch) || t == nil {
+		return "", false, ErrPushFailed
+	}
+	ref := "refs/heads/" + branch
+	out, err := m.git.Run(ctx, gitx.Cmd{GitDir: m.Dir, Env: authEnv(t),
+		Args: []string{"ls-remote", "--refs", "--", RemoteURL(owner, repo), ref}})
+	if err != nil {
+		return "", false, ErrPushFailed
+	}
+	line := strings.TrimSuffix(string(out), "\n")
+	if line == "" {
+		return "", false, nil
+	}
+	sha, name, ok := strings.Cut(line, "\t")
+	if !ok || name != ref || !ident.ValidSHA(sha) {
+		return "", false, ErrPushFailed
+	}
+	return sha, true, nil
+}
+
+// PushNew creates branch on GitHub at sha with a lease that requires the
+// branch to be absent, so a concurrent creation is never overwritten.
+func (m *Mirror) PushNew(ctx context.Context, t *Token, owner, repo, branch, sha string) error {
+	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || !SafeBranch(branch) || !ident.ValidSHA(sha) || t == nil {
+		return ErrPushFailed
+	}
+	ref := "refs/heads/" + branch
+	_, err := m.git.Run(ctx, gitx.Cmd{GitDir: m.Dir, Env: authEnv(t),
+		Args: []string{"push", "--porcelain", "--quiet", "--no-verify", "--no-follow-tags",
+			"--force-with-lease=" + ref + ":", "--", RemoteURL(owner, repo), sha + ":" + ref}})
+	if err == nil {
+		return nil
+	}
+	var ge *gitx.Error
+	if errors.As(err, &ge) && ge.OutputContains(workflowsRefusal) {
+		return ErrWorkflowsRefused
+	}
+	if errors.As(err, &ge) && (ge.OutputContains("stale info") || ge.OutputContains("[rejected]")) {
+		return ErrBranchConflict
+	}
+	return ErrPushFailed
+}

@@ -1,0 +1,238 @@
+package githubfake
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// pull is one pull request of the fake.
+type pull struct {
+	Number  int
+	Title   string
+	Body    string
+	Head    string // branch in the same repository
+	HeadSHA string // the branch's commit when last seen
+	Base    string
+	State   string // open | closed
+	Merged  bool
+	Created time.Time
+}
+
+func repoKey(owner, repo string) string { return strings.ToLower(owner + "/" + repo) }
+
+// branchSHA reads refs/heads/<branch> of the served bare repository.
+func (a *API) branchSHA(owner, repo, branch string) (string, bool) {
+	if !validName(owner) || !validName(repo) || branch == "" || strings.HasPrefix(branch, "-") {
+		return "", false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, a.git, "--git-dir="+a.gitRoot+"/"+owner+"/"+repo+".git",
+		"rev-parse", "--verify", "--quiet", "--end-of-options", "refs/heads/"+branch+"^{commit}")
+	cmd.Env = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "PATH=/usr/bin:/bin"}
+	out, err := cmd.Output()
+	sha := strings.TrimSpace(string(out))
+	return sha, err == nil && len(sha) == 40
+}
+
+// isAncestor reports whether a is an ancestor of (or equal to) b.
+func (a *API) isAncestor(owner, repo, x, y string) bool {
+	cmd := exec.Command(a.git, "--git-dir="+a.gitRoot+"/"+owner+"/"+repo+".git", "merge-base", "--is-ancestor", x, y)
+	cmd.Env = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "PATH=/usr/bin:/bin"}
+	return cmd.Run() == nil
+}
+
+func (a *API) pullJSON(owner, repo string, p *pull) map[string]any {
+	if sha, ok := a.branchSHA(owner, repo, p.Head); ok && p.State == "open" {
+		p.HeadSHA = sha
+	}
+	full := owner + "/" + repo
+	var mergedAt any
+	if p.Merged {
+		mergedAt = p.Created.UTC().Format(time.RFC3339)
+	}
+	return map[string]any{
+		"number": p.Number, "state": p.State, "title": p.Title, "body": p.Body,
+		"html_url":  "https://github.com/" + full + "/pull/" + strconv.Itoa(p.Number),
+		"url":       "https://api.github.com/repos/" + full + "/pulls/" + strconv.Itoa(p.Number),
+		"merged_at": mergedAt, "mergeable": nil, "draft": false,
+		"created_at": p.Created.UTC().Format(time.RFC3339),
+		"head": map[string]any{"ref": p.Head, "sha": p.HeadSHA, "label": owner + ":" + p.Head,
+			"repo": map[string]any{"full_name": full, "name": repo}},
+		"base": map[string]any{"ref": p.Base, "label": owner + ":" + p.Base,
+			"repo": map[string]any{"full_name": full, "name": repo}},
+	}
+}
+
+// listPulls is GET /repos/{o}/{r}/pulls: state open (default), closed or
+// all; head "owner:branch" filters, while a head without the "owner:"
+// prefix is silently ignored (every PR is listed), as on GitHub.
+func (a *API) listPulls(w http.ResponseWriter, r *http.Request, owner, repo string) {
+	if _, ok := a.requireToken(w, r, owner, repo, "pull_requests", "read"); !ok {
+		return
+	}
+	q := r.URL.Query()
+	state := q.Get("state")
+	if state == "" {
+		state = "open"
+	}
+	headOwner, headBranch, filter := strings.Cut(q.Get("head"), ":")
+	perPage, _ := strconv.Atoi(q.Get("per_page"))
+	if perPage <= 0 || perPage > 100 {
+		perPage = 30
+	}
+	page, _ := strconv.Atoi(q.Get("page"))
+	if page <= 0 {
+		page = 1
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var all []map[string]any
+	for _, p := range a.pulls[repoKey(owner, repo)] {
+		if state != "all" && p.State != state {
+			continue
+		}
+		if filter && (!strings.EqualFold(headOwner, owner) || p.Head != headBranch) {
+			continue
+		}
+		all = append(all, a.pullJSON(owner, repo, p))
+	}
+	// Newest first, like GitHub's default sort (created, desc).
+	for i, j := 0, len(all)-1; i < j; i, j = i+1, j-1 {
+		all[i], all[j] = all[j], all[i]
+	}
+	start := (page - 1) * perPage
+	out := []map[string]any{}
+	if start < len(all) {
+		out = all[start:min(len(all), start+perPage)]
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) getPull(w http.ResponseWriter, r *http.Request, owner, repo, num string) {
+	if _, ok := a.requireToken(w, r, owner, repo, "pull_requests", "read"); !ok {
+		return
+	}
+	n, _ := strconv.Atoi(num)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, p := range a.pulls[repoKey(owner, repo)] {
+		if p.Number == n {
+			writeJSON(w, http.StatusOK, a.pullJSON(owner, repo, p))
+			return
+		}
+	}
+	WriteError(w, http.StatusNotFound, "Not Found")
+}
+
+// createPull is POST /repos/{o}/{r}/pulls {title, head, base, body}: 201;
+// 422 when head or base is not a branch, when there are no commits
+// between them, or when an open PR for the same head exists ("A pull
+// request already exists for owner:branch.").
+func (a *API) createPull(w http.ResponseWriter, r *http.Request, owner, repo string) {
+	if _, ok := a.requireToken(w, r, owner, repo, "pull_requests", "write"); !ok {
+		return
+	}
+	var req struct {
+		Title string `json:"title"`
+		Head  string `json:"head"`
+		Base  string `json:"base"`
+		Body  string `json:"body"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxAPIBody)).Decode(&req); err != nil {
+		WriteError(w, http.StatusBadRequest, "Problems parsing JSON")
+		return
+	}
+	head := req.Head
+	if o, b, ok := strings.Cut(head, ":"); ok {
+		if !strings.EqualFold(o, owner) {
+			pullValidation(w, "field", "head", "invalid", "")
+			return
+		}
+		head = b
+	}
+	if req.Title == "" {
+		pullValidation(w, "field", "title", "missing_field", "")
+		return
+	}
+	headSHA, ok := a.branchSHA(owner, repo, head)
+	if !ok {
+		pullValidation(w, "field", "head", "invalid", "")
+		return
+	}
+	baseSHA, ok := a.branchSHA(owner, repo, req.Base)
+	if !ok {
+		pullValidation(w, "field", "base", "invalid", "")
+		return
+	}
+	if a.isAncestor(owner, repo, headSHA, baseSHA) {
+		pullValidation(w, "custom", "", "", "No commits between "+req.Base+" and "+head)
+		return
+	}
+	a.mu.Lock()
+	key := repoKey(owner, repo)
+	for _, p := range a.pulls[key] {
+		if p.State == "open" && p.Head == head {
+			a.mu.Unlock()
+			pullValidation(w, "custom", "", "", "A pull request already exists for "+owner+":"+head+".")
+			return
+		}
+	}
+	a.nextPR++
+	p := &pull{Number: a.nextPR, Title: req.Title, Body: req.Body, Head: head, HeadSHA: headSHA,
+		Base: req.Base, State: "open", Created: a.now()}
+	a.pulls[key] = append(a.pulls[key], p)
+	body := a.pullJSON(owner, repo, p)
+	a.mu.Unlock()
+	if a.takeFault(APIFaultLosePRCreate) {
+		dropConnection(w)
+		return
+	}
+	writeJSON(w, http.StatusCreated, body)
+}
+
+// SetPullState closes (or merges) PR number of owner/repo, as a person
+// on GitHub would.
+func (a *API) SetPullState(owner, repo string, number int, state string, merged bool) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, p := range a.pulls[repoKey(owner, repo)] {
+		if p.Number == number {
+			p.State, p.Merged = state, merged
+			return true
+		}
+	}
+	return false
+}
+
+// pullValidation answers GitHub's 422 "Validation Failed" for PRs.
+func pullValidation(w http.ResponseWriter, kind, field, code, message string) {
+	e := map[string]any{"resource": "PullRequest", "code": kind}
+	if kind == "field" {
+		e["field"], e["code"] = field, code
+	} else {
+		e["message"] = message
+	}
+	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed",
+		"errors": []any{e}, "documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request", "status": "422"})
+}
+
+// dropConnection closes the client's connection without an answer: the
+// server has acted, the client never learns it.
+func dropConnection(w http.ResponseWriter) {
+	if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		c.Close()
+		return
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// Unwrap lets http.ResponseController reach the connection beneath the
+// request log's recorder.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

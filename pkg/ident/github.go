@@ -1,0 +1,56 @@
+package ident
+
+import "strings"
+
+// Bounds of GitHub names and of the Worker's candidate refs.
+const (
+	MaxGitHubOwnerBytes = 39  // a user or organization login
+	MaxGitHubRepoBytes  = 100 // a repository name without its owner
+	// CandidateRefPrefix starts every Worker candidate ref:
+	// refs/agent-forge/candidates/<job>/<attempt>.
+	CandidateRefPrefix = "refs/agent-forge/candidates/"
+)
+
+// ValidGitHubOwner reports whether s is a GitHub account name: 1..39
+// ASCII letters, digits and single inner hyphens.
+func ValidGitHubOwner(s string) bool {
+	if s == "" || len(s) > MaxGitHubOwnerBytes || s[0] == '-' || s[len(s)-1] == '-' || strings.Contains(s, "--") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidGitHubRepo reports whether s is a bare GitHub repository name (no
+// owner): 1..100 ASCII letters, digits, '.', '_' or '-', not "." or "..",
+// and not ending in ".git" in any case (GitHub strips that suffix, so the
+// name would be ambiguous).
+func ValidGitHubRepo(s string) bool {
+	if s == "" || len(s) > MaxGitHubRepoBytes || s == "." || s == ".." || strings.HasSuffix(strings.ToLower(s), ".git") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidCandidateRef reports whether ref is exactly
+// refs/agent-forge/candidates/<job>/<attempt> with job and attempt refs
+// (ValidRef).
+func ValidCandidateRef(ref string) bool {
+	rest, ok := strings.CutPrefix(ref, CandidateRefPrefix)
+	if !ok {
+		return false
+	}
+	job, attempt, ok := strings.Cut(rest, "/")
+	return ok && ValidRef(job) && ValidRef(attempt)
+}

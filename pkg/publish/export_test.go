@@ -1,0 +1,5 @@
+package publish
+
+import "errors"
+
+func asError(err error, e **Error) bool { return errors.As(err, e) }

@@ -1,0 +1,110 @@
+package publish
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func readSeeds(tb testing.TB) map[string][]byte {
+	tb.Helper()
+	files, err := filepath.Glob("testdata/publication/*.json")
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no seeds: %v", err)
+	}
+	out := map[string][]byte{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out[filepath.Base(f)] = b
+	}
+	return out
+}
+
+func TestPublicationSeeds(t *testing.T) {
+	for name, data := range readSeeds(t) {
+		t.Run(name, func(t *testing.T) {
+			p, err := DecodePublication(bytes.NewReader(data))
+			if strings.HasPrefix(name, "bad-") {
+				var e *Error
+				if p != nil || !asError(err, &e) || e.Code != CodePublicationBad || e.Stage != StageRefused {
+					t.Fatalf("accepted or wrong error: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.NewBranch != "forge/job-123" || p.BaseBranch != "main" {
+				t.Fatalf("decoded %+v", p)
+			}
+		})
+	}
+}
+
+func TestPublicationLimits(t *testing.T) {
+	good := readSeeds(t)["good-spec-example.json"]
+	set := func(field, value string) []byte {
+		var m map[string]any
+		json.Unmarshal(good, &m)
+		m[field] = value
+		b, _ := json.Marshal(m)
+		return b
+	}
+	for name, tc := range map[string]struct {
+		data []byte
+		ok   bool
+	}{
+		"title at limit":    {set("pr_title", strings.Repeat("é", MaxTitleRunes)), true},
+		"title over limit":  {set("pr_title", strings.Repeat("t", MaxTitleRunes+1)), false},
+		"body at limit":     {set("pr_body", strings.Repeat("b", MaxBodyRunes)), true},
+		"body over limit":   {set("pr_body", strings.Repeat("b", MaxBodyRunes+1)), false},
+		"body control char": {set("pr_body", "a\x1bb"), false},
+		"branch HEAD":       {set("new_branch", "HEAD"), false},
+		"branch refs/":      {set("new_branch", "refs/heads/x"), false},
+		"branch sha-like":   {set("new_branch", strings.Repeat("c", 40)), false},
+		"ref extra level":   {set("candidate_ref", CandidatePrefix+"a/b/c"), false},
+		"ref empty attempt": {set("candidate_ref", CandidatePrefix+"a/"), false},
+		"too large":         {append(good, bytes.Repeat([]byte(" "), MaxPublicationBytes)...), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, err := DecodePublication(bytes.NewReader(tc.data))
+			if (err == nil) != tc.ok || (p != nil) != tc.ok {
+				t.Fatalf("ok=%v, got %v", tc.ok, err)
+			}
+		})
+	}
+}
+
+// FuzzDecodePublication: never panics; on error returns nothing; an
+// accepted publication re-encodes to a document that decodes to itself.
+func FuzzDecodePublication(f *testing.F) {
+	for _, data := range readSeeds(f) {
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := DecodePublication(bytes.NewReader(data))
+		if err != nil {
+			if p != nil {
+				t.Fatal("error with a result")
+			}
+			if strings.ContainsAny(err.Error(), "{}\"") {
+				t.Fatalf("error text echoes input: %v", err)
+			}
+			return
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := DecodePublication(bytes.NewReader(b))
+		if err != nil || *q != *p {
+			t.Fatalf("round trip: %v", err)
+		}
+	})
+}

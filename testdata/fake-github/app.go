@@ -1,0 +1,68 @@
+package main
+
+import (
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/0k-lab/agent-forge/pkg/githubfake"
+)
+
+// appFile is the -app file: the fake App, the PEM file of its private key
+// (the fake keeps only the public half) and its installations.
+type appFile struct {
+	AppID          int64                           `json:"app_id"`
+	ClientID       string                          `json:"client_id"`
+	PrivateKeyFile string                          `json:"private_key_file"`
+	Installations  []githubfake.InstallationConfig `json:"installations"`
+}
+
+func loadApp(path string) (githubfake.AppConfig, error) {
+	var f appFile
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return githubfake.AppConfig{}, err
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return githubfake.AppConfig{}, err
+	}
+	pemBytes, err := os.ReadFile(f.PrivateKeyFile)
+	if err != nil {
+		return githubfake.AppConfig{}, err
+	}
+	block, _ := pem.Decode(pemBytes)
+	if block == nil {
+		return githubfake.AppConfig{}, errors.New("app key: no PEM block")
+	}
+	var key *rsa.PrivateKey
+	if k, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		key = k
+	} else if k, err := x509.ParsePKCS8PrivateKey(block.Bytes); err == nil {
+		key, _ = k.(*rsa.PrivateKey)
+	}
+	if key == nil {
+		return githubfake.AppConfig{}, errors.New("app key: not an RSA private key")
+	}
+	return githubfake.AppConfig{AppID: f.AppID, ClientID: f.ClientID, PublicKey: &key.PublicKey, Installations: f.Installations}, nil
+}
+
+// installHooks puts the workflows guard into every existing repository
+// the installations name.
+func installHooks(gitRoot string, cfg githubfake.AppConfig) error {
+	for _, in := range cfg.Installations {
+		for _, repo := range in.Repositories {
+			dir := filepath.Join(gitRoot, in.Owner, repo+".git")
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				continue
+			}
+			if err := githubfake.WriteWorkflowHook(dir); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,292 @@
+// Command fake-responses is a deterministic stand-in for the OpenAI
+// Responses API, for running the real Codex CLI offline in tests. It
+// listens on 127.0.0.1 (an ephemeral port), writes its address to the
+// -addr-file and one JSON line per request to the -log file, and answers
+// POST /v1/responses with a server-sent event stream:
+//
+//   - a request whose input holds no tool output yet (turn 1) is answered
+//     with one call of Codex's freeform apply_patch tool that adds the file
+//     the prompt asks for ("Create a file named PATH containing one line:
+//     TEXT."); a prompt without that sentence gets a final message at once;
+//   - a request that already carries the tool's output (turn 2) is answered
+//     with the final message: a JSON object with the properties of the
+//     output schema the request names (commit_subject, summary, changes),
+//     describing the added file.
+//
+// A line "fake-responses-mode: MODE" in the prompt picks a fault:
+//
+//	cut-first   the first turn-1 stream of each conversation stops after
+//	            its first event and the connection is closed (Codex
+//	            retries; every later stream is normal)
+//	status-400  every request is answered 400 with a JSON error body
+//	slow        every stream waits -slow (default 2s) before its events
+//
+// Any other method or path is answered 404 (and logged). The log line is
+// {"method","path","host","turn","mode","authorized","model","effort",
+// "tools"} (the request's model, reasoning effort and tool names, or type
+// for unnamed tools): authorized says
+// whether the Authorization header was "Bearer " plus the value of the
+// environment variable named by -key-env. The key itself is never logged.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"sync"
+	"time"
+)
+
+func main() {
+	addrFile := flag.String("addr-file", "", "file to write the listen address to")
+	logFile := flag.String("log", "", "file to append one JSON line per request to")
+	keyEnv := flag.String("key-env", "", "environment variable holding the expected API key")
+	slow := flag.Duration("slow", 2*time.Second, "delay of the slow mode")
+	flag.Parse()
+	if *addrFile == "" || *logFile == "" {
+		fmt.Fprintln(os.Stderr, "usage: fake-responses -addr-file FILE -log FILE [-key-env NAME] [-slow D]")
+		os.Exit(2)
+	}
+	logf, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake-responses:", err)
+		os.Exit(1)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake-responses:", err)
+		os.Exit(1)
+	}
+	s := &server{log: logf, key: os.Getenv(*keyEnv), slow: *slow, cut: map[string]bool{}}
+	if err := os.WriteFile(*addrFile, []byte(l.Addr().String()+"\n"), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "fake-responses:", err)
+		os.Exit(1)
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	if err := srv.Serve(l); err != nil {
+		fmt.Fprintln(os.Stderr, "fake-responses:", err)
+		os.Exit(1)
+	}
+}
+
+type server struct {
+	log  io.Writer
+	key  string
+	slow time.Duration
+
+	mu  sync.Mutex
+	cut map[string]bool // conversations whose first stream was cut
+}
+
+type logLine struct {
+	Method     string   `json:"method"`
+	Path       string   `json:"path"`
+	Host       string   `json:"host"`
+	Turn       int      `json:"turn"`
+	Mode       string   `json:"mode"`
+	Authorized bool     `json:"authorized"`
+	Model      string   `json:"model"`
+	Effort     string   `json:"effort"`
+	Tools      []string `json:"tools"`
+}
+
+func (s *server) record(l logLine) {
+	b, _ := json.Marshal(l)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log.Write(append(b, '\n'))
+}
+
+// request is the part of a Responses request the fake reads.
+type request struct {
+	Model          string            `json:"model"`
+	Input          []json.RawMessage `json:"input"`
+	PromptCacheKey string            `json:"prompt_cache_key"`
+	Reasoning      struct {
+		Effort string `json:"effort"`
+	} `json:"reasoning"`
+	Tools []struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	} `json:"tools"`
+	Text struct {
+		Format struct {
+			Schema struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schema"`
+		} `json:"format"`
+	} `json:"text"`
+}
+
+type inputItem struct {
+	Type    string `json:"type"`
+	Role    string `json:"role"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+var (
+	createRE = regexp.MustCompile(`Create a file named ([A-Za-z0-9._/-]+) containing one line: ([^\n]*)\.`)
+	modeRE   = regexp.MustCompile(`fake-responses-mode: ([a-z0-9-]+)`)
+)
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	line := logLine{Method: r.Method, Path: r.URL.Path, Host: r.Host,
+		Authorized: s.key != "" && r.Header.Get("Authorization") == "Bearer "+s.key}
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
+		s.record(line)
+		http.NotFound(w, r)
+		return
+	}
+	var req request
+	if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(&req); err != nil {
+		s.record(line)
+		http.Error(w, `{"error":{"message":"bad request body"}}`, http.StatusBadRequest)
+		return
+	}
+	prompt, toolDone := "", false
+	for _, raw := range req.Input {
+		var it inputItem
+		if json.Unmarshal(raw, &it) != nil {
+			continue
+		}
+		switch {
+		case it.Type == "custom_tool_call_output" || it.Type == "function_call_output":
+			toolDone = true
+		case it.Type == "message" && it.Role == "user":
+			for _, c := range it.Content {
+				prompt += c.Text + "\n"
+			}
+		}
+	}
+	line.Model, line.Effort, line.Tools = req.Model, req.Reasoning.Effort, []string{}
+	for _, t := range req.Tools {
+		if t.Name != "" {
+			line.Tools = append(line.Tools, t.Name)
+		} else {
+			line.Tools = append(line.Tools, t.Type)
+		}
+	}
+	line.Turn = 1
+	if toolDone {
+		line.Turn = 2
+	}
+	if m := modeRE.FindStringSubmatch(prompt); m != nil {
+		line.Mode = m[1]
+	}
+	s.record(line)
+
+	if line.Mode == "status-400" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"error":{"message":"the fake provider refuses this request","type":"invalid_request_error","code":"fake_refusal"}}`)
+		return
+	}
+	if line.Mode == "slow" {
+		time.Sleep(s.slow)
+	}
+	path, text := "", ""
+	if m := createRE.FindStringSubmatch(prompt); m != nil {
+		path, text = m[1], m[2]
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	sse := &stream{w: w}
+	sse.event("response.created", map[string]any{"response": map[string]any{"id": "resp_fake"}})
+	if line.Mode == "cut-first" && line.Turn == 1 && s.firstCut(req.PromptCacheKey) {
+		sse.flush()
+		hijackClose(w)
+		return
+	}
+	if line.Turn == 1 && path != "" {
+		patch := "*** Begin Patch\n*** Add File: " + path + "\n+" + text + "\n*** End Patch\n"
+		sse.event("response.output_item.done", map[string]any{"item": map[string]any{
+			"type": "custom_tool_call", "id": "ctc_fake", "call_id": "call_fake_patch",
+			"name": "apply_patch", "input": patch, "status": "completed"}})
+	} else {
+		sse.event("response.output_item.done", map[string]any{"item": map[string]any{
+			"type": "message", "role": "assistant", "id": "msg_fake",
+			"content": []any{map[string]any{"type": "output_text", "text": finalMessage(req, path)}}}})
+	}
+	sse.event("response.completed", map[string]any{"response": map[string]any{"id": "resp_fake",
+		"usage": map[string]any{"input_tokens": 10, "input_tokens_details": nil, "output_tokens": 5,
+			"output_tokens_details": nil, "total_tokens": 15}}})
+	sse.flush()
+}
+
+// firstCut reports whether this is the first cut-first stream of the
+// conversation key (and remembers it).
+func (s *server) firstCut(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cut[key] {
+		return false
+	}
+	s.cut[key] = true
+	return true
+}
+
+// finalMessage is the answer to the request's output schema: only the
+// properties it names, describing the added file.
+func finalMessage(req request, path string) string {
+	props := req.Text.Format.Schema.Properties
+	if len(props) == 0 {
+		return "done"
+	}
+	what := "nothing"
+	if path != "" {
+		what = path
+	}
+	msg := map[string]any{}
+	if _, ok := props["commit_subject"]; ok {
+		msg["commit_subject"] = "feat: add " + what
+	}
+	if _, ok := props["summary"]; ok {
+		msg["summary"] = "Added " + what + " as the task asked."
+	}
+	if _, ok := props["changes"]; ok {
+		msg["changes"] = []string{what + ": new file with one line"}
+	}
+	b, _ := json.Marshal(msg)
+	return string(b)
+}
+
+type stream struct {
+	w http.ResponseWriter
+}
+
+func (s *stream) event(typ string, fields map[string]any) {
+	fields["type"] = typ
+	b, _ := json.Marshal(fields)
+	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", typ, b)
+}
+
+func (s *stream) flush() {
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// hijackClose drops the connection without ending the chunked body, as a
+// network cut would.
+func hijackClose(w http.ResponseWriter) {
+	h, ok := w.(http.Hijacker)
+	if !ok {
+		panic(errors.New("fake-responses: connection cannot be hijacked"))
+	}
+	conn, buf, err := h.Hijack()
+	if err != nil {
+		panic(err)
+	}
+	buf.Flush()
+	conn.Close()
+}
