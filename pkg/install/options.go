@@ -6,6 +6,8 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // Exit codes (DECISIONS 13).
@@ -83,10 +85,10 @@ func ParseArgs(args []string) (Request, error) {
 	if _, err := ParseSemver(r.Version); err != nil {
 		return r, errors.New("--version must be vMAJOR.MINOR.PATCH")
 	}
-	if !isHex(r.Commit, 40) {
+	if !ident.ValidSHA(r.Commit) {
 		return r, errors.New("--commit must be 40 lowercase hex digits")
 	}
-	if !isHex(r.SumsSHA256, 64) {
+	if !ident.ValidSHA256(r.SumsSHA256) {
 		return r, errors.New("--sha256sums-sha256 must be 64 lowercase hex digits")
 	}
 	if !filepath.IsAbs(r.AssetDir) || filepath.Clean(r.AssetDir) != r.AssetDir || len(r.AssetDir) > 4096 {

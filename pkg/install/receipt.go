@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
@@ -116,7 +117,7 @@ func DecodeReceipt(data []byte) (*Receipt, error) {
 	if _, err := ParseSemver(r.Version); err != nil {
 		return nil, errors.New("receipt version is not vMAJOR.MINOR.PATCH")
 	}
-	if !isHex(r.Commit, 40) {
+	if !ident.ValidSHA(r.Commit) {
 		return nil, errors.New("receipt commit is not 40 lowercase hex digits")
 	}
 	if r.SchemaVersion < 1 || r.SchemaVersion > 1<<20 {
@@ -147,7 +148,7 @@ func DecodeReceipt(data []byte) (*Receipt, error) {
 		if f != want[i] {
 			return nil, fmt.Errorf("receipt entry %d does not match the layout", i+1)
 		}
-		if (f.Kind == KindFile) != isHex(f.SHA256, 64) {
+		if (f.Kind == KindFile) != ident.ValidSHA256(f.SHA256) {
 			return nil, fmt.Errorf("receipt entry %d has a missing or unexpected digest", i+1)
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // Size bounds for the release inputs.
@@ -62,7 +64,7 @@ func ParseSums(data []byte, version string) (map[string]string, error) {
 	sums := make(map[string]string, len(names))
 	for i, line := range lines {
 		digest, name, ok := strings.Cut(line, "  ")
-		if !ok || !isHex(digest, 64) {
+		if !ok || !ident.ValidSHA256(digest) {
 			return nil, fmt.Errorf("SHA256SUMS line %d is not \"<sha256>  <name>\"", i+1)
 		}
 		if name != names[i] {
