@@ -144,7 +144,8 @@ snapshot() {
   c sh -c 'find /opt/agent-forge /etc/agent-forge /etc/systemd/system/agent-forge-gate.service /etc/systemd/system/agent-forge-worker.service \
     -printf "%p %y %m %U:%G %s %T@\n" | sort; find /opt/agent-forge /etc/agent-forge -type f -print0 | sort -z | xargs -0 sha256sum'
 }
-# owner_get PATH: GET an owner route, token read inside the container.
+# owner_get PATH: GET an owner route, token read inside the container. Read
+# its whole answer before matching (grep -q in a pipe may close it early).
 owner_get() {
   c python3 - "$1" <<'PY'
 import sys, urllib.request
@@ -152,6 +153,11 @@ tok = [l.split("=", 1)[1].strip() for l in open("/etc/agent-forge/gate.env") if 
 req = urllib.request.Request("http://127.0.0.1:18080" + sys.argv[1], headers={"Authorization": "Bearer " + tok})
 print(urllib.request.urlopen(req, timeout=5).read().decode())
 PY
+}
+# wait_gate: until the Gate answers its owner version route (10 s).
+wait_gate() {
+  for _ in $(seq 1 50); do owner_get /v1/version >/dev/null 2>&1 && return 0; sleep 0.2; done
+  fail "the Gate did not come back"
 }
 # forge_job ARGS...: run the installed forge CLI with the owner token.
 forge_job() {
@@ -179,7 +185,7 @@ for u in agent-forge-gate agent-forge-worker; do
   [ "$(c systemctl is-active "$u")" = active ] || fail "$u not active"
   [ "$(c systemctl is-enabled "$u")" = enabled ] || fail "$u not enabled"
 done
-owner_get /v1/version | grep -q "\"version\":\"v0.1.0\",\"commit\":\"$c1\"" || fail "Gate does not report v0.1.0"
+grep -q "\"version\":\"v0.1.0\",\"commit\":\"$c1\"" <<<"$(owner_get /v1/version)" || fail "Gate does not report v0.1.0"
 job1=$(printf '%s\n' '{"input":"installed forge"}' | forge_job submit -file - -wait -timeout 60s | field job | python3 -c 'import ast,sys; j=ast.literal_eval(sys.stdin.read()); assert j["status"]=="succeeded" and j["result"]=="INSTALLED FORGE", j; print(j["id"])') ||
   fail "text job on the installed services"
 
@@ -227,6 +233,7 @@ doctor 2 doctor-gate.log
 doctor_has "FAIL gate-unit" doctor-gate.log
 doctor_has "FAIL gate-release" doctor-gate.log
 c systemctl start agent-forge-gate
+wait_gate
 
 c systemctl stop agent-forge-worker
 doctor 2 doctor-worker.log
@@ -274,14 +281,14 @@ ExecStart=/bin/sh -c 'case "$$(/opt/agent-forge/bin/forge-gate --version)" in *"
 EOF
 c systemctl daemon-reload
 c systemctl restart agent-forge-gate
-for _ in $(seq 1 50); do owner_get /v1/version >/dev/null 2>&1 && break; sleep 0.2; done
+wait_gate
 before=$(snapshot)
 # shellcheck disable=SC2046
 rc=$(fi_run notready.log "$forge2" $(install_args v0.2.0 "$c2" /mnt/share/a2 "$sum2") --upgrade --enable-now)
 expect 2 notready.log "readiness:" "not-ready upgrade: exit"
 [ "$(snapshot)" = "$before" ] || fail "the rolled-back upgrade did not restore the files exactly"
 sed 's/^/  /' "$tmp/notready.log"
-owner_get /v1/version | grep -q "\"version\":\"v0.1.0\"" || fail "v0.1.0 is not serving after the rollback"
+grep -q "\"version\":\"v0.1.0\"" <<<"$(owner_get /v1/version)" || fail "v0.1.0 is not serving after the rollback"
 c rm -r /etc/systemd/system/agent-forge-gate.service.d
 c systemctl daemon-reload
 
@@ -291,12 +298,12 @@ conf_before=$(c sha256sum /etc/agent-forge/gate.json /etc/agent-forge/worker.jso
 rc=$(fi_run upgrade.log "$forge2" $(install_args v0.2.0 "$c2" /mnt/share/a2 "$sum2") --upgrade --enable-now)
 [ "$rc" = 0 ] || fail "upgrade exit $rc: $(cat "$tmp/upgrade.log")"
 sed 's/^/  /' "$tmp/upgrade.log"
-owner_get /v1/version | grep -q "\"version\":\"v0.2.0\",\"commit\":\"$c2\"" || fail "Gate does not report v0.2.0"
+grep -q "\"version\":\"v0.2.0\",\"commit\":\"$c2\"" <<<"$(owner_get /v1/version)" || fail "Gate does not report v0.2.0"
 [ "$(c sha256sum /etc/agent-forge/gate.env | cut -d' ' -f1)" = "$tok_sha" ] || fail "the upgrade rotated secrets"
 [ "$(c sha256sum /etc/agent-forge/gate.json /etc/agent-forge/worker.json /etc/agent-forge/worker.env)" = "$conf_before" ] || fail "the upgrade changed configuration"
 forge_job wait -timeout 60s "$job2" >"$tmp/job2.out" || fail "queued job did not succeed after the upgrade"
 grep -q '"result": "QUEUED ACROSS UPGRADE"' "$tmp/job2.out" || fail "queued job result"
-forge_job status "$job1" | grep -q '"status": "succeeded"' || fail "the database lost the first job"
+grep -q '"status": "succeeded"' <<<"$(forge_job status "$job1")" || fail "the database lost the first job"
 
 # --- I: downgrade refused; J: doctor healthy on v0.2.0 -------------------------------------
 before=$(snapshot)
