@@ -4,6 +4,10 @@ set -euo pipefail
 need=()
 command -v git >/dev/null || need+=(git)
 command -v python3 >/dev/null || need+=(python3)
+# scripts/codex-e2e.sh installs the pinned Codex CLI with npm and samples
+# its network calls with strace.
+command -v strace >/dev/null || need+=(strace)
+command -v npm >/dev/null || need+=(npm)
 # The debug viewer test drives a real headless browser.
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || [ -n "${FORGE_CHROMIUM:-}" ] || need+=(chromium)
 if [ "${#need[@]}" -eq 0 ]; then exit 0; fi

@@ -16,17 +16,67 @@ import (
 
 // Job is the job object.
 type Job struct {
-	ID           string  `json:"id"`
-	Kind         string  `json:"kind"`
-	Status       string  `json:"status"`
-	FailureCode  *string `json:"failure_code,omitempty"`
-	Result       *string `json:"result,omitempty"`
-	CandidateSHA *string `json:"candidate_sha,omitempty"`
-	RepositoryID *string `json:"repository_id,omitempty"`
-	AttemptCount *int    `json:"attempt_count,omitempty"`
-	RetryAt      *string `json:"retry_at,omitempty"`
-	CreatedAt    string  `json:"created_at"`
-	UpdatedAt    string  `json:"updated_at"`
+	ID           string    `json:"id"`
+	Kind         string    `json:"kind"`
+	Status       string    `json:"status"`
+	FailureCode  *string   `json:"failure_code,omitempty"`
+	Result       *string   `json:"result,omitempty"`
+	CandidateSHA *string   `json:"candidate_sha,omitempty"`
+	RepositoryID *string   `json:"repository_id,omitempty"`
+	AttemptCount *int      `json:"attempt_count,omitempty"`
+	RetryAt      *string   `json:"retry_at,omitempty"`
+	Delivery     *Delivery `json:"delivery,omitempty"`
+	CreatedAt    string    `json:"created_at"`
+	UpdatedAt    string    `json:"updated_at"`
+}
+
+// Delivery is a coding job's automatic delivery (docs/delivery.md).
+type Delivery struct {
+	Phase       string  `json:"phase"`
+	Branch      string  `json:"branch"`
+	PRURL       *string `json:"pr_url,omitempty"`
+	CIState     *string `json:"ci_state,omitempty"`
+	MergeSHA    *string `json:"merge_sha,omitempty"`
+	FailureCode *string `json:"failure_code,omitempty"`
+}
+
+func validDeliveryPhase(s string) bool {
+	switch s {
+	case "push", "pull_request", "ci", "merge", "merged", "failed":
+		return true
+	}
+	return false
+}
+
+func validCIState(s string) bool {
+	switch s {
+	case "waiting", "pending", "success", "failure", "no_runs":
+		return true
+	}
+	return false
+}
+
+// maxURLBytes bounds a pull request URL.
+const maxURLBytes = 512
+
+// Validate checks a delivery object.
+func (d *Delivery) Validate(path string) error {
+	switch {
+	case !validDeliveryPhase(d.Phase):
+		return fieldErr(path + "/phase")
+	case !ident.ValidBranch(d.Branch):
+		return fieldErr(path + "/branch")
+	case d.PRURL != nil && (!strings.HasPrefix(*d.PRURL, "https://github.com/") || len(*d.PRURL) > maxURLBytes ||
+		strings.ContainsAny(*d.PRURL, "@?# \t\n")):
+		return fieldErr(path + "/pr_url")
+	case d.CIState != nil && !validCIState(*d.CIState):
+		return fieldErr(path + "/ci_state")
+	case !optSHA(d.MergeSHA) || (d.MergeSHA == nil) == (d.Phase == "merged"):
+		return fieldErr(path + "/merge_sha")
+	case !optCode(d.FailureCode) || (d.FailureCode == nil) == (d.Phase == "failed"):
+		return fieldErr(path + "/failure_code")
+	}
+	return nil
 }
 
 // Event is one entry of a job's ordered event list.
@@ -70,8 +120,9 @@ type Aggregate struct {
 }
 
 const (
-	statusSucceeded = "succeeded"
-	statusFailed    = "failed"
+	statusSucceeded  = "succeeded"
+	statusDelivering = "delivering"
+	statusFailed     = "failed"
 )
 
 func terminal(status string) bool { return status == statusSucceeded || status == statusFailed }
@@ -124,6 +175,12 @@ func (j *Job) Validate() error {
 		return fieldErr("attempt_count")
 	case !optTime(j.RetryAt):
 		return fieldErr("retry_at")
+	case j.Delivery != nil && j.Kind != "coding":
+		return fieldErr("delivery")
+	case j.Delivery != nil && j.Delivery.Validate("delivery") != nil:
+		return j.Delivery.Validate("delivery")
+	case j.Status == statusDelivering && j.Delivery == nil:
+		return fieldErr("delivery")
 	case !validTime(j.CreatedAt):
 		return fieldErr("created_at")
 	case !validTime(j.UpdatedAt):
@@ -134,7 +191,7 @@ func (j *Job) Validate() error {
 
 func validJobStatus(s string) bool {
 	switch s {
-	case "pending", "leased", "retry_wait", statusSucceeded, statusFailed:
+	case "pending", "leased", "retry_wait", statusDelivering, statusSucceeded, statusFailed:
 		return true
 	}
 	return false
@@ -143,7 +200,8 @@ func validJobStatus(s string) bool {
 // The closed value sets of docs/api.md.
 func validEventType(s string) bool {
 	switch s {
-	case "submitted", "leased", "released", "expired", "attempt_failed", "retry_scheduled", statusSucceeded, statusFailed:
+	case "submitted", "leased", "released", "expired", "attempt_failed", "retry_scheduled", "delivering", "delivery",
+		statusSucceeded, statusFailed:
 		return true
 	}
 	return false

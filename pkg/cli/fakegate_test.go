@@ -138,6 +138,8 @@ func (j *fakeJob) advance() {
 		j.job.Status, j.job.AttemptCount, j.job.UpdatedAt = "leased", &one, t1
 		j.attempts = []Attempt{{ID: "a_1", Ordinal: 1, Status: "leased", WorkerID: "worker-1#1", LeasedAt: t1, DeadlineAt: &deadline, Evidence: &[]json.RawMessage{}}}
 		j.events = append(j.events, Event{Seq: 2, Type: "leased", At: t1, Attempt: &one})
+	case j.job.RepositoryID != nil && strings.HasPrefix(*j.job.RepositoryID, "deliver-"):
+		j.deliver()
 	case j.input == "fail":
 		code, disp := "invalid_task", "terminal"
 		j.job.Status, j.job.FailureCode, j.job.UpdatedAt = "failed", &code, t2
@@ -151,6 +153,37 @@ func (j *fakeJob) advance() {
 		a := &j.attempts[0]
 		a.Status, a.CompletedAt, a.Evidence = "succeeded", &deadline, &empty
 		j.events = append(j.events, Event{Seq: 3, Type: "succeeded", At: t2, Attempt: &one})
+	}
+}
+
+// deliver scripts a delivered coding job after its lease: delivering in
+// push, then ci pending, then merged ("deliver-ok") or failed with
+// ci_failed ("deliver-ci-fail").
+func (j *fakeJob) deliver() {
+	one, deadline := 1, t2
+	sha := "0123456789abcdef0123456789abcdef01234567"
+	d := j.job.Delivery
+	switch {
+	case d == nil:
+		j.job.Status, j.job.CandidateSHA = "delivering", &sha
+		j.job.Delivery = &Delivery{Phase: "push", Branch: "forge/job-" + j.job.ID}
+		a := &j.attempts[0]
+		a.Status, a.CompletedAt, a.CandidateSHA = "succeeded", &deadline, &sha
+		j.events = append(j.events, Event{Seq: 3, Type: "delivering", At: t2, Attempt: &one})
+	case d.Phase == "push":
+		url, ci := "https://github.com/octo/hello/pull/4", "pending"
+		d.Phase, d.PRURL, d.CIState = "ci", &url, &ci
+		j.events = append(j.events, Event{Seq: 4, Type: "delivery", At: t2, Code: &d.Phase})
+	case *j.job.RepositoryID == "deliver-ok":
+		merge, ci := "89abcdef0123456789abcdef0123456789abcdef", "success"
+		d.Phase, d.MergeSHA, d.CIState = "merged", &merge, &ci
+		j.job.Status = "succeeded"
+		j.events = append(j.events, Event{Seq: 5, Type: "succeeded", At: t2})
+	default:
+		code, ci := "ci_failed", "failure"
+		d.Phase, d.FailureCode, d.CIState = "failed", &code, &ci
+		j.job.Status, j.job.FailureCode = "failed", &code
+		j.events = append(j.events, Event{Seq: 5, Type: "failed", At: t2, Code: &code})
 	}
 }
 

@@ -58,7 +58,12 @@ func (a *activityAnswer) validate() error {
 // progress prints stage changes of one job.
 type progress struct {
 	enabled bool
-	last    string
+	// shown: progress was asked for or stderr is a terminal. enabled
+	// turns off when the activity route fails; delivery phases, read from
+	// the job itself, are still shown.
+	shown        bool
+	last         string
+	lastDelivery string
 }
 
 // stderrIsTerminal reports whether w is a character device (a terminal).
@@ -93,6 +98,22 @@ func (p *progress) poll(ctx context.Context, cl *client, id string, stderr io.Wr
 	line := fmt.Sprintf("%s (attempt %d on %s)", r.Stage, r.Attempt, r.WorkerID)
 	if line != p.last {
 		p.last = line
+		fmt.Fprintf(stderr, "forge: progress: %s\n", line)
+	}
+}
+
+// delivery prints the delivery phase (and CI state) of a delivering job
+// when it changed. It needs no extra request: the job object carries it.
+func (p *progress) delivery(j *Job, stderr io.Writer) {
+	if !p.shown || j.Delivery == nil {
+		return
+	}
+	line := "delivery " + j.Delivery.Phase
+	if j.Delivery.CIState != nil {
+		line += " (ci " + *j.Delivery.CIState + ")"
+	}
+	if line != p.lastDelivery {
+		p.lastDelivery = line
 		fmt.Fprintf(stderr, "forge: progress: %s\n", line)
 	}
 }

@@ -70,7 +70,8 @@ func runWait(ctx context.Context, c *command, args []string) error {
 func (c *command) waitAndPrint(ctx context.Context, cl *client, id string, wf waitFlags, failFast bool) error {
 	deadlineCtx, cancel := context.WithTimeout(ctx, wf.timeout)
 	defer cancel()
-	prog := progress{enabled: wf.progress || stderrIsTerminal(c.stderr)}
+	show := wf.progress || stderrIsTerminal(c.stderr)
+	prog := progress{enabled: show, shown: show}
 	lastStatus := ""
 	var lastErr error
 	for first := true; ; first = false {
@@ -85,8 +86,11 @@ func (c *command) waitAndPrint(ctx context.Context, cl *client, id string, wf wa
 			if agg != nil {
 				return c.printOutcome(id, agg)
 			}
-			if job.Status == "leased" {
+			switch job.Status {
+			case "leased":
 				prog.poll(deadlineCtx, cl, id, c.stderr)
+			case statusDelivering:
+				prog.delivery(job, c.stderr)
 			}
 		case ctx.Err() != nil:
 			return fail(ExitErr, "", "interrupted")

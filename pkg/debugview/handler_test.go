@@ -318,8 +318,8 @@ func TestCursorTampering(t *testing.T) {
 // this test makes visible.
 func TestFieldAllowlists(t *testing.T) {
 	want := map[reflect.Type][]string{
-		reflect.TypeOf(jobView{}): {"attempt_count", "base_sha", "created_at", "failure_code", "id", "kind",
-			"repository_id", "retry_at", "status", "updated_at"},
+		reflect.TypeOf(jobView{}): {"attempt_count", "base_sha", "ci_state", "created_at", "delivery_branch", "delivery_phase",
+			"failure_code", "id", "kind", "merge_sha", "pr_url", "repository_id", "retry_at", "status", "updated_at"},
 		reflect.TypeOf(attemptView{}): {"completed_at", "deadline_at", "disposition", "failure_code", "id",
 			"leased_at", "ordinal", "status", "worker_id"},
 		reflect.TypeOf(eventView{}):    {"at", "attempt", "code", "seq", "type"},
@@ -340,7 +340,7 @@ func TestFieldAllowlists(t *testing.T) {
 		}
 	}
 	// The Reader records cannot carry content either.
-	readerFields := map[reflect.Type]int{reflect.TypeOf(Job{}): 10, reflect.TypeOf(Attempt{}): 9, reflect.TypeOf(Event{}): 5, reflect.TypeOf(Lane{}): 8}
+	readerFields := map[reflect.Type]int{reflect.TypeOf(Job{}): 15, reflect.TypeOf(Attempt{}): 9, reflect.TypeOf(Event{}): 5, reflect.TypeOf(Lane{}): 8}
 	for typ, n := range readerFields {
 		if typ.NumField() != n {
 			t.Errorf("%s has %d fields, want %d: review the allowlist", typ.Name(), typ.NumField(), n)
@@ -372,6 +372,19 @@ func TestFieldSanitizing(t *testing.T) {
 		t.Fatal("lane pool not sanitized")
 	}
 	f.do(t, http.MethodGet, "/v1/debug/jobs", true) // planted secrets checked by do
+
+	// Delivery fields: a URL with credentials or any free text is dropped.
+	row.job.DeliveryPhase, row.job.DeliveryBranch, row.job.CIState = "ci", "forge/job-j_0000", "pending"
+	row.job.PRURL = "https://x-access-token:" + plantedSecrets[0] + "@github.com/o/r/pull/1"
+	row.job.MergeSHA = "not a sha"
+	tl = decode[timelinePage](t, f.do(t, http.MethodGet, "/v1/debug/jobs/j_0000?limit=1", true))
+	if tl.Job.PRURL != "" || tl.Job.MergeSHA != "" || tl.Job.DeliveryPhase != "ci" || tl.Job.DeliveryBranch != "forge/job-j_0000" || tl.Job.CIState != "pending" {
+		t.Fatalf("delivery fields: %+v", tl.Job)
+	}
+	row.job.PRURL = "https://github.com/o/r/pull/1"
+	if tl = decode[timelinePage](t, f.do(t, http.MethodGet, "/v1/debug/jobs/j_0000?limit=1", true)); tl.Job.PRURL != row.job.PRURL {
+		t.Fatalf("pull request URL dropped: %+v", tl.Job)
+	}
 }
 
 func TestStoreErrorsAreOpaque(t *testing.T) {

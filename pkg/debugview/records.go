@@ -3,6 +3,7 @@ package debugview
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/ident"
@@ -43,6 +44,12 @@ type Job struct {
 	RetryAt      time.Time
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	// Delivery (docs/delivery.md); empty without one.
+	DeliveryPhase  string
+	DeliveryBranch string
+	PRURL          string
+	CIState        string
+	MergeSHA       string
 }
 
 // Attempt is the diagnostic part of one attempt.
@@ -94,6 +101,12 @@ type jobView struct {
 	RetryAt      string `json:"retry_at,omitempty"`
 	CreatedAt    string `json:"created_at"`
 	UpdatedAt    string `json:"updated_at"`
+
+	DeliveryPhase  string `json:"delivery_phase,omitempty"`
+	DeliveryBranch string `json:"delivery_branch,omitempty"`
+	PRURL          string `json:"pr_url,omitempty"`
+	CIState        string `json:"ci_state,omitempty"`
+	MergeSHA       string `json:"merge_sha,omitempty"`
 }
 
 type attemptView struct {
@@ -184,7 +197,29 @@ func viewJob(j Job) jobView {
 		RetryAt:      stamp(j.RetryAt),
 		CreatedAt:    stamp(j.CreatedAt),
 		UpdatedAt:    stamp(j.UpdatedAt),
+
+		DeliveryPhase:  code(j.DeliveryPhase),
+		DeliveryBranch: keep(ident.ValidBranch, j.DeliveryBranch),
+		PRURL:          keep(validPRURL, j.PRURL),
+		CIState:        code(j.CIState),
+		MergeSHA:       sha(j.MergeSHA),
 	}
+}
+
+// validPRURL accepts a github.com pull request URL without credentials,
+// query or fragment.
+func validPRURL(s string) bool {
+	rest, ok := strings.CutPrefix(s, "https://github.com/")
+	if !ok || len(s) > 512 {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 func viewAttempt(a Attempt) attemptView {

@@ -36,7 +36,7 @@ func optTime(t *store.Time) time.Time {
 }
 
 func fromStoreJob(j store.Job) Job {
-	return Job{
+	v := Job{
 		ID:           j.ID,
 		Kind:         j.Kind,
 		Status:       j.Status,
@@ -48,6 +48,10 @@ func fromStoreJob(j store.Job) Job {
 		CreatedAt:    j.CreatedAt.Time,
 		UpdatedAt:    j.UpdatedAt.Time,
 	}
+	if d := j.Delivery; d != nil {
+		v.DeliveryPhase, v.DeliveryBranch, v.PRURL, v.CIState, v.MergeSHA = d.Phase, d.Branch, d.PRURL, d.CIState, d.MergeSHA
+	}
+	return v
 }
 
 func (r storeReader) DebugJobs(ctx context.Context, afterID string, limit int) ([]Job, error) {

@@ -19,7 +19,7 @@ const (
 )
 
 // Redacted is the only non-empty value output and args elements may hold.
-const Redacted = "[REDACTED]"
+const Redacted = ident.EvidenceRedacted
 
 // Phase is where in the pipeline a record was made.
 type Phase string

@@ -225,6 +225,8 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		nj.RepositoryID, nj.Pool, nj.Policy, plugin = repo.ID, repo.WorkerPool, g.repoPolicy[repo.ID], repo.Execution.PluginID
+		nj.DefaultBranch = repo.DefaultBranch
+		nj.Delivery = g.deliveryTarget(repo)
 	} else {
 		nj.Pool, nj.Policy, plugin = g.cfg.DefaultPool, g.textPolicy, g.cfg.DefaultExecution.PluginID
 	}

@@ -213,7 +213,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.Delivery != nil {
-		return c.Delivery.validate(c.OwnerTokenEnv, c.Workers)
+		return c.Delivery.validate(c.OwnerTokenEnv, c.GitExecutable, c.Workers)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/github"
 	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/source"
 )
 
 // Bounds of the delivery section.
@@ -44,8 +45,11 @@ type appCredentials struct {
 	key   *rsa.PrivateKey
 }
 
-func (d *DeliveryConfig) validate(ownerEnv string, workers []WorkerConfig) error {
+func (d *DeliveryConfig) validate(ownerEnv, git string, workers []WorkerConfig) error {
 	const f = "delivery."
+	if git == "" {
+		return cfgErr("git_executable", "required with delivery (the push runs git)")
+	}
 	if d.APIBase != github.APIBase {
 		return cfgErr(f+"api_base", "must be %s", github.APIBase)
 	}
@@ -111,4 +115,17 @@ func (d *DeliveryConfig) loadAppCredentials(getenv func(string) string) (*appCre
 		return nil, cfgErr(f+"github_app_private_key_path", "must hold one unencrypted RSA private key (PEM)")
 	}
 	return &appCredentials{appID: id, key: key}, nil
+}
+
+// gitHubRepository names the GitHub repository jobs of r are delivered
+// to: only a public-source repository (repository_url) has one.
+func (r *RepositoryConfig) gitHubRepository() (owner, name string, ok bool) {
+	if r.RepositoryURL == "" {
+		return "", "", false
+	}
+	u, err := source.ParseURL(r.RepositoryURL)
+	if err != nil {
+		return "", "", false
+	}
+	return u.Owner, u.Repo, true
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -48,6 +49,19 @@ func deliverySection(keyPath string) map[string]any {
 		"no_runs_grace": "2m", "timeout": "30m"}
 }
 
+// withDelivery adds the delivery section and the git_executable it needs.
+func withDelivery(t testing.TB, m map[string]any, d map[string]any) {
+	t.Helper()
+	git, err := exec.LookPath("git")
+	if err == nil {
+		git, err = filepath.EvalSymlinks(git)
+	}
+	if err != nil {
+		t.Fatalf("git: %v", err)
+	}
+	m["delivery"], m["git_executable"] = d, git
+}
+
 func deliveryEnv() map[string]string {
 	e := defaultEnv()
 	e["FORGE_GITHUB_APP_ID"] = "123456"
@@ -56,7 +70,7 @@ func deliveryEnv() map[string]string {
 
 func TestDeliveryConfigLoads(t *testing.T) {
 	key := writeAppKey(t)
-	data := edit(t, func(m map[string]any) { m["delivery"] = deliverySection(key) })
+	data := edit(t, func(m map[string]any) { withDelivery(t, m, deliverySection(key)) })
 	c, s, err := LoadConfig(bytes.NewReader(data), testEnv(deliveryEnv()))
 	if err != nil {
 		t.Fatal(err)
@@ -102,11 +116,16 @@ func TestDeliveryConfigRejects(t *testing.T) {
 		{"unknown field", "delivery", set("token", "x")},
 		{"missing field", "delivery", func(d map[string]any) { delete(d, "timeout") }},
 	}
+	noGit := edit(t, func(m map[string]any) { m["delivery"] = deliverySection(key) })
+	var ce *ConfigError
+	if _, _, err := LoadConfig(bytes.NewReader(noGit), testEnv(deliveryEnv())); !errors.As(err, &ce) || ce.Field != "git_executable" {
+		t.Errorf("delivery without git_executable: %v", err)
+	}
 	for _, tc := range cases {
 		data := edit(t, func(m map[string]any) {
 			d := deliverySection(key)
 			tc.mut(d)
-			m["delivery"] = d
+			withDelivery(t, m, d)
 		})
 		_, _, err := LoadConfig(bytes.NewReader(data), testEnv(deliveryEnv()))
 		var ce *ConfigError
@@ -118,7 +137,7 @@ func TestDeliveryConfigRejects(t *testing.T) {
 
 func TestDeliveryCredentialsRefused(t *testing.T) {
 	loadWith := func(key string, env map[string]string) error {
-		data := edit(t, func(m map[string]any) { m["delivery"] = deliverySection(key) })
+		data := edit(t, func(m map[string]any) { withDelivery(t, m, deliverySection(key)) })
 		_, _, err := LoadConfig(bytes.NewReader(data), testEnv(env))
 		return err
 	}

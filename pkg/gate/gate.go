@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
+	"github.com/0k-lab/agent-forge/pkg/delivery"
 	"github.com/0k-lab/agent-forge/pkg/policy"
 	"github.com/0k-lab/agent-forge/pkg/source"
 	"github.com/0k-lab/agent-forge/pkg/store"
@@ -51,7 +53,9 @@ type Gate struct {
 	readied chan struct{} // closed when Start has succeeded
 	lanes   registry
 	act     *activity.Store // live activity of current leases, memory only (activity.go)
-	due     chan time.Time  // earlier wake-up requests for the sweeper
+	// delivery drives automatic deliveries (deliver.go); nil without them.
+	delivery *delivery.Runner
+	due      chan time.Time // earlier wake-up requests for the sweeper
 
 	ctx     context.Context // cancelled when the Gate stops
 	stop    context.CancelFunc
@@ -109,6 +113,9 @@ func (g *Gate) Start(ctx context.Context) error {
 		return fmt.Errorf("gate: startup sweep: %w", err)
 	}
 	g.log.Info("recovered", "expired", len(res.Expired))
+	if err := g.resumeDeliveries(); err != nil {
+		return fmt.Errorf("gate: resume deliveries: %w", err)
+	}
 	if res.HasNext {
 		g.noteDue(res.NextDue)
 	}
@@ -169,6 +176,16 @@ func Run(ctx context.Context, cfg *Config, sec *Secrets, log *slog.Logger, now f
 	if err != nil {
 		return err
 	}
+	if cfg.Delivery != nil {
+		tmp, err := os.MkdirTemp("", "forge-delivery-")
+		if err != nil {
+			return errors.New("gate: delivery: cannot create its private directory")
+		}
+		defer os.RemoveAll(tmp)
+		if err := g.EnableDelivery(g.gitHubApp(tmp)); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return errors.New("gate: cannot listen on the configured address")
@@ -198,6 +215,10 @@ func (g *Gate) Serve(ctx context.Context, ln net.Listener) error {
 	if err == nil {
 		g.wg.Add(1)
 		go g.sweeper()
+		if g.delivery != nil {
+			g.wg.Add(1)
+			go g.deliveryLoop()
+		}
 		select {
 		case <-ctx.Done():
 		case <-g.failed:
@@ -212,6 +233,9 @@ func (g *Gate) Serve(ctx context.Context, ln net.Listener) error {
 	g.stop()
 	g.lanes.closeAll()
 	g.wg.Wait()
+	if g.delivery != nil {
+		g.delivery.Wait()
+	}
 	g.closeSources()
 	g.failMu.Lock()
 	defer g.failMu.Unlock()

@@ -58,6 +58,7 @@ func testConfig(t testing.TB, mutate func(m map[string]any)) (*Config, *Secrets)
 	})
 	env := defaultEnv()
 	env["W2"] = "worker-two-token-0001"
+	env["FORGE_GITHUB_APP_ID"] = "123456"
 	cfg, sec, err := LoadConfig(bytes.NewReader(data), testEnv(env))
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,8 @@ package github
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -68,6 +70,29 @@ func (j *pullJSON) pull(owner, repo string) (*PullRequest, bool) {
 	return p, ok
 }
 
+// errPulls is a pull-request list this client cannot believe.
+var errPulls = errors.New("github: malformed pull request list")
+
+// ParsePulls decodes a page of GitHub's pull-request list for owner/repo:
+// every entry must have a positive number, state open or closed, the
+// canonical html_url, a full head SHA and bounded names. On error it
+// returns nil.
+func ParsePulls(body []byte, owner, repo string) ([]PullRequest, error) {
+	var list []pullJSON
+	if json.Unmarshal(body, &list) != nil {
+		return nil, errPulls
+	}
+	out := make([]PullRequest, 0, len(list))
+	for i := range list {
+		p, ok := list[i].pull(owner, repo)
+		if !ok {
+			return nil, errPulls
+		}
+		out = append(out, *p)
+	}
+	return out, nil
+}
+
 // PullsForBranch lists every pull request (any state) whose head is
 // owner:branch in owner/repo itself. The query always carries the
 // "owner:" prefix (GitHub ignores a bare head filter and lists every
@@ -87,17 +112,13 @@ func (c *Client) PullsForBranch(ctx context.Context, token *Token, owner, repo, 
 		if err != nil {
 			return nil, err
 		}
-		var list []pullJSON
-		if err := decode(op, r, &list); err != nil {
-			return nil, err
+		list, err := ParsePulls(r.body, owner, repo)
+		if err != nil {
+			return nil, &APIError{Op: op, Status: r.status, Class: ClassMalformed}
 		}
-		for i := range list {
-			p, ok := list[i].pull(owner, repo)
-			if !ok {
-				return nil, &APIError{Op: op, Status: r.status, Class: ClassMalformed}
-			}
+		for _, p := range list {
 			if p.HeadRef == branch && strings.EqualFold(p.HeadRepo, owner+"/"+repo) {
-				out = append(out, *p)
+				out = append(out, p)
 			}
 		}
 		if len(list) < pullsPerPage {

@@ -45,6 +45,13 @@ func ReadCommit(ctx context.Context, r *gitx.Runner, gitDir, sha string) (Commit
 	if err != nil {
 		return Commit{}, err
 	}
+	return ParseCommit(out)
+}
+
+// ParseCommit reads the tree and parents from a raw commit object (the
+// output of git cat-file commit): exactly one tree line, any number of
+// parent lines, all full SHAs, in the header before the first blank line.
+func ParseCommit(out []byte) (Commit, error) {
 	head, _, _ := bytes.Cut(out, []byte("\n\n"))
 	var c Commit
 	for _, line := range strings.Split(string(head), "\n") {

@@ -62,6 +62,9 @@ type API struct {
 	used      int
 	resetAt   time.Time
 	apiFaults map[string]int // fault -> how many requests it still hits
+
+	ciOnce sync.Once
+	ciSt   *ciState // api_delivery.go
 }
 
 // API fault modes (see SetAPIFault).
@@ -118,6 +121,7 @@ func (a *API) Attach(s *Server) {
 	s.GitEnv = a.gitEnv
 	s.Control.HandleFunc("POST /api-fault", a.handleAPIFault)
 	s.Control.HandleFunc("POST /installation", a.handleSetPermissions)
+	a.attachDelivery(s)
 }
 
 // SetAPIFault makes the next count matching API requests fail with mode.
@@ -243,6 +247,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.createPull(w, r, parts[1], parts[2])
 	case len(parts) == 5 && parts[0] == "repos" && parts[3] == "pulls" && r.Method == http.MethodGet:
 		a.getPull(w, r, parts[1], parts[2], parts[4])
+	case a.serveDelivery(w, r, parts):
 	default:
 		WriteError(w, http.StatusNotFound, "Not Found")
 	}

@@ -61,7 +61,7 @@ func (a *API) pullJSON(owner, repo string, p *pull) map[string]any {
 		"number": p.Number, "state": p.State, "title": p.Title, "body": p.Body,
 		"html_url":  "https://github.com/" + full + "/pull/" + strconv.Itoa(p.Number),
 		"url":       "https://api.github.com/repos/" + full + "/pulls/" + strconv.Itoa(p.Number),
-		"merged_at": mergedAt, "mergeable": nil, "draft": false,
+		"merged_at": mergedAt, "mergeable": nil, "draft": false, "merge_commit_sha": a.mergeSHALocked(owner, repo, p),
 		"created_at": p.Created.UTC().Format(time.RFC3339),
 		"head": map[string]any{"ref": p.Head, "sha": p.HeadSHA, "label": owner + ":" + p.Head,
 			"repo": map[string]any{"full_name": full, "name": repo}},

@@ -7,3 +7,8 @@ const (
 	MaxEvidenceRecords    = 34       // records per batch and per attempt
 	MaxEvidenceBatchBytes = 96 << 10 // canonical bytes per batch
 )
+
+// EvidenceRedacted is the only non-empty value an evidence record's output,
+// and each element of its args, may hold: the Worker writes it in place of
+// any output and argument, and the store refuses anything else.
+const EvidenceRedacted = "[REDACTED]"

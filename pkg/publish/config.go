@@ -8,12 +8,16 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/0k-lab/agent-forge/pkg/configfile"
 	"github.com/0k-lab/agent-forge/pkg/github"
-	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
 // MaxConfigBytes bounds github.json.
 const MaxConfigBytes = 64 << 10
+
+// configFormat is github.json's place in the shared config-loading shape:
+// bounded read, version first, strict decode, then Validate.
+var configFormat = configfile.Format{Config: "github", Version: 1, MaxBytes: MaxConfigBytes}
 
 const maxPathBytes = 4096
 
@@ -49,10 +53,11 @@ func LoadConfig(path string, getenv func(string) string) (*Config, *Credentials,
 		return nil, nil, fail(StageConfig, CodeConfigUnsafe)
 	}
 	var c Config
-	if err := strictjson.Decode(data, &c); err != nil {
-		return nil, nil, fail(StageConfig, CodeConfigInvalid)
-	}
-	if err := c.Validate(); err != nil {
+	if err := configFormat.Load(bytes.NewReader(data), &c); err != nil {
+		var ce *configfile.Error
+		if errors.As(err, &ce) {
+			return nil, nil, &Error{Code: CodeConfigInvalid, Stage: StageConfig, Detail: ce.Error()}
+		}
 		return nil, nil, err
 	}
 	if err := checkExecutable(c.GitExecutable); err != nil {
@@ -61,17 +66,12 @@ func LoadConfig(path string, getenv func(string) string) (*Config, *Credentials,
 	if err := checkWorktree(c.LocalRepository); err != nil {
 		return nil, nil, fail(StageConfig, CodeRepositoryUnsafe)
 	}
-	pem, err := readPrivateFile(c.GitHubAppPrivateKeyPath, github.MaxKeyBytes)
+	key, err := github.LoadPrivateKeyFile(c.GitHubAppPrivateKeyPath)
 	switch {
-	case errors.Is(err, errTooLarge):
+	case errors.Is(err, github.ErrKey):
 		return nil, nil, fail(StageConfig, CodeKeyInvalid)
 	case err != nil:
 		return nil, nil, fail(StageConfig, CodeKeyUnsafe)
-	}
-	key, err := github.ParsePrivateKey(pem)
-	clear(pem)
-	if err != nil {
-		return nil, nil, fail(StageConfig, CodeKeyInvalid)
 	}
 	id := getenv(c.GitHubAppIDEnv)
 	if !github.ValidAppID(id) {

@@ -119,13 +119,21 @@ func (c Code) Description() string {
 	return "unknown failure"
 }
 
-// Error is a failed publication: a code and its stage. Error() is the code
-// and its fixed description, never a value.
+// Error is a failed publication: a code and its stage, and for a config
+// error the value-free detail of pkg/configfile (field and reason).
+// Error() never holds a value.
 type Error struct {
-	Code  Code
-	Stage Stage
+	Code   Code
+	Stage  Stage
+	Detail string
 }
 
-func (e *Error) Error() string { return string(e.Code) + ": " + e.Code.Description() }
+func (e *Error) Error() string {
+	s := string(e.Code) + ": " + e.Code.Description()
+	if e.Detail != "" {
+		s += " (" + e.Detail + ")"
+	}
+	return s
+}
 
 func fail(stage Stage, code Code) error { return &Error{Code: code, Stage: stage} }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/ident"
@@ -17,8 +18,12 @@ import (
 // ident.MaxEvidenceRecords records in total. The attempt must be leased,
 // bound to the lane's live generation and before its deadline. Replaying a
 // recorded batch with identical records returns replayed=true and writes nothing; different
-// records are ErrConflict. Record contents are validated by the evidence
-// contract's owner before they reach the store.
+// records are ErrConflict. Evidence belongs to coding attempts only (a
+// text attempt's batch is ErrInvalid), and whatever the caller checked,
+// the store itself keeps raw output out: a record's top-level output must
+// be "" or ident.EvidenceRedacted, each element of its args the marker, and
+// no top-level key may repeat (ErrInvalid). The rest of the record schema
+// belongs to the evidence contract (pkg/evidence), checked by the caller.
 func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []json.RawMessage, now time.Time) (replayed bool, err error) {
 	if err := validFence(f); err != nil {
 		return false, err
@@ -36,6 +41,9 @@ func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []j
 		if !ok {
 			return false, invalid("evidence record is not a JSON object")
 		}
+		if !redactedOnly(c) {
+			return false, invalid("evidence record carries unredacted output")
+		}
 		compact[i] = c
 		total += len(c)
 		if total > ident.MaxEvidenceBatchBytes {
@@ -48,6 +56,9 @@ func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []j
 		r, err := t.activeFence(f, us)
 		if err != nil {
 			return err
+		}
+		if r.kind != KindCoding {
+			return invalid("evidence for a text attempt")
 		}
 		if batch <= r.evBatches {
 			same, err := t.sameBatch(r.jobSeq, f.AttemptID, batch, compact)
@@ -80,6 +91,56 @@ func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []j
 		return false, err
 	}
 	return replayed, nil
+}
+
+// redactedOnly reports whether a record (a JSON object) holds no output
+// but the redaction marker: its top-level output absent, "" or the marker,
+// its args absent or an array of markers, no top-level key twice and no
+// case variant of either name.
+func redactedOnly(rec []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(rec))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for d.More() {
+		t, err := d.Token()
+		k, ok := t.(string)
+		if err != nil || !ok || seen[k] {
+			return false
+		}
+		seen[k] = true
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return false
+		}
+		// A case variant of either name is what a lenient decoder would
+		// read as that field: refused.
+		for _, name := range []string{"output", "args"} {
+			if k != name && strings.EqualFold(k, name) {
+				return false
+			}
+		}
+		switch k {
+		case "output":
+			var s string
+			if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil || s != "" && s != ident.EvidenceRedacted {
+				return false
+			}
+		case "args":
+			var args []json.RawMessage
+			if len(v) == 0 || v[0] != '[' || json.Unmarshal(v, &args) != nil {
+				return false
+			}
+			for _, a := range args {
+				var s string
+				if len(a) == 0 || a[0] != '"' || json.Unmarshal(a, &s) != nil || s != ident.EvidenceRedacted {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 func (t *wtx) sameBatch(jobSeq int64, attemptID string, batch int, records [][]byte) (bool, error) {

@@ -593,9 +593,13 @@ func TestGenerationTakeover(t *testing.T) {
 
 func TestEvidence(t *testing.T) {
 	s := mustOpen(t, ":memory:")
-	mustSubmit(t, s, textJob("j1", 1), t0)
+	mustSubmit(t, s, NewJob{ID: "j1", Kind: KindCoding, Task: []byte(`{}`), Pool: "coding", RepositoryID: "repo",
+		Policy: testPolicy(time.Minute, time.Second, 1, "reference")}, t0)
 	mustConnect(t, s, "worker-1", gen(1), t0)
-	l := mustLease(t, s, "worker-1", gen(1), t0)
+	l, err := s.Lease(bg, "worker-1", gen(1), "coding", []string{"reference"}, []string{"repo"}, t0)
+	if err != nil || l == nil {
+		t.Fatal(l, err)
+	}
 	f := fenceOf(l, "worker-1", gen(1))
 	recs := func(v ...string) []json.RawMessage {
 		out := make([]json.RawMessage, len(v))
@@ -647,7 +651,7 @@ func TestEvidence(t *testing.T) {
 	if _, err := s.AddEvidence(bg, f, 2, recs(`{"phase":"cleanup"}`), t0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Complete(bg, f, textOK("ok"), t0); err != nil {
+	if _, err := s.Complete(bg, f, Outcome{Succeeded: true, CandidateSHA: string(bytesOf('b', 40))}, t0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.AddEvidence(bg, f, 2, recs(`{"phase":"cleanup"}`), t0); !errors.Is(err, ErrStale) {

@@ -20,21 +20,22 @@ const (
 	FailureCommit                  = "commit_failed"               // coding: candidate commit or ref could not be created
 
 	// Terminal: running the same job again cannot help.
-	FailureInvalidTask            = "invalid_task"             // the task does not decode or is unusable
-	FailureScopedTestFailed       = "scoped_test_failed"       // coding: a scoped check did not pass
-	FailurePluginIdentityMismatch = "plugin_identity_mismatch" // the plugin no longer matches its pinned digest
-	FailurePolicyExceedsCeiling   = "policy_exceeds_ceiling"   // a policy limit is above the Worker's ceiling
-	FailureEnvironmentNotAllowed  = "environment_not_allowed"  // the policy asks for a variable outside the allowlist
-	FailureUnknownPlugin          = "unknown_plugin"           // the policy names a plugin the Worker lacks
-	FailureInvalidPolicy          = "invalid_policy"           // the policy does not decode
-	FailureUnsupportedKind        = "unsupported_kind"         // a job kind the Worker cannot run
-	FailureRepositoryUnavailable  = "repository_unavailable"   // coding: no repository roots, unknown repository, path drift
-	FailureDefaultBranchMismatch  = "default_branch_mismatch"  // coding: the repository's default branch is not the expected one
-	FailureInvalidBase            = "invalid_base"             // coding: base missing or not on the default branch
-	FailureWorkspaceViolation     = "workspace_violation"      // coding: HEAD, refs, Git config or metadata touched, or a path escapes
-	FailureEmptyChange            = "empty_change"             // coding: the staged tree equals the base tree
-	FailureCommitIdentity         = "commit_identity_mismatch" // coding: git would alter the requested author identity
-	FailureInvalidActivity        = "invalid_activity"         // the lease selects an unknown activity version or carries an activity payload
+	FailureInvalidTask            = "invalid_task"              // the task does not decode or is unusable
+	FailureScopedTestFailed       = "scoped_test_failed"        // coding: a scoped check did not pass
+	FailurePluginIdentityMismatch = "plugin_identity_mismatch"  // the plugin no longer matches its pinned digest
+	FailurePolicyExceedsCeiling   = "policy_exceeds_ceiling"    // a policy limit is above the Worker's ceiling
+	FailureEnvironmentNotAllowed  = "environment_not_allowed"   // the policy asks for a variable outside the allowlist
+	FailureUnknownPlugin          = "unknown_plugin"            // the policy names a plugin the Worker lacks
+	FailureInvalidPolicy          = "invalid_policy"            // the policy does not decode
+	FailureUnsupportedKind        = "unsupported_kind"          // a job kind the Worker cannot run
+	FailureRepositoryUnavailable  = "repository_unavailable"    // coding: no repository roots, unknown repository, path drift
+	FailureDefaultBranchMismatch  = "default_branch_mismatch"   // coding: the repository's default branch is not the expected one
+	FailureInvalidBase            = "invalid_base"              // coding: base missing or not on the default branch
+	FailureWorkspaceViolation     = "workspace_violation"       // coding: HEAD, refs, Git config or metadata touched, or a path escapes
+	FailureEmptyChange            = "empty_change"              // coding: the staged tree equals the base tree
+	FailureCommitIdentity         = "commit_identity_mismatch"  // coding: git would alter the requested author identity
+	FailureInvalidActivity        = "invalid_activity"          // the lease selects an unknown activity version or carries an activity payload
+	FailureRepositoryOutOfService = "repository_out_of_service" // coding: a change to the operator's repository could not be undone
 )
 
 // DispositionOf returns the fixed disposition of a Worker failure code and
@@ -48,7 +49,8 @@ func DispositionOf(code string) (Disposition, bool) {
 	case FailureInvalidTask, FailureScopedTestFailed, FailurePluginIdentityMismatch, FailurePolicyExceedsCeiling,
 		FailureEnvironmentNotAllowed, FailureUnknownPlugin, FailureInvalidPolicy, FailureUnsupportedKind,
 		FailureRepositoryUnavailable, FailureDefaultBranchMismatch, FailureInvalidBase,
-		FailureWorkspaceViolation, FailureEmptyChange, FailureCommitIdentity, FailureInvalidActivity:
+		FailureWorkspaceViolation, FailureEmptyChange, FailureCommitIdentity, FailureInvalidActivity,
+		FailureRepositoryOutOfService:
 		return DispositionTerminal, true
 	}
 	return "", false
@@ -65,6 +67,7 @@ func FailureCodes() []string {
 		FailureEnvironmentNotAllowed, FailureUnknownPlugin, FailureInvalidPolicy, FailureUnsupportedKind,
 		FailureRepositoryUnavailable, FailureDefaultBranchMismatch, FailureInvalidBase,
 		FailureWorkspaceViolation, FailureEmptyChange, FailureCommitIdentity, FailureInvalidActivity,
+		FailureRepositoryOutOfService,
 	}
 }
 

@@ -279,6 +279,14 @@ func (j *codingJob) fail(p evidence.Phase, r evidence.Reason, code string) outco
 	return outcome{report: Report{Code: codingCode(p, r, code)}}
 }
 
+// outOfService ends an attempt on a repository whose shared state could
+// not be restored (now or by an earlier attempt): terminal, whatever the
+// attempt's own record, because every retry here would be refused.
+func outOfService(o outcome) outcome {
+	o.report = Report{Code: wire.FailureRepositoryOutOfService}
+	return o
+}
+
 func (j *codingJob) run(ctx context.Context) Report {
 	out := j.work(ctx)
 	cancelled := ctx.Err() != nil
@@ -336,9 +344,9 @@ func (j *codingJob) work(ctx context.Context) outcome {
 	j.x.releaseBaseline(j.task.RepositoryID, restored)
 	if !restored {
 		if !ok {
-			return o // already a failure with its record
+			return outOfService(o) // its failure record stands
 		}
-		return j.fail(evidence.PhaseWorkspaceValidation, evidence.ReasonGitFailed, codeCodingTerminal)
+		return outOfService(j.fail(evidence.PhaseWorkspaceValidation, evidence.ReasonGitFailed, codeCodingTerminal))
 	}
 	if !ok {
 		return o

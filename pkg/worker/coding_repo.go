@@ -52,7 +52,7 @@ func (j *codingJob) prepare(ctx context.Context) (outcome, bool) {
 	if j.x.outOfService(task.RepositoryID) {
 		// An earlier attempt's changes to the shared repository could not
 		// be undone; an operator must repair it and restart the Worker.
-		return j.fail(P, evidence.ReasonGitFailed, codeCodingTerminal), false
+		return outOfService(j.fail(P, evidence.ReasonGitFailed, codeCodingTerminal)), false
 	}
 	if j.lease.BaseSHA != "" && j.lease.BaseSHA != task.BaseSHA {
 		return j.fail(P, evidence.ReasonInvalidTask, CodeInvalidTask), false

@@ -126,13 +126,15 @@ func TestCodingRestoresSharedRepository(t *testing.T) {
 		// A stale lock file makes resetting main impossible.
 		r := x.ExecuteWithEvidence(context.Background(), f.lease(wire.CodingTask{Instruction: "write a.txt a\ngitfile refs/heads/main.lock x" +
 			"\ngitfile refs/heads/main " + f.side}, nil), bind)
-		if r.Succeeded || r.Code != wire.FailureWorkspaceViolation {
+		// Terminal and named for the cause: a retry would meet a repository
+		// this Worker refuses.
+		if d, _ := wire.DispositionOf(r.Code); r.Succeeded || r.Code != wire.FailureRepositoryOutOfService || d != wire.DispositionTerminal {
 			t.Fatalf("report %+v", r)
 		}
 		os.Remove(filepath.Join(f.repo, ".git", "refs", "heads", "main.lock"))
 		batches = nil
 		r = x.ExecuteWithEvidence(context.Background(), f.lease(wire.CodingTask{Instruction: "write a.txt a"}, nil), bind)
-		if r.Succeeded || r.Code != wire.FailurePreparation {
+		if r.Succeeded || r.Code != wire.FailureRepositoryOutOfService {
 			t.Fatalf("out-of-service repository: report %+v", r)
 		}
 		var rec evidence.Record

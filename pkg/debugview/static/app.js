@@ -149,6 +149,8 @@
     ['id', 'Job'], ['kind', 'Kind'], ['status', 'Status'], ['failure_code', 'Failure code'],
     ['repository_id', 'Repository'], ['base_sha', 'Base SHA'],
     ['attempt_count', 'Attempts'], ['retry_at', 'Retry at'], ['created_at', 'Created'], ['updated_at', 'Updated'],
+    ['delivery_phase', 'Delivery phase'], ['delivery_branch', 'Branch'], ['pr_url', 'Pull request'],
+    ['ci_state', 'CI'], ['merge_sha', 'Merge SHA'],
   ];
 
   function renderJobFields(job) {

@@ -1,0 +1,159 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/delivery"
+	"github.com/0k-lab/agent-forge/pkg/github"
+	"github.com/0k-lab/agent-forge/pkg/store"
+)
+
+// Automatic delivery: with gate.json's delivery section, a coding job of
+// a public-source repository is submitted with a delivery target; its
+// coding success makes it delivering (pkg/store) and a delivery.Runner
+// drives it to merged or failed. The Runner resumes every active delivery
+// at Start, before /readyz, and then picks up new ones every
+// recovery_interval.
+
+// EnableDelivery turns on delivery through gh. It must be called before
+// Serve, and only with a delivery section in the config.
+func (g *Gate) EnableDelivery(gh delivery.GitHub) error {
+	if g.cfg.Delivery == nil {
+		return errors.New("gate: delivery is not configured")
+	}
+	m, err := delivery.NewMachine(gh, g.cfg.Delivery.machineConfig(), gateClock{g.now})
+	if err != nil {
+		return err
+	}
+	g.delivery = delivery.NewRunner(m, deliveryStore{g}, gateClock{g.now}, g.log, g.deliveryStoreError)
+	return nil
+}
+
+// gitHubApp is the real GitHub for delivery: pkg/github's client with the
+// App credentials read at load, pushing from the public-source bare
+// repositories with git_executable; tmp is a private directory for the
+// push mirrors.
+func (g *Gate) gitHubApp(tmp string) *delivery.App {
+	return &delivery.App{
+		API: github.New(nil, g.now, github.Options{}), AppID: g.sec.app.appID, Key: g.sec.app.key, Now: g.now,
+		Git: g.cfg.GitExecutable, GitTimeout: g.cfg.DefaultExecution.GitTimeout.Std(),
+		GitOutputBytes: g.cfg.DefaultExecution.GitOutputBytes, TempDir: tmp,
+		Local: func(repo delivery.Repo) (string, bool) {
+			for _, r := range g.repos {
+				if owner, name, ok := r.gitHubRepository(); ok && owner == repo.Owner && name == repo.Name && r.preparedPath != "" {
+					return r.preparedPath, true
+				}
+			}
+			return "", false
+		},
+	}
+}
+
+// deliveryTarget is where jobs of r are delivered: nil without delivery
+// or when r is not a public-source GitHub repository.
+func (g *Gate) deliveryTarget(r *RepositoryConfig) *store.DeliveryTarget {
+	if g.delivery == nil {
+		return nil
+	}
+	owner, name, ok := r.gitHubRepository()
+	if !ok {
+		return nil
+	}
+	return &store.DeliveryTarget{Owner: owner, Repo: name, BaseBranch: r.DefaultBranch}
+}
+
+// resumeDeliveries starts every active delivery not yet running.
+func (g *Gate) resumeDeliveries() error {
+	if g.delivery == nil {
+		return nil
+	}
+	n, err := g.delivery.Resume(g.ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		g.log.Info("deliveries resumed", "count", n)
+	}
+	return nil
+}
+
+// deliveryLoop picks up deliveries created by coding successes.
+func (g *Gate) deliveryLoop() {
+	defer g.wg.Done()
+	t := time.NewTicker(g.cfg.RecoveryInterval.Std())
+	defer t.Stop()
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-g.failed:
+			return
+		case <-t.C:
+			if err := g.resumeDeliveries(); err != nil && g.ctx.Err() == nil {
+				g.fail(err)
+				return
+			}
+		}
+	}
+}
+
+func (g *Gate) deliveryStoreError(err error) {
+	if storeFailure(err) {
+		g.fail(err)
+		return
+	}
+	// Stale: another writer moved the delivery on; the next pick-up
+	// continues from what is stored.
+	g.log.Warn("delivery save refused", "reason", err.Error())
+}
+
+// gateClock is the Gate's clock for pkg/delivery.
+type gateClock struct{ now func() time.Time }
+
+func (c gateClock) Now() time.Time { return c.now() }
+
+func (c gateClock) Sleep(ctx context.Context, d time.Duration) error {
+	return delivery.RealClock{}.Sleep(ctx, d)
+}
+
+// deliveryStore adapts the store to pkg/delivery.
+type deliveryStore struct{ g *Gate }
+
+func (s deliveryStore) ActiveDeliveries(ctx context.Context) ([]delivery.State, error) {
+	ds, err := s.g.st.ActiveDeliveries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]delivery.State, len(ds))
+	for i, d := range ds {
+		out[i] = fromStore(d)
+	}
+	return out, nil
+}
+
+func (s deliveryStore) SaveDelivery(ctx context.Context, prev, next delivery.State) error {
+	if next.Phase == delivery.PhaseFailed && !delivery.ValidCode(next.Code) {
+		return store.ErrInvalid
+	}
+	return s.g.st.SaveDelivery(ctx, toStore(prev), toStore(next), s.g.now())
+}
+
+func fromStore(d store.Delivery) delivery.State {
+	return delivery.State{
+		JobID: d.JobID, Repo: delivery.Repo{Owner: d.Target.Owner, Name: d.Target.Repo}, BaseBranch: d.Target.BaseBranch,
+		CandidateSHA: d.CandidateSHA, Branch: d.Branch, Phase: delivery.Phase(d.Phase), PhaseAttempts: d.PhaseAttempts,
+		NextAt: d.NextAt, StartedAt: d.StartedAt, CIStartedAt: d.CIStartedAt, PRNumber: d.PRNumber, PRURL: d.PRURL,
+		CIState: d.CIState, ETag: d.ETag, MergeSHA: d.MergeSHA, Code: d.FailureCode,
+	}
+}
+
+func toStore(s delivery.State) store.Delivery {
+	return store.Delivery{
+		JobID: s.JobID, Target: store.DeliveryTarget{Owner: s.Repo.Owner, Repo: s.Repo.Name, BaseBranch: s.BaseBranch},
+		CandidateSHA: s.CandidateSHA, Branch: s.Branch, Phase: string(s.Phase), PhaseAttempts: s.PhaseAttempts,
+		NextAt: s.NextAt, StartedAt: s.StartedAt, CIStartedAt: s.CIStartedAt, PRNumber: s.PRNumber, PRURL: s.PRURL,
+		CIState: s.CIState, ETag: s.ETag, MergeSHA: s.MergeSHA, FailureCode: s.Code,
+	}
+}

@@ -1,0 +1,188 @@
+package gate
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/delivery"
+	"github.com/0k-lab/agent-forge/pkg/store"
+)
+
+// happyGitHub is a delivery.GitHub whose every step succeeds: one branch,
+// one pull request, one successful run, one merge. It counts mutations.
+type happyGitHub struct {
+	mu                      sync.Mutex
+	pushes, creates, merges int
+	pr                      *delivery.PullRequest
+}
+
+func (h *happyGitHub) MintToken(context.Context, delivery.Repo) (delivery.Token, error) {
+	return delivery.Token{Secret: "t", ExpiresAt: time.Now().Add(time.Hour)}, nil
+}
+
+func (h *happyGitHub) Push(context.Context, delivery.Token, delivery.Repo, string, string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pushes++
+	return nil
+}
+
+func (h *happyGitHub) FindPullRequest(context.Context, delivery.Token, delivery.Repo, string) (delivery.PullRequest, bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.pr == nil {
+		return delivery.PullRequest{}, false, nil
+	}
+	return *h.pr, true, nil
+}
+
+func (h *happyGitHub) CreatePullRequest(_ context.Context, _ delivery.Token, _ delivery.Repo, p delivery.NewPullRequest) (delivery.PullRequest, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.creates++
+	h.pr = &delivery.PullRequest{Number: 1, URL: "https://github.com/octo/hello/pull/1", State: "open",
+		HeadSHA: deliverCandidate, HeadRef: p.Head, BaseRef: p.Base}
+	return *h.pr, nil
+}
+
+func (h *happyGitHub) PullRequest(context.Context, delivery.Token, delivery.Repo, int) (delivery.PullRequest, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return *h.pr, nil
+}
+
+func (h *happyGitHub) Merge(context.Context, delivery.Token, delivery.Repo, int, string) (delivery.MergeResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.merges++
+	h.pr.Merged, h.pr.State, h.pr.MergeCommitSHA = true, "closed", deliverMerge
+	return delivery.MergeResult{Merged: true, SHA: deliverMerge}, nil
+}
+
+func (h *happyGitHub) Merged(context.Context, delivery.Token, delivery.Repo, int) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pr.Merged, nil
+}
+
+func (h *happyGitHub) ListRuns(context.Context, delivery.Repo, string, string) (delivery.Runs, error) {
+	return delivery.Runs{TotalCount: 1, Runs: []delivery.Run{{ID: 1, HeadSHA: deliverCandidate, Status: "completed", Conclusion: "success"}}}, nil
+}
+
+const (
+	deliverCandidate = "0123456789abcdef0123456789abcdef01234567"
+	deliverMerge     = "89abcdef0123456789abcdef0123456789abcdef"
+)
+
+// A delivery the previous Gate process left in the store is resumed by
+// the next one at start and ends merged.
+func TestDeliveryResumesAfterRestart(t *testing.T) {
+	key := writeAppKey(t)
+	db := filepath.Join(t.TempDir(), "state", "forge.db")
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, sec := testConfig(t, func(m map[string]any) { withDelivery(t, m, deliverySection(key)) })
+	now := time.Now()
+	if _, err := st.Submit(context.Background(), store.NewJob{ID: "j1", Kind: store.KindCoding, Task: []byte(`{}`),
+		Pool: "coding", RepositoryID: "agent-forge", Policy: mustRepoPolicy(t, cfg),
+		Delivery: &store.DeliveryTarget{Owner: "octo", Repo: "hello", BaseBranch: "main"}}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ConnectLane(context.Background(), "worker-1", "worker-1", 0, "g1", now); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Lease(context.Background(), "worker-1", "g1", "coding", []string{"codex"}, []string{"agent-forge"}, now)
+	if err != nil || l == nil {
+		t.Fatal(l, err)
+	}
+	if _, err := st.Complete(context.Background(), store.Fence{JobID: "j1", AttemptID: l.AttemptID, Lane: "worker-1", Generation: "g1"},
+		store.Outcome{Succeeded: true, CandidateSHA: deliverCandidate}, now); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	st, err = store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	g, err := New(cfg, sec, st, slog.New(slog.NewJSONHandler(io.Discard, nil)), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh := &happyGitHub{}
+	if err := g.EnableDelivery(gh); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		j, err := st.Job(context.Background(), "j1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Status == store.JobSucceeded {
+			if d := j.Delivery; d == nil || d.Phase != "merged" || d.MergeSHA != deliverMerge || d.PRURL != "https://github.com/octo/hello/pull/1" || d.CIState != "success" {
+				t.Fatalf("delivery %+v", j.Delivery)
+			}
+			break
+		}
+		if j.Status != store.JobDelivering || time.Now().After(deadline) {
+			t.Fatalf("job %s (%+v)", j.Status, j.Delivery)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	gh.mu.Lock()
+	defer gh.mu.Unlock()
+	if gh.pushes != 1 || gh.creates != 1 || gh.merges != 1 {
+		t.Fatalf("pushes %d creates %d merges %d", gh.pushes, gh.creates, gh.merges)
+	}
+}
+
+func TestEnableDeliveryNeedsTheSection(t *testing.T) {
+	cfg, sec := testConfig(t, nil)
+	st, err := store.Open(context.Background(), ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	g, err := New(cfg, sec, st, slog.New(slog.NewJSONHandler(io.Discard, nil)), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.EnableDelivery(&happyGitHub{}) == nil {
+		t.Fatal("delivery enabled without a delivery section")
+	}
+	if g.deliveryTarget(&cfg.Repositories[0]) != nil {
+		t.Fatal("a target without delivery")
+	}
+}
+
+func mustRepoPolicy(t *testing.T, cfg *Config) []byte {
+	t.Helper()
+	g, err := New(cfg, &Secrets{}, nil, nil, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.repoPolicy["agent-forge"]
+}

@@ -1,0 +1,121 @@
+package github
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
+)
+
+func seeds(tb testing.TB, pattern string) map[string][]byte {
+	tb.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata/seed", pattern))
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no seeds %s: %v", pattern, err)
+	}
+	out := map[string][]byte{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out[filepath.Base(f)] = b
+	}
+	return out
+}
+
+func TestParserSeeds(t *testing.T) {
+	for name, data := range seeds(t, "commit-*") {
+		c, err := ParseCommit(data)
+		if bad := strings.Contains(name, "-bad-"); bad != (err != nil) {
+			t.Errorf("%s: err %v", name, err)
+		}
+		if name == "commit-merge-signed.txt" && len(c.Parents) != 2 {
+			t.Errorf("%s: parents %v", name, c.Parents)
+		}
+	}
+	for name, data := range seeds(t, "pulls-*") {
+		prs, err := ParsePulls(data, "o", "r")
+		if bad := strings.Contains(name, "-bad-"); bad != (err != nil) {
+			t.Errorf("%s: err %v", name, err)
+		}
+		if name == "pulls-merged-deleted-fork.json" && (len(prs) != 1 || !prs[0].Merged || prs[0].HeadRepo != "") {
+			t.Errorf("%s: %+v", name, prs)
+		}
+	}
+	for name, data := range seeds(t, "redact-*") {
+		if got := Redact(string(data)); strings.Contains(got, "ghs_0") || strings.Contains(got, "eyJhbGci") || strings.Contains(got, "github_pat_1") {
+			t.Errorf("%s: %q", name, got)
+		}
+	}
+}
+
+// FuzzParseCommit: never panics; on error returns nothing; an accepted
+// commit has one full tree SHA and full parent SHAs.
+func FuzzParseCommit(f *testing.F) {
+	for _, d := range seeds(f, "commit-*") {
+		f.Add(d)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseCommit(data)
+		if err != nil {
+			if !reflect.DeepEqual(c, Commit{}) {
+				t.Fatal("error with a result")
+			}
+			return
+		}
+		if !ident.ValidSHA(c.Tree) {
+			t.Fatal("bad tree accepted")
+		}
+		for _, p := range c.Parents {
+			if !ident.ValidSHA(p) {
+				t.Fatal("bad parent accepted")
+			}
+		}
+	})
+}
+
+// FuzzParsePulls: never panics; on error returns nothing; every accepted
+// PR is well formed.
+func FuzzParsePulls(f *testing.F) {
+	for _, d := range seeds(f, "pulls-*") {
+		f.Add(d)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		prs, err := ParsePulls(data, "o", "r")
+		if err != nil {
+			if prs != nil {
+				t.Fatal("error with a result")
+			}
+			return
+		}
+		for _, p := range prs {
+			if p.Number <= 0 || (p.State != "open" && p.State != "closed") || !ident.ValidSHA(p.HeadSHA) ||
+				!strings.EqualFold(p.URL, GitBase+"/o/r/pull/"+itoa64(int64(p.Number))) {
+				t.Fatalf("accepted %+v", p)
+			}
+		}
+	})
+}
+
+// FuzzRedact: never panics; redacting is idempotent, and no GitHub token
+// prefix followed by a token character survives.
+func FuzzRedact(f *testing.F) {
+	for _, d := range seeds(f, "redact-*") {
+		f.Add(string(d))
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r := Redact(s)
+		if Redact(r) != r {
+			t.Fatalf("not idempotent: %q", s)
+		}
+		for i := 0; i < len(r); i++ {
+			if n := tokenAt(r[i:]); n > 0 {
+				t.Fatalf("token survives in %q", r)
+			}
+		}
+	})
+}

@@ -1,0 +1,355 @@
+package githubfake
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// What delivery needs beyond pull requests: the Actions runs list (read
+// without a token, with ETag/If-None-Match and the unauthenticated limit
+// of 60 an hour), the exact-head merge (PUT …/pulls/{n}/merge) and the
+// merged check (GET …/pulls/{n}/merge).
+//
+// Runs are scripted per repository (SetCI): every commit that is the head
+// of an open pull request gets one workflow run, in_progress for the first
+// RunPolls polls of it, then completed with the repository's conclusion;
+// mode "none" never starts a run (path filters, a conflict).
+
+// CI modes (SetCI).
+const (
+	CISuccess = "success"
+	CIFailure = "failure"
+	CINone    = "none"
+)
+
+// Delivery fault modes (SetAPIFault extends to these through
+// SetDeliveryFault).
+const (
+	// DeliveryFaultLoseMerge: the next merge is carried out, then the
+	// connection is dropped before any answer.
+	DeliveryFaultLoseMerge = "lose-merge"
+	// DeliveryFaultNotMergeable: the next merge answers 405.
+	DeliveryFaultNotMergeable = "not-mergeable"
+)
+
+// Unauthenticated limit the runs list reports.
+const unauthLimit = 60
+
+// RunPolls is how many polls a run stays in_progress.
+const RunPolls = 2
+
+type ciState struct {
+	mu     sync.Mutex
+	modes  map[string]string         // repoKey -> mode (default success)
+	polls  map[string]int            // repoKey + sha -> polls seen
+	used   int                       // unauthenticated requests this window
+	reset  time.Time                 // window end
+	faults map[string]int            // delivery fault -> remaining hits
+	merges map[string]map[int]string // repoKey -> PR number -> merge commit
+}
+
+func (a *API) ci() *ciState {
+	a.ciOnce.Do(func() {
+		a.ciSt = &ciState{modes: map[string]string{}, polls: map[string]int{}, faults: map[string]int{},
+			merges: map[string]map[int]string{}}
+	})
+	return a.ciSt
+}
+
+// SetCI sets how the runs of owner/repo behave.
+func (a *API) SetCI(owner, repo, mode string) error {
+	switch mode {
+	case CISuccess, CIFailure, CINone:
+	default:
+		return fmt.Errorf("unknown CI mode %q", mode)
+	}
+	c := a.ci()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.modes[repoKey(owner, repo)] = mode
+	return nil
+}
+
+// SetDeliveryFault arms a delivery fault for the next count merges.
+func (a *API) SetDeliveryFault(mode string, count int) error {
+	switch mode {
+	case DeliveryFaultLoseMerge, DeliveryFaultNotMergeable:
+	default:
+		return fmt.Errorf("unknown delivery fault %q", mode)
+	}
+	c := a.ci()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults[mode] = count
+	return nil
+}
+
+func (c *ciState) take(mode string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.faults[mode] > 0 {
+		c.faults[mode]--
+		return true
+	}
+	return false
+}
+
+// attachDelivery installs the control routes POST /ci {"owner","repo","mode"}
+// and POST /delivery-fault {"mode","count"}.
+func (a *API) attachDelivery(s *Server) {
+	s.Control.HandleFunc("POST /ci", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Owner, Repo, Mode string }
+		if decodeControl(w, r, &req) && a.SetCI(req.Owner, req.Repo, req.Mode) == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		http.Error(w, "bad ci request", http.StatusBadRequest)
+	})
+	s.Control.HandleFunc("POST /delivery-fault", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Mode  string
+			Count int
+		}
+		if decodeControl(w, r, &req) && a.SetDeliveryFault(req.Mode, req.Count) == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		http.Error(w, "bad delivery-fault request", http.StatusBadRequest)
+	})
+}
+
+// serveDelivery answers the delivery routes; false when parts is none.
+func (a *API) serveDelivery(w http.ResponseWriter, r *http.Request, parts []string) bool {
+	switch {
+	case len(parts) == 5 && parts[0] == "repos" && parts[3] == "actions" && parts[4] == "runs" && r.Method == http.MethodGet:
+		a.listRuns(w, r, parts[1], parts[2])
+	case len(parts) == 6 && parts[0] == "repos" && parts[3] == "pulls" && parts[5] == "merge" && r.Method == http.MethodPut:
+		a.mergePull(w, r, parts[1], parts[2], parts[4])
+	case len(parts) == 6 && parts[0] == "repos" && parts[3] == "pulls" && parts[5] == "merge" && r.Method == http.MethodGet:
+		a.pullMerged(w, r, parts[1], parts[2], parts[4])
+	default:
+		return false
+	}
+	return true
+}
+
+// listRuns is GET /repos/{o}/{r}/actions/runs?head_sha=…: public, no
+// token wanted (one is ignored), 60 requests an hour, a 304 to a matching
+// If-None-Match not counted.
+func (a *API) listRuns(w http.ResponseWriter, r *http.Request, owner, repo string) {
+	c := a.ci()
+	sha := r.URL.Query().Get("head_sha")
+	key := repoKey(owner, repo)
+	a.mu.Lock()
+	open := false
+	for _, p := range a.pulls[key] {
+		if h, ok := a.branchSHA(owner, repo, p.Head); ok && h == sha && p.State == "open" || p.HeadSHA == sha && p.Merged {
+			open = true
+		}
+	}
+	a.mu.Unlock()
+
+	c.mu.Lock()
+	mode := c.modes[key]
+	if mode == "" {
+		mode = CISuccess
+	}
+	var runs []map[string]any
+	if open && mode != CINone {
+		n := c.polls[key+" "+sha]
+		run := map[string]any{"id": 1000 + len(sha)%7, "head_sha": sha, "status": "in_progress", "conclusion": nil,
+			"event": "pull_request", "run_attempt": 1, "name": "CI"}
+		if n >= RunPolls {
+			run["status"], run["conclusion"] = "completed", mode
+		}
+		runs = append(runs, run)
+	}
+	body, _ := json.Marshal(map[string]any{"total_count": len(runs), "workflow_runs": orEmpty(runs)})
+	sum := sha256.Sum256(body)
+	etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
+	now := a.now()
+	if !c.reset.After(now) {
+		c.reset, c.used = now.Add(time.Hour), 0
+	}
+	notModified := r.Header.Get("If-None-Match") == etag
+	limited := !notModified && c.used >= unauthLimit
+	if !limited {
+		c.polls[key+" "+sha]++ // runs progress with every answered poll
+	}
+	if !notModified && !limited {
+		c.used++
+	}
+	used, reset := c.used, c.reset
+	c.mu.Unlock()
+
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(unauthLimit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(unauthLimit-used))
+	h.Set("X-RateLimit-Used", strconv.Itoa(used))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+	h.Set("X-RateLimit-Resource", "core")
+	h.Set("ETag", etag)
+	switch {
+	case limited:
+		WriteError(w, http.StatusForbidden, "API rate limit exceeded for 127.0.0.1. (But here's the good news: Authenticated requests get a higher rate limit.)")
+	case notModified:
+		w.WriteHeader(http.StatusNotModified)
+	default:
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		w.Write(body)
+	}
+}
+
+func orEmpty(v []map[string]any) []map[string]any {
+	if v == nil {
+		return []map[string]any{}
+	}
+	return v
+}
+
+// mergePull is PUT /repos/{o}/{r}/pulls/{n}/merge {sha, merge_method}: a
+// real merge commit (base first parent, head second) in the served
+// repository. 409 when the head is no longer sha, 405 when the PR is not
+// open or merge_method is not "merge" (or the not-mergeable fault).
+func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num string) {
+	if _, ok := a.requireToken(w, r, owner, repo, "pull_requests", "write"); !ok {
+		return
+	}
+	if _, ok := a.requireToken(w, r, owner, repo, "contents", "write"); !ok {
+		return
+	}
+	var req struct {
+		SHA         string `json:"sha"`
+		MergeMethod string `json:"merge_method"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxAPIBody)).Decode(&req); err != nil {
+		WriteError(w, http.StatusBadRequest, "Problems parsing JSON")
+		return
+	}
+	n, _ := strconv.Atoi(num)
+	c := a.ci()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var p *pull
+	for _, q := range a.pulls[repoKey(owner, repo)] {
+		if q.Number == n {
+			p = q
+		}
+	}
+	if p == nil {
+		WriteError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	head, ok := a.branchSHA(owner, repo, p.Head)
+	switch {
+	case p.State != "open" || !ok:
+		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
+		return
+	case req.SHA != "" && req.SHA != head:
+		WriteError(w, http.StatusConflict, "Head branch was modified. Review and try the merge again.")
+		return
+	case req.MergeMethod != "" && req.MergeMethod != "merge":
+		WriteError(w, http.StatusMethodNotAllowed, "Only merge commits are allowed in this fake.")
+		return
+	case c.take(DeliveryFaultNotMergeable):
+		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
+		return
+	}
+	merge, err := a.mergeCommit(owner, repo, p, head)
+	if err != nil {
+		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
+		return
+	}
+	p.State, p.Merged, p.HeadSHA = "closed", true, head
+	c.mu.Lock()
+	if c.merges[repoKey(owner, repo)] == nil {
+		c.merges[repoKey(owner, repo)] = map[int]string{}
+	}
+	c.merges[repoKey(owner, repo)][n] = merge
+	c.mu.Unlock()
+	if c.take(DeliveryFaultLoseMerge) {
+		dropConnection(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sha": merge, "merged": true, "message": "Pull Request successfully merged"})
+}
+
+// MergeSHA is the merge commit of PR n of owner/repo ("" when not merged
+// through the API).
+func (a *API) MergeSHA(owner, repo string, n int) string {
+	c := a.ci()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.merges[repoKey(owner, repo)][n]
+}
+
+// mergeCommit writes the merge of head into p's base branch and moves the
+// base branch to it (only if it did not move meanwhile).
+func (a *API) mergeCommit(owner, repo string, p *pull, head string) (string, error) {
+	base, ok := a.branchSHA(owner, repo, p.Base)
+	if !ok {
+		return "", fmt.Errorf("no base")
+	}
+	gitDir := a.gitRoot + "/" + owner + "/" + repo + ".git"
+	run := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, a.git, append([]string{"--git-dir=" + gitDir}, args...)...)
+		cmd.Env = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "PATH=/usr/bin:/bin",
+			"GIT_AUTHOR_NAME=GitHub", "GIT_AUTHOR_EMAIL=noreply@github.com",
+			"GIT_COMMITTER_NAME=GitHub", "GIT_COMMITTER_EMAIL=noreply@github.com"}
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	tree, err := run("merge-tree", "--write-tree", base, head)
+	if err != nil {
+		return "", err
+	}
+	tree, _, _ = strings.Cut(tree, "\n")
+	msg := "Merge pull request #" + strconv.Itoa(p.Number) + " from " + owner + "/" + p.Head
+	merge, err := run("commit-tree", tree, "-p", base, "-p", head, "-m", msg)
+	if err != nil {
+		return "", err
+	}
+	if _, err := run("update-ref", "refs/heads/"+p.Base, merge, base); err != nil {
+		return "", err
+	}
+	return merge, nil
+}
+
+// pullMerged is GET /repos/{o}/{r}/pulls/{n}/merge: 204 merged, 404 not.
+func (a *API) pullMerged(w http.ResponseWriter, r *http.Request, owner, repo, num string) {
+	if _, ok := a.requireToken(w, r, owner, repo, "pull_requests", "read"); !ok {
+		return
+	}
+	n, _ := strconv.Atoi(num)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, p := range a.pulls[repoKey(owner, repo)] {
+		if p.Number == n && p.Merged {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	WriteError(w, http.StatusNotFound, "Not Found")
+}
+
+// mergeSHALocked is the merge commit of p for its JSON (nil unless merged
+// through the API).
+func (a *API) mergeSHALocked(owner, repo string, p *pull) any {
+	if sha := a.MergeSHA(owner, repo, p.Number); sha != "" && p.Merged {
+		return sha
+	}
+	return nil
+}

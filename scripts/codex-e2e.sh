@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# CODEX-E2E: the real Codex CLI through Gate + Worker + forge-codex-plugin,
+# offline, against a local fake of the Responses API.
+#
+#  1. `npm ci` installs @openai/codex@0.169.0 from testdata/codex-npm (the
+#     lockfile pins version and integrity); CODEX_BIN is its native binary.
+#     testdata/fake-responses listens on loopback: turn 1 answers a call of
+#     Codex's own apply_patch tool adding the file the task names, turn 2
+#     the final JSON message for the --output-schema the plugin sent. A
+#     control run of Codex with only a provider configured shows the strace
+#     check catches its DNS lookups (plugin marketplace, analytics).
+#  2. The operator has a Codex directory (CODEX_HOME: auth.json, a
+#     config.toml naming another model, an installation id) and a profile
+#     (model, reasoning effort, the fake as provider, the key's variable
+#     name) named in the plugin's argv in worker.json. The Worker (two
+#     lanes) runs under strace, following every process it starts.
+#  3. Two slow jobs at once: while both run, their CODEX_HOMEs are two
+#     different private 0700 directories sharing no file. Both succeed on
+#     attempt 1; each candidate holds the file Codex's apply_patch wrote;
+#     commit subject and agent report come from the structured answer.
+#  4. A job whose first model stream is cut mid-way (Codex retries)
+#     succeeds on attempt 1.
+#  5. A provider answering 400 ends every attempt as a plugin failure.
+#  6. Afterwards: no worktree or runtime directory left; the operator's
+#     Codex directory is byte-for-byte unchanged; every provider request
+#     went to the fake with the operator's model, effort and key; strace
+#     saw no DNS query and no connection but to the Gate and the fake; no
+#     log or database holds the provider key or the operator's credential.
+# Everything lives in a private temp dir; a trap ends every process.
+# Final line: CODEX-E2E PASS.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib/e2e.sh
+source "$(dirname "$0")/lib/e2e.sh"
+cd "$(dirname "$0")/.."
+
+tmp=$(cd "$(mktemp -d)" && pwd -P)
+pids=()
+worker_pid=
+e2e_traps
+# The Worker runs under strace: end it first, by its own pid.
+trap '[ -z "$worker_pid" ] || kill -KILL "$worker_pid" 2>/dev/null; e2e_cleanup' EXIT
+fail() { e2e_fail codex-e2e "$@"; }
+for tool in npm strace python3 git; do
+  command -v "$tool" >/dev/null || fail "$tool is required (.ci/run installs it)"
+done
+
+bin=$tmp/bin
+mkdir -p "$bin"
+e2e_build forge-gate forge-worker forge forge-codex-plugin
+go build -o "$bin/fake-responses" ./testdata/fake-responses || fail "build fake-responses"
+
+# 1. The pinned Codex CLI and the fake provider.
+mkdir "$tmp/npm"
+cp testdata/codex-npm/package.json testdata/codex-npm/package-lock.json "$tmp/npm/"
+(cd "$tmp/npm" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) >"$tmp/npm.out" 2>&1 || fail "npm ci"
+CODEX_BIN=$(find "$tmp/npm/node_modules/@openai" -path '*/vendor/*/bin/codex' -type f | head -n 1)
+[ -x "$CODEX_BIN" ] || fail "the npm package has no native codex binary for this platform"
+[ "$("$CODEX_BIN" --version)" = "codex-cli 0.169.0" ] || fail "codex --version is not 0.169.0"
+export CODEX_BIN
+
+CODEX_E2E_PROVIDER_KEY=sk-e2e-$(rand)
+operator_canary=sk-operator-$(rand)
+FORGE_OWNER_TOKEN=owner-$(rand)
+FORGE_WORKER_TOKEN=worker-$(rand)
+export CODEX_E2E_PROVIDER_KEY FORGE_OWNER_TOKEN FORGE_WORKER_TOKEN
+
+"$bin/fake-responses" -addr-file "$tmp/fake.addr" -log "$tmp/fake-requests.jsonl" \
+  -key-env CODEX_E2E_PROVIDER_KEY -slow 3s 2>"$tmp/fake.log" &
+pids+=("$!")
+for _ in $(seq 100); do [ -s "$tmp/fake.addr" ] && break; sleep 0.05; done
+fake_addr=$(cat "$tmp/fake.addr") || fail "fake Responses API did not start"
+fake_port=${fake_addr##*:}
+
+# net_check STRACE PORT..: every AF_INET/AF_INET6 address in the strace
+# output is loopback with one of the PORTs (so no DNS query either), and at
+# least 4 connections went to the last PORT (the sample covers Codex).
+net_check() {
+  python3 - "$@" <<'PY'
+import re, sys
+path, ports, fake = sys.argv[1], sys.argv[2:], sys.argv[-1]
+inet = re.compile(r'sa_family=AF_INET6?, sin6?_port=htons\((\d+)\)')
+seen_fake, bad = 0, []
+for line in open(path, errors="replace"):
+    if "AF_INET" not in line:
+        continue
+    m = inet.search(line)
+    port = m.group(1) if m else None
+    loop = 'inet_addr("127.0.0.1")' in line or '"::1"' in line
+    if port not in ports or not loop:
+        bad.append(("DNS query " if port == "53" else "") + line.strip()[:200])
+    elif port == fake and "connect(" in line:
+        seen_fake += 1
+if bad:
+    sys.exit("%d calls, first: %s" % (len(bad), bad[0]))
+if seen_fake < 4:
+    sys.exit("strace saw %d connections to the fake; the sample does not cover Codex" % seen_fake)
+print("strace: %d connections to the fake provider, none elsewhere" % seen_fake)
+PY
+}
+
+# The sampler catches what it is meant to: Codex with only a provider
+# configured (no switches off) looks up its plugin marketplace and
+# analytics hosts, which net_check must refuse.
+mkdir -m 0700 "$tmp/control-home" "$tmp/control-ws"
+git -C "$tmp/control-ws" init -q
+printf 'model = "gpt-5.5"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "fake"\nbase_url = "http://%s/v1"\nwire_api = "responses"\nenv_key = "CODEX_E2E_PROVIDER_KEY"\n' \
+  "$fake_addr" >"$tmp/control-home/config.toml"
+# (slow: the answer waits 3 s, so the lookups Codex starts at startup happen)
+printf 'Say done.\nfake-responses-mode: slow\n' |
+  CODEX_HOME=$tmp/control-home strace -f -qq --seccomp-bpf -e trace=connect,sendto,sendmsg,sendmmsg -o "$tmp/control-strace.txt" \
+    "$CODEX_BIN" exec --cd "$tmp/control-ws" --sandbox workspace-write --ephemeral --json - >"$tmp/control.out" 2>&1 ||
+  fail "control run of Codex failed"
+if net_check "$tmp/control-strace.txt" "$fake_port" >"$tmp/control-net.out" 2>&1; then
+  fail "net_check did not catch the control run's lookups"
+fi
+grep -q 'DNS query' "$tmp/control-net.out" || fail "control run: no DNS query seen: $(cat "$tmp/control-net.out")"
+: >"$tmp/fake-requests.jsonl"
+
+# 2. The operator's Codex directory and profile.
+op=$tmp/operator
+mkdir -m 0700 "$op" "$op/codex-home"
+printf '{"OPENAI_API_KEY":"%s"}\n' "$operator_canary" >"$op/codex-home/auth.json"
+printf 'model = "operator-model"\n[analytics]\nenabled = true\n' >"$op/codex-home/config.toml"
+printf 'operator-installation\n' >"$op/codex-home/installation_id"
+chmod 0600 "$op/codex-home"/*
+export CODEX_HOME=$op/codex-home
+digest() { (cd "$1" && find . -printf '%p %M %s %T@\n' | sort && find . -type f -exec sha256sum {} + | sort); }
+digest "$CODEX_HOME" >"$tmp/operator-before.txt"
+cat >"$op/codex.json" <<EOF
+{"version":1,"model":"gpt-5.5","reasoning_effort":"high",
+ "provider":{"name":"Fake Responses","base_url":"http://$fake_addr/v1","wire_api":"responses","env_key":"CODEX_E2E_PROVIDER_KEY"}}
+EOF
+
+mkdir -m 0700 "$tmp/repos" "$tmp/worktrees" "$tmp/runtime" "$tmp/state"
+repo=$tmp/repos/demo
+GIT_CONFIG_GLOBAL=/dev/null git init -q -b main "$repo"
+printf 'demo repository\n' >"$repo/README.md"
+g add -A
+GIT_AUTHOR_NAME=Seed GIT_AUTHOR_EMAIL=seed@example.invalid GIT_COMMITTER_NAME=Seed GIT_COMMITTER_EMAIL=seed@example.invalid \
+  g commit -q -m "base" || fail "seed commit"
+base=$(g rev-parse HEAD)
+
+envs='["PATH","CODEX_HOME","CODEX_BIN","CODEX_E2E_PROVIDER_KEY"]'
+exec_policy='{"plugin_id":"codex","environment":'$envs',"plugin_timeout":"2m","check_timeout":"1m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}'
+cat >"$tmp/gate.json" <<EOF
+{"version":1,"listen":"127.0.0.1:0","database":"$tmp/state/forge.db","owner_token_env":"FORGE_OWNER_TOKEN",
+ "recovery_interval":"200ms","lease_poll_interval":"100ms","default_pool":"local",
+ "lifecycle":{"lease_ttl":"10s","retry_base":"200ms","max_attempts":2},
+ "default_execution":$exec_policy,
+ "workers":[{"id":"worker-1","pool":"local","token_env":"FORGE_WORKER_TOKEN","concurrency":2}],
+ "repositories":[{"id":"demo","default_branch":"main","worker_pool":"local","execution":$exec_policy}]}
+EOF
+e2e_start_gate "$tmp/gate.log" "Gate did not start"
+
+cat >"$tmp/worker.json" <<EOF
+{"version":1,"gate_url":"ws://$addr","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":2,
+ "repository_roots":["$tmp/repos"],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
+ "repositories":[{"id":"demo","path":"$repo"}],
+ "plugins":[{"id":"codex","argv":["$bin/forge-codex-plugin","-profile","$op/codex.json"]}],
+ "environment_allowlist":$envs,"check_environment_allowlist":["PATH"],
+ "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
+EOF
+# The Worker execs from a shell that wrote its pid, so the pid is the Worker's.
+# shellcheck disable=SC2016 # $$ and $1 are the inner shell's
+strace -f -qq --seccomp-bpf -e trace=connect,sendto,sendmsg,sendmmsg -o "$tmp/strace.txt" \
+  sh -c 'echo $$ >"$1/worker.pid"; exec "$1/bin/forge-worker" -config "$1/worker.json" 2>"$1/worker.log"' sh "$tmp" &
+strace_pid=$!
+pids+=("$strace_pid")
+for _ in $(seq 100); do [ -s "$tmp/worker.pid" ] && break; sleep 0.05; done
+worker_pid=$(cat "$tmp/worker.pid") || fail "Worker did not start under strace"
+
+submit() { # NAME INSTRUCTION: submit a job that must create NAME.txt
+  python3 - "$base" "$1" "$2" >"$tmp/task-$1.json" <<'PY'
+import json, sys
+base, name, instruction = sys.argv[1:]
+print(json.dumps({"repository_id": "demo", "base_sha": base, "instruction": instruction,
+                  "tests": [["grep", "-qx", name + " from forge", name + ".txt"]],
+                  "commit_author_name": "Ada Lovelace", "commit_author_email": "ada@example.org"}))
+PY
+  "$bin/forge" submit -file "$tmp/task-$1.json" | field id
+}
+create() { printf 'Create a file named %s.txt containing one line: %s from forge.\nfake-responses-mode: %s' "$1" "$1" "$2"; }
+wait_job() { "$bin/forge" wait -timeout 120s -poll 100ms "$1" >"$tmp/agg-$2.json" 2>>"$tmp/forge.out" || true; }
+
+# check_success NAME JOB: succeeded on attempt 1 with NAME.txt, the
+# structured subject and the agent report.
+check_success() {
+  python3 - "$tmp/agg-$1.json" "$1" <<'PY' || fail "job $1: aggregate does not match"
+import json, sys
+a = json.load(open(sys.argv[1]))
+name = sys.argv[2]
+job, attempts = a["job"], a["attempts"]
+assert job["status"] == "succeeded", job
+assert len(attempts) == 1 and attempts[0]["status"] == "succeeded", attempts
+rep = attempts[0].get("agent_report")
+assert rep == {"self_reported": True, "summary": "Added %s.txt as the task asked." % name,
+               "changes": ["%s.txt: new file with one line" % name]}, rep
+PY
+  local cand
+  cand=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["job"]["candidate_sha"])' "$tmp/agg-$1.json")
+  [ "$(g show "$cand:$1.txt")" = "$1 from forge" ] || fail "job $1: candidate lacks the file apply_patch wrote"
+  [ "$(g log -1 --format=%s "$cand")" = "feat: add $1.txt" ] || fail "job $1: commit subject is not the structured answer's"
+  [ "$(g rev-parse "$cand^")" = "$base" ] || fail "job $1: candidate parent is not the base"
+  [ "$(g diff --name-only "$base" "$cand")" = "$1.txt" ] || fail "job $1: candidate changes more than $1.txt"
+}
+
+# 3. Two jobs on two lanes at once, each Codex with its own CODEX_HOME.
+job_a=$(submit alpha "$(create alpha slow)") || fail "submit alpha"
+job_b=$(submit beta "$(create beta slow)") || fail "submit beta"
+python3 - "$tmp/runtime" "$CODEX_HOME" >"$tmp/homes.out" <<'PY' || fail "concurrent runs did not get two private CODEX_HOMEs: $(cat "$tmp/homes.out")"
+import os, stat, sys, time
+runtime, operator = sys.argv[1], os.path.realpath(sys.argv[2])
+deadline = time.time() + 60
+while time.time() < deadline:
+    homes = []
+    for root, dirs, _ in os.walk(runtime):
+        if "codex-home" in dirs:
+            homes.append(os.path.join(root, "codex-home"))
+    if len(homes) == 2:
+        break
+    time.sleep(0.05)
+else:
+    sys.exit("saw %d CODEX_HOMEs at once" % len(homes))
+time.sleep(0.5)  # let both Codex processes write their state
+files = []
+for h in homes:
+    st = os.lstat(h)
+    assert stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700, (h, oct(st.st_mode))
+    assert not os.path.realpath(h).startswith(operator), h
+    inodes = set()
+    for root, dirs, names in os.walk(h):
+        for n in dirs + names:
+            p = os.path.join(root, n)
+            s = os.lstat(p)
+            inodes.add((s.st_dev, s.st_ino))
+            if stat.S_ISLNK(s.st_mode):
+                t = os.path.realpath(p)
+                assert t.startswith(os.path.realpath(h)), (p, "links outside its home")
+    for seed in ("config.toml", "auth.json"):
+        assert stat.S_IMODE(os.lstat(os.path.join(h, seed)).st_mode) == 0o400, (h, seed)
+    files.append(inodes)
+assert len(files[0]) > 2 and len(files[1]) > 2, "Codex wrote no state"
+assert not files[0] & files[1], "the two homes share a file"
+ids = [open(os.path.join(h, "installation_id")).read() for h in homes if os.path.exists(os.path.join(h, "installation_id"))]
+assert len(set(ids)) == len(ids) and "operator-installation\n" not in ids, ids
+print("two private CODEX_HOMEs, %d and %d entries, no shared file" % (len(files[0]), len(files[1])))
+PY
+cat "$tmp/homes.out"
+wait_job "$job_a" alpha
+wait_job "$job_b" beta
+check_success alpha
+check_success beta
+
+# 4. The first model stream is cut mid-way; Codex retries within the attempt.
+job_c=$(submit gamma "$(create gamma cut-first)") || fail "submit gamma"
+wait_job "$job_c" gamma
+check_success gamma
+[ "$(count_in "$tmp/fake-requests.jsonl" 'e["mode"] == "cut-first" and e["turn"] == 1')" = 2 ] ||
+  fail "the cut stream was not retried by Codex"
+
+# 5. The provider answers 400: a plugin failure, every attempt.
+job_d=$(submit delta "$(create delta status-400)") || fail "submit delta"
+wait_job "$job_d" delta
+python3 - "$tmp/agg-delta.json" <<'PY' || fail "job delta: aggregate does not match"
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["job"]["status"] == "failed", a["job"]
+assert len(a["attempts"]) == 2, a["attempts"]
+for at in a["attempts"]:
+    assert at["status"] == "failed" and at["failure_code"] == "plugin_failed", at
+    assert at["evidence"] == [{"phase": "plugin", "reason": "failed"}], at
+    assert at.get("candidate_sha") is None, at
+PY
+[ "$(count_in "$tmp/fake-requests.jsonl" 'e["mode"] == "status-400"')" -ge 2 ] || fail "the 400 job did not reach the provider"
+
+kill -TERM "$worker_pid"
+wait "$strace_pid" || fail "Worker did not exit 0 on SIGTERM"
+stop Gate "$gate_pid"
+
+# 6. Nothing left, nothing changed, nobody else contacted, nothing leaked.
+[ -z "$(ls -A "$tmp/worktrees")" ] || fail "worktree left behind"
+[ -z "$(ls -A "$tmp/runtime")" ] || fail "runtime directory (a CODEX_HOME) left behind"
+digest "$CODEX_HOME" >"$tmp/operator-after.txt"
+cmp -s "$tmp/operator-before.txt" "$tmp/operator-after.txt" || fail "the operator's Codex directory changed"
+python3 - "$tmp/fake-requests.jsonl" "$fake_addr" <<'PY' || fail "provider requests do not match the profile"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) >= 8, len(lines)
+for e in lines:
+    assert e["method"] == "POST" and e["path"] == "/v1/responses" and e["host"] == sys.argv[2], e
+    assert e["authorized"] and e["model"] == "gpt-5.5" and e["effort"] == "high", e
+    assert "apply_patch" in e["tools"], e["tools"]
+PY
+gate_port=${addr##*:}
+net_check "$tmp/strace.txt" "$gate_port" "$fake_port" >"$tmp/net.out" ||
+  fail "strace: a network call beyond the Gate and the fake provider: $(cat "$tmp/net.out")"
+cat "$tmp/net.out"
+for f in "$tmp"/*.log "$tmp/state/forge.db"; do
+  if grep -a -q -e "$CODEX_E2E_PROVIDER_KEY" -e "$operator_canary" -e "$FORGE_WORKER_TOKEN" "$f"; then
+    fail "$(basename "$f") holds the provider key, the operator's credential or a token"
+  fi
+done
+echo "CODEX-E2E PASS"

@@ -1,0 +1,311 @@
+#!/usr/bin/env bash
+# PUBLIC-SOURCE-E2E: Gate clones and fetches public repositories from
+# https://github.com; the Worker only ever sees the prepared local path.
+#
+# The production forge-gate, forge-worker and forge run unmodified inside a
+# private network and mount namespace (scripts/lib/netns.sh): /etc/hosts
+# maps github.com to 127.0.0.1, the system CA bundle also trusts a test CA,
+# and testdata/fake-github serves git smart HTTP through the real
+# `git http-backend` on 127.0.0.1:443 from $tmp/github/<owner>/<repo>.git.
+#
+# Proven:
+#  1. The Worker starts while the registered prepared path does not exist.
+#  2. clone -> job -> candidate -> cleanup: the first submit clones
+#     octo/demo into <root>/<sha256 of the URL>.git (bare, origin = the URL,
+#     only refs/heads/main: no tags, no other branch); the job succeeds with
+#     a candidate ref in that bare repository; worktrees and private
+#     directories are gone.
+#  3. A hook planted in the bare repository never runs (Gate fetch, Worker
+#     git); a commit pushed upstream is fetched by the next submit, which
+#     reuses the repository (no second clone) and succeeds on that base.
+#  4. Refusals that create no job and name no path: base not on the
+#     default branch (an earlier candidate), unknown base (a commit only on
+#     another upstream branch), upstream answering a redirect, upstream
+#     asking for credentials (fails as credentials_required, not after a
+#     prompt or a timeout), bare repository whose origin was changed.
+#  5. 16 concurrent submits on a cold repository: one clone, an intact
+#     repository (git fsck), all 16 jobs created and succeeded.
+# Then it measures, in this one run: how many fetches 16 concurrent submits
+# cause (cold and warm), submit latency p50/p99 with a warm bare repository
+# and the bare `git fetch` time of the same repository.
+# Final line: PUBLIC-SOURCE-E2E PASS.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib/e2e.sh
+source "$(dirname "$0")/lib/e2e.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/netns.sh
+source "$(dirname "$0")/lib/netns.sh"
+cd "$(dirname "$0")/.."
+
+# Modules are fetched (if at all) before the network disappears.
+[ "${AGENT_FORGE_NETNS:-}" = 1 ] || go mod download
+netns_enter "$@"
+
+tmp=$(cd "$(mktemp -d)" && pwd -P)
+pids=()
+e2e_traps
+fail() { e2e_fail public-source-e2e "$@"; }
+
+bin=$tmp/bin
+mkdir -p "$bin"
+e2e_build forge-gate forge-worker forge
+go build -o "$bin/edit-plugin" ./testdata/edit-plugin || fail "build edit-plugin"
+netns_setup
+netns_start_fake
+
+FORGE_OWNER_TOKEN=owner-$(rand)
+FORGE_WORKER_TOKEN=worker-$(rand)
+export FORGE_OWNER_TOKEN FORGE_WORKER_TOKEN
+export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
+export GIT_AUTHOR_NAME=Seed GIT_AUTHOR_EMAIL=seed@example.invalid GIT_COMMITTER_NAME=Seed GIT_COMMITTER_EMAIL=seed@example.invalid
+git_exe=$(readlink -f "$(command -v git)")
+
+# Upstream repositories on the fake github.com, each pushed from a work
+# tree: octo/demo has main, a tag and a branch only it has.
+upstream() { # NAME: create $tmp/github/octo/NAME.git and $tmp/work/NAME with one commit on main
+  local w=$tmp/work/$1
+  git init -q -b main "$w"
+  printf '%s\n' "$1" >"$w/README"
+  git -C "$w" add -A
+  git -C "$w" commit -q -m "first"
+  git init -q --bare "$fake_git_root/octo/$1.git"
+  git -C "$w" push -q "$fake_git_root/octo/$1.git" main
+}
+for r in demo conc bench moved private; do upstream "$r"; done
+w=$tmp/work/demo
+git -C "$w" tag v1
+git -C "$w" checkout -q -b feature
+git -C "$w" commit -q --allow-empty -m "only on feature"
+feature=$(git -C "$w" rev-parse HEAD)
+git -C "$w" checkout -q main
+git -C "$w" push -q "$fake_git_root/octo/demo.git" main feature v1
+base1=$(git -C "$w" rev-parse main)
+netns_fault octo/moved redirect
+netns_fault octo/private auth
+
+url() { printf 'https://github.com/octo/%s.git' "$1"; }
+sha() { printf %s "$(url "$1")" | sha256sum | cut -d' ' -f1; }
+pub=$tmp/public
+mkdir -m 0700 "$pub" "$tmp/worktrees" "$tmp/runtime" "$tmp/state"
+prepared() { printf '%s/%s.git' "$pub" "$(sha "$1")"; }
+demo=$(prepared demo)
+
+exec_policy='{"plugin_id":"edit","environment":["PATH"],"plugin_timeout":"1m","check_timeout":"1m","git_timeout":"20s","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}'
+repo_entry() { printf '{"id":"%s","repository_url":"%s","default_branch":"main","worker_pool":"local","execution":%s}' "$1" "$(url "$1")" "$exec_policy"; }
+cat >"$tmp/gate.json" <<EOF
+{"version":1,"listen":"127.0.0.1:0","database":"$tmp/state/forge.db","owner_token_env":"FORGE_OWNER_TOKEN",
+ "recovery_interval":"200ms","lease_poll_interval":"100ms","default_pool":"local",
+ "lifecycle":{"lease_ttl":"30s","retry_base":"1s","max_attempts":1},
+ "default_execution":$exec_policy,
+ "workers":[{"id":"worker-1","pool":"local","token_env":"FORGE_WORKER_TOKEN","concurrency":2}],
+ "public_repository_root":"$pub","git_executable":"$git_exe",
+ "repositories":[$(repo_entry demo),$(repo_entry conc),$(repo_entry bench),$(repo_entry moved),$(repo_entry private)]}
+EOF
+e2e_start_gate "$tmp/gate.log" "Gate did not start"
+
+# 1. bench is deliberately not registered: its jobs stay pending, so the
+# latency figures measure the Gate alone.
+cat >"$tmp/worker.json" <<EOF
+{"version":1,"gate_url":"ws://$addr","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":2,
+ "repository_roots":["$pub"],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
+ "repositories":[{"id":"demo","path":"$demo"},{"id":"conc","path":"$(prepared conc)"}],
+ "plugins":[{"id":"edit","argv":["$bin/edit-plugin"]}],
+ "environment_allowlist":["PATH"],"check_environment_allowlist":["PATH"],
+ "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
+EOF
+[ ! -e "$demo" ] || fail "the prepared repository exists before the first submit"
+e2e_start_worker
+wait_log "$tmp/worker.log" '"connected" in e.get("msg", "")' >/dev/null || fail "Worker did not connect while its public repository is not cloned yet"
+
+# submit REPO BASE: POST a coding task; prints "STATUS BODY" (one line).
+submit() {
+  python3 - "$FORGE_GATE_URL" "$FORGE_OWNER_TOKEN" "$1" "$2" <<'PY'
+import json, sys, urllib.request, urllib.error
+url, token, repo, base = sys.argv[1:]
+task = {"repository_id": repo, "base_sha": base,
+        "instruction": "write hello.txt hi\nsubject feat: hello\nreport Added hello|hello.txt: new"}
+req = urllib.request.Request(url + "/v1/jobs", data=json.dumps(task).encode(), method="POST",
+                             headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+try:
+    with urllib.request.urlopen(req, timeout=120) as r:
+        print(r.status, r.read().decode().strip())
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode().strip())
+PY
+}
+job_count() {
+  curl -fsS -H "Authorization: Bearer $FORGE_OWNER_TOKEN" "$FORGE_GATE_URL/v1/debug/jobs?limit=100" |
+    python3 -c 'import json,sys; print(len(json.load(sys.stdin)["jobs"]))'
+}
+# info_refs REPO: how many fetches (or clones) reached the upstream.
+info_refs() { count_in "$tmp/github-requests.log" "e['path'] == '/octo/$1.git/info/refs' and e['method'] == 'GET'"; }
+wait_ok() { # JOB: wait for success, print the candidate
+  "$bin/forge" wait -timeout 120s -poll 100ms "$1" >"$tmp/agg-$1.json" || fail "job $1 did not succeed: $(head -c 2000 "$tmp/agg-$1.json")"
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["job"]["candidate_sha"])' "$tmp/agg-$1.json"
+}
+assert_clean() {
+  [ -z "$(ls -A "$tmp/worktrees")" ] || fail "worktree left behind"
+  [ -z "$(ls -A "$tmp/runtime")" ] || fail "runtime directory left behind"
+  [ "$(git --git-dir="$1" worktree list --porcelain | grep -c '^worktree ')" = 1 ] || fail "worktree registration left behind"
+}
+
+# 2. First submit: clone, job, candidate, cleanup.
+read -r code body < <(submit demo "$base1")
+[ "$code" = 201 ] || fail "first submit: $code $body"
+job1=$(field id <<<"$body")
+cand1=$(wait_ok "$job1")
+[ "$(git --git-dir="$demo" rev-parse --is-bare-repository)" = true ] || fail "prepared repository is not bare"
+[ "$(git --git-dir="$demo" config --get remote.origin.url)" = "$(url demo)" ] || fail "origin is not the URL"
+[ "$(git --git-dir="$demo" for-each-ref --format='%(refname)' refs/heads refs/tags refs/remotes)" = refs/heads/main ] ||
+  fail "more than refs/heads/main was fetched: $(git --git-dir="$demo" for-each-ref --format='%(refname)')"
+[ -z "$(git --git-dir="$demo" tag -l)" ] || fail "tags were fetched"
+! git --git-dir="$demo" cat-file -e "$feature^{commit}" 2>/dev/null || fail "another branch's commit was fetched"
+[ "$(git --git-dir="$demo" for-each-ref --format='%(objectname)' refs/agent-forge/candidates/)" = "$cand1" ] || fail "candidate ref missing in the bare repository"
+[ "$(git --git-dir="$demo" rev-parse "$cand1^")" = "$base1" ] || fail "candidate parent is not the base"
+assert_clean "$demo"
+[ "$(info_refs demo)" = 1 ] || fail "first submit reached upstream $(info_refs demo) times"
+for e in "$pub"/* "$pub"/.[!.]*; do
+  [ -e "$e" ] || continue
+  case ${e##*/} in .forge-git-home | "$(sha demo).git") ;; *) fail "unexpected entry in the public root: ${e##*/}" ;; esac
+done
+
+# 3. Planted hooks never run; an upstream push is fetched; reuse.
+marker=$tmp/hook-ran
+mkdir -p "$demo/hooks"
+for h in reference-transaction post-fetch pre-auto-gc post-checkout post-index-change; do
+  printf '#!/bin/sh\ntouch %s\n' "$marker" >"$demo/hooks/$h"
+  chmod +x "$demo/hooks/$h"
+done
+git -C "$w" commit -q --allow-empty -m "pushed upstream later"
+base2=$(git -C "$w" rev-parse HEAD)
+git -C "$w" push -q "$fake_git_root/octo/demo.git" main
+read -r code body < <(submit demo "$base2")
+[ "$code" = 201 ] || fail "submit on the newly pushed commit: $code $body"
+job2=$(field id <<<"$body")
+cand2=$(wait_ok "$job2")
+[ "$(git --git-dir="$demo" rev-parse "$cand2^")" = "$base2" ] || fail "second candidate is not on the pushed commit"
+[ ! -e "$marker" ] || fail "a hook planted in the bare repository ran"
+[ "$(count_in "$tmp/gate.log" "e.get('repository_id') == 'demo' and e.get('kind') == 'clone'")" = 1 ] || fail "the demo repository was cloned more than once"
+[ "$(info_refs demo)" = 2 ] || fail "upstream reached $(info_refs demo) times after two submits"
+assert_clean "$demo"
+
+# 4. Refusals: status, phase/reason, no path, no job.
+refuse() { # NAME REPO BASE STATUS PHASE REASON
+  local before code body
+  before=$(job_count)
+  read -r code body < <(submit "$2" "$3")
+  [ "$code" = "$4" ] || fail "$1: HTTP $code, want $4: $body"
+  python3 - "$body" "$5" "$6" <<'PY' || fail "$1: body $body"
+import json, sys
+e = json.loads(sys.argv[1])["error"]
+assert e["code"] == "source_failed" and e["phase"] == sys.argv[2] and e["reason"] == sys.argv[3], e
+assert e["retryable"] is False, e
+PY
+  case $body in */*) fail "$1: the answer names a path or URL: $body" ;; esac
+  [ "$(job_count)" = "$before" ] || fail "$1: a job was created"
+}
+refuse "base not on the default branch" demo "$cand1" 422 base base_not_on_default_branch
+refuse "unknown base" demo "$feature" 422 base base_missing
+refuse "redirect" moved "$base1" 502 clone redirect
+refuse "credentials asked" private "$base1" 502 clone credentials_required
+if [ -e "$(prepared moved)" ] || [ -e "$(prepared private)" ]; then fail "a refused clone left a repository"; fi
+for e in "$pub"/.forge-clone-*; do [ -e "$e" ] && fail "a refused clone left a temporary directory"; done
+git --git-dir="$demo" config remote.origin.url https://github.com/evil/demo.git
+refuse "origin changed" demo "$base2" 502 validate origin_mismatch
+git --git-dir="$demo" config remote.origin.url "$(url demo)"
+[ "$(info_refs demo)" = 4 ] || fail "a refused repository was fetched into (upstream reached $(info_refs demo) times)"
+
+# 5. Sixteen concurrent submits on a cold repository.
+conc_base=$(git -C "$tmp/work/conc" rev-parse HEAD)
+bench_base=$(git -C "$tmp/work/bench" rev-parse HEAD)
+python3 - "$FORGE_GATE_URL" "$FORGE_OWNER_TOKEN" "$conc_base" "$tmp/conc.json" <<'PY' || fail "concurrent submits"
+import json, sys, threading, urllib.request
+url, token, base, out = sys.argv[1:]
+res = [None] * 16
+def one(i):
+    task = {"repository_id": "conc", "base_sha": base, "instruction": "write c%d.txt c\nsubject feat: c" % i}
+    req = urllib.request.Request(url + "/v1/jobs", data=json.dumps(task).encode(), method="POST",
+                                 headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        res[i] = (r.status, json.load(r)["id"])
+ts = [threading.Thread(target=one, args=(i,)) for i in range(16)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+assert all(r and r[0] == 201 for r in res), res
+json.dump([r[1] for r in res], open(out, "w"))
+PY
+conc=$(prepared conc)
+[ "$(count_in "$tmp/gate.log" "e.get('repository_id') == 'conc' and e.get('kind') == 'clone'")" = 1 ] || fail "16 concurrent submits cloned more than once"
+cold_fetches=$(info_refs conc)
+git --git-dir="$conc" fsck --no-progress --no-dangling 2>"$tmp/fsck.out" || fail "the concurrently prepared repository is not intact"
+for j in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$tmp/conc.json"); do
+  wait_ok "$j" >/dev/null
+done
+assert_clean "$conc"
+
+# Figures (one run): fetches for 16 concurrent submits on a warm repository,
+# submit latency on a warm repository, and the bare git fetch it wraps.
+read -r code body < <(submit bench "$bench_base")
+[ "$code" = 201 ] || fail "bench submit: $code $body"
+before=$(info_refs bench)
+python3 - "$FORGE_GATE_URL" "$FORGE_OWNER_TOKEN" "$bench_base" "$tmp/figures.json" <<'PY' || fail "latency run"
+import json, sys, threading, time, urllib.request
+url, token, base, out = sys.argv[1:]
+def post():
+    task = {"repository_id": "bench", "base_sha": base, "instruction": "write b.txt b"}
+    req = urllib.request.Request(url + "/v1/jobs", data=json.dumps(task).encode(), method="POST",
+                                 headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    t = time.monotonic()
+    with urllib.request.urlopen(req, timeout=120) as r:
+        assert r.status == 201
+    return time.monotonic() - t
+ts = [threading.Thread(target=post) for _ in range(16)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+json.dump({"concurrent_done": True}, open(out, "w"))
+PY
+warm_fetches=$(( $(info_refs bench) - before ))
+python3 - "$FORGE_GATE_URL" "$FORGE_OWNER_TOKEN" "$bench_base" "$tmp/latency.json" <<'PY' || fail "latency run"
+import json, sys, time, urllib.request
+url, token, base, out = sys.argv[1:]
+lat = []
+for _ in range(30):
+    task = {"repository_id": "bench", "base_sha": base, "instruction": "write b.txt b"}
+    req = urllib.request.Request(url + "/v1/jobs", data=json.dumps(task).encode(), method="POST",
+                                 headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    t = time.monotonic()
+    with urllib.request.urlopen(req, timeout=120) as r:
+        assert r.status == 201
+    lat.append(time.monotonic() - t)
+json.dump(lat, open(out, "w"))
+PY
+# The same fetch the Gate runs, by hand, into a copy of the warm repository.
+cp -a "$(prepared bench)" "$tmp/bench-copy.git"
+fetch_times=()
+for _ in $(seq 30); do
+  t0=$(date +%s%N)
+  env -i PATH=/usr/bin:/bin HOME="$tmp" LC_ALL=C GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0 GIT_ASKPASS=/bin/false \
+    "$git_exe" -c core.hooksPath=/dev/null -c credential.helper= -c protocol.allow=never -c protocol.https.allow=always -c http.followRedirects=false \
+    --git-dir="$tmp/bench-copy.git" fetch --quiet --no-tags --no-recurse-submodules --no-write-fetch-head --no-auto-maintenance \
+    "$(url bench)" +refs/heads/main:refs/heads/main || fail "bare git fetch"
+  fetch_times+=($(( ($(date +%s%N) - t0) / 1000 )))
+done
+python3 - "$tmp/latency.json" "${fetch_times[@]}" <<'PY'
+import json, sys
+lat = sorted(x * 1000 for x in json.load(open(sys.argv[1])))
+fetch = sorted(int(x) / 1000 for x in sys.argv[2:])
+def pct(v, p): return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+print("public-source-e2e: figures: warm submit latency p50 %.1f ms p99 %.1f ms (n=%d); bare git fetch p50 %.1f ms p99 %.1f ms (n=%d)"
+      % (pct(lat, 50), pct(lat, 99), len(lat), pct(fetch, 50), pct(fetch, 99), len(fetch)))
+PY
+echo "public-source-e2e: figures: 16 concurrent submits: cold repository 1 clone + $((cold_fetches - 1)) fetch(es); warm repository $warm_fetches fetch(es)"
+
+stop Worker "$worker_pid"
+stop Gate "$gate_pid"
+kill -TERM "$fake_pid" 2>/dev/null || true
+pids=()
+for f in "$tmp"/gate.log "$tmp"/worker.log; do
+  if grep -q -e "$FORGE_OWNER_TOKEN" -e "$FORGE_WORKER_TOKEN" -e "$pub" "$f"; then
+    fail "$(basename "$f") contains a token or a repository path"
+  fi
+done
+echo "PUBLIC-SOURCE-E2E PASS"
