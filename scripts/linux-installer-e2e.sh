@@ -84,7 +84,13 @@ sum2=$(sha256sum "$share/a2/SHA256SUMS" | cut -d' ' -f1)
 # Refusal inputs: a tampered SHA256SUMS (trusted digest unchanged) and the
 # builder's eight-entry SHA256SUMS (with its own digest).
 cp -r "$share/a2" "$share/tampered"
-sed -i '1s/^./0/; 1s/^0\(.*\)$/f\1/' "$share/tampered/SHA256SUMS"
+python3 - "$share/tampered/SHA256SUMS" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[0] = ord("1") if b[0] == ord("0") else ord("0")  # one digest digit differs
+open(p, "wb").write(bytes(b))
+PY
 cmp -s "$share/a2/SHA256SUMS" "$share/tampered/SHA256SUMS" && fail "tampering changed nothing"
 mkdir "$share/extra"
 cp "$tmp/rel2"/* "$share/extra/"
