@@ -98,7 +98,7 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 			failing: []string{"gate-unit", "gate-release", "worker-connected"}},
 		"missing worker": {break_: func(e *install.TestEnv) { e.SetActive(install.WorkerUnit, false) },
 			failing: []string{"worker-unit", "worker-connected"}},
-		"another forge": {self: &install.Self{Version: "v1.0.1", Commit: commitA, Schema: 1}, failing: []string{"cli-identity"}},
+		"another forge":  {self: &install.Self{Version: "v1.0.1", Commit: commitA, Schema: 1}, failing: []string{"cli-identity"}},
 		"another schema": {self: &install.Self{Version: "v1.0.0", Commit: commitA, Schema: 2}, failing: []string{"sqlite-schema"}},
 		"no receipt": {break_: func(e *install.TestEnv) {
 			os.Remove(filepath.Join(e.RootDir(), install.ReceiptPath))

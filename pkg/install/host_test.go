@@ -29,6 +29,8 @@ type faults struct {
 	mu    sync.Mutex
 	n, at int
 	hit   string
+	// beforeRename, when set, runs before every rename (to race one).
+	beforeRename func(to string)
 }
 
 func (f *faults) call(op string) error {
@@ -80,6 +82,9 @@ func (x faultFS) Chmod(n string, p fs.FileMode) error {
 func (x faultFS) Rename(a, b string) error {
 	if err := x.f.call("rename " + a + " " + b); err != nil {
 		return err
+	}
+	if x.f.beforeRename != nil {
+		x.f.beforeRename(b)
 	}
 	return x.osFS.Rename(a, b)
 }
