@@ -84,7 +84,7 @@ import json, sys
 f = json.load(open(sys.argv[1]))
 print(("load: lanes=%(lanes)d workers=%(workers)d rss_per_idle_lane=%(rss_per_idle_lane_kib).1fKiB "
        "submit_to_lease_p50=%(submit_to_lease_p50_ms).2fms p99=%(submit_to_lease_p99_ms).2fms "
-       "dead_worker_relase=%(dead_release_s).2fs (bound 5s ttl + 1s sweep + 0.1s backoff) "
+       "dead_worker_release=%(dead_release_s).2fs (bound 5s ttl + 1s sweep + 0.1s backoff) "
        "drain=%(drain_jobs_per_s).0f jobs/s over %(drain_jobs)d gate_cpu_per_job=%(gate_cpu_ms_per_job).3fms "
        "connect=%(connect_s).1fs reconnect=%(reconnect_s).1fs queue_submits=%(queue_submits_per_s).0f/s") % f)
 PY
