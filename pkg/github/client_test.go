@@ -316,3 +316,33 @@ func TestErrorBodiesDecodedTolerantly(t *testing.T) {
 		})
 	}
 }
+
+// GitHub says to page by the Link header: a server that answers in pages
+// smaller than per_page (its default is 30) but says rel="next" has more.
+func TestPullsForBranchFollowsLinkNext(t *testing.T) {
+	pr := func(n int, state string) map[string]any {
+		return map[string]any{"number": n, "state": state, "merged_at": nil,
+			"html_url": "https://github.com/o/r/pull/" + formatInt(int64(n)),
+			"head":     map[string]any{"ref": "b", "sha": strings.Repeat("a", 40), "repo": map[string]any{"full_name": "o/r"}},
+			"base":     map[string]any{"ref": "main"}}
+	}
+	var pages []string
+	c, _ := newTestClient(func(w http.ResponseWriter, r *http.Request) {
+		page := r.URL.Query().Get("page")
+		pages = append(pages, page)
+		switch page {
+		case "1":
+			w.Header().Set("Link", `<https://api.github.com/repositories/1/pulls?head=o%3Ab&state=all&page=2>; rel="next", <https://api.github.com/repositories/1/pulls?head=o%3Ab&state=all&page=2>; rel="last"`)
+			writeJSON(w, 200, []any{pr(9, "open")})
+		case "2":
+			w.Header().Set("Link", `<https://api.github.com/repositories/1/pulls?head=o%3Ab&state=all&page=1>; rel="prev", <https://api.github.com/repositories/1/pulls?head=o%3Ab&state=all&page=1>; rel="first"`)
+			writeJSON(w, 200, []any{pr(4, "closed")})
+		default:
+			writeJSON(w, 200, []any{})
+		}
+	})
+	got, err := c.PullsForBranch(context.Background(), testToken(), "o", "r", "b")
+	if err != nil || len(got) != 2 || got[1].Number != 4 || len(pages) != 2 {
+		t.Fatalf("got %+v, %v after pages %v", got, err, pages)
+	}
+}
