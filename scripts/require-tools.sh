@@ -10,6 +10,12 @@ command -v strace >/dev/null || need+=(strace)
 command -v npm >/dev/null || need+=(npm)
 # The debug viewer test drives a real headless browser.
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || [ -n "${FORGE_CHROMIUM:-}" ] || need+=(chromium)
+# The offline-GitHub e2e scripts (scripts/lib/netns.sh) run in a private
+# network and mount namespace with a CA bundle that trusts a test CA.
+command -v unshare >/dev/null || need+=(util-linux)
+command -v ip >/dev/null || need+=(iproute2)
+command -v curl >/dev/null || need+=(curl)
+[ -f /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 if [ "${#need[@]}" -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"

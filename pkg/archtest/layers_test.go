@@ -49,7 +49,7 @@ var ranks = map[string]int{
 	"pkg/github":             tierDomain + 3,
 	"pkg/delivery":           tierDomain + 4,
 	"pkg/install":            tierDomain + 5,
-	"pkg/doctor":             tierDomain + 5,
+	"pkg/doctor":             tierDomain + 6, // reads the install layout and receipt
 
 	"pkg/gate":    tierApp,
 	"pkg/worker":  tierApp,

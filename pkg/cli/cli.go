@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/0k-lab/agent-forge/pkg/buildinfo"
+	"github.com/0k-lab/agent-forge/pkg/install"
 )
 
 // Exit codes, the command's documented contract.
@@ -87,6 +88,8 @@ func subcommands() []subcommand {
 		{"status", "status JOB_ID", runStatus},
 		{"events", "events JOB_ID", runEvents},
 		{"result", "result JOB_ID", runResult},
+		{"install", install.Usage, runInstall},
+		{"doctor", "doctor", runDoctor},
 	}
 }
 
@@ -160,9 +163,10 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(&b, "  forge %s\n", s.synopsis)
 	}
 	b.WriteString("  forge --version\n\n")
-	b.WriteString("every subcommand takes -url (default $FORGE_GATE_URL) and -token-env\n")
+	b.WriteString("every job subcommand takes -url (default $FORGE_GATE_URL) and -token-env\n")
 	b.WriteString("(default FORGE_OWNER_TOKEN); the owner token is read only from that variable.\n")
-	b.WriteString("exit codes: 0 ok, 1 error, 2 usage, 3 job failed, 4 wait timed out\n")
+	b.WriteString("job exit codes: 0 ok, 1 error, 2 usage, 3 job failed, 4 wait timed out\n")
+	b.WriteString("install: 0 done, 1 usage, 2 refused or restored, 3 not restored; doctor: 0 healthy, 1 usage, 2 unhealthy\n")
 	io.WriteString(w, b.String())
 }
 

@@ -249,7 +249,6 @@ func TestUsageErrors(t *testing.T) {
 	cases := map[string][]string{
 		"no args":            {},
 		"unknown subcommand": {"frobnicate"},
-		"install not yet":    {"install"},
 		"status without id":  {"status"},
 		"two ids":            {"status", "j_1", "j_2"},
 		"path id":            {"status", "../admin"},

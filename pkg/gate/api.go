@@ -25,6 +25,7 @@ var errTooManyConns = &apiError{http.StatusTooManyRequests, "too_many_connection
 func (g *Gate) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/readyz", g.handleReady)
+	mux.HandleFunc("/v1/version", g.owner(http.MethodGet, g.handleVersion))
 	mux.HandleFunc("/v1/jobs", g.owner(http.MethodPost, g.handleSubmit))
 	mux.HandleFunc("/v1/jobs/{id}", g.owner(http.MethodGet, g.handleJob))
 	mux.HandleFunc("/v1/jobs/{id}/events", g.owner(http.MethodGet, g.handleEvents))
@@ -224,6 +225,7 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		nj.RepositoryID, nj.Pool, nj.Policy, plugin = repo.ID, repo.WorkerPool, g.repoPolicy[repo.ID], repo.Execution.PluginID
+		nj.DefaultBranch = repo.DefaultBranch
 		nj.Delivery = g.deliveryTarget(repo)
 	} else {
 		nj.Pool, nj.Policy, plugin = g.cfg.DefaultPool, g.textPolicy, g.cfg.DefaultExecution.PluginID

@@ -29,7 +29,7 @@ type lane struct {
 	repos      []string
 	pluginSet  map[string]bool
 	repoSet    map[string]bool
-	registered map[string]*RepositoryConfig // Gate's repositories (read-only): default branches for coding leases
+	registered map[string]*RepositoryConfig // Gate's repositories (read-only): public-source paths for coding leases
 	conn       *wire.Conn
 	sendMu     sync.Mutex
 	// activity is the live-activity version selected for this lane's
@@ -562,17 +562,14 @@ func (l *lane) encodeLease(ls *store.Lease) ([]byte, error) {
 		l.act.Begin(activity.Lease{JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
 			Lane: l.name, Generation: l.generation, Version: l.activity, Deadline: ls.DeadlineAt})
 	}
-	branch := ""
-	r := l.registered[ls.RepositoryID]
-	if r != nil && ls.Kind == string(wire.KindCoding) {
-		branch = r.DefaultBranch
-	}
+	// The default branch is the one resolved at submit, like the policy:
+	// a configuration change never changes a queued job.
 	lease := &wire.Lease{
 		JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
 		DeadlineAt: ls.DeadlineAt.UTC(), Kind: wire.Kind(ls.Kind),
-		Policy: ls.Policy, Task: ls.Task, DefaultBranch: branch, ActivityVersion: l.activity,
+		Policy: ls.Policy, Task: ls.Task, DefaultBranch: ls.DefaultBranch, ActivityVersion: l.activity,
 	}
-	leaseSource(r, lease)
+	leaseSource(l.registered[ls.RepositoryID], lease)
 	return wire.EncodeLease(lease)
 }
 

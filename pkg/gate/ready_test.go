@@ -149,3 +149,27 @@ func TestLaneStoreReadFailureStopsGate(t *testing.T) {
 		})
 	}
 }
+
+// A coding lease carries the default branch resolved at submit: a Gate
+// restarted with another default branch configured leases the queued job
+// with the old one.
+func TestLeaseDefaultBranchFromSubmit(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "state", "forge.db")
+	cfg, sec := testConfig(t, func(m map[string]any) { repo0(m)["default_branch"] = "main" })
+	tg := startGate(t, cfg, sec, db, nil)
+	job := tg.submit(`{"repository_id":"agent-forge","base_sha":"` + testSHA + `","instruction":"Fix it."}`)
+	tg.stop()
+	cfg2, sec2 := testConfig(t, func(m map[string]any) { repo0(m)["default_branch"] = "trunk" })
+	tg2 := startGate(t, cfg2, sec2, db, nil)
+	w := connect(t, tg2.addr, testWorkerToken, "worker-1", 0, plugins(), []string{"agent-forge"})
+	l := w.lease()
+	if l.JobID != job.ID || l.DefaultBranch != "main" {
+		t.Fatalf("lease %s default_branch %q, want main", l.JobID, l.DefaultBranch)
+	}
+	// A job submitted now gets the new one.
+	wantAck(t, w.failResult(l, wire.FailureInvalidBase))
+	tg2.submit(`{"repository_id":"agent-forge","base_sha":"` + testSHA + `","instruction":"Again."}`)
+	if l := w.lease(); l.DefaultBranch != "trunk" {
+		t.Fatalf("new job's default_branch %q", l.DefaultBranch)
+	}
+}

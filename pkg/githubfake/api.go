@@ -22,6 +22,13 @@ type AppConfig struct {
 	ClientID      string
 	PublicKey     *rsa.PublicKey
 	Installations []InstallationConfig
+	// PublicRepositories ("owner/repo") may be cloned and fetched without
+	// credentials, like public repositories on GitHub.
+	PublicRepositories []string
+	// RunsWindow is the window of the unauthenticated limit (60 requests)
+	// the Actions runs list reports; zero means GitHub's hour. A shorter
+	// one lets e2e scripts observe the pacing without waiting an hour.
+	RunsWindow time.Duration
 }
 
 // InstallationConfig is one installation: an account, the repositories
@@ -371,6 +378,12 @@ func (a *API) createToken(w http.ResponseWriter, r *http.Request, idText string)
 		repos[strings.ToLower(known)] = true
 		listed = append(listed, map[string]any{"name": known, "full_name": in.Owner + "/" + known, "private": true})
 	}
+	// Like GitHub, every token that reaches a repository also carries
+	// the read-only metadata permission, requested or not.
+	perms = copyPerms(perms)
+	if _, ok := perms["metadata"]; !ok && len(repos) > 0 {
+		perms["metadata"] = "read"
+	}
 	value := newTokenValue()
 	exp := a.now().Add(tokenLifetime)
 	a.tokens[value] = &liveToken{installation: in.ID, owner: in.Owner, repos: repos, perms: copyPerms(perms), expires: exp}
@@ -421,6 +434,9 @@ func (a *API) revokeToken(w http.ResponseWriter, r *http.Request) {
 // gitAuth: github.com takes x-access-token basic auth with a live token
 // covering the repository; reading needs contents read, pushing write.
 func (a *API) gitAuth(r *http.Request, owner, repo string, push bool) int {
+	if _, _, creds := r.BasicAuth(); !push && !creds && a.public(owner, repo) {
+		return 0
+	}
 	t := a.gitToken(r)
 	if t == nil {
 		return http.StatusUnauthorized
@@ -441,6 +457,16 @@ func (a *API) gitToken(r *http.Request) *liveToken {
 		return nil
 	}
 	return a.lookupToken(pass)
+}
+
+// public reports whether owner/repo is one of the public repositories.
+func (a *API) public(owner, repo string) bool {
+	for _, p := range a.cfg.PublicRepositories {
+		if strings.EqualFold(p, owner+"/"+repo) {
+			return true
+		}
+	}
+	return false
 }
 
 // WorkflowsEnv is the variable the pre-receive hook written by

@@ -179,7 +179,11 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request, owner, repo strin
 	etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
 	now := a.now()
 	if !c.reset.After(now) {
-		c.reset, c.used = now.Add(time.Hour), 0
+		window := a.cfg.RunsWindow
+		if window <= 0 {
+			window = time.Hour
+		}
+		c.reset, c.used = now.Add(window), 0
 	}
 	notModified := r.Header.Get("If-None-Match") == etag
 	limited := !notModified && c.used >= unauthLimit

@@ -148,3 +148,41 @@ func asError(err error, e **Error) bool {
 	}
 	return ok
 }
+
+func TestClassifyTransport(t *testing.T) {
+	for stderr, want := range map[string]string{
+		"fatal: unable to access 'https://github.com/o/SSL.git/': The requested URL returned error: 301\n":                                               TransportRedirect,
+		"error: unable to read askpass response from '/bin/false'\nfatal: could not read Username for 'https://github.com': terminal prompts disabled\n": TransportCredentials,
+		"fatal: unable to access 'https://github.com/o/r.git/': The requested URL returned error: 403\n":                                                 TransportCredentials,
+		"fatal: repository 'https://github.com/o/r.git/' not found\n":                                                                                    TransportNotFound,
+		"fatal: couldn't find remote ref refs/heads/main\n":                                                                                              TransportRefMissing,
+		"fatal: unable to access 'https://github.com/o/r.git/': The requested URL returned error: 502\n":                                                 TransportServerError,
+		"fatal: unable to access 'https://github.com/o/SSL.git/': Failed to connect to github.com port 443 after 0 ms\n":                                 TransportUnreachable,
+		"fatal: unable to access 'https://github.com/o/r.git/': Could not resolve host: github.com\n":                                                    TransportUnreachable,
+		"fatal: unable to access 'https://github.com/o/r.git/': server certificate verification failed. CAfile: x\n":                                     TransportTLS,
+		"fatal: the remote end hung up unexpectedly\n":                                                                                                   TransportOtherFailure,
+		"": TransportOtherFailure,
+	} {
+		if got := classifyTransport([]byte(stderr)); got != want {
+			t.Errorf("classifyTransport(%q) = %q, want %q", stderr, got, want)
+		}
+	}
+}
+
+// HTTPS opens https alone: a file:// fetch with HTTPS set still fails.
+func TestHTTPSOpensOnlyHTTPS(t *testing.T) {
+	r := mustRunner(t)
+	dir := mustRepo(t, r)
+	argv := strings.Join(r.Argv(Cmd{HTTPS: true, Args: []string{"fetch"}}), " ")
+	if !strings.Contains(argv, "-c protocol.https.allow=always -c http.followRedirects=false") || !strings.Contains(argv, "protocol.allow=never") {
+		t.Fatalf("argv %s", argv)
+	}
+	if strings.Contains(strings.Join(r.Argv(Cmd{Args: []string{"fetch"}}), " "), "protocol.https") {
+		t.Fatal("https is open without Cmd.HTTPS")
+	}
+	_, err := r.Run(context.Background(), Cmd{HTTPS: true, Args: []string{"ls-remote", "file://" + dir}})
+	var e *Error
+	if err == nil || !asError(err, &e) || e.Transport == "" {
+		t.Fatalf("file:// with HTTPS: %v", err)
+	}
+}

@@ -1,4 +1,41 @@
 // Package source prepares the Gate's public-source repositories: local
-// bare mirrors of one branch of a public GitHub repository, which Workers
-// on the same host use like any other registered repository.
+// bare repositories holding one branch of a public GitHub repository,
+// which Workers on the same host use like any other registered repository
+// (DECISIONS 9 and 11). The Worker never clones or fetches; this package
+// is the only place that does, and only over https.
+//
+// Layout. A repository_url (exactly https://github.com/<owner>/<repo>.git,
+// ident.ParsePublicURL) maps to <root>/<sha256 hex of the URL bytes>.git.
+// The root also holds the Preparer's private git home (.forge-git-home) and
+// temporary clones (.forge-clone-*, removed by New).
+//
+// Preparation, on every coding submit for such a repository and before any
+// job exists (Preparer.Prepare):
+//
+//   - first use: `git init --bare` without a template (no hooks) into a
+//     temporary directory under the root, origin set to the URL, the fetch
+//     below, then an atomic rename into place;
+//   - reuse: the directory must be a bare repository this user owns, not
+//     group/world-writable, without alternates, whose config holds only
+//     the keys preparation writes and exactly one remote, origin, at
+//     exactly the URL, and whose HEAD is the default branch; then the fetch;
+//   - the fetch: exactly +refs/heads/<default_branch> into the same ref,
+//     no tags, no other refs, no submodules, no FETCH_HEAD, through gitx
+//     (no system or user config, no hooks, no credential helpers, no
+//     prompts, https the only transport, redirects refused, bounded time
+//     and output);
+//   - the base must then be a commit of the repository and an ancestor of
+//     (or equal to) the fetched branch.
+//
+// Serialization and sharing. Per repository at most one provisioning runs
+// at a time. A submit that arrives while none runs starts one; a submit
+// that arrives while one runs waits for the next one, which starts when
+// the running one ends and serves every submit queued behind it. So a
+// submit only ever shares a fetch that started after it arrived, and sees
+// every commit pushed upstream before it arrived. Fetches run on the
+// Preparer's context: a submit that stops waiting does not cancel them.
+//
+// Failures are *Error values: a phase (clone, validate, fetch, base), a
+// fixed reason word and whether the same submit may succeed later. They
+// never hold a path, the URL or git's output (docs/api.md lists them).
 package source

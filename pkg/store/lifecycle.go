@@ -103,7 +103,7 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 	}
 	switch j.Kind {
 	case KindText:
-		if j.RepositoryID != "" || j.Delivery != nil {
+		if j.RepositoryID != "" || j.Delivery != nil || j.DefaultBranch != "" {
 			return Job{}, nil, invalid("text job with a repository")
 		}
 	case KindCoding:
@@ -112,6 +112,9 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 		}
 		if !validTarget(j.Delivery) {
 			return Job{}, nil, invalid("malformed delivery target")
+		}
+		if j.DefaultBranch != "" && !ident.ValidBranch(j.DefaultBranch) {
+			return Job{}, nil, invalid("malformed default branch")
 		}
 	default:
 		return Job{}, nil, invalid("unknown job kind")
@@ -138,11 +141,11 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 		if d := j.Delivery; d != nil {
 			owner, repo, base = d.Owner, d.Repo, d.BaseBranch
 		}
-		res, err := t.exec(`INSERT INTO jobs (id, kind, task, pool, plugin_id, repository_id, policy,
+		res, err := t.exec(`INSERT INTO jobs (id, kind, task, pool, plugin_id, repository_id, default_branch, policy,
   lease_ttl_us, retry_base_us, max_attempts, status, event_count, delivery_owner, delivery_repo, delivery_base,
   created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			j.ID, j.Kind, task, j.Pool, p.pluginID, nullable(j.RepositoryID), j.Policy,
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			j.ID, j.Kind, task, j.Pool, p.pluginID, nullable(j.RepositoryID), nullable(j.DefaultBranch), j.Policy,
 			p.leaseTTL, p.retryBase, p.maxAttempts, owner, repo, base, us, us)
 		if err != nil {
 			return err
@@ -194,7 +197,7 @@ func inList(b *strings.Builder, args []any, ids []string) []any {
 func candidateSQL(pool string, us int64, plugins, repositories []string) (string, []any) {
 	args := []any{pool, us}
 	var b strings.Builder
-	b.WriteString(`SELECT seq, id, kind, task, repository_id, plugin_id, policy, lease_ttl_us, attempt_count,
+	b.WriteString(`SELECT seq, id, kind, task, repository_id, default_branch, plugin_id, policy, lease_ttl_us, attempt_count,
   max_attempts, retry_base_us, event_count, updated_at
 FROM jobs WHERE pool = ? AND status IN ('pending', 'retry_wait') AND (status = 'pending' OR retry_at <= ?)
   AND plugin_id IN (`)
@@ -275,11 +278,11 @@ func (t *wtx) grant(req LeaseRequest, us int64) (*Lease, error) {
 		seq, ttl, count, base int64
 		events, updated       int64
 		maxAttempts           int
-		repo                  sql.NullString
+		repo, branch          sql.NullString
 		task, pol             string
 		l                     = Lease{AttemptID: newAttemptID()}
 	)
-	err := t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &l.PluginID, &pol, &ttl, &count,
+	err := t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &branch, &l.PluginID, &pol, &ttl, &count,
 		&maxAttempts, &base, &events, &updated)
 	if isNoRows(err) {
 		return nil, nil
@@ -290,7 +293,7 @@ func (t *wtx) grant(req LeaseRequest, us int64) (*Lease, error) {
 	us = max(us, updated)
 	l.Ordinal = int(count) + 1
 	l.Task, l.Policy = json.RawMessage(task), json.RawMessage(pol)
-	l.RepositoryID = repo.String
+	l.RepositoryID, l.DefaultBranch = repo.String, branch.String
 	l.LeasedAt, l.DeadlineAt = fromMicros(us).Time, fromMicros(us+ttl).Time
 	if _, err := t.exec(`UPDATE jobs SET status = 'leased', current_attempt = ?, attempt_count = ?, event_count = ?,
   retry_at = NULL, updated_at = ? WHERE seq = ?`, l.AttemptID, l.Ordinal, events+1, us, seq); err != nil {

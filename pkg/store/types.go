@@ -107,7 +107,11 @@ type NewJob struct {
 	Task         []byte
 	Pool         string // worker pool (safe id)
 	RepositoryID string // coding jobs only (safe id)
-	Policy       []byte
+	// DefaultBranch is the repository's default branch as resolved at
+	// submit (coding jobs only, optional): every lease of the job carries
+	// it, whatever the configuration says later.
+	DefaultBranch string
+	Policy        []byte
 	// Delivery, for a coding job, names the GitHub repository and base
 	// branch the candidate is delivered to; nil: candidate-only.
 	Delivery *DeliveryTarget
@@ -183,9 +187,12 @@ type Lease struct {
 	Task         json.RawMessage
 	Policy       json.RawMessage
 	RepositoryID string
-	PluginID     string
-	LeasedAt     time.Time
-	DeadlineAt   time.Time
+	// DefaultBranch is the one resolved when the job was submitted ("" if
+	// none).
+	DefaultBranch string
+	PluginID      string
+	LeasedAt      time.Time
+	DeadlineAt    time.Time
 }
 
 // Fence identifies who is writing for an attempt: the job and attempt the

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"context"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
@@ -12,24 +11,9 @@ import (
 // its hello. A lease that selects a version this Worker does not know, or
 // that carries an activity payload, fails with CodeInvalidActivity before
 // anything runs. Otherwise the lane gives the attempt an activity.Tracker
-// through the executor's context; executors feed it plugin progress stages
+// (Attempt.Stages); executors feed it plugin progress stages
 // and check-batch boundaries, and the lane sends each emitted stage as an
 // activity message (no seq, never answered) while the lease is held.
-
-// trackerKey is the context key of the attempt's tracker.
-type trackerKey struct{}
-
-// withTracker returns ctx carrying t.
-func withTracker(ctx context.Context, t *activity.Tracker) context.Context {
-	return context.WithValue(ctx, trackerKey{}, t)
-}
-
-// trackerFrom returns the attempt's tracker, or nil (a no-op tracker) when
-// ctx carries none.
-func trackerFrom(ctx context.Context) *activity.Tracker {
-	t, _ := ctx.Value(trackerKey{}).(*activity.Tracker)
-	return t
-}
 
 // leaseActivityCode returns CodeInvalidActivity when the lease must be
 // refused before execution, else "".

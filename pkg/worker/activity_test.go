@@ -25,11 +25,11 @@ type stagedExec struct {
 	calls int
 }
 
-func (x *stagedExec) Execute(ctx context.Context, l *wire.Lease) Report {
+func (x *stagedExec) Execute(ctx context.Context, a *Attempt) Report {
 	x.mu.Lock()
 	x.calls++
 	x.mu.Unlock()
-	tr := trackerFrom(ctx)
+	tr := a.Stages
 	tr.Progress(plugin.StageStarted)
 	tr.Progress(plugin.StageWorking)
 	tr.Progress(plugin.StageWorking)
@@ -146,7 +146,7 @@ func TestTextExecutorActivity(t *testing.T) {
 	x := NewTextExecutor(c, lookupIn(workerEnv), nil)
 	var got []activity.Payload
 	tr := activity.NewTracker("j_1", "a_1", activity.Version, func(p activity.Payload) { got = append(got, p) })
-	r := x.Execute(withTracker(context.Background(), tr), leaseFor(t, testPolicy("reference"), "hello"))
+	r := x.Execute(context.Background(), &Attempt{Lease: leaseFor(t, testPolicy("reference"), "hello"), Stages: tr})
 	if !r.Succeeded || r.Output != "HELLO" {
 		t.Fatalf("report %+v", r)
 	}
@@ -155,7 +155,7 @@ func TestTextExecutorActivity(t *testing.T) {
 		t.Fatalf("activity %+v", got)
 	}
 	// Without a tracker in the context nothing is emitted and nothing breaks.
-	if r := x.Execute(context.Background(), leaseFor(t, testPolicy("reference"), "hi")); !r.Succeeded {
+	if r := x.Execute(context.Background(), &Attempt{Lease: leaseFor(t, testPolicy("reference"), "hi")}); !r.Succeeded {
 		t.Fatalf("report %+v", r)
 	}
 }
@@ -186,7 +186,7 @@ func TestCodingActivity(t *testing.T) {
 			l := f.lease(wire.CodingTask{Instruction: "write hello.txt hi", Tests: c.tests}, nil)
 			l.AttemptID = fmt.Sprintf("att%d", i)
 			tr := activity.NewTracker(l.JobID, l.AttemptID, activity.Version, func(p activity.Payload) { got = append(got, p.Stage) })
-			r := x.ExecuteWithEvidence(withTracker(context.Background(), tr), l, func(context.Context, int, []json.RawMessage) error { return nil })
+			r := x.Execute(context.Background(), &Attempt{Lease: l, Bind: func(context.Context, int, []json.RawMessage) error { return nil }, Stages: tr})
 			if r.Succeeded != c.ok {
 				t.Fatalf("report %+v", r)
 			}

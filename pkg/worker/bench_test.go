@@ -434,7 +434,7 @@ func postJob(addr, input string) error {
 // instantExec answers every text lease at once, without a plugin.
 type instantExec struct{}
 
-func (instantExec) Execute(context.Context, *wire.Lease) Report {
+func (instantExec) Execute(context.Context, *Attempt) Report {
 	return Report{Succeeded: true, Output: "BENCHMARK INPUT"}
 }
 

@@ -86,23 +86,6 @@ type Binder func(ctx context.Context, batch int, records []json.RawMessage) erro
 // durable, so no candidate may be claimed.
 var errNoBinder = errors.New("no evidence binder")
 
-// Activity receives the pipeline's live-activity hooks. Each
-// method is called from the attempt's goroutine and must return quickly.
-// The zero value of CodingOptions uses a no-op.
-type Activity interface {
-	PluginStarted(jobID, attemptID string)
-	PluginProgress(jobID, attemptID string, stage plugin.Stage)
-	ChecksStarted(jobID, attemptID string, n int)
-	ChecksEnded(jobID, attemptID string)
-}
-
-type noActivity struct{}
-
-func (noActivity) PluginStarted(string, string)                {}
-func (noActivity) PluginProgress(string, string, plugin.Stage) {}
-func (noActivity) ChecksStarted(string, string, int)           {}
-func (noActivity) ChecksEnded(string, string)                  {}
-
 // CodingOptions wires a CodingExecutor.
 type CodingOptions struct {
 	// LookupEnv supplies the values of allowlisted variables (os.LookupEnv).
@@ -114,8 +97,6 @@ type CodingOptions struct {
 	Git string
 	// Now is the clock for commit dates and durations (default time.Now).
 	Now func() time.Time
-	// Activity receives live-activity hooks (default: none).
-	Activity Activity
 }
 
 // CodingExecutor runs coding jobs. It is safe for concurrent use by lanes.
@@ -220,9 +201,6 @@ func NewCodingExecutor(cfg *Config, opt CodingOptions) (*CodingExecutor, error) 
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	if opt.Activity == nil {
-		opt.Activity = noActivity{}
-	}
 	if opt.Git == "" {
 		path, _ := opt.LookupEnv("PATH")
 		git, err := gitx.Find(path)
@@ -234,29 +212,26 @@ func NewCodingExecutor(cfg *Config, opt CodingOptions) (*CodingExecutor, error) 
 	return &CodingExecutor{cfg: cfg, opt: opt, dirs: &runDirs{root: cfg.RuntimeRoot}}, nil
 }
 
-// Execute implements Executor for callers that cannot bind evidence; such
-// an attempt never reports a candidate.
-func (x *CodingExecutor) Execute(ctx context.Context, lease *wire.Lease) Report {
-	return x.ExecuteWithEvidence(ctx, lease, nil)
-}
-
-// ExecuteWithEvidence runs one coding attempt, binding its evidence with
-// bind before the worktree is removed.
-func (x *CodingExecutor) ExecuteWithEvidence(ctx context.Context, lease *wire.Lease, bind Binder) Report {
+// Execute implements Executor: it runs one coding attempt, binding its
+// evidence with a.Bind before the worktree is removed. Without a binder
+// the attempt never reports a candidate.
+func (x *CodingExecutor) Execute(ctx context.Context, a *Attempt) Report {
+	bind := a.Bind
 	if bind == nil {
 		bind = func(context.Context, int, []json.RawMessage) error { return errNoBinder }
 	}
-	j := &codingJob{x: x, lease: lease, bind: bind}
+	j := &codingJob{x: x, attempt: a, lease: a.Lease, bind: bind}
 	return j.run(ctx)
 }
 
 // codingJob is the state of one attempt.
 type codingJob struct {
-	x     *CodingExecutor
-	lease *wire.Lease
-	bind  Binder
-	task  wire.CodingTask
-	inv   *invocation
+	x       *CodingExecutor
+	attempt *Attempt
+	lease   *wire.Lease
+	bind    Binder
+	task    wire.CodingTask
+	inv     *invocation
 
 	git       *gitx.Runner
 	gitHome   string
@@ -393,9 +368,8 @@ func (j *codingJob) runPlugin(ctx context.Context) (host.Outcome, outcome, bool)
 		return host.Outcome{}, j.fail(evidence.PhasePreparation, evidence.ReasonPluginRejected, code), false
 	}
 	defer run.end()
-	id, att := j.lease.JobID, j.lease.AttemptID
-	j.x.opt.Activity.PluginStarted(id, att)
-	tr := trackerFrom(ctx) // live activity (activity.go)
+	j.attempt.observe(Event{Kind: EventPluginStarted})
+	tr := j.attempt.Stages // live activity (activity.go)
 	res, err := host.Run(ctx, run.cmd(j.x.opt.Reaper), host.Request{
 		Offer: []plugin.Capability{plugin.CapWorkspaceEdit, plugin.CapProgress, plugin.CapCancel,
 			plugin.CapCommitSubject, plugin.CapAgentReport},
@@ -405,7 +379,6 @@ func (j *codingJob) runPlugin(ctx context.Context) (host.Outcome, outcome, bool)
 		TimeoutMS:   max(j.inv.exec.PluginTimeout.Std().Milliseconds(), 1),
 	}, func(p host.Progress) {
 		// Progress text stays Worker-local; only the stage is passed on.
-		j.x.opt.Activity.PluginProgress(id, att, p.Stage)
 		tr.Progress(p.Stage)
 	})
 	if err != nil {

@@ -122,12 +122,12 @@ func concurrentPair(t *testing.T, f *codingFixture, beforeB, afterB string) (Rep
 	la.JobID = "jobA"
 	go func() {
 		var recs []json.RawMessage
-		r := x.ExecuteWithEvidence(context.Background(), la, func(_ context.Context, n int, b []json.RawMessage) error {
+		r := x.Execute(context.Background(), &Attempt{Lease: la, Bind: func(_ context.Context, n int, b []json.RawMessage) error {
 			if n == 1 {
 				recs = b
 			}
 			return nil
-		})
+		}})
 		done <- result{r, recs}
 	}()
 	// Opening the pipe for reading returns once A's plugin opened it for
@@ -139,7 +139,7 @@ func concurrentPair(t *testing.T, f *codingFixture, beforeB, afterB string) (Rep
 	rf.Close()
 	lb := f.lease(wire.CodingTask{Instruction: "write b.txt b"}, nil)
 	lb.JobID = "jobB"
-	rb := x.ExecuteWithEvidence(context.Background(), lb, func(context.Context, int, []json.RawMessage) error { return nil })
+	rb := x.Execute(context.Background(), &Attempt{Lease: lb, Bind: func(context.Context, int, []json.RawMessage) error { return nil }})
 	wf, err := os.OpenFile(resume, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

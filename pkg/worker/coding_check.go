@@ -28,10 +28,7 @@ func (j *codingJob) runChecks(ctx context.Context) ([]evidence.Check, outcome, b
 	if len(tests) == 0 {
 		return nil, outcome{}, true
 	}
-	id, att := j.lease.JobID, j.lease.AttemptID
-	j.x.opt.Activity.ChecksStarted(id, att, len(tests))
-	defer j.x.opt.Activity.ChecksEnded(id, att)
-	tr := trackerFrom(ctx) // live activity (activity.go)
+	tr := j.attempt.Stages // live activity (activity.go)
 	tr.ChecksStarted(len(tests))
 	defer tr.ChecksEnded()
 	var done []evidence.Check

@@ -9,12 +9,6 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
-// evidenceExecutor is an Executor that binds evidence through its lane
-// before it reports (the coding executor).
-type evidenceExecutor interface {
-	ExecuteWithEvidence(ctx context.Context, lease *wire.Lease, bind Binder) Report
-}
-
 // Errors a Binder returns besides the context's.
 var (
 	errEvidenceRejected = errors.New("evidence rejected")

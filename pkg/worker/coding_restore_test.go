@@ -124,8 +124,8 @@ func TestCodingRestoresSharedRepository(t *testing.T) {
 			return nil
 		}
 		// A stale lock file makes resetting main impossible.
-		r := x.ExecuteWithEvidence(context.Background(), f.lease(wire.CodingTask{Instruction: "write a.txt a\ngitfile refs/heads/main.lock x" +
-			"\ngitfile refs/heads/main " + f.side}, nil), bind)
+		r := x.Execute(context.Background(), &Attempt{Lease: f.lease(wire.CodingTask{Instruction: "write a.txt a\ngitfile refs/heads/main.lock x" +
+			"\ngitfile refs/heads/main " + f.side}, nil), Bind: bind})
 		// Terminal and named for the cause: a retry would meet a repository
 		// this Worker refuses.
 		if d, _ := wire.DispositionOf(r.Code); r.Succeeded || r.Code != wire.FailureRepositoryOutOfService || d != wire.DispositionTerminal {
@@ -133,7 +133,7 @@ func TestCodingRestoresSharedRepository(t *testing.T) {
 		}
 		os.Remove(filepath.Join(f.repo, ".git", "refs", "heads", "main.lock"))
 		batches = nil
-		r = x.ExecuteWithEvidence(context.Background(), f.lease(wire.CodingTask{Instruction: "write a.txt a"}, nil), bind)
+		r = x.Execute(context.Background(), &Attempt{Lease: f.lease(wire.CodingTask{Instruction: "write a.txt a"}, nil), Bind: bind})
 		if r.Succeeded || r.Code != wire.FailureRepositoryOutOfService {
 			t.Fatalf("out-of-service repository: report %+v", r)
 		}

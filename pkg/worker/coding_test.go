@@ -145,7 +145,7 @@ func (f *codingFixture) run(l *wire.Lease) Report {
 		f.t.Fatal(err)
 	}
 	f.batches = nil
-	return x.ExecuteWithEvidence(context.Background(), l, func(_ context.Context, n int, recs []json.RawMessage) error {
+	return x.Execute(context.Background(), &Attempt{Lease: l, Bind: func(_ context.Context, n int, recs []json.RawMessage) error {
 		if n == f.failAt {
 			return errors.New("refused")
 		}
@@ -154,7 +154,7 @@ func (f *codingFixture) run(l *wire.Lease) Report {
 		}
 		f.batches = append(f.batches, recs)
 		return nil
-	})
+	}})
 }
 
 // records decodes the bound batches after validating each with the
@@ -277,7 +277,7 @@ func TestCodingPipeline(t *testing.T) {
 			l := f.lease(wire.CodingTask{Instruction: fmt.Sprintf("write f%d.txt %d", i, i), Tests: [][]string{{"true"}}}, nil)
 			l.AttemptID = fmt.Sprintf("att%d", i)
 			go func() {
-				reports <- x.ExecuteWithEvidence(context.Background(), l, func(context.Context, int, []json.RawMessage) error { return nil })
+				reports <- x.Execute(context.Background(), &Attempt{Lease: l, Bind: func(context.Context, int, []json.RawMessage) error { return nil }})
 			}()
 		}
 		for i := 0; i < 4; i++ {
@@ -489,29 +489,26 @@ func TestCodingPipeline(t *testing.T) {
 
 	t.Run("cancelled attempt binds nothing and cleans up", func(t *testing.T) {
 		f := newCodingFixture(t, plugin)
-		act := &signalActivity{started: make(chan struct{})}
-		x, err := NewCodingExecutor(f.cfg, CodingOptions{LookupEnv: lookupIn(codingEnv), Activity: act})
+		x, err := NewCodingExecutor(f.cfg, CodingOptions{LookupEnv: lookupIn(codingEnv)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		go func() { <-act.started; cancel() }()
+		started := make(chan struct{})
+		var once sync.Once
+		go func() { <-started; cancel() }()
 		bound := 0
-		r := x.ExecuteWithEvidence(ctx, f.lease(wire.CodingTask{Instruction: "wait"}, nil),
-			func(context.Context, int, []json.RawMessage) error { bound++; return nil })
+		r := x.Execute(ctx, &Attempt{Lease: f.lease(wire.CodingTask{Instruction: "wait"}, nil),
+			Bind: func(context.Context, int, []json.RawMessage) error { bound++; return nil },
+			Observe: func(e Event) {
+				if e.Kind == EventPluginStarted {
+					once.Do(func() { close(started) })
+				}
+			}})
 		if !r.Cancelled || r.Succeeded || bound != 0 {
 			t.Fatalf("report %+v, %d batches", r, bound)
 		}
 		f.assertClean()
 	})
 }
-
-// signalActivity closes started when the plugin starts.
-type signalActivity struct {
-	noActivity
-	once    sync.Once
-	started chan struct{}
-}
-
-func (a *signalActivity) PluginStarted(string, string) { a.once.Do(func() { close(a.started) }) }

@@ -1,7 +1,9 @@
 // Package worker is the Worker side of Agent Forge: its configuration
 // (worker.json), its lanes (one outbound WebSocket per concurrency slot),
-// lease execution through per-kind executors, and the mapping from plugin
-// outcomes to attempt results.
+// lease execution through per-kind executors (one contract,
+// Execute(ctx, *Attempt): the attempt carries the lease, the evidence
+// binder, the stage reporter and the Observe hook), and the mapping from
+// plugin outcomes to attempt results.
 //
 // # Configuration
 //
@@ -94,8 +96,8 @@
 // Live activity (live_activity/v1, activity.go): every lane offers the
 // version in its hello; a lease that selects an unknown version or carries
 // an activity payload fails with invalid_activity before anything runs.
-// Otherwise the lane hands the attempt an activity.Tracker through the
-// executor's context: plugin progress stages (text discarded) and the
+// Otherwise the lane hands the attempt an activity.Tracker
+// (Attempt.Stages): plugin progress stages (text discarded) and the
 // coding check batch move it forward, and the lane sends each stage as an
 // activity message while it holds the lease.
 package worker

@@ -225,8 +225,11 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 		default:
 		}
 	})
-	execCtx = withTracker(execCtx, tr)
-	go func() { done <- w.execute(execCtx, lease, link.bind) }()
+	attempt := &Attempt{Lease: lease, Bind: link.bind, Stages: tr, Observe: func(e Event) {
+		e.Slot = l.slot
+		w.opt.Observe(e)
+	}}
+	go func() { done <- w.execute(execCtx, attempt) }()
 
 	ticker := time.NewTicker(w.opt.Config.HeartbeatInterval)
 	defer ticker.Stop()
@@ -405,17 +408,13 @@ func (l *lane) report(conn *wire.Conn, msgs <-chan wire.Envelope, lease *wire.Le
 	}
 }
 
-// execute dispatches a lease to the executor of its kind; an executor
-// that binds evidence gets the lane's binder.
-func (w *Worker) execute(ctx context.Context, lease *wire.Lease, bind Binder) Report {
-	x, ok := w.opt.Executors[lease.Kind]
+// execute dispatches an attempt to the executor of its kind.
+func (w *Worker) execute(ctx context.Context, a *Attempt) Report {
+	x, ok := w.opt.Executors[a.Lease.Kind]
 	if !ok {
 		return Report{Code: CodeUnsupportedKind}
 	}
-	if ex, ok := x.(evidenceExecutor); ok {
-		return ex.ExecuteWithEvidence(ctx, lease, bind)
-	}
-	return x.Execute(ctx, lease)
+	return x.Execute(ctx, a)
 }
 
 func (w *Worker) pluginIDs() []string {

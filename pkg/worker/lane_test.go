@@ -23,7 +23,8 @@ func newScriptedExec(reply func(l *wire.Lease) (Report, bool)) *scriptedExec {
 	return &scriptedExec{started: make(chan *wire.Lease, 16), cancelled: make(chan string, 16), reply: reply}
 }
 
-func (x *scriptedExec) Execute(ctx context.Context, l *wire.Lease) Report {
+func (x *scriptedExec) Execute(ctx context.Context, a *Attempt) Report {
+	l := a.Lease
 	x.started <- l
 	if r, ok := x.reply(l); ok {
 		return r
@@ -369,8 +370,8 @@ type gatedExec struct {
 	returned chan struct{}
 }
 
-func (x *gatedExec) Execute(ctx context.Context, l *wire.Lease) Report {
-	r := x.scriptedExec.Execute(ctx, l)
+func (x *gatedExec) Execute(ctx context.Context, a *Attempt) Report {
+	r := x.scriptedExec.Execute(ctx, a)
 	if r.Cancelled {
 		<-x.letGo
 		close(x.returned)

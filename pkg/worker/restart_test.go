@@ -60,7 +60,8 @@ type blockingExec struct {
 	running chan string
 }
 
-func (x *blockingExec) Execute(ctx context.Context, l *wire.Lease) Report {
+func (x *blockingExec) Execute(ctx context.Context, a *Attempt) Report {
+	l := a.Lease
 	x.started.add(l.JobID)
 	r, ok := upper(l)
 	if ok {
@@ -116,13 +117,14 @@ type slowCleanupExec struct {
 	next    time.Time // when a later job started
 }
 
-func (x *slowCleanupExec) Execute(ctx context.Context, l *wire.Lease) Report {
+func (x *slowCleanupExec) Execute(ctx context.Context, a *Attempt) Report {
+	l := a.Lease
 	if _, ok := upper(l); ok {
 		x.mu.Lock()
 		x.next = time.Now()
 		x.mu.Unlock()
 	}
-	r := x.blockingExec.Execute(ctx, l)
+	r := x.blockingExec.Execute(ctx, a)
 	if r.Cancelled {
 		time.Sleep(x.cleanup)
 		x.mu.Lock()

@@ -59,7 +59,8 @@ func (x *TextExecutor) Close() {
 }
 
 // Execute implements Executor.
-func (x *TextExecutor) Execute(ctx context.Context, lease *wire.Lease) Report {
+func (x *TextExecutor) Execute(ctx context.Context, a *Attempt) Report {
+	lease := a.Lease
 	task, err := wire.DecodeTextTask(lease.Task)
 	if err != nil {
 		return Report{Code: CodeInvalidTask}
@@ -78,7 +79,7 @@ func (x *TextExecutor) Execute(ctx context.Context, lease *wire.Lease) Report {
 	}
 	defer run.end()
 	// Progress text stays Worker-local; only the stage feeds live activity.
-	tr := trackerFrom(ctx)
+	tr := a.Stages
 	out, err := host.Run(ctx, run.cmd(x.reaper), host.Request{
 		Offer:     []plugin.Capability{plugin.CapText, plugin.CapProgress, plugin.CapCancel},
 		Operation: plugin.OpText,

@@ -88,7 +88,7 @@ func newTestExecutor(t *testing.T, c *Config) *TextExecutor {
 
 func TestTextExecutorRunsPlugin(t *testing.T) {
 	c, _ := pluginConfig(t)
-	r := newTestExecutor(t, c).Execute(context.Background(), leaseFor(t, testPolicy("upper"), "hello agent forge"))
+	r := newTestExecutor(t, c).Execute(context.Background(), &Attempt{Lease: leaseFor(t, testPolicy("upper"), "hello agent forge")})
 	if !r.Succeeded || r.Output != "HELLO AGENT FORGE" {
 		t.Fatalf("report %+v", r)
 	}
@@ -102,7 +102,7 @@ func TestPluginEnvironmentAndDirectory(t *testing.T) {
 	x := newTestExecutor(t, c)
 	var cwds []string
 	for i := 0; i < 2; i++ {
-		r := x.Execute(context.Background(), leaseFor(t, pol, "x"))
+		r := x.Execute(context.Background(), &Attempt{Lease: leaseFor(t, pol, "x")})
 		if !r.Succeeded {
 			t.Fatalf("report %+v", r)
 		}
@@ -157,7 +157,7 @@ func TestPolicyFailsClosed(t *testing.T) {
 			if tc.task != "" {
 				l.Task = json.RawMessage(tc.task)
 			}
-			r := x.Execute(context.Background(), l)
+			r := x.Execute(context.Background(), &Attempt{Lease: l})
 			if r.Succeeded || r.Code != tc.code {
 				t.Fatalf("report %+v, want %s", r, tc.code)
 			}
@@ -170,7 +170,7 @@ func TestPolicyFailsClosed(t *testing.T) {
 	at := policyWith(t, "upper", func(e *policy.Execution) {
 		e.PluginTimeout, e.CheckOutputBytes = policy.Duration(15*time.Minute), 2048
 	})
-	if r := x.Execute(context.Background(), leaseFor(t, at, "ok")); !r.Succeeded {
+	if r := x.Execute(context.Background(), &Attempt{Lease: leaseFor(t, at, "ok")}); !r.Succeeded {
 		t.Fatalf("limits equal to the ceilings rejected: %+v", r)
 	}
 }
@@ -194,7 +194,7 @@ func TestPluginOutcomesMapToRetryableFailures(t *testing.T) {
 			if pol == nil {
 				pol = testPolicy(tc.plugin)
 			}
-			r := x.Execute(context.Background(), leaseFor(t, pol, "x"))
+			r := x.Execute(context.Background(), &Attempt{Lease: leaseFor(t, pol, "x")})
 			if r.Succeeded || r.Cancelled || r.Code != tc.code {
 				t.Fatalf("report %+v, want %s", r, tc.code)
 			}
@@ -216,7 +216,7 @@ func TestDigestPinning(t *testing.T) {
 	}
 	c.Plugins = append(c.Plugins, Plugin{ID: "pinned", Argv: []string{pinned, pluginArg, "upper"}, SHA256: sum})
 	x := newTestExecutor(t, c)
-	if r := x.Execute(context.Background(), leaseFor(t, testPolicy("pinned"), "pin")); !r.Succeeded || r.Output != "PIN" {
+	if r := x.Execute(context.Background(), &Attempt{Lease: leaseFor(t, testPolicy("pinned"), "pin")}); !r.Succeeded || r.Output != "PIN" {
 		t.Fatalf("pinned plugin did not run: %+v", r)
 	}
 	// The binary changes on disk: the next invocation refuses it.
@@ -228,7 +228,7 @@ func TestDigestPinning(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	r := x.Execute(context.Background(), leaseFor(t, testPolicy("pinned"), "pin"))
+	r := x.Execute(context.Background(), &Attempt{Lease: leaseFor(t, testPolicy("pinned"), "pin")})
 	if r.Succeeded || r.Code != CodePluginIdentityMismatch {
 		t.Fatalf("drifted plugin: %+v", r)
 	}
@@ -239,7 +239,7 @@ func TestDigestPinning(t *testing.T) {
 	if err := os.Remove(pinned); err != nil {
 		t.Fatal(err)
 	}
-	if r := x.Execute(context.Background(), leaseFor(t, testPolicy("pinned"), "pin")); r.Code != CodePluginIdentityMismatch {
+	if r := x.Execute(context.Background(), &Attempt{Lease: leaseFor(t, testPolicy("pinned"), "pin")}); r.Code != CodePluginIdentityMismatch {
 		t.Fatalf("missing pinned plugin: %+v", r)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
@@ -36,7 +37,28 @@ const (
 // then stop its work and return promptly (the plugin runner's cancel,
 // drain and cleanup).
 type Executor interface {
-	Execute(ctx context.Context, lease *wire.Lease) Report
+	Execute(ctx context.Context, a *Attempt) Report
+}
+
+// Attempt is everything an executor is given for one leased attempt.
+type Attempt struct {
+	Lease *wire.Lease
+	// Bind makes one evidence batch durable through the lane. Nil means
+	// evidence cannot be bound, so a coding attempt claims no candidate.
+	Bind Binder
+	// Stages receives the attempt's live-activity stages (nil: none).
+	Stages *activity.Tracker
+	// Observe receives the attempt's signals for Options.Observe (nil:
+	// none); the lane fills in the slot.
+	Observe func(Event)
+}
+
+// observe reports e for the attempt's job.
+func (a *Attempt) observe(e Event) {
+	if a.Observe != nil {
+		e.JobID = a.Lease.JobID
+		a.Observe(e)
+	}
 }
 
 // Report is an executor's verdict. Exactly one of Output (success) or Code
@@ -67,12 +89,13 @@ type Options struct {
 	Jitter func(d time.Duration) time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
-	// Observe, when set, is told about lane state changes (tests use it to
-	// wait for a state without sleeping).
+	// Observe, when set, is told about lane state changes and attempt
+	// steps (tests use it to wait for a state without sleeping).
 	Observe func(Event)
 }
 
-// Event is a lane state change reported to Options.Observe.
+// Event is a lane state change or attempt step reported to
+// Options.Observe.
 type Event struct {
 	Slot  int
 	Kind  EventKind
@@ -83,14 +106,15 @@ type Event struct {
 // EventKind names a lane state change.
 type EventKind string
 
-// Lane events.
+// Lane and attempt events.
 const (
-	EventConnected    EventKind = "connected"     // welcome received
-	EventDisconnected EventKind = "disconnected"  // connection ended
-	EventLeased       EventKind = "leased"        // a lease arrived
-	EventLeaseLost    EventKind = "lease_lost"    // reject, cancel or drop while executing
-	EventReported     EventKind = "reported"      // result acknowledged
-	EventRejected     EventKind = "result_reject" // result rejected
+	EventConnected     EventKind = "connected"      // welcome received
+	EventDisconnected  EventKind = "disconnected"   // connection ended
+	EventLeased        EventKind = "leased"         // a lease arrived
+	EventLeaseLost     EventKind = "lease_lost"     // reject, cancel or drop while executing
+	EventReported      EventKind = "reported"       // result acknowledged
+	EventRejected      EventKind = "result_reject"  // result rejected
+	EventPluginStarted EventKind = "plugin_started" // a coding attempt's plugin process is starting
 )
 
 // Worker runs Config.Concurrency lanes against one Gate.

@@ -145,11 +145,13 @@ def plugin_pids():
 def chaos(t0):
     crng = random.Random(seed * 7919 + 1)
     actions = ["gate", "worker-kill", "worker-term", "plugin", "plugin"]
+    first = actions[:4]
+    crng.shuffle(first)  # every kind of fault at least once, then at random
     while not stop_chaos.is_set():
         stop_chaos.wait(crng.uniform(1.0, 4.0))
         if stop_chaos.is_set() or time.time() - t0 > seconds:
             return
-        a = crng.choice(actions)
+        a = first.pop() if first else crng.choice(actions)
         if a == "gate":
             gate.kill()
             stats["kills"] += 1
@@ -172,14 +174,18 @@ def chaos(t0):
             workers["b"].start()
             stats["restarts"] += 1
         else:
-            ps = plugin_pids()
-            if ps:
-                try:
-                    os.kill(crng.choice(ps), signal.SIGKILL)
-                    stats["kills"] += 1
-                    stats["plugin_kills"] += 1
-                except ProcessLookupError:
-                    pass
+            deadline = time.time() + 3  # wait a little for a plugin to be running
+            while time.time() < deadline:
+                ps = plugin_pids()
+                if ps:
+                    try:
+                        os.kill(crng.choice(ps), signal.SIGKILL)
+                        stats["kills"] += 1
+                        stats["plugin_kills"] += 1
+                        break
+                    except ProcessLookupError:
+                        pass
+                time.sleep(0.05)
 
 
 t0 = time.time()

@@ -11,7 +11,7 @@
 # exiting 0 only when every row was rejected and nothing stored.
 import json, os, socket, sys, threading, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from forgeclient import http, WS, row_counts, wait_until, owner_json, ro_db  # noqa: E402
+from forgeclient import http, read_response, WS, row_counts, wait_until, owner_json, ro_db  # noqa: E402
 
 phase, addr, db, marker = sys.argv[1:5]
 owner = os.environ["FORGE_OWNER_TOKEN"]
@@ -84,6 +84,23 @@ def submit(body, headers=None, want=(400, None)):
     return fn
 
 
+def short_body():
+    """Content-Length 4096, 30 bytes sent, then the client stops writing."""
+    host, port = addr.rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=15)
+    try:
+        s.sendall(("POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"
+                   "Content-Length: 4096\r\n\r\n{\"input\":\"%s" % (owner, marker)).encode())
+        s.shutdown(socket.SHUT_WR)
+        try:
+            st, hd, b = read_response(s)
+        except EOFError:
+            return None  # closed without an answer: nothing to leak
+        return api_error(st, hd, b, 400, "invalid_json")
+    finally:
+        s.close()
+
+
 def get(path, headers, want):
     def fn():
         st, hd, b = http(addr, "GET", path, b"", headers)
@@ -148,6 +165,7 @@ def gate_table():
         ("oversized body (chunked)", submit(b"%x\r\n" % ((1 << 20) + 64) + b'{"input":"' + marker.encode() + b"x" * ((1 << 20) + 64 - 12 - len(marker)) + b'"}\r\n0\r\n\r\n',
                                              headers=OWN + JSONCT + [("Transfer-Encoding", "chunked")], want=(413, "too_large"))),
         ("truncated JSON", submit('{"input":"' + marker)),
+        ("body shorter than declared", short_body),
         ("empty body", submit("")),
         ("content type text/plain", submit('{"input":"' + marker + '"}', OWN + [("Content-Type", "text/plain")], (415, "unsupported_media_type"))),
         ("content type form", submit('{"input":"' + marker + '"}', OWN + [("Content-Type", "application/x-www-form-urlencoded")], (415, "unsupported_media_type"))),

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/githubfake"
 )
@@ -19,6 +20,8 @@ type appFile struct {
 	ClientID       string                          `json:"client_id"`
 	PrivateKeyFile string                          `json:"private_key_file"`
 	Installations  []githubfake.InstallationConfig `json:"installations"`
+	Public         []string                        `json:"public_repositories"`
+	RunsWindowSecs int                             `json:"runs_window_seconds"`
 }
 
 func loadApp(path string) (githubfake.AppConfig, error) {
@@ -47,7 +50,8 @@ func loadApp(path string) (githubfake.AppConfig, error) {
 	if key == nil {
 		return githubfake.AppConfig{}, errors.New("app key: not an RSA private key")
 	}
-	return githubfake.AppConfig{AppID: f.AppID, ClientID: f.ClientID, PublicKey: &key.PublicKey, Installations: f.Installations}, nil
+	return githubfake.AppConfig{AppID: f.AppID, ClientID: f.ClientID, PublicKey: &key.PublicKey, Installations: f.Installations,
+		PublicRepositories: f.Public, RunsWindow: time.Duration(f.RunsWindowSecs) * time.Second}, nil
 }
 
 // installHooks puts the workflows guard into every existing repository

@@ -1,0 +1,244 @@
+// Package doctor implements `forge doctor`: a strictly read-only health
+// report of the installation at /opt/agent-forge. It prints one
+// "PASS <check-id>" or "FAIL <check-id>" line per check in a fixed order,
+// then "RESULT healthy" or "RESULT unhealthy". A failing check's reason
+// (value-free: a fixed layout path and what is wrong with it) goes to the
+// error stream. It never prints a token, config value, secret or database
+// content, and never repairs, migrates, locks, rotates or manages services.
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/0k-lab/agent-forge/pkg/install"
+	"github.com/0k-lab/agent-forge/pkg/store"
+)
+
+// Exit codes (DECISIONS 13).
+const (
+	ExitHealthy   = 0
+	ExitConfig    = 1
+	ExitUnhealthy = 2
+)
+
+// Checks are the check ids in report order.
+var Checks = []string{
+	"receipt",
+	"cli-identity",
+	"ancestors",
+	"immutable-files",
+	"mutable-paths",
+	"gate-unit",
+	"worker-unit",
+	"gate-release",
+	"worker-connected",
+	"sqlite-schema",
+}
+
+// Run inspects the installation on h and writes the report to out and
+// reasons to errOut; it returns the exit code.
+func Run(ctx context.Context, h install.Host, self install.Self, out, errOut io.Writer) int {
+	d := &doctor{ctx: ctx, h: h, f: h.FS(), self: self}
+	healthy := true
+	for _, id := range Checks {
+		problem := d.check(id)
+		if problem == "" {
+			fmt.Fprintf(out, "PASS %s\n", id)
+			continue
+		}
+		healthy = false
+		fmt.Fprintf(out, "FAIL %s\n", id)
+		fmt.Fprintf(errOut, "forge doctor: FAIL %s: %s\n", id, problem)
+	}
+	if healthy {
+		fmt.Fprintln(out, "RESULT healthy")
+		return ExitHealthy
+	}
+	fmt.Fprintln(out, "RESULT unhealthy")
+	return ExitUnhealthy
+}
+
+type doctor struct {
+	ctx     context.Context
+	h       install.Host
+	f       install.FS
+	self    install.Self
+	receipt *install.Receipt
+	client  *install.GateClient
+}
+
+func (d *doctor) check(id string) string {
+	if id != "receipt" && d.receipt == nil {
+		return "no valid receipt"
+	}
+	switch id {
+	case "receipt":
+		return d.checkReceipt()
+	case "cli-identity":
+		r := d.receipt
+		if d.self.Version != r.Version || d.self.Commit != r.Commit {
+			return "this forge binary is not the installed release"
+		}
+		out, err := d.f.Run(d.ctx, install.BinDir+"/forge", "--version")
+		if err != nil || string(out) != "forge "+r.Version+" "+r.Commit+"\n" {
+			return "the installed forge does not report the installed release"
+		}
+	case "ancestors":
+		return first(install.CheckAncestors(d.f))
+	case "immutable-files":
+		return first(install.CheckImmutable(d.f, d.receipt))
+	case "mutable-paths":
+		if p := first(install.CheckMutable(d.f, d.receipt)); p != "" {
+			return p
+		}
+		return d.checkState()
+	case "gate-unit":
+		return d.checkUnit(install.GateUnit)
+	case "worker-unit":
+		return d.checkUnit(install.WorkerUnit)
+	case "gate-release":
+		c, err := d.gate()
+		if err != nil {
+			return err.Error()
+		}
+		rel, err := c.Release(d.ctx)
+		if err != nil {
+			return err.Error()
+		}
+		r := d.receipt
+		if rel.Version != r.Version || rel.Commit != r.Commit || rel.SchemaVersion != r.SchemaVersion {
+			return "the running Gate is not the installed release"
+		}
+	case "worker-connected":
+		c, err := d.gate()
+		if err != nil {
+			return err.Error()
+		}
+		up, err := c.WorkerConnected(d.ctx)
+		if err != nil {
+			return err.Error()
+		}
+		if !up {
+			return "no lane of the installed Worker is connected"
+		}
+	case "sqlite-schema":
+		return d.checkSchema()
+	}
+	return ""
+}
+
+func first(problems []string) string {
+	if len(problems) == 0 {
+		return ""
+	}
+	return problems[0]
+}
+
+func (d *doctor) checkReceipt() string {
+	fi, err := d.f.Lstat(install.ReceiptPath)
+	if err != nil {
+		return install.ReceiptPath + " is missing"
+	}
+	if !fi.Mode().IsRegular() {
+		return install.ReceiptPath + " is not a regular file"
+	}
+	if uid, gid := install.Owner(fi); uid != 0 || gid != 0 || fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0o644 {
+		return install.ReceiptPath + " is not root-owned mode 0644"
+	}
+	r, err := install.ReadReceipt(d.f)
+	if err != nil {
+		return "the receipt is not strict: " + err.Error()
+	}
+	d.receipt = r
+	return ""
+}
+
+// checkState checks the state directories and the database files: the
+// service's own, private.
+func (d *doctor) checkState() string {
+	r := d.receipt
+	dirs := []string{install.GateStateDir, install.WorkerState, install.WorktreeRoot, install.RuntimeRoot, install.RepoRoot}
+	for _, p := range dirs {
+		if s := d.owned(p, true, 0o700, r.UID, r.GID); s != "" {
+			return s
+		}
+	}
+	if s := d.owned(install.Database, false, 0o600, r.UID, r.GID); s != "" {
+		return s
+	}
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		p := install.Database + suffix
+		if _, err := d.f.Lstat(p); err == nil {
+			if s := d.owned(p, false, 0o600, r.UID, r.GID); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+func (d *doctor) owned(p string, dir bool, perm fs.FileMode, uid, gid int) string {
+	fi, err := d.f.Lstat(p)
+	switch {
+	case err != nil:
+		return p + " is missing"
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return p + " is a symlink"
+	case dir && !fi.IsDir(), !dir && !fi.Mode().IsRegular():
+		return p + " has the wrong object type"
+	case fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != perm:
+		return p + " has the wrong mode"
+	}
+	if u, g := install.Owner(fi); u != uid || g != gid {
+		return p + " has the wrong owner"
+	}
+	return ""
+}
+
+func (d *doctor) checkUnit(unit string) string {
+	s := d.h.Services()
+	enabled, err := s.IsEnabled(d.ctx, unit)
+	if err != nil {
+		return unit + ": " + err.Error()
+	}
+	if !enabled {
+		return unit + " is not enabled"
+	}
+	active, err := s.IsActive(d.ctx, unit)
+	if err != nil {
+		return unit + ": " + err.Error()
+	}
+	if !active {
+		return unit + " is not active"
+	}
+	return ""
+}
+
+func (d *doctor) gate() (*install.GateClient, error) {
+	if d.client != nil {
+		return d.client, nil
+	}
+	token, err := install.OwnerToken(d.f)
+	if err != nil {
+		return nil, err
+	}
+	d.client = install.NewGateClient(d.receipt.Listen, token)
+	return d.client, nil
+}
+
+func (d *doctor) checkSchema() string {
+	if d.receipt.SchemaVersion != d.self.Schema {
+		return "the receipt's schema version is not this release's"
+	}
+	v, err := store.ReadSchemaVersion(d.ctx, install.RealPath(d.f, install.Database))
+	if err != nil {
+		return "the database schema version cannot be read"
+	}
+	if v != d.receipt.SchemaVersion {
+		return "the database schema version is not the installed one"
+	}
+	return ""
+}

@@ -1,0 +1,331 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Host is the machine an installation lives on.
+type Host interface {
+	FS() FS
+	Accounts() Accounts
+	Services() Services
+	Now() time.Time
+}
+
+// FS is the filesystem seen through the host's root. Every name is an
+// absolute host path ("/opt/agent-forge"). Writes never replace anything:
+// WriteFile creates a new file and Rename refuses an existing target.
+type FS interface {
+	Lstat(name string) (fs.FileInfo, error)
+	// ReadFile reads a regular file that is not a symlink, at most max bytes.
+	ReadFile(name string, max int64) ([]byte, error)
+	ReadDir(name string) ([]fs.DirEntry, error)
+	Mkdir(name string, perm fs.FileMode) error
+	// MkdirTemp creates a new private (0700) directory in dir.
+	MkdirTemp(dir, pattern string) (string, error)
+	// WriteFile creates name (which must not exist) with data and perm,
+	// and syncs it.
+	WriteFile(name string, data []byte, perm fs.FileMode) error
+	Lchown(name string, uid, gid int) error
+	Chmod(name string, perm fs.FileMode) error
+	// Rename is renameat2(RENAME_NOREPLACE).
+	Rename(from, to string) error
+	RemoveAll(name string) error
+	// Lock opens (creating when absent, mode 0600) the lock file name and
+	// takes an exclusive non-blocking flock. The returned release closes it.
+	Lock(name string) (release func(), created bool, err error)
+	// Run executes the program at name with args and returns its stdout
+	// (at most 4 KiB) within a short timeout.
+	Run(ctx context.Context, name string, args ...string) ([]byte, error)
+	// Real returns the path name has on the running system.
+	Real(name string) string
+}
+
+// Accounts manages the dedicated system account.
+type Accounts interface {
+	// Lookup returns the account's uid and gid, found=false when absent.
+	Lookup(name string) (uid, gid int, found bool, err error)
+	CreateSystem(name string) error
+	Remove(name string) error
+}
+
+// Services is the service manager (systemd).
+type Services interface {
+	DaemonReload(ctx context.Context) error
+	Enable(ctx context.Context, unit string) error
+	Disable(ctx context.Context, unit string) error
+	Start(ctx context.Context, unit string) error
+	Stop(ctx context.Context, unit string) error
+	IsActive(ctx context.Context, unit string) (bool, error)
+	IsEnabled(ctx context.Context, unit string) (bool, error)
+}
+
+// SystemHost is the real machine: root "/", useradd/userdel and systemctl.
+func SystemHost() Host { return systemHost{fs: osFS{root: "/"}} }
+
+type systemHost struct{ fs osFS }
+
+func (h systemHost) FS() FS             { return h.fs }
+func (h systemHost) Accounts() Accounts { return systemAccounts{} }
+func (h systemHost) Services() Services { return systemctl{} }
+func (h systemHost) Now() time.Time     { return time.Now() }
+
+// osFS maps host paths under root. Production uses "/".
+type osFS struct{ root string }
+
+func (f osFS) p(name string) string {
+	if f.root == "/" {
+		return name
+	}
+	return filepath.Join(f.root, name)
+}
+
+func (f osFS) Real(name string) string { return f.p(name) }
+
+func (f osFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(f.p(name)) }
+
+func (f osFS) ReadFile(name string, max int64) ([]byte, error) {
+	fd, err := os.OpenFile(f.p(name), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
+	fi, err := fd.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(fd, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, errors.New("file too large")
+	}
+	return b, nil
+}
+
+func (f osFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(f.p(name)) }
+
+func (f osFS) Mkdir(name string, perm fs.FileMode) error {
+	if err := os.Mkdir(f.p(name), perm); err != nil {
+		return err
+	}
+	return os.Chmod(f.p(name), perm)
+}
+
+func (f osFS) MkdirTemp(dir, pattern string) (string, error) {
+	d, err := os.MkdirTemp(f.p(dir), pattern)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, filepath.Base(d)), nil
+}
+
+func (f osFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	fd, err := os.OpenFile(f.p(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
+	if err != nil {
+		return err
+	}
+	_, werr := fd.Write(data)
+	if werr == nil {
+		werr = fd.Chmod(perm)
+	}
+	if werr == nil {
+		werr = fd.Sync()
+	}
+	if cerr := fd.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
+}
+
+func (f osFS) Lchown(name string, uid, gid int) error { return os.Lchown(f.p(name), uid, gid) }
+func (f osFS) Chmod(name string, perm fs.FileMode) error {
+	return os.Chmod(f.p(name), perm)
+}
+func (f osFS) Rename(from, to string) error { return renameNoReplace(f.p(from), f.p(to)) }
+func (f osFS) RemoveAll(name string) error  { return os.RemoveAll(f.p(name)) }
+
+func (f osFS) Lock(name string) (func(), bool, error) {
+	created := false
+	fd, err := os.OpenFile(f.p(name), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err == nil {
+		created = true
+	} else if errors.Is(err, fs.ErrExist) {
+		fd, err = os.OpenFile(f.p(name), os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	fi, err := fd.Stat()
+	if err == nil && (!fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 || !ownedBy(fi, 0, -1)) {
+		err = errors.New("lock file is not a root-owned 0600 regular file")
+	}
+	if err == nil {
+		err = syscall.Flock(int(fd.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
+		fd.Close()
+		if created {
+			os.Remove(f.p(name))
+		}
+		return nil, false, err
+	}
+	return func() { fd.Close() }, created, nil
+}
+
+func (f osFS) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, f.p(name), args...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Dir = "/"
+	var out limitedBuffer
+	out.max = 4096
+	cmd.Stdout = &out
+	err := cmd.Run()
+	return out.b.Bytes(), err
+}
+
+type limitedBuffer struct {
+	b   bytes.Buffer
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.max - l.b.Len(); room > 0 {
+		if len(p) > room {
+			l.b.Write(p[:room])
+		} else {
+			l.b.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+// ownedBy reports whether fi is owned by uid and (gid >= 0) gid.
+func ownedBy(fi fs.FileInfo, uid, gid int) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return false
+	}
+	return int(st.Uid) == uid && (gid < 0 || int(st.Gid) == gid)
+}
+
+// owner returns fi's uid and gid.
+func owner(fi fs.FileInfo) (int, int) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return -1, -1
+	}
+	return int(st.Uid), int(st.Gid)
+}
+
+// Owner is exported for forge doctor.
+func Owner(fi fs.FileInfo) (uid, gid int) { return owner(fi) }
+
+type systemAccounts struct{}
+
+func (systemAccounts) Lookup(name string) (int, int, bool, error) {
+	u, err := user.Lookup(name)
+	var unknown user.UnknownUserError
+	if errors.As(err, &unknown) {
+		return 0, 0, false, nil
+	}
+	if err != nil {
+		return 0, 0, false, errors.New("account database cannot be read")
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false, errors.New("account has a non-numeric id")
+	}
+	return uid, gid, true, nil
+}
+
+func (systemAccounts) CreateSystem(name string) error {
+	return runTool("useradd", "--system", "--user-group", "--no-create-home",
+		"--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name)
+}
+
+func (systemAccounts) Remove(name string) error { return runTool("userdel", name) }
+
+type systemctl struct{}
+
+func (systemctl) DaemonReload(ctx context.Context) error {
+	return runToolCtx(ctx, "systemctl", "daemon-reload")
+}
+func (systemctl) Enable(ctx context.Context, unit string) error {
+	return runToolCtx(ctx, "systemctl", "enable", "--quiet", unit)
+}
+func (systemctl) Disable(ctx context.Context, unit string) error {
+	return runToolCtx(ctx, "systemctl", "disable", "--quiet", unit)
+}
+func (systemctl) Start(ctx context.Context, unit string) error {
+	return runToolCtx(ctx, "systemctl", "start", unit)
+}
+func (systemctl) Stop(ctx context.Context, unit string) error {
+	return runToolCtx(ctx, "systemctl", "stop", unit)
+}
+func (systemctl) IsActive(ctx context.Context, unit string) (bool, error) {
+	return query(ctx, "is-active", unit, "active")
+}
+func (systemctl) IsEnabled(ctx context.Context, unit string) (bool, error) {
+	return query(ctx, "is-enabled", unit, "enabled")
+}
+
+// query runs `systemctl VERB UNIT` and compares its one-word answer; a
+// non-zero exit with an answer is "no", no answer at all is an error.
+func query(ctx context.Context, verb, unit, yes string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "systemctl", verb, unit)
+	var out limitedBuffer
+	out.max = 256
+	cmd.Stdout = &out
+	err := cmd.Run()
+	answer := strings.TrimSpace(out.b.String())
+	if answer == "" {
+		if err != nil {
+			return false, fmt.Errorf("systemctl %s failed", verb)
+		}
+		return false, fmt.Errorf("systemctl %s gave no answer", verb)
+	}
+	return answer == yes, nil
+}
+
+func runTool(name string, args ...string) error {
+	return runToolCtx(context.Background(), name, args...)
+}
+
+// runToolCtx runs a system tool with a bounded time; its output is
+// discarded so nothing it prints reaches forge's output.
+func runToolCtx(ctx context.Context, name string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	if err := cmd.Run(); err != nil {
+		verb := name
+		if len(args) > 0 {
+			verb += " " + args[0]
+		}
+		return fmt.Errorf("%s failed", verb)
+	}
+	return nil
+}

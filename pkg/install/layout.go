@@ -1,0 +1,60 @@
+package install
+
+import "path"
+
+// Fixed installation layout (docs/install.md).
+const (
+	Prefix      = "/opt/agent-forge"
+	BinDir      = Prefix + "/bin"
+	ReceiptPath = Prefix + "/receipt.json"
+	// LockPath is the root-owned installer lock beside the prefix.
+	LockPath = "/opt/.agent-forge.lock"
+
+	ConfigDir      = "/etc/agent-forge"
+	GateConfig     = ConfigDir + "/gate.json"
+	WorkerConfig   = ConfigDir + "/worker.json"
+	GateEnv        = ConfigDir + "/gate.env"
+	WorkerEnv      = ConfigDir + "/worker.env"
+	UnitDir        = "/etc/systemd/system"
+	GateUnit       = "agent-forge-gate.service"
+	WorkerUnit     = "agent-forge-worker.service"
+	StateRoot      = "/var/lib/agent-forge"
+	GateStateDir   = StateRoot + "/gate"
+	Database       = GateStateDir + "/forge.db"
+	WorkerState    = StateRoot + "/worker"
+	WorktreeRoot   = WorkerState + "/worktrees"
+	RuntimeRoot    = WorkerState + "/runtime"
+	RepoRoot       = WorkerState + "/repositories"
+	Account        = "agent-forge"
+	OwnerTokenEnv  = "FORGE_OWNER_TOKEN"
+	WorkerTokenEnv = "FORGE_WORKER_TOKEN"
+	WorkerID       = "worker-1"
+	// DefaultListen is the Gate's loopback address.
+	DefaultListen = "127.0.0.1:18080"
+)
+
+// Binaries are the installed executables, in receipt order, and the
+// archive kind each comes from.
+var binaries = []struct{ name, kind string }{
+	{"forge", "cli"},
+	{"forge-codex-plugin", "worker"},
+	{"forge-gate", "gate"},
+	{"forge-ref-plugin", "worker"},
+	{"forge-worker", "worker"},
+}
+
+// Layout carries what may differ between hosts; production uses
+// DefaultLayout. Only tests change it (to run fake services on a free port).
+type Layout struct {
+	Listen string
+}
+
+// DefaultLayout is the production layout.
+func DefaultLayout() Layout { return Layout{Listen: DefaultListen} }
+
+// UnitPath returns a unit file's path.
+func UnitPath(unit string) string { return path.Join(UnitDir, unit) }
+
+// TrustedAncestors are the directories every installed path hangs from;
+// each must be a root-owned directory that no one else can write.
+var TrustedAncestors = []string{"/", "/opt", "/etc", "/etc/systemd", UnitDir, "/var", "/var/lib"}

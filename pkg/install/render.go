@@ -1,0 +1,139 @@
+package install
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strings"
+)
+
+// newToken returns 32 random bytes from crypto/rand as 64 hex digits.
+func newToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", errors.New("the system random source failed")
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// gateConfig is the installed gate.json: loopback only, the database in
+// the Gate's StateDirectory, text jobs on the Worker's reference plugin.
+func gateConfig(l Layout) []byte {
+	return []byte(`{"version":1,"listen":"` + l.Listen + `","database":"` + Database + `",
+ "owner_token_env":"` + OwnerTokenEnv + `","recovery_interval":"1s","lease_poll_interval":"100ms",
+ "default_pool":"local",
+ "lifecycle":{"lease_ttl":"30s","retry_base":"1s","max_attempts":3},
+ "default_execution":{"plugin_id":"reference","environment":["PATH"],
+   "plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s",
+   "plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576},
+ "workers":[{"id":"` + WorkerID + `","pool":"local","token_env":"` + WorkerTokenEnv + `","concurrency":2}],
+ "repositories":[]}
+`)
+}
+
+// workerConfig is the installed worker.json. The plugins are not pinned
+// by sha256: an upgrade replaces them while this file stays, and forge
+// doctor verifies them against the receipt instead.
+func workerConfig(l Layout) []byte {
+	return []byte(`{"version":1,"gate_url":"ws://` + l.Listen + `","id":"` + WorkerID + `","token_env":"` + WorkerTokenEnv + `",
+ "heartbeat_interval":"10s","concurrency":2,
+ "repository_roots":["` + RepoRoot + `"],"worktree_root":"` + WorktreeRoot + `","runtime_root":"` + RuntimeRoot + `",
+ "repositories":[],
+ "plugins":[{"id":"reference","argv":["` + BinDir + `/forge-ref-plugin"]}],
+ "environment_allowlist":["PATH"],"check_environment_allowlist":["PATH"],
+ "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s",
+   "plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
+`)
+}
+
+// envFile renders a systemd EnvironmentFile of NAME=value lines.
+func envFile(pairs ...string) []byte {
+	var b strings.Builder
+	for i := 0; i+1 < len(pairs); i += 2 {
+		b.WriteString(pairs[i] + "=" + pairs[i+1] + "\n")
+	}
+	return []byte(b.String())
+}
+
+// hardening is the sandbox both units share (docs/install.md lists the
+// systemd-analyze security figures it reaches).
+const hardening = `UMask=0077
+NoNewPrivileges=yes
+CapabilityBoundingSet=
+AmbientCapabilities=
+PrivateTmp=yes
+PrivateDevices=yes
+PrivateUsers=yes
+PrivateMounts=yes
+ProtectSystem=strict
+ProtectHome=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectControlGroups=yes
+ProtectClock=yes
+ProtectHostname=yes
+ProtectProc=invisible
+ProcSubset=pid
+RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX
+RestrictNamespaces=yes
+RestrictRealtime=yes
+RestrictSUIDSGID=yes
+LockPersonality=yes
+MemoryDenyWriteExecute=yes
+RemoveIPC=yes
+KeyringMode=private
+DevicePolicy=closed
+SystemCallArchitectures=native
+SystemCallFilter=@system-service
+SystemCallFilter=~@privileged @resources
+SystemCallErrorNumber=EPERM
+IPAddressDeny=any
+IPAddressAllow=localhost
+`
+
+// identity renders the User=/Group= lines (none when running as root).
+func identity(runAsRoot bool) string {
+	if runAsRoot {
+		return ""
+	}
+	return "User=" + Account + "\nGroup=" + Account + "\n"
+}
+
+func gateUnit(runAsRoot bool) []byte {
+	return []byte(`[Unit]
+Description=Agent Forge Gate
+After=network.target
+
+[Service]
+Type=simple
+` + identity(runAsRoot) + `EnvironmentFile=` + GateEnv + `
+ExecStart=` + BinDir + `/forge-gate -config ` + GateConfig + `
+Restart=on-failure
+RestartSec=2s
+StateDirectory=agent-forge/gate
+StateDirectoryMode=0700
+` + hardening + `
+[Install]
+WantedBy=multi-user.target
+`)
+}
+
+func workerUnit(runAsRoot bool) []byte {
+	return []byte(`[Unit]
+Description=Agent Forge Worker
+After=network.target ` + GateUnit + `
+
+[Service]
+Type=simple
+` + identity(runAsRoot) + `EnvironmentFile=` + WorkerEnv + `
+ExecStart=` + BinDir + `/forge-worker -config ` + WorkerConfig + `
+Restart=on-failure
+RestartSec=2s
+StateDirectory=agent-forge/worker agent-forge/worker/worktrees agent-forge/worker/runtime agent-forge/worker/repositories
+StateDirectoryMode=0700
+` + hardening + `
+[Install]
+WantedBy=multi-user.target
+`)
+}

@@ -1,0 +1,154 @@
+package install
+
+import (
+	"errors"
+	"io/fs"
+
+	"github.com/0k-lab/agent-forge/pkg/store"
+)
+
+// upgrade replaces the binaries, units and receipt of the installation
+// described by old with this release, keeping configuration, secrets,
+// SQLite, repositories and Worker state, then re-proves both services.
+// Any failure restores the previous files and services.
+func (r *run) upgrade(old *Receipt) error {
+	if !r.req.EnableNow {
+		return refused("preflight", "--upgrade requires --enable-now (an upgrade is proved by readiness)")
+	}
+	oldV, _ := ParseSemver(old.Version)
+	newV, _ := ParseSemver(r.req.Version)
+	switch c := newV.Compare(oldV); {
+	case c == 0:
+		return refused("preflight", old.Version+" is already installed; --upgrade needs a strictly newer version")
+	case c < 0:
+		return refused("preflight", "downgrade from "+old.Version+" refused")
+	}
+	if old.SchemaVersion != r.self.Schema {
+		return refused("preflight", "the release's Gate schema version differs from the installed one (schema migration is not supported)")
+	}
+	if r.req.RunAsRoot != old.RunAsRoot {
+		return refused("preflight", "an upgrade cannot change the service identity (--run-as-root)")
+	}
+	if old.Arch != r.rel.arch {
+		return refused("preflight", "the installation is for another architecture")
+	}
+	if _, err := r.f.Lstat(Database); err == nil {
+		v, err := store.ReadSchemaVersion(r.ctx, RealPath(r.f, Database))
+		if err != nil || v != old.SchemaVersion {
+			return refused("preflight", "the database schema version is not the installed one")
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return refused("preflight", "the database cannot be inspected")
+	}
+	if err := r.lock(); err != nil {
+		return r.fail("lock", err.Error())
+	}
+	if problems := CheckImmutable(r.f, old); len(problems) > 0 {
+		return r.fail("preflight", "the installed files differ from the receipt (no repair): "+problems[0])
+	}
+	if problems := CheckMutable(r.f, old); len(problems) > 0 {
+		return r.fail("preflight", "unsafe configuration path: "+problems[0])
+	}
+	if !old.RunAsRoot {
+		uid, gid, found, err := r.h.Accounts().Lookup(Account)
+		if err != nil || !found || uid != old.UID || gid != old.GID {
+			return r.fail("account", "the "+Account+" account does not match the receipt")
+		}
+	}
+	rc := r.receipt(old.RunAsRoot, old.UID, old.GID, old.Listen)
+	tree, err := r.stageTree(rc)
+	if err != nil {
+		return r.fail("stage", err.Error())
+	}
+	units, err := r.stageUnits(old.RunAsRoot)
+	if err != nil {
+		return r.fail("stage", err.Error())
+	}
+	client, err := r.client(old)
+	if err != nil {
+		return r.fail("preflight", err.Error())
+	}
+
+	// Stop the Worker, then the Gate; their undo restarts whichever was
+	// running (after the previous files are back) and re-proves it.
+	s := r.h.Services()
+	for _, u := range []string{WorkerUnit, GateUnit} {
+		active, err := s.IsActive(r.ctx, u)
+		if err != nil {
+			return r.fail("activate", err.Error())
+		}
+		if err := s.Stop(r.ctx, u); err != nil {
+			return r.fail("activate", err.Error())
+		}
+		if !active {
+			continue
+		}
+		if u == WorkerUnit {
+			r.tx.push("the previous "+u, func() error {
+				if err := s.Start(r.ctx, u); err != nil {
+					return err
+				}
+				return proveWorker(r.ctx, r.h, client)
+			})
+		} else {
+			r.tx.push("the previous "+u, func() error {
+				if err := s.DaemonReload(r.ctx); err != nil {
+					return err
+				}
+				if err := s.Start(r.ctx, u); err != nil {
+					return err
+				}
+				return proveGate(r.ctx, r.h, client, old.Version, old.Commit, old.SchemaVersion)
+			})
+		}
+	}
+
+	// Swap each path: the previous one moves aside, the staged one takes
+	// its place; both renames refuse to replace anything.
+	swaps := []struct{ staged, dest string }{{tree, Prefix}}
+	for _, u := range []string{GateUnit, WorkerUnit} {
+		swaps = append(swaps, struct{ staged, dest string }{units[u], UnitPath(u)})
+	}
+	for _, sw := range swaps {
+		if err := r.swap(sw.staged, sw.dest); err != nil {
+			return r.fail("publish", err.Error())
+		}
+	}
+	if err := r.activate(rc, false); err != nil {
+		return err
+	}
+	r.commit()
+	r.say("upgraded %s to %s (%s); Gate ready and Worker connected", old.Version, rc.Version, rc.Commit)
+	return nil
+}
+
+// swap moves dest aside to a hidden sibling and the staged path into dest.
+// Rollback moves them back; success removes the previous one.
+func (r *run) swap(staged, dest string) error {
+	aside := dirOf(dest) + "/." + baseOf(dest) + ".previous-" + randomSuffix()
+	if err := r.f.Rename(dest, aside); err != nil {
+		return errors.New("cannot move " + dest + " aside: " + err.Error())
+	}
+	r.tx.push(dest, func() error { return r.f.Rename(aside, dest) })
+	if err := r.f.Rename(staged, dest); err != nil {
+		return errors.New("cannot publish " + dest + ": " + err.Error())
+	}
+	r.tx.push("the new "+dest, func() error { return r.f.Rename(dest, staged) })
+	r.tx.cleanup = append(r.tx.cleanup, step{aside, func() error { return r.f.RemoveAll(aside) }})
+	return nil
+}
+
+func dirOf(p string) string {
+	for i := len(p) - 1; i > 0; i-- {
+		if p[i] == '/' {
+			return p[:i]
+		}
+	}
+	return "/"
+}
+
+func baseOf(p string) string { return p[len(dirOf(p))+1:] }
+
+// RealPath is the real path of a host path, for readers that open files
+// themselves (the SQLite schema reader).
+func RealPath(f FS, p string) string { return f.Real(p) }
