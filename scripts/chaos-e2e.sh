@@ -22,7 +22,9 @@
 # lease, and the event of its end); worker_shutdown only on attempts a
 # Worker logged as started; every coding success's candidate ref exists
 # in the clone that made it; no worktree or runtime directory is left;
-# PRAGMA integrity_check is ok.
+# PRAGMA integrity_check is ok. A self-check then tampers copies of the
+# database (a terminal event removed, a second one added, an ordinal gap,
+# worker_shutdown on an unstarted lease) and requires each to be caught.
 # Last line: jobs=N kills=K restarts=R lost=0 duplicated=0 burned=0
 # leaked_dirs=0 integrity=ok (exit 0 only when all hold).
 set -euo pipefail

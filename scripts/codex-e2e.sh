@@ -38,7 +38,7 @@ pids=()
 worker_pid=
 e2e_traps
 # The Worker runs under strace: end it first, by its own pid.
-trap '[ -z "$worker_pid" ] || kill -KILL "$worker_pid" 2>/dev/null; e2e_cleanup' EXIT
+trap 'if [ -n "$worker_pid" ]; then kill -KILL "$worker_pid" 2>/dev/null || true; fi; e2e_cleanup' EXIT
 fail() { e2e_fail codex-e2e "$@"; }
 for tool in npm strace python3 git; do
   command -v "$tool" >/dev/null || fail "$tool is required (.ci/run installs it)"
@@ -275,6 +275,7 @@ PY
 
 kill -TERM "$worker_pid"
 wait "$strace_pid" || fail "Worker did not exit 0 on SIGTERM"
+worker_pid=
 stop Gate "$gate_pid"
 
 # 6. Nothing left, nothing changed, nobody else contacted, nothing leaked.

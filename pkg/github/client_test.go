@@ -214,6 +214,14 @@ func TestCreateTokenVerifiesGrant(t *testing.T) {
 		{"downgraded", map[string]string{PermContents: "read", PermPullRequests: Write}, []map[string]string{{"name": "r"}}, true},
 		{"other repository", want, []map[string]string{{"name": "x"}}, true},
 		{"all repositories", want, nil, true},
+		// GitHub adds the read-only metadata permission to every token
+		// that reaches a repository, requested or not.
+		{"implicit metadata read", map[string]string{PermContents: Write, PermPullRequests: Write, "metadata": "read"}, []map[string]string{{"name": "r"}}, false},
+		{"metadata write", map[string]string{PermContents: Write, PermPullRequests: Write, "metadata": Write}, []map[string]string{{"name": "r"}}, true},
+		{"fewer", map[string]string{PermContents: Write, "metadata": "read"}, []map[string]string{{"name": "r"}}, true},
+		{"null permissions", nil, []map[string]string{{"name": "r"}}, true},
+		{"canonical name casing", want, []map[string]string{{"name": "R"}}, false},
+		{"two repositories", want, []map[string]string{{"name": "r"}, {"name": "x"}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var body map[string]any
