@@ -178,7 +178,7 @@ func Run(ctx context.Context, cfg *Config, sec *Secrets, log *slog.Logger, now f
 		return err
 	}
 	if cfg.Delivery != nil {
-		tmp, err := os.MkdirTemp("", "forge-delivery-")
+		tmp, err := deliveryTempDir(cfg.PublicRepositoryRoot)
 		if err != nil {
 			return errors.New("gate: delivery: cannot create its private directory")
 		}
