@@ -149,6 +149,9 @@ func TestConfigRejects(t *testing.T) {
 func FuzzLoadConfig(f *testing.F) {
 	f.Add(exampleConfig(f))
 	f.Add([]byte(`{"version":1}`))
+	f.Add(edit(f, func(m map[string]any) {
+		m["delivery"], m["git_executable"] = deliverySection("/nonexistent/app.pem"), "/usr/bin/git"
+	}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, s, err := LoadConfig(bytes.NewReader(data), testEnv(defaultEnv()))
 		if err != nil {

@@ -2,6 +2,8 @@ package github
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -100,6 +102,18 @@ func (c *Client) ListRuns(ctx context.Context, owner, repo, headSHA, etag string
 		}
 		return nil, &APIError{Op: op, Status: resp.status, Class: classify(resp.status, msg), msg: msg}
 	}
+	total, runs, err := parseRuns(resp.body)
+	if err != nil {
+		return nil, &APIError{Op: op, Status: resp.status, Class: ClassMalformed}
+	}
+	page.TotalCount, page.Runs = total, runs
+	return page, nil
+}
+
+// parseRuns reads a runs list body: total_count and at most one page of
+// well-formed runs (positive id, full head SHA, bounded status and
+// conclusion), or an error and nothing.
+func parseRuns(b []byte) (int, []WorkflowRun, error) {
 	var body struct {
 		TotalCount int `json:"total_count"`
 		Runs       []struct {
@@ -109,13 +123,13 @@ func (c *Client) ListRuns(ctx context.Context, owner, repo, headSHA, etag string
 			Conclusion *string `json:"conclusion"`
 		} `json:"workflow_runs"`
 	}
-	if err := decode(op, resp, &body); err != nil {
-		return nil, err
+	if json.Unmarshal(b, &body) != nil || body.Runs == nil {
+		return 0, nil, errMalformedRuns
 	}
 	if body.TotalCount < 0 || len(body.Runs) > runsPerPage || body.TotalCount < len(body.Runs) {
-		return nil, &APIError{Op: op, Status: resp.status, Class: ClassMalformed}
+		return 0, nil, errMalformedRuns
 	}
-	page.TotalCount = body.TotalCount
+	runs := make([]WorkflowRun, 0, len(body.Runs))
 	for _, r := range body.Runs {
 		run := WorkflowRun{ID: r.ID, HeadSHA: r.HeadSHA, Status: r.Status}
 		if r.Conclusion != nil {
@@ -123,9 +137,11 @@ func (c *Client) ListRuns(ctx context.Context, owner, repo, headSHA, etag string
 		}
 		if r.ID <= 0 || !ident.ValidSHA(r.HeadSHA) || run.Status == "" || !boundedToken(run.Status, maxRunStrBytes) ||
 			!boundedToken(run.Conclusion, maxRunStrBytes) {
-			return nil, &APIError{Op: op, Status: resp.status, Class: ClassMalformed}
+			return 0, nil, errMalformedRuns
 		}
-		page.Runs = append(page.Runs, run)
+		runs = append(runs, run)
 	}
-	return page, nil
+	return body.TotalCount, runs, nil
 }
+
+var errMalformedRuns = errors.New("github: malformed runs list")

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
 // faults makes the k-th mutating host call fail (k = 0: never).
@@ -27,6 +29,8 @@ type faults struct {
 	mu    sync.Mutex
 	n, at int
 	hit   string
+	// beforeRename, when set, runs before every rename (to race one).
+	beforeRename func(to string)
 }
 
 func (f *faults) call(op string) error {
@@ -78,6 +82,9 @@ func (x faultFS) Chmod(n string, p fs.FileMode) error {
 func (x faultFS) Rename(a, b string) error {
 	if err := x.f.call("rename " + a + " " + b); err != nil {
 		return err
+	}
+	if x.f.beforeRename != nil {
+		x.f.beforeRename(b)
 	}
 	return x.osFS.Rename(a, b)
 }
@@ -193,12 +200,54 @@ func (s *fakeServices) Start(_ context.Context, u string) error {
 			return err
 		}
 		s.token = tok
-		for _, d := range []string{StateRoot, GateStateDir} {
-			os.Mkdir(filepath.Join(s.root, d), 0o755)
-		}
-		os.Chmod(filepath.Join(s.root, GateStateDir), 0o700)
+	}
+	if err := s.stateDirectories(u); err != nil {
+		return err
 	}
 	s.active[u] = true
+	return nil
+}
+
+// stateDirectories does what the units' StateDirectory= does (private
+// directories of the service account); the Gate's also gets a database
+// when it has none, like the first start of a real Gate.
+func (s *fakeServices) stateDirectories(u string) error {
+	r, err := ReadReceipt(osFS{root: s.root})
+	if err != nil {
+		return err
+	}
+	dirs := []string{WorkerState, WorktreeRoot, RuntimeRoot, RepoRoot}
+	if u == GateUnit {
+		dirs = []string{GateStateDir}
+	}
+	os.Mkdir(filepath.Join(s.root, StateRoot), 0o755)
+	for _, d := range dirs {
+		p := filepath.Join(s.root, d)
+		os.Mkdir(p, 0o700)
+		if err := os.Chown(p, r.UID, r.GID); err != nil {
+			return err
+		}
+	}
+	if u != GateUnit {
+		return nil
+	}
+	db := filepath.Join(s.root, Database)
+	if _, err := os.Lstat(db); err == nil {
+		return nil
+	}
+	dir := filepath.Join(s.root, GateStateDir)
+	os.Chown(dir, 0, 0)
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		return err
+	}
+	st.Close()
+	matches, _ := filepath.Glob(db + "*")
+	for _, p := range append(matches, dir) {
+		if err := os.Chown(p, r.UID, r.GID); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 func (s *fakeServices) Stop(_ context.Context, u string) error {

@@ -311,3 +311,34 @@ func TestFreshInstallRefusesLeftovers(t *testing.T) {
 		t.Fatalf("%v", ie)
 	}
 }
+
+// A destination that appears after preflight is never replaced: the
+// publication is refused (renameat2 RENAME_NOREPLACE), everything the run
+// did is undone, and the newcomer is left as it was.
+func TestPublicationNeverReplacesANewcomer(t *testing.T) {
+	for _, dest := range []string{ConfigDir, UnitPath(GateUnit), Prefix} {
+		t.Run(dest, func(t *testing.T) {
+			e := newEnv(t)
+			req := writeRelease(t, v1)
+			e.h.f.beforeRename = func(to string) {
+				if to == dest {
+					os.WriteFile(filepath.Join(e.root, dest), []byte("newcomer\n"), 0o600)
+					e.h.f.beforeRename = nil
+				}
+			}
+			ie := wantCode(t, func() error { err, _ := e.run(req); return err }(), ExitRefused)
+			if ie.Stage != "publish" || !strings.Contains(ie.Msg, "already exists") {
+				t.Fatalf("%v", ie)
+			}
+			b, err := os.ReadFile(filepath.Join(e.root, dest))
+			if err != nil || string(b) != "newcomer\n" {
+				t.Fatal("the newcomer was replaced")
+			}
+			os.Remove(filepath.Join(e.root, dest))
+			fresh := newEnv(t)
+			if e.digest() != fresh.digest() {
+				t.Fatal("the refused run left something behind")
+			}
+		})
+	}
+}

@@ -138,6 +138,14 @@
 // max_attempts_exceeded. Terminal failures fail the job with the attempt's
 // failure code.
 //
+// Delivery: a coding job submitted with a DeliveryTarget does not end at
+// its candidate: Complete makes it delivering and creates its deliveries
+// row in phase push (event "delivering"). SaveDelivery commits each later
+// state of pkg/delivery's machine, fenced by the phase it was computed
+// from (ErrStale otherwise), with a "delivery" event per phase entered;
+// merged ends the job succeeded, failed ends it failed with the delivery
+// code. ActiveDeliveries lists what a starting Gate resumes.
+//
 // Fence errors (checked in this order): ErrNotFound (unknown attempt or
 // other job), ErrStale (attempt bound to another lane/generation, finished,
 // or the generation is no longer live), ErrExpired (attempt expired or now

@@ -1,0 +1,136 @@
+package install_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/doctor"
+	"github.com/0k-lab/agent-forge/pkg/install"
+)
+
+// forge doctor's tests live here, beside the fake machine they need.
+
+const commitA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+func self() install.Self { return install.Self{Version: "v1.0.0", Commit: commitA, Schema: 1} }
+
+func installedMachine(t *testing.T) *install.TestEnv {
+	e := install.NewTestEnv(t)
+	req := install.WriteTestRelease(t, "v1.0.0", commitA)
+	req.EnableNow = true
+	e.MustInstall(req)
+	return e
+}
+
+func runDoctor(t *testing.T, e *install.TestEnv, s install.Self) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := doctor.Run(t.Context(), e.TestHost(), s, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// report renders the expected stdout: every check PASS except failing.
+func report(failing ...string) string {
+	var b strings.Builder
+	bad := map[string]bool{}
+	for _, f := range failing {
+		bad[f] = true
+	}
+	for _, id := range doctor.Checks {
+		if bad[id] {
+			b.WriteString("FAIL " + id + "\n")
+		} else {
+			b.WriteString("PASS " + id + "\n")
+		}
+	}
+	if len(failing) == 0 {
+		return b.String() + "RESULT healthy\n"
+	}
+	return b.String() + "RESULT unhealthy\n"
+}
+
+func TestDoctorHealthyAndReadOnly(t *testing.T) {
+	e := installedMachine(t)
+	before := e.Digest()
+	code, out, errOut := runDoctor(t, e, self())
+	if code != doctor.ExitHealthy || out != report() || errOut != "" {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if e.Digest() != before {
+		t.Fatal("doctor changed the machine (contents, modes, owners or mtimes)")
+	}
+	token, _ := install.OwnerToken(e.TestHost().FS())
+	if strings.Contains(out+errOut, token) {
+		t.Fatal("doctor printed the owner token")
+	}
+}
+
+func TestDoctorUnhealthyCases(t *testing.T) {
+	cases := map[string]struct {
+		break_  func(e *install.TestEnv)
+		self    *install.Self
+		failing []string
+	}{
+		"wrong mode": {break_: func(e *install.TestEnv) {
+			os.Chmod(filepath.Join(e.RootDir(), install.BinDir, "forge-gate"), 0o775)
+		}, failing: []string{"immutable-files"}},
+		"changed binary": {break_: func(e *install.TestEnv) {
+			f, _ := os.OpenFile(filepath.Join(e.RootDir(), install.BinDir, "forge-ref-plugin"), os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString("#\n")
+			f.Close()
+		}, failing: []string{"immutable-files"}},
+		"extra file": {break_: func(e *install.TestEnv) {
+			os.WriteFile(filepath.Join(e.RootDir(), install.BinDir, "extra"), nil, 0o755)
+		}, failing: []string{"immutable-files"}},
+		"secret readable": {break_: func(e *install.TestEnv) {
+			os.Chmod(filepath.Join(e.RootDir(), install.GateEnv), 0o644)
+		}, failing: []string{"mutable-paths"}},
+		"database owner": {break_: func(e *install.TestEnv) {
+			os.Chown(filepath.Join(e.RootDir(), install.Database), 0, 0)
+		}, failing: []string{"mutable-paths"}},
+		"writable ancestor": {break_: func(e *install.TestEnv) {
+			os.Chmod(filepath.Join(e.RootDir(), "etc"), 0o777)
+		}, failing: []string{"ancestors"}},
+		"stopped gate": {break_: func(e *install.TestEnv) { e.SetActive(install.GateUnit, false) },
+			failing: []string{"gate-unit", "gate-release", "worker-connected"}},
+		"missing worker": {break_: func(e *install.TestEnv) { e.SetActive(install.WorkerUnit, false) },
+			failing: []string{"worker-unit", "worker-connected"}},
+		"another forge":  {self: &install.Self{Version: "v1.0.1", Commit: commitA, Schema: 1}, failing: []string{"cli-identity"}},
+		"another schema": {self: &install.Self{Version: "v1.0.0", Commit: commitA, Schema: 2}, failing: []string{"sqlite-schema"}},
+		"no receipt": {break_: func(e *install.TestEnv) {
+			os.Remove(filepath.Join(e.RootDir(), install.ReceiptPath))
+		}, failing: doctor.Checks},
+		"loose receipt": {break_: func(e *install.TestEnv) {
+			p := filepath.Join(e.RootDir(), install.ReceiptPath)
+			b, _ := os.ReadFile(p)
+			os.Remove(p)
+			os.WriteFile(p, append(b[:len(b)-2], []byte(`,"extra":1}`+"\n")...), 0o644)
+		}, failing: doctor.Checks},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := installedMachine(t)
+			if c.break_ != nil {
+				c.break_(e)
+			}
+			s := self()
+			if c.self != nil {
+				s = *c.self
+			}
+			before := e.Digest()
+			code, out, errOut := runDoctor(t, e, s)
+			if code != doctor.ExitUnhealthy || out != report(c.failing...) {
+				t.Fatalf("exit %d\n%s%s", code, out, errOut)
+			}
+			if lines := strings.Count(errOut, "\n"); lines != len(c.failing) || !strings.HasPrefix(errOut, "forge doctor: FAIL ") {
+				t.Fatalf("reasons %q", errOut)
+			}
+			if e.Digest() != before {
+				t.Fatal("doctor changed the machine")
+			}
+		})
+	}
+}

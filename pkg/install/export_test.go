@@ -1,0 +1,31 @@
+package install
+
+import "testing"
+
+// Exported for the external tests of this directory (forge doctor's,
+// which cannot live in package install: doctor imports it).
+
+// TestEnv is a temporary machine with fake accounts and services.
+type TestEnv = env
+
+// NewTestEnv returns a fresh test machine.
+func NewTestEnv(t *testing.T) *TestEnv { return newEnv(t) }
+
+// WriteTestRelease writes a release set of script binaries.
+func WriteTestRelease(t *testing.T, version, commit string) Request {
+	return writeRelease(t, releaseOpt{version: version, commit: commit})
+}
+
+func (e *env) TestHost() Host          { return e.h }
+func (e *env) RootDir() string         { return e.root }
+func (e *env) Digest() string          { return e.digest() }
+func (e *env) MustInstall(req Request) { e.mustRun(req) }
+func (e *env) SetActive(unit string, active bool) {
+	e.h.svc.mu.Lock()
+	defer e.h.svc.mu.Unlock()
+	if active {
+		e.h.svc.active[unit] = true
+	} else {
+		delete(e.h.svc.active, unit)
+	}
+}
