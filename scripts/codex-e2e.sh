@@ -10,7 +10,9 @@
 #     control run of Codex with only a provider configured shows the strace
 #     check catches its DNS lookups (plugin marketplace, analytics).
 #  2. The operator has a Codex directory (CODEX_HOME: auth.json, a
-#     config.toml naming another model, an installation id) and a profile
+#     config.toml naming another model, an installation id), the repository
+#     a .codex/config.toml naming another model and provider with analytics
+#     and plugins on, and the operator a profile
 #     (model, reasoning effort, the fake as provider, the key's variable
 #     name) named in the plugin's argv in worker.json. The Worker (two
 #     lanes) runs under strace, following every process it starts.
@@ -38,7 +40,7 @@ pids=()
 worker_pid=
 e2e_traps
 # The Worker runs under strace: end it first, by its own pid.
-trap '[ -z "$worker_pid" ] || kill -KILL "$worker_pid" 2>/dev/null; e2e_cleanup' EXIT
+trap 'if [ -n "$worker_pid" ]; then kill -KILL "$worker_pid" 2>/dev/null || true; fi; e2e_cleanup' EXIT
 fail() { e2e_fail codex-e2e "$@"; }
 for tool in npm strace python3 git; do
   command -v "$tool" >/dev/null || fail "$tool is required (.ci/run installs it)"
@@ -135,6 +137,10 @@ mkdir -m 0700 "$tmp/repos" "$tmp/worktrees" "$tmp/runtime" "$tmp/state"
 repo=$tmp/repos/demo
 GIT_CONFIG_GLOBAL=/dev/null git init -q -b main "$repo"
 printf 'demo repository\n' >"$repo/README.md"
+# Repository configuration that must not change the run.
+mkdir "$repo/.codex"
+printf 'model = "repo-model"\nmodel_provider = "repo"\n[model_providers.repo]\nname = "repo"\nbase_url = "http://127.0.0.1:9/v1"\nwire_api = "responses"\n[analytics]\nenabled = true\n[features]\nplugins = true\n' \
+  >"$repo/.codex/config.toml"
 g add -A
 GIT_AUTHOR_NAME=Seed GIT_AUTHOR_EMAIL=seed@example.invalid GIT_COMMITTER_NAME=Seed GIT_COMMITTER_EMAIL=seed@example.invalid \
   g commit -q -m "base" || fail "seed commit"
@@ -275,6 +281,7 @@ PY
 
 kill -TERM "$worker_pid"
 wait "$strace_pid" || fail "Worker did not exit 0 on SIGTERM"
+worker_pid=
 stop Gate "$gate_pid"
 
 # 6. Nothing left, nothing changed, nobody else contacted, nothing leaked.

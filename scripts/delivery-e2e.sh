@@ -235,6 +235,7 @@ echo "delivery-e2e: SIGKILL in phases: ${seen[*]} ($starts Gate starts)"
 stop gate "$gate_pid"
 stop worker "$worker_pid"
 [ -s "$tmp/fake/tokens" ] || fail "no token minted"
+[ -z "$(find "$tmp/public" -maxdepth 1 -name '.forge-delivery-*' -print -quit)" ] || fail "push mirrors left behind"
 grep -v -e '-----' "$key" >"$tmp/fake/keylines"
 hits=0
 for f in "$tmp"/state/* "$tmp"/gate-*.log "$tmp/worker.log" "$tmp"/out/* "$tmp/github-requests.log"; do

@@ -358,7 +358,9 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(clientModeEnv); addr != "" {
 		os.Exit(laneClient(addr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeBuiltGate()
+	os.Exit(code)
 }
 
 func laneClient(addr string) int {

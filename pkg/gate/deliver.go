@@ -3,6 +3,8 @@ package gate
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/delivery"
@@ -49,6 +51,25 @@ func (g *Gate) gitHubApp(tmp string) *delivery.App {
 			return "", false
 		},
 	}
+}
+
+// deliveryTempPrefix names the push mirrors' directory inside the public
+// repository root.
+const deliveryTempPrefix = ".forge-delivery-"
+
+// deliveryTempDir makes the private directory of the push mirrors: in the
+// public repository root (private to the Gate's user), after removing what
+// a killed earlier process left there; in the system's temporary
+// directory when there is no root.
+func deliveryTempDir(root string) (string, error) {
+	if root == "" {
+		return os.MkdirTemp("", "forge-delivery-")
+	}
+	stale, _ := filepath.Glob(filepath.Join(root, deliveryTempPrefix+"*"))
+	for _, d := range stale {
+		os.RemoveAll(d)
+	}
+	return os.MkdirTemp(root, deliveryTempPrefix)
 }
 
 // deliveryTarget is where jobs of r are delivered: nil without delivery

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -185,4 +186,29 @@ func mustRepoPolicy(t *testing.T, cfg *Config) []byte {
 		t.Fatal(err)
 	}
 	return g.repoPolicy["agent-forge"]
+}
+
+func TestDeliveryTempDirClearsLeftovers(t *testing.T) {
+	root := t.TempDir()
+	old := filepath.Join(root, deliveryTempPrefix+"123")
+	if err := os.MkdirAll(filepath.Join(old, "push-1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	keep := filepath.Join(root, "0123.git")
+	if err := os.Mkdir(keep, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d, err := deliveryTempDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Fatal("a killed Gate's mirror directory survived")
+	}
+	if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 || filepath.Dir(d) != root {
+		t.Fatalf("new directory %s: %v", d, err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatal("a bare repository was removed")
+	}
 }

@@ -165,7 +165,8 @@ func storeFailure(err error) bool {
 
 // Run opens the store named by cfg, listens on cfg.Listen (logging one
 // "listening" event with the bound address), and serves until ctx is
-// cancelled or a store failure stops the Gate.
+// cancelled or a store failure stops the Gate; it then logs one "store
+// counters" event (commits and operations since it opened the store).
 func Run(ctx context.Context, cfg *Config, sec *Secrets, log *slog.Logger, now func() time.Time) error {
 	st, err := store.Open(ctx, cfg.Database)
 	if err != nil {
@@ -177,7 +178,7 @@ func Run(ctx context.Context, cfg *Config, sec *Secrets, log *slog.Logger, now f
 		return err
 	}
 	if cfg.Delivery != nil {
-		tmp, err := os.MkdirTemp("", "forge-delivery-")
+		tmp, err := deliveryTempDir(cfg.PublicRepositoryRoot)
 		if err != nil {
 			return errors.New("gate: delivery: cannot create its private directory")
 		}
@@ -191,7 +192,12 @@ func Run(ctx context.Context, cfg *Config, sec *Secrets, log *slog.Logger, now f
 		return errors.New("gate: cannot listen on the configured address")
 	}
 	log.Info("listening", "addr", ln.Addr().String())
-	return g.Serve(ctx, ln)
+	err = g.Serve(ctx, ln)
+	// Group-commit counters of this run: durable transactions and the
+	// writes they carried.
+	s := st.Stats()
+	log.Info("store counters", "commits", s.Commits, "operations", s.Operations)
+	return err
 }
 
 // Serve runs the HTTP server on ln, performs Start (so /readyz turns ready

@@ -93,8 +93,9 @@ func (t *Token) GoString() string { return Redacted }
 
 // CreateToken mints an installation token for the one repository repo
 // (a bare name) with exactly perms, and verifies GitHub granted exactly
-// that: the same permissions, that single repository, and an expiry in
-// the future. A permission the installation lacks is ClassValidation
+// that: the same permissions (plus only the metadata: read GitHub adds to
+// every repository token), that single repository (names compare without
+// case, as on GitHub), and an expiry in the future. A permission the installation lacks is ClassValidation
 // (GitHub's 422).
 func (c *Client) CreateToken(ctx context.Context, jwt string, installationID int64, repo string, perms Permissions) (*Token, error) {
 	const op = "create_token"
@@ -134,8 +135,8 @@ func (c *Client) CreateToken(ctx context.Context, jwt string, installationID int
 		return nil, &APIError{Op: op, Status: r.status, Class: ClassMalformed}
 	}
 	tok.ExpiresAt = exp
-	if !maps.Equal(map[string]string(perms), body.Permissions) ||
-		len(body.Repositories) != 1 || body.Repositories[0].Name != repo {
+	if !grantMatches(perms, body.Permissions) ||
+		len(body.Repositories) != 1 || !strings.EqualFold(body.Repositories[0].Name, repo) {
 		c.Revoke(ctx, tok)
 		return nil, ErrPermissionsMismatch
 	}
@@ -153,6 +154,21 @@ func (c *Client) Revoke(ctx context.Context, t *Token) error {
 		path: "/installation/token", want: []int{http.StatusNoContent, http.StatusUnauthorized},
 		mutation: true, retryUncertain: true})
 	return err
+}
+
+// PermMetadata is the read-only permission GitHub attaches to every token
+// that reaches a repository, whether or not it was requested.
+const PermMetadata = "metadata"
+
+// grantMatches reports whether the permissions GitHub granted are exactly
+// the requested ones, allowing only GitHub's implicit metadata: read on
+// top (unless metadata was itself requested, then it must match).
+func grantMatches(requested Permissions, granted map[string]string) bool {
+	if _, asked := requested[PermMetadata]; !asked && granted[PermMetadata] == "read" {
+		granted = maps.Clone(granted)
+		delete(granted, PermMetadata)
+	}
+	return maps.Equal(map[string]string(requested), granted)
 }
 
 func validToken(s string) bool {

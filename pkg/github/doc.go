@@ -21,7 +21,8 @@
 // permissions asked for; DerivePermissions gives them: contents and
 // pull_requests write, plus workflows write only when a changed path is
 // under .github/workflows. The permissions and repositories GitHub
-// returns must equal the request (else ErrPermissionsMismatch and the
+// returns must equal the request, apart from the metadata: read GitHub
+// adds to every repository token (else ErrPermissionsMismatch and the
 // token is revoked). Revoke ends a token (DELETE /installation/token).
 //
 // # Limits and retries

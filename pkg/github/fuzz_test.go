@@ -119,3 +119,44 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseRemoteBranch: never panics; a found branch is one full SHA
+// listed under exactly the asked name; the seeds are classified right.
+func FuzzParseRemoteBranch(f *testing.F) {
+	const ref = "refs/heads/forge/job-1"
+	for name, d := range seeds(f, "lsremote-*") {
+		sha, ok, err := parseRemoteBranch(d, ref)
+		if bad := strings.Contains(name, "-bad-"); bad != (err != nil) {
+			f.Errorf("%s: err %v", name, err)
+		}
+		if name == "lsremote-tail-match.txt" && (!ok || sha != "2222222222222222222222222222222222222222") {
+			f.Errorf("%s: %q %v", name, sha, ok)
+		}
+		f.Add(d)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sha, ok, err := parseRemoteBranch(data, ref)
+		if err != nil && (ok || sha != "") || ok != (sha != "") {
+			t.Fatalf("inconsistent %q %v %v", sha, ok, err)
+		}
+		if ok && (!ident.ValidSHA(sha) || !strings.Contains(string(data), sha+"\t"+ref)) {
+			t.Fatalf("found %q", sha)
+		}
+	})
+}
+
+// FuzzHasNextPage: never panics; the seeds named link-next* have a next
+// page and the others do not.
+func FuzzHasNextPage(f *testing.F) {
+	for name, d := range seeds(f, "link-*") {
+		if want := strings.HasPrefix(name, "link-next"); hasNextPage([]string{string(d)}) != want {
+			f.Errorf("%s: want %v", name, want)
+		}
+		f.Add(d)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if hasNextPage([]string{string(data)}) && !strings.Contains(strings.ToLower(string(data)), "next") {
+			t.Fatal("next without next")
+		}
+	})
+}

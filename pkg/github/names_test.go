@@ -1,6 +1,8 @@
 package github
 
 import (
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -43,6 +45,7 @@ func TestSafeBranch(t *testing.T) {
 		"x.lock": false, "a@{1}": false, "a//b": false, "a/.b": false, "a~1": false, "a^": false, "a:b": false,
 		strings.Repeat("a", 40): false, strings.Repeat("A", 40): false, strings.Repeat("a", 39): true,
 		"a\x00b": false, "ünï": false, strings.Repeat("b", 256): false,
+		"x.lock/y": false, "a/b.lock/c": false, "a.lockx/b": true, "a/-b": true,
 	} {
 		if SafeBranch(b) != want {
 			t.Errorf("SafeBranch(%q) = %v", b, !want)
@@ -69,5 +72,25 @@ func TestRedact(t *testing.T) {
 	}
 	if Redact("a short b", "short") != "a short b" {
 		t.Error("short known secret replaced")
+	}
+}
+
+// Every name SafeBranch accepts is one git itself accepts as a branch
+// (else the push would fail only after a token was minted).
+func TestSafeBranchIsAGitBranch(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is required")
+	}
+	for _, b := range []string{"forge/job-1", "x.lock/y", "a/b.lock/c", "a.lock.b/c", "a/-b", "a-/b", "a/b.", "a./b",
+		"a_b/C.d", "a/b_/c", "x/lock", ".lock/a", "a/.lock", "a.lock", "a/..b", "a-.lock/b"} {
+		if !SafeBranch(b) {
+			continue
+		}
+		cmd := exec.Command("git", "check-ref-format", "--branch", b)
+		cmd.Env = []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH")}
+		cmd.Dir = t.TempDir()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("SafeBranch(%q) but git refuses it: %s", b, out)
+		}
 	}
 }

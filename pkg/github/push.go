@@ -192,15 +192,32 @@ func (m *Mirror) RemoteBranch(ctx context.Context, t *Token, owner, repo, branch
 	if err != nil {
 		return "", false, ErrPushFailed
 	}
-	line := strings.TrimSuffix(string(out), "\n")
-	if line == "" {
-		return "", false, nil
+	return parseRemoteBranch(out, ref)
+}
+
+// parseRemoteBranch reads git ls-remote output for the full ref name ref.
+// git matches a pattern against the tail of every ref, so other legal
+// refs (refs/heads/x/refs/heads/<branch>) may be listed too: only the
+// line naming exactly ref counts, and it may appear at most once.
+func parseRemoteBranch(out []byte, ref string) (string, bool, error) {
+	found := ""
+	for _, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		sha, name, ok := strings.Cut(line, "\t")
+		if !ok || !ident.ValidSHA(sha) {
+			return "", false, ErrPushFailed
+		}
+		if name != ref {
+			continue
+		}
+		if found != "" {
+			return "", false, ErrPushFailed
+		}
+		found = sha
 	}
-	sha, name, ok := strings.Cut(line, "\t")
-	if !ok || name != ref || !ident.ValidSHA(sha) {
-		return "", false, ErrPushFailed
-	}
-	return sha, true, nil
+	return found, found != "", nil
 }
 
 // PushNew creates branch on GitHub at sha with a lease that requires the

@@ -378,6 +378,12 @@ func (a *API) createToken(w http.ResponseWriter, r *http.Request, idText string)
 		repos[strings.ToLower(known)] = true
 		listed = append(listed, map[string]any{"name": known, "full_name": in.Owner + "/" + known, "private": true})
 	}
+	// Like GitHub, every token that reaches a repository also carries
+	// the read-only metadata permission, requested or not.
+	perms = copyPerms(perms)
+	if _, ok := perms["metadata"]; !ok && len(repos) > 0 {
+		perms["metadata"] = "read"
+	}
 	value := newTokenValue()
 	exp := a.now().Add(tokenLifetime)
 	a.tokens[value] = &liveToken{installation: in.ID, owner: in.Owner, repos: repos, perms: copyPerms(perms), expires: exp}

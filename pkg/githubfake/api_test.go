@@ -148,6 +148,10 @@ func TestFakeTokenMinting(t *testing.T) {
 	if err != nil || !strings.Contains(a.tokens.String(), tok.Value()) {
 		t.Fatalf("token: %v", err)
 	}
+	// GitHub's grant carries the implicit metadata: read beside the request.
+	if tok.Permissions["metadata"] != "read" || len(tok.Permissions) != len(want)+1 {
+		t.Fatalf("granted %v", tok.Permissions)
+	}
 	wf := github.DerivePermissions([]string{".github/workflows/ci.yml"})
 	if _, err := a.client.CreateToken(ctx, a.jwt(t), inst.ID, "app", wf); !github.IsClass(err, github.ClassValidation) {
 		t.Fatalf("workflows without the grant: %v", err)

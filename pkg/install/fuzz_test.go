@@ -87,8 +87,11 @@ func FuzzParseArgs(f *testing.F) {
 		if err == nil {
 			return
 		}
+		flags := map[string]bool{"version": true, "commit": true, "asset-dir": true, "sha256sums-sha256": true,
+			"enable-now": true, "run-as-root": true, "upgrade": true}
 		for _, a := range args {
-			if len(a) > 12 && strings.Contains(err.Error(), a) {
+			// Errors may name a flag (a flag name is not a value).
+			if len(a) > 12 && !flags[strings.TrimLeft(a, "-")] && strings.Contains(err.Error(), a) {
 				t.Fatal("argument echoed")
 			}
 		}

@@ -12,7 +12,7 @@
 #   jobs=N kills=K restarts=R lost=0 duplicated=0 burned=0 leaked_dirs=0 integrity=ok
 # exit 0 only when every check holds.
 import json, os, random, signal, subprocess, sys, threading, time
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "forgeclient"))
 from forgeclient import http, owner_json, ro_db, wait_until  # noqa: E402
 
 d, seed, njobs, coding_pct, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
@@ -225,7 +225,6 @@ if gate.term() != 0:
     note("Gate did not exit 0 on SIGTERM")
 
 # The checks.
-lost = duplicated = burned = 0
 worker_logs = "".join(open(os.path.join(d, "worker-%s.log" % w), errors="replace").read() for w in "abc")
 started = set()
 for line in worker_logs.splitlines():
@@ -235,76 +234,124 @@ for line in worker_logs.splitlines():
         continue
     if e.get("msg") == "leased" and e.get("attempt"):
         started.add(e["attempt"])
-db = ro_db(os.path.join(d, "state", "forge.db"))
-integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
-rows = {r[0]: r for r in db.execute("SELECT id, status, attempt_count, kind FROM jobs")}
-for jid in submitted:
-    if jid not in rows:
-        lost += 1
-        note("job %s acknowledged but not stored" % jid)
-for jid, (_, status, count, kind) in rows.items():
-    seq = db.execute("SELECT seq FROM jobs WHERE id = ?", (jid,)).fetchone()[0]
-    atts = db.execute("SELECT id, ordinal, status, failure_code, candidate_sha, lane, outcome_digest FROM attempts WHERE job_seq = ? ORDER BY ordinal", (seq,)).fetchall()
-    evs = db.execute("SELECT type, attempt, code FROM events WHERE job_seq = ? ORDER BY seq", (seq,)).fetchall()
-    terminal = [e for e in evs if e[0] in ("succeeded", "failed")]
-    if status not in ("succeeded", "failed") or len(terminal) == 0:
-        lost += 1
-        note("job %s is %s" % (jid, status))
-    if len(terminal) > 1 or (terminal and evs[-1][0] not in ("succeeded", "failed")):
-        duplicated += 1
-        note("job %s ended %d times" % (jid, len(terminal)))
-    wins = [a for a in atts if a[2] == "succeeded"]
-    if len(wins) > 1 or (status == "succeeded") != (len(wins) == 1):
-        duplicated += 1
-        note("job %s: %d succeeded attempts, status %s" % (jid, len(wins), status))
-    if wins and wins[0][1] != atts[-1][1]:
-        duplicated += 1
-        note("job %s: a result was accepted from attempt %d while a later attempt exists" % (jid, wins[0][1]))
-    for a in atts:
-        if a[2] in ("expired", "failed") and (a[4] is not None):
-            duplicated += 1
-            note("job %s attempt %d is %s yet holds a candidate" % (jid, a[1], a[2]))
-    if [a[1] for a in atts] != list(range(1, len(atts) + 1)) or len(atts) != count:
-        burned += 1
-        note("job %s: ordinals %s, attempt_count %d" % (jid, [a[1] for a in atts], count))
-    # Events agree with the attempts.
-    leased = {}
-    released = {}
-    for t, k, _ in evs:
-        if t == "leased":
-            leased[k] = leased.get(k, 0) + 1
-        if t == "released":
-            released[k] = released.get(k, 0) + 1
-    for a in atts:
-        k, st_ = a[1], a[2]
-        if leased.get(k, 0) != 1 + released.get(k, 0):
-            burned += 1
-            note("job %s attempt %d: %d leased and %d released events" % (jid, k, leased.get(k, 0), released.get(k, 0)))
-        want = {"expired": ("expired",), "failed": ("attempt_failed", "failed"), "succeeded": ("succeeded",)}.get(st_, ())
-        if st_ != "leased" and not any(t in want and ek in (k, None) for t, ek, _ in evs):
-            burned += 1
-            note("job %s attempt %d is %s without its event" % (jid, k, st_))
-        if a[3] == "worker_shutdown" and a[0] not in started:
-            burned += 1
-            note("job %s attempt %d: worker_shutdown on a lease its Worker never started" % (jid, k))
-    if set(leased) - {a[1] for a in atts}:
-        burned += 1
-        note("job %s: leased events for attempts that do not exist" % jid)
-    # The aggregate (owner API) says the same.
-    agg = aggs.get(jid)
-    if jid in submitted and (agg is None or agg["job"]["status"] != status or [x["ordinal"] for x in agg["attempts"]] != [a[1] for a in atts]):
-        note("job %s: the owner API disagrees with the database" % jid)
-    # A coding success: its candidate ref exists in the clone that made it.
-    if kind == "coding" and wins:
-        aid, cand, lane = wins[0][0], wins[0][4], wins[0][5]
-        clone = os.path.join(d, "repos", "demo-" + lane.split("#")[0][-1])
-        ref = "refs/agent-forge/candidates/%s/%s" % (jid, aid)
-        got = subprocess.run(["git", "-C", clone, "rev-parse", "--verify", "-q", ref], capture_output=True, text=True,
-                             env=dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")).stdout.strip()
-        if got != cand:
+
+
+def db_checks(path, started, aggs, say):
+    """lost, duplicated, burned and integrity of the database at path; say(msg) reports each problem."""
+    lost = duplicated = burned = 0
+    db = ro_db(path)
+    integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
+    rows = {r[0]: r for r in db.execute("SELECT id, status, attempt_count, kind FROM jobs")}
+    for jid in aggs:
+        if jid not in rows:
             lost += 1
-            note("job %s: candidate ref %s is %r, want %s" % (jid, ref, got, cand))
-db.close()
+            say("job %s acknowledged but not stored" % jid)
+    for jid, (_, status, count, kind) in rows.items():
+        seq = db.execute("SELECT seq FROM jobs WHERE id = ?", (jid,)).fetchone()[0]
+        atts = db.execute("SELECT id, ordinal, status, failure_code, candidate_sha, lane, outcome_digest FROM attempts WHERE job_seq = ? ORDER BY ordinal", (seq,)).fetchall()
+        evs = db.execute("SELECT type, attempt, code FROM events WHERE job_seq = ? ORDER BY seq", (seq,)).fetchall()
+        terminal = [e for e in evs if e[0] in ("succeeded", "failed")]
+        if status not in ("succeeded", "failed") or len(terminal) == 0:
+            lost += 1
+            say("job %s is %s" % (jid, status))
+        if len(terminal) > 1 or (terminal and evs[-1][0] not in ("succeeded", "failed")):
+            duplicated += 1
+            say("job %s ended %d times" % (jid, len(terminal)))
+        wins = [a for a in atts if a[2] == "succeeded"]
+        if len(wins) > 1 or (status == "succeeded") != (len(wins) == 1):
+            duplicated += 1
+            say("job %s: %d succeeded attempts, status %s" % (jid, len(wins), status))
+        if wins and wins[0][1] != atts[-1][1]:
+            duplicated += 1
+            say("job %s: a result was accepted from attempt %d while a later attempt exists" % (jid, wins[0][1]))
+        for a in atts:
+            if a[2] in ("expired", "failed") and (a[4] is not None):
+                duplicated += 1
+                say("job %s attempt %d is %s yet holds a candidate" % (jid, a[1], a[2]))
+        if [a[1] for a in atts] != list(range(1, len(atts) + 1)) or len(atts) != count:
+            burned += 1
+            say("job %s: ordinals %s, attempt_count %d" % (jid, [a[1] for a in atts], count))
+        # Events agree with the attempts.
+        leased = {}
+        released = {}
+        for t, k, _ in evs:
+            if t == "leased":
+                leased[k] = leased.get(k, 0) + 1
+            if t == "released":
+                released[k] = released.get(k, 0) + 1
+        for a in atts:
+            k, st_ = a[1], a[2]
+            if leased.get(k, 0) != 1 + released.get(k, 0):
+                burned += 1
+                say("job %s attempt %d: %d leased and %d released events" % (jid, k, leased.get(k, 0), released.get(k, 0)))
+            want = {"expired": ("expired",), "failed": ("attempt_failed", "failed"), "succeeded": ("succeeded",)}.get(st_, ())
+            if st_ != "leased" and not any(t in want and ek in (k, None) for t, ek, _ in evs):
+                burned += 1
+                say("job %s attempt %d is %s without its event" % (jid, k, st_))
+            if a[3] == "worker_shutdown" and a[0] not in started:
+                burned += 1
+                say("job %s attempt %d: worker_shutdown on a lease its Worker never started" % (jid, k))
+        if set(leased) - {a[1] for a in atts}:
+            burned += 1
+            say("job %s: leased events for attempts that do not exist" % jid)
+        # The aggregate (owner API) says the same.
+        agg = aggs.get(jid)
+        if jid in aggs and (agg is None or agg["job"]["status"] != status or [x["ordinal"] for x in agg["attempts"]] != [a[1] for a in atts]):
+            say("job %s: the owner API disagrees with the database" % jid)
+        # A coding success: its candidate ref exists in the clone that made it.
+        if kind == "coding" and wins:
+            aid, cand, lane = wins[0][0], wins[0][4], wins[0][5]
+            clone = os.path.join(d, "repos", "demo-" + lane.split("#")[0][-1])
+            ref = "refs/agent-forge/candidates/%s/%s" % (jid, aid)
+            got = subprocess.run(["git", "-C", clone, "rev-parse", "--verify", "-q", ref], capture_output=True, text=True,
+                                 env=dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")).stdout.strip()
+            if got != cand:
+                lost += 1
+                say("job %s: candidate ref %s is %r, want %s" % (jid, ref, got, cand))
+    db.close()
+    return lost, duplicated, burned, integrity, rows
+
+dbpath = os.path.join(d, "state", "forge.db")
+lost, duplicated, burned, integrity, rows = db_checks(dbpath, started, aggs, note)
+
+
+def self_check():
+    """The checks are not vacuous: each tampering of a copy of this
+    database must be caught by the check meant for it."""
+    import shutil
+    import sqlite3
+    db = ro_db(dbpath)
+    jid, seq = db.execute("SELECT id, seq FROM jobs WHERE status = 'succeeded' ORDER BY seq LIMIT 1").fetchone()
+    aid = db.execute("SELECT id FROM attempts WHERE job_seq = ? ORDER BY ordinal DESC LIMIT 1", (seq,)).fetchone()[0]
+    db.close()
+    cases = [
+        ("a terminal event removed", 0, "DELETE FROM events WHERE job_seq = %d AND type = 'succeeded'" % seq),
+        ("a second terminal event", 1, "INSERT INTO events (job_seq, seq, type, at) SELECT job_seq, max(seq) + 1, 'succeeded', max(at) FROM events WHERE job_seq = %d" % seq),
+        ("an ordinal gap", 2, "UPDATE attempts SET ordinal = ordinal + 1 WHERE job_seq = %d" % seq),
+        ("worker_shutdown on an unstarted lease", 2, "UPDATE attempts SET failure_code = 'worker_shutdown' WHERE job_seq = %d AND id = '%s'" % (seq, aid)),
+    ]
+    missed = []
+    for name, which, sql in cases:
+        tdir = os.path.join(d, "tamper")
+        shutil.rmtree(tdir, ignore_errors=True)
+        os.makedirs(tdir)
+        for suffix in ("", "-wal"):
+            if os.path.exists(dbpath + suffix):
+                shutil.copy(dbpath + suffix, os.path.join(tdir, "forge.db" + suffix))
+        rw = sqlite3.connect(os.path.join(tdir, "forge.db"))
+        rw.execute(sql)
+        rw.commit()
+        rw.close()
+        got = db_checks(os.path.join(tdir, "forge.db"), started - {aid}, {jid: aggs.get(jid)}, lambda m: None)
+        if got[which] == 0:
+            missed.append(name)
+    shutil.rmtree(os.path.join(d, "tamper"), ignore_errors=True)
+    return missed
+
+
+if rows and any(r[1] == "succeeded" for r in rows.values()):
+    for m in self_check():
+        note("self-check: the checks did not catch " + m)
 leaked = 0
 for w in "abc":
     for sub_ in ("worktrees-" + w, "runtime-" + w):
@@ -318,8 +365,8 @@ for (_, status, _, _) in rows.values():
     outcomes[status] = outcomes.get(status, 0) + 1
 for p in problems:
     print("chaos: " + p, file=sys.stderr)
-print("chaos: seed=%d jobs=%d submitted=%d outcomes=%s gate_kills=%d worker_kills=%d sigterms=%d plugin_kills=%d" %
-      (seed, len(rows), len(submitted), json.dumps(outcomes, sort_keys=True), stats["gate_kills"], stats["worker_kills"], stats["sigterms"], stats["plugin_kills"]))
+print("chaos: seed=%d jobs=%d submitted=%d outcomes=%s gate_kills=%d worker_kills=%d sigterms=%d plugin_kills=%d self_check=%s" %
+      (seed, len(rows), len(submitted), json.dumps(outcomes, sort_keys=True), stats["gate_kills"], stats["worker_kills"], stats["sigterms"], stats["plugin_kills"], "ok" if not any(p.startswith("self-check") for p in problems) else "FAILED"))
 print("jobs=%d kills=%d restarts=%d lost=%d duplicated=%d burned=%d leaked_dirs=%d integrity=%s" %
       (len(rows), stats["kills"], stats["restarts"], lost, duplicated, burned, leaked, integrity))
 ok = lost == duplicated == burned == leaked == 0 and integrity == "ok" and not problems
