@@ -122,7 +122,10 @@ type call struct {
 	method string
 	path   string // already escaped
 	query  url.Values
-	auth   string      // the bearer credential
+	auth   string // the bearer credential
+	// sign, when set, makes a fresh bearer credential (an App JWT) for
+	// each attempt: waiting out a limit can outlast one JWT.
+	sign   func() (string, error)
 	header http.Header // extra request headers (If-None-Match)
 	body   any         // JSON-encoded when non-nil
 	want   []int       // success statuses
@@ -161,6 +164,13 @@ func (c *Client) do(ctx context.Context, k call) (*response, error) {
 					return nil, &APIError{Op: k.op, Class: ClassTransport}
 				}
 			}
+		}
+		if k.sign != nil {
+			jwt, err := k.sign()
+			if err != nil {
+				return nil, &APIError{Op: k.op, Class: ClassMalformed}
+			}
+			k.auth = jwt
 		}
 		resp, err := c.send(ctx, k, body)
 		if k.mutation {
