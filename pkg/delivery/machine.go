@@ -115,6 +115,11 @@ func (m *Machine) timedOut(ctx context.Context, s State) (State, error) {
 	return fail(s, CodeTimedOut), nil
 }
 
+// Abandon is s ended because this Gate has no delivery configured: the
+// job gets a final, visible code instead of staying delivering forever.
+// Branch and pull request stay as they are on GitHub.
+func Abandon(s State) State { return fail(s, CodeUnconfigured) }
+
 func fail(s State, code string) State {
 	s.Phase, s.Code, s.PhaseAttempts = PhaseFailed, code, 0
 	return s
