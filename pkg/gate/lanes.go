@@ -569,7 +569,7 @@ func (l *lane) encodeLease(ls *store.Lease) ([]byte, error) {
 		DeadlineAt: ls.DeadlineAt.UTC(), Kind: wire.Kind(ls.Kind),
 		Policy: ls.Policy, Task: ls.Task, DefaultBranch: ls.DefaultBranch, ActivityVersion: l.activity,
 	}
-	leaseSource(l.registered[ls.RepositoryID], lease)
+	leaseSource(ls.PreparedPath, lease)
 	return wire.Encode(wire.Envelope{Type: wire.TypeLease, Lease: lease})
 }
 
