@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CHAOS-E2E: crash consistency under a bounded soak (scripts/lib/chaos.py).
+# CHAOS-E2E: crash consistency under a bounded soak (testdata/chaos/chaos.py).
 #
 #   scripts/chaos-e2e.sh [-seed N] [-jobs N] [-coding PERCENT] [-seconds S]
 #
@@ -10,7 +10,7 @@
 #
 # One Gate (file database, lease_ttl 3s) and three Workers of two lanes
 # each (their own clone of a generated repository): text jobs run
-# scripts/lib/slow-plugin.py (sleeps, then answers), coding jobs run
+# testdata/chaos/slow-plugin.py (sleeps, then answers), coding jobs run
 # testdata/edit-plugin and a scoped check. While jobs are submitted, at
 # random moments: the Gate is SIGKILLed and restarted, Worker a SIGKILLed
 # and restarted, Worker b SIGTERMed and restarted, a running plugin
@@ -99,13 +99,13 @@ for w in a b c; do
 {"version":1,"gate_url":"ws://127.0.0.1:$port","id":"worker-$w","token_env":"FORGE_WORKER_${w^^}_TOKEN","heartbeat_interval":"500ms","concurrency":2,
  "repository_roots":["$tmp/repos"],"worktree_root":"$tmp/worktrees-$w","runtime_root":"$tmp/runtime-$w",
  "repositories":[{"id":"demo","path":"$tmp/repos/demo-$w"}],
- "plugins":[{"id":"slow","argv":["$(pwd -P)/scripts/lib/slow-plugin.py"]},{"id":"edit","argv":["$bin/edit-plugin"]}],
+ "plugins":[{"id":"slow","argv":["$(pwd -P)/testdata/chaos/slow-plugin.py"]},{"id":"edit","argv":["$bin/edit-plugin"]}],
  "environment_allowlist":["PATH"],"check_environment_allowlist":["PATH"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF
 done
 
-setsid python3 scripts/lib/chaos.py "$tmp" "$seed" "$jobs" "$coding" "$seconds" >"$tmp/summary.out" 2>"$tmp/chaos.out" &
+setsid python3 testdata/chaos/chaos.py "$tmp" "$seed" "$jobs" "$coding" "$seconds" >"$tmp/summary.out" 2>"$tmp/chaos.out" &
 soak=$!
 rc=0
 wait "$soak" || rc=$?

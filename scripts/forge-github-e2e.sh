@@ -195,6 +195,25 @@ run conflict "$(publication 4 "$c4" "$t4")"
 expect conflict 3 branch_conflict
 [ "$(remote_branch forge/job-4)" = "$c1" ] || fail "conflict: branch moved"
 
+# A legal branch whose name ends like ours (git ls-remote matches refs by
+# their tail) is not ours: the publication goes ahead.
+read -r c7 t7 < <(candidate 7 src/seven.txt seven)
+g push -q "$remote" "$c1:refs/heads/x/refs/heads/forge/job-7"
+run lookalike "$(publication 7 "$c7" "$t7")"
+expect lookalike 0
+[ "$(remote_branch forge/job-7)" = "$c7" ] || fail "lookalike: branch not pushed"
+[ "$(remote_branch x/refs/heads/forge/job-7)" = "$c1" ] || fail "lookalike: the other branch moved"
+
+# GitHub carries out the push but its answer is lost: the branch is read
+# back, found at the candidate, and the PR is created in the same run.
+read -r c8 t8 < <(candidate 8 src/eight.txt eight)
+curl -fsS -X POST --data "{\"repo\":\"$owner/$project\",\"mode\":\"lose-push\"}" "http://$fake_control/fault" || fail "set git fault"
+run lost-push "$(publication 8 "$c8" "$t8")"
+curl -fsS -X POST --data "{\"repo\":\"$owner/$project\",\"mode\":\"\"}" "http://$fake_control/fault" || fail "clear git fault"
+expect lost-push 0
+[ "$(remote_branch forge/job-8)" = "$c8" ] || fail "lost-push: branch not pushed"
+[ "$(field pr_created <"$tmp/lost-push.out")" = True ] || fail "lost-push: no PR"
+
 # 5. local refusals: nothing reaches GitHub.
 before=$(wc -l <"$tmp/github-requests.log")
 read -r c5 t5 < <(candidate 5 src/five.txt five)
@@ -212,6 +231,8 @@ chmod 0644 "$key"
 run key "$(publication 5 "$c5" "$t5")"
 expect key 1 key_unsafe
 chmod 0600 "$key"
+run lock "$(publication 5 "$c5" "$t5" | sed 's#"forge/job-5"#"forge/x.lock/job-5"#')"
+expect lock 3 publication_invalid
 config https://api.github.com.evil.example
 run api-base "$(publication 5 "$c5" "$t5")"
 expect api-base 1 api_base_refused

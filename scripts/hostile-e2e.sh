@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # HOSTILE-E2E: a table of hostile input against a running forge-gate and
-# a Worker's plugin host (scripts/lib/hostile.py holds the table).
+# a Worker's plugin host (testdata/hostile/hostile.py holds the table).
 #
 #  1. Gate (file database, no Worker yet): oversized, truncated and empty
 #     bodies; wrong, doubled and missing content types; duplicate and
@@ -15,7 +15,7 @@
 #     messages before hello, a second hello, hellos for another Worker or
 #     slot; replays of another lane's attempt (result, heartbeat, evidence)
 #     and a conflicting result from the holder.
-#  2. A real Worker whose plugin (scripts/lib/hostile-plugin.py) answers
+#  2. A real Worker whose plugin (testdata/hostile/plugin.py) answers
 #     each job with a hostile frame: oversized, unterminated, bad UTF-8,
 #     lone surrogate, duplicate/case-variant/unknown keys, null, a
 #     Worker-only frame, binary, two results.
@@ -59,20 +59,20 @@ e2e_start_gate "$tmp/gate.log" "Gate did not start"
 db=$tmp/state/forge.db
 
 # 1. The Gate's own surfaces.
-python3 scripts/lib/hostile.py gate "$addr" "$db" "$marker" 2>"$tmp/gate-table.out" | tee "$tmp/gate-summary.out" ||
+python3 testdata/hostile/hostile.py gate "$addr" "$db" "$marker" 2>"$tmp/gate-table.out" | tee "$tmp/gate-summary.out" ||
   fail "gate table: $(tail -n 1 "$tmp/gate-summary.out")"
 
 # 2. The Worker's plugin host.
 cat >"$tmp/worker.json" <<JSON
 {"version":1,"gate_url":"ws://$addr","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"1s","concurrency":1,
  "repository_roots":[],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime","repositories":[],
- "plugins":[{"id":"hostile","argv":["$(pwd -P)/scripts/lib/hostile-plugin.py"]}],
+ "plugins":[{"id":"hostile","argv":["$(pwd -P)/testdata/hostile/plugin.py"]}],
  "environment_allowlist":["PATH"],"check_environment_allowlist":[],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":4194304,"check_output_bytes":2048,"git_output_bytes":1048576}}
 JSON
 e2e_start_worker
 wait_log "$tmp/gate.log" "e.get('msg') == 'lane connected' and e.get('lane') == 'worker-1'" >/dev/null || fail "Worker did not connect"
-python3 scripts/lib/hostile.py plugin "$addr" "$db" "$marker" 2>"$tmp/plugin-table.out" | tee "$tmp/plugin-summary.out" ||
+python3 testdata/hostile/hostile.py plugin "$addr" "$db" "$marker" 2>"$tmp/plugin-table.out" | tee "$tmp/plugin-summary.out" ||
   fail "plugin table: $(tail -n 1 "$tmp/plugin-summary.out")"
 
 # Still serving: a normal job through the same Worker succeeds.

@@ -102,7 +102,7 @@ cp "$d/gate.json" "$tmp/gate.json"
 e2e_start_gate "$d/gate.log" "Gate (real Workers) did not start"
 python3 - "$addr" "$real" <<'PY' || fail "queueing jobs for the real Workers"
 import os, sys
-sys.path.insert(0, "scripts/lib")
+sys.path.insert(0, "testdata/forgeclient")
 from forgeclient import owner_json
 for i in range(int(sys.argv[2])):
     st, _ = owner_json(sys.argv[1], os.environ["FORGE_OWNER_TOKEN"], "POST", "/v1/jobs", {"input": "real load %d" % i})
@@ -125,7 +125,7 @@ EOF
 done
 python3 - "$d/state/forge.db" "$real" <<'PY' || fail "the real Workers did not drain the queue"
 import sys, time
-sys.path.insert(0, "scripts/lib")
+sys.path.insert(0, "testdata/forgeclient")
 from forgeclient import ro_db
 deadline = time.time() + 600
 while time.time() < deadline:

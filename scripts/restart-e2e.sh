@@ -50,7 +50,7 @@ e2e_start_gate "$tmp/gate.log" "Gate did not log its listening address"
 cat >"$tmp/worker.json" <<EOF
 {"version":1,"gate_url":"ws://$addr","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":2,
  "repository_roots":[],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime","repositories":[],
- "plugins":[{"id":"slow","argv":["$(pwd -P)/scripts/lib/slow-plugin.py"]}],
+ "plugins":[{"id":"slow","argv":["$(pwd -P)/testdata/chaos/slow-plugin.py"]}],
  "environment_allowlist":["PATH"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF

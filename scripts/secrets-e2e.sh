@@ -90,7 +90,7 @@ worker_pid=$!
 pids+=("$worker_pid")
 wait_log "$tmp/worker.log" 'e.get("msg") == "connected"' >/dev/null || fail "Worker did not connect"
 
-python3 scripts/lib/procsample.py "$tmp/stop" "$tmp/procs.json" "$tmp/secrets.json" "$mark" gate="$gate_pid" worker="$worker_pid" &
+python3 testdata/secrets/procsample.py "$tmp/stop" "$tmp/procs.json" "$tmp/secrets.json" "$mark" gate="$gate_pid" worker="$worker_pid" &
 sampler=$!
 pids+=("$sampler")
 

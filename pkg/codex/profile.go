@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/0k-lab/agent-forge/pkg/ident"
@@ -236,8 +237,13 @@ func checkBaseURL(s string) string {
 	default:
 		return "must be an absolute http(s) URL"
 	}
-	if p := u.Port(); p != "" && (len(p) > 5 || p[0] == '0') {
+	if strings.HasSuffix(u.Host, ":") {
 		return "has an invalid port"
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 || p[0] == '0' {
+			return "has an invalid port"
+		}
 	}
 	return ""
 }

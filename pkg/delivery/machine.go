@@ -92,11 +92,16 @@ func (m *Machine) Step(ctx context.Context, s State) (State, error) {
 func (m *Machine) timedOut(ctx context.Context, s State) (State, error) {
 	switch s.Phase {
 	case PhaseMerge:
-		if next, done, err := m.reconcileMerge(ctx, s); err == nil && done {
-			return next, nil
-		}
-		if ctx.Err() != nil {
+		// A merge request may have been sent: never report a timeout
+		// without knowing it did not merge.
+		next, done, err := m.reconcileMerge(ctx, s)
+		switch {
+		case ctx.Err() != nil:
 			return s, ctx.Err()
+		case err != nil:
+			return m.onError(s, err), nil
+		case done:
+			return next, nil
 		}
 	case PhaseCI:
 		if s.CIState == CIPending {

@@ -193,6 +193,28 @@ func TestTimeouts(t *testing.T) {
 	if s.Phase != PhaseMerged || s.MergeSHA != "m1" || gh.mergeReq != 1 {
 		t.Fatalf("timeout after a done merge: %+v, merge requests %d", s, gh.mergeReq)
 	}
+
+	// At the timeout in merge, a failed check is retried, not reported as
+	// a timeout; a merge that did not happen then times out.
+	m, gh, c, s = setup(t)
+	gh.setRuns(Run{HeadSHA: cand, Status: "completed", Conclusion: "success"})
+	for s.Phase != PhaseMerge {
+		s = step(t, m, c, s)
+	}
+	c.Advance(time.Hour)
+	checks := 0
+	gh.failMerged = func() error {
+		if checks++; checks == 1 {
+			return errors.New("connection reset")
+		}
+		return nil
+	}
+	if s = step(t, m, c, s); s.Phase != PhaseMerge || s.PhaseAttempts != 1 {
+		t.Fatalf("unchecked timeout: %+v", s)
+	}
+	if s = step(t, m, c, s); s.Code != CodeTimedOut || gh.mergeReq != 0 {
+		t.Fatalf("checked timeout: %+v, %d merge requests", s, gh.mergeReq)
+	}
 }
 
 func TestLostPullRequestCreation(t *testing.T) {

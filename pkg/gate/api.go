@@ -220,11 +220,13 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		}
 		// A public source is cloned or fetched, and its base checked,
 		// before any job exists.
-		if err := g.prepareSource(r.Context(), repo, t.BaseSHA); err != nil {
+		prepared, err := g.prepareSource(r.Context(), repo, t.BaseSHA)
+		if err != nil {
 			writeError(w, err)
 			return
 		}
 		nj.RepositoryID, nj.Pool, nj.Policy, plugin = repo.ID, repo.WorkerPool, g.repoPolicy[repo.ID], repo.Execution.PluginID
+		nj.PreparedPath = prepared
 		nj.DefaultBranch = repo.DefaultBranch
 		nj.Delivery = g.deliveryTarget(repo)
 	} else {

@@ -70,8 +70,6 @@ type RepositoryConfig struct {
 	// RepositoryURL makes this a public-source repository the Gate clones
 	// and fetches (config_source.go); empty for a static registration.
 	RepositoryURL string `json:"repository_url,omitempty"`
-
-	preparedPath string // set by New for a public source: its bare repository
 }
 
 // ConfigError is a refused gate.json: it names the field and why, never a

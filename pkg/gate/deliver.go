@@ -44,8 +44,8 @@ func (g *Gate) gitHubApp(tmp string) *delivery.App {
 		GitOutputBytes: g.cfg.DefaultExecution.GitOutputBytes, TempDir: tmp,
 		Local: func(repo delivery.Repo) (string, bool) {
 			for _, r := range g.repos {
-				if owner, name, ok := r.gitHubRepository(); ok && owner == repo.Owner && name == repo.Name && r.preparedPath != "" {
-					return r.preparedPath, true
+				if owner, name, ok := r.gitHubRepository(); ok && owner == repo.Owner && name == repo.Name && g.preparedDir(r) != "" {
+					return g.preparedDir(r), true
 				}
 			}
 			return "", false

@@ -20,11 +20,6 @@ func (g *Gate) openSources() error {
 		return errors.New("gate: public sources: cannot prepare the repository root")
 	}
 	g.sources = p
-	for _, r := range g.repos {
-		if r.RepositoryURL != "" {
-			r.preparedPath = p.Dir(publicSource(r))
-		}
-	}
 	return nil
 }
 
@@ -33,6 +28,15 @@ func (g *Gate) closeSources() {
 	if g.sources != nil {
 		g.sources.Close()
 	}
+}
+
+// preparedDir is the bare repository a public-source repository is
+// prepared in under the current configuration ("" for a static one).
+func (g *Gate) preparedDir(r *RepositoryConfig) string {
+	if r.RepositoryURL == "" || g.sources == nil {
+		return ""
+	}
+	return g.sources.Dir(publicSource(r))
 }
 
 // publicSource describes a public-source repository to the preparer.
@@ -44,31 +48,30 @@ func publicSource(r *RepositoryConfig) source.Repository {
 }
 
 // prepareSource brings a public-source repository up to date for a
-// coding submit and checks its base; static registrations pass as they
-// are. The error is a *source.Error.
-func (g *Gate) prepareSource(ctx context.Context, r *RepositoryConfig, base string) error {
+// coding submit, checks its base and returns the prepared repository's
+// path, which the job keeps; static registrations pass with "". The error
+// is a *source.Error.
+func (g *Gate) prepareSource(ctx context.Context, r *RepositoryConfig, base string) (string, error) {
 	if r.RepositoryURL == "" {
-		return nil
+		return "", nil
 	}
 	if g.sources == nil {
-		return &source.Error{Phase: source.PhaseClone, Reason: source.ReasonLocalFailure}
+		return "", &source.Error{Phase: source.PhaseClone, Reason: source.ReasonLocalFailure}
 	}
-	_, err := g.sources.Prepare(ctx, publicSource(r), base)
-	return err
+	return g.sources.Prepare(ctx, publicSource(r), base)
 }
 
-// leaseSource fills a coding lease of a public-source repository with the
-// prepared path and the base the Gate checked.
-func leaseSource(r *RepositoryConfig, l *wire.Lease) {
-	if r == nil || r.RepositoryURL == "" || l.Kind != wire.KindCoding {
+// leaseSource fills a coding lease of a job prepared at submit with the
+// prepared path and the base the Gate checked there (the task's).
+func leaseSource(prepared string, l *wire.Lease) {
+	if prepared == "" || l.Kind != wire.KindCoding {
 		return
 	}
 	t, err := wire.DecodeCodingTask(l.Task)
 	if err != nil {
 		return // the encoder refuses the lease's task anyway
 	}
-	l.RepositoryPath = r.preparedPath
-	l.BaseSHA = t.BaseSHA
+	l.RepositoryPath, l.BaseSHA = prepared, t.BaseSHA
 }
 
 // codeSourceFailed is the API error of a failed preparation; its body

@@ -133,17 +133,30 @@ func wantSourceFailed(t *testing.T, tg *testGate, code int, body []byte, status 
 	}
 }
 
-func TestEncodePublicLease(t *testing.T) {
-	r := &RepositoryConfig{ID: "a", RepositoryURL: testPublicURL, preparedPath: "/srv/p/" + source.DirName(testPublicURL)}
+func TestLeaseSource(t *testing.T) {
+	prepared := "/srv/p/" + source.DirName(testPublicURL)
 	sha := strings.Repeat("a", 40)
 	l := &wire.Lease{Kind: wire.KindCoding, Task: json.RawMessage(`{"repository_id":"a","base_sha":"` + sha + `","instruction":"x"}`)}
-	leaseSource(r, l)
-	if l.RepositoryPath != r.preparedPath || l.BaseSHA != sha {
+	leaseSource(prepared, l)
+	if l.RepositoryPath != prepared || l.BaseSHA != sha {
 		t.Fatalf("lease %+v", l)
 	}
 	static := &wire.Lease{Kind: wire.KindCoding, Task: l.Task}
-	leaseSource(&RepositoryConfig{ID: "a"}, static)
+	leaseSource("", static)
 	if static.RepositoryPath != "" || static.BaseSHA != "" {
 		t.Fatalf("static lease %+v", static)
+	}
+}
+
+// The lease names the repository prepared at submit, whatever the
+// configuration says when it is leased (the job keeps it, like its policy).
+func TestPublicLeaseKeepsSubmitPath(t *testing.T) {
+	tg, _, first := publicGate(t, false)
+	job := tg.submit(`{"repository_id":"agent-forge","base_sha":"` + first + `","instruction":"Fix it."}`)
+	want := filepath.Join(tg.cfg.PublicRepositoryRoot, source.DirName(testPublicURL))
+	tg.cfg.Repositories[0].RepositoryURL = "" // the configuration no longer names a public source
+	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), []string{"agent-forge"})
+	if l := w.lease(); l.JobID != job.ID || l.RepositoryPath != want || l.BaseSHA != first {
+		t.Fatalf("lease %+v", l)
 	}
 }

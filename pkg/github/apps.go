@@ -2,6 +2,7 @@ package github
 
 import (
 	"context"
+	"crypto/rsa"
 	"github.com/0k-lab/agent-forge/pkg/ident"
 	"maps"
 	"net/http"
@@ -52,14 +53,39 @@ type Installation struct {
 	Permissions Permissions // what the installation holds
 }
 
+// App is a GitHub App's identity: its ID (or client ID) and private key.
+// Calls made as the App sign a fresh JWT (AppJWT) for every attempt.
+type App struct {
+	ID  string
+	Key *rsa.PrivateKey
+}
+
+func (c *Client) signer(a App) func() (string, error) {
+	return func() (string, error) { return AppJWT(a.Key, a.ID, c.now()) }
+}
+
+func fixedJWT(jwt string) func() (string, error) {
+	return func() (string, error) { return jwt, nil }
+}
+
 // Installation returns the App's installation on owner/repo, authenticated
 // with the App JWT. A 404 (the App is not installed there) is ClassNotFound.
 func (c *Client) Installation(ctx context.Context, jwt, owner, repo string) (*Installation, error) {
+	return c.installation(ctx, fixedJWT(jwt), owner, repo)
+}
+
+// InstallationAs is Installation signing a fresh JWT as app for every
+// attempt (so waiting out limits cannot outlast the JWT).
+func (c *Client) InstallationAs(ctx context.Context, app App, owner, repo string) (*Installation, error) {
+	return c.installation(ctx, c.signer(app), owner, repo)
+}
+
+func (c *Client) installation(ctx context.Context, sign func() (string, error), owner, repo string) (*Installation, error) {
 	const op = "installation"
 	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) {
 		return nil, &APIError{Op: op, Class: ClassMalformed}
 	}
-	r, err := c.do(ctx, call{op: op, method: http.MethodGet, auth: jwt,
+	r, err := c.do(ctx, call{op: op, method: http.MethodGet, sign: sign,
 		path: "/repos/" + owner + "/" + repo + "/installation", want: []int{http.StatusOK}, retryUncertain: true})
 	if err != nil {
 		return nil, err
@@ -98,6 +124,16 @@ func (t *Token) GoString() string { return Redacted }
 // case, as on GitHub), and an expiry in the future. A permission the installation lacks is ClassValidation
 // (GitHub's 422).
 func (c *Client) CreateToken(ctx context.Context, jwt string, installationID int64, repo string, perms Permissions) (*Token, error) {
+	return c.createToken(ctx, fixedJWT(jwt), installationID, repo, perms)
+}
+
+// CreateTokenAs is CreateToken signing a fresh JWT as app for every
+// attempt.
+func (c *Client) CreateTokenAs(ctx context.Context, app App, installationID int64, repo string, perms Permissions) (*Token, error) {
+	return c.createToken(ctx, c.signer(app), installationID, repo, perms)
+}
+
+func (c *Client) createToken(ctx context.Context, sign func() (string, error), installationID int64, repo string, perms Permissions) (*Token, error) {
 	const op = "create_token"
 	if installationID <= 0 || !ident.ValidGitHubRepo(repo) || len(perms) == 0 {
 		return nil, &APIError{Op: op, Class: ClassMalformed}
@@ -108,7 +144,7 @@ func (c *Client) CreateToken(ctx context.Context, jwt string, installationID int
 	}{[]string{repo}, perms}
 	// A repeated mint after a lost response only leaves an unused token
 	// that expires within the hour, so uncertain failures are retried.
-	r, err := c.do(ctx, call{op: op, method: http.MethodPost, auth: jwt,
+	r, err := c.do(ctx, call{op: op, method: http.MethodPost, sign: sign,
 		path: "/app/installations/" + strconv.FormatInt(installationID, 10) + "/access_tokens",
 		body: req, want: []int{http.StatusCreated}, mutation: true, retryUncertain: true})
 	if err != nil {

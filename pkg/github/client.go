@@ -122,7 +122,10 @@ type call struct {
 	method string
 	path   string // already escaped
 	query  url.Values
-	auth   string      // the bearer credential
+	auth   string // the bearer credential
+	// sign, when set, makes a fresh bearer credential (an App JWT) for
+	// each attempt: waiting out a limit can outlast one JWT.
+	sign   func() (string, error)
 	header http.Header // extra request headers (If-None-Match)
 	body   any         // JSON-encoded when non-nil
 	want   []int       // success statuses
@@ -161,6 +164,13 @@ func (c *Client) do(ctx context.Context, k call) (*response, error) {
 					return nil, &APIError{Op: k.op, Class: ClassTransport}
 				}
 			}
+		}
+		if k.sign != nil {
+			jwt, err := k.sign()
+			if err != nil {
+				return nil, &APIError{Op: k.op, Class: ClassMalformed}
+			}
+			k.auth = jwt
 		}
 		resp, err := c.send(ctx, k, body)
 		if k.mutation {
@@ -253,6 +263,10 @@ func (c *Client) limitWait(resp *response, msg string, backoff time.Duration) (t
 	if resp.status != http.StatusForbidden && resp.status != http.StatusTooManyRequests {
 		return 0, false
 	}
+	if strings.Contains(msg, msgNotAccessible) {
+		// A permission refusal: waiting never helps, whatever the headers.
+		return 0, false
+	}
 	remaining := resp.header.Get("X-Ratelimit-Remaining")
 	retryAfter := resp.header.Get("Retry-After")
 	lower := strings.ToLower(msg)
@@ -281,12 +295,15 @@ func (c *Client) limitWait(resp *response, msg string, backoff time.Duration) (t
 	return wait, true
 }
 
+// msgNotAccessible is GitHub's 403 text for a missing permission.
+const msgNotAccessible = "Resource not accessible by integration"
+
 // classify maps a final non-success status to its class.
 func classify(status int, msg string) Class {
 	switch {
 	case status == http.StatusUnauthorized:
 		return ClassUnauthorized
-	case status == http.StatusForbidden && strings.Contains(msg, "Resource not accessible by integration"):
+	case status == http.StatusForbidden && strings.Contains(msg, msgNotAccessible):
 		return ClassPermission
 	case status == http.StatusForbidden:
 		return ClassForbidden
@@ -307,28 +324,45 @@ const maxMessageBytes = 2048
 
 // errorMessage extracts GitHub's error message and errors[].message
 // from an error body, bounded and redacted; "" when there is none.
+// GitHub's errors entries are objects with a message, but some answers
+// hold bare strings or nulls; each is read on its own so that one odd
+// entry cannot hide the rest.
 func errorMessage(body []byte) string {
 	var e struct {
-		Message string `json:"message"`
-		Errors  []struct {
-			Message string `json:"message"`
-		} `json:"errors"`
+		Message json.RawMessage   `json:"message"`
+		Errors  []json.RawMessage `json:"errors"`
 	}
 	if json.Unmarshal(body, &e) != nil {
 		return ""
 	}
-	parts := []string{e.Message}
-	for i, x := range e.Errors {
+	parts := []string{text(e.Message)}
+	for i, raw := range e.Errors {
 		if i == 8 {
 			break
 		}
-		parts = append(parts, x.Message)
+		var x struct {
+			Message json.RawMessage `json:"message"`
+		}
+		if json.Unmarshal(raw, &x) == nil {
+			parts = append(parts, text(x.Message))
+			continue
+		}
+		parts = append(parts, text(raw))
 	}
 	s := strings.Join(parts, "\n")
 	if len(s) > maxMessageBytes {
 		s = s[:maxMessageBytes]
 	}
 	return Redact(s)
+}
+
+// text is the JSON string raw, or "" when raw is anything else.
+func text(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // decode unmarshals a success body into v (GitHub adds fields and uses

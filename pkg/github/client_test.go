@@ -274,3 +274,75 @@ func TestErrorsAndTokensNeverShowSecrets(t *testing.T) {
 		}
 	}
 }
+
+// GitHub's error bodies vary: errors may hold strings as well as
+// objects, fields may be null. The message must survive all of them,
+// and a permission 403 is never a limit, whatever headers come with it.
+func TestErrorBodiesDecodedTolerantly(t *testing.T) {
+	for name, tc := range map[string]struct {
+		status int
+		header map[string]string
+		body   string
+		class  Class
+		exists bool
+	}{
+		"permission with errors strings": {403, nil,
+			`{"message":"Resource not accessible by integration","errors":["x"],"documentation_url":"https://docs.github.com/rest","status":"403"}`, ClassPermission, false},
+		"permission with retry-after": {403, map[string]string{"Retry-After": "5"},
+			`{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest"}`, ClassPermission, false},
+		"permission with remaining 0": {403, map[string]string{"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700000030"},
+			`{"message":"Resource not accessible by integration"}`, ClassPermission, false},
+		"exists as string": {422, nil,
+			`{"message":"Validation Failed","errors":["A pull request already exists for o:b."]}`, ClassValidation, true},
+		"exists beside odd entries": {422, nil,
+			`{"message":"Validation Failed","errors":[null,7,{"resource":"PullRequest","code":"custom","message":null},{"resource":"PullRequest","code":"custom","message":"A pull request already exists for o:b."}]}`, ClassValidation, true},
+		"message null": {422, nil, `{"message":null,"errors":[{"message":"A pull request already exists for o:b."}]}`, ClassValidation, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var n int
+			c, clk := newTestClient(func(w http.ResponseWriter, r *http.Request) {
+				n++
+				for k, v := range tc.header {
+					w.Header().Set(k, v)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+			})
+			_, err := c.CreatePull(context.Background(), testToken(), "o", "r", "b", "main", "t", "")
+			if !IsClass(err, tc.class) || PRExists(err) != tc.exists || n != 1 || len(clk.sleeps) != 0 {
+				t.Fatalf("err %v exists %v after %d requests, sleeps %v", err, PRExists(err), n, clk.sleeps)
+			}
+		})
+	}
+}
+
+// GitHub says to page by the Link header: a server that answers in pages
+// smaller than per_page (its default is 30) but says rel="next" has more.
+func TestPullsForBranchFollowsLinkNext(t *testing.T) {
+	pr := func(n int, state string) map[string]any {
+		return map[string]any{"number": n, "state": state, "merged_at": nil,
+			"html_url": "https://github.com/o/r/pull/" + formatInt(int64(n)),
+			"head":     map[string]any{"ref": "b", "sha": strings.Repeat("a", 40), "repo": map[string]any{"full_name": "o/r"}},
+			"base":     map[string]any{"ref": "main"}}
+	}
+	var pages []string
+	c, _ := newTestClient(func(w http.ResponseWriter, r *http.Request) {
+		page := r.URL.Query().Get("page")
+		pages = append(pages, page)
+		switch page {
+		case "1":
+			w.Header().Set("Link", `<https://api.github.com/repositories/1/pulls?head=o%3Ab&state=all&page=2>; rel="next", <https://api.github.com/repositories/1/pulls?head=o%3Ab&state=all&page=2>; rel="last"`)
+			writeJSON(w, 200, []any{pr(9, "open")})
+		case "2":
+			w.Header().Set("Link", `<https://api.github.com/repositories/1/pulls?head=o%3Ab&state=all&page=1>; rel="prev", <https://api.github.com/repositories/1/pulls?head=o%3Ab&state=all&page=1>; rel="first"`)
+			writeJSON(w, 200, []any{pr(4, "closed")})
+		default:
+			writeJSON(w, 200, []any{})
+		}
+	})
+	got, err := c.PullsForBranch(context.Background(), testToken(), "o", "r", "b")
+	if err != nil || len(got) != 2 || got[1].Number != 4 || len(pages) != 2 {
+		t.Fatalf("got %+v, %v after pages %v", got, err, pages)
+	}
+}

@@ -15,7 +15,9 @@
 // AppJWT signs an RS256 JWT with the App's RSA key (ParsePrivateKey takes
 // PKCS#1 or PKCS#8 PEM): integer iat one minute in the past, integer exp
 // nine minutes ahead (GitHub refuses more than ten, and clocks drift),
-// iss the App ID. With it, Installation finds the App's installation on
+// iss the App ID. InstallationAs and CreateTokenAs sign a fresh one for
+// every attempt (waiting out limits can outlast a JWT); Installation and
+// CreateToken take one already signed. With it, Installation finds the App's installation on
 // one repository (404: not installed) and CreateToken mints an
 // installation token for exactly that repository with exactly the
 // permissions asked for; DerivePermissions gives them: contents and

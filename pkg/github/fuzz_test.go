@@ -144,3 +144,19 @@ func FuzzParseRemoteBranch(f *testing.F) {
 		}
 	})
 }
+
+// FuzzHasNextPage: never panics; the seeds named link-next* have a next
+// page and the others do not.
+func FuzzHasNextPage(f *testing.F) {
+	for name, d := range seeds(f, "link-*") {
+		if want := strings.HasPrefix(name, "link-next"); hasNextPage([]string{string(d)}) != want {
+			f.Errorf("%s: want %v", name, want)
+		}
+		f.Add(d)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if hasNextPage([]string{string(data)}) && !strings.Contains(strings.ToLower(string(data)), "next") {
+			t.Fatal("next without next")
+		}
+	})
+}

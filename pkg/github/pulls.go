@@ -121,7 +121,9 @@ func (c *Client) PullsForBranch(ctx context.Context, token *Token, owner, repo, 
 				out = append(out, p)
 			}
 		}
-		if len(list) < pullsPerPage {
+		// GitHub announces a further page in the Link header; a full
+		// page without one is read on too, in case the header was lost.
+		if len(list) == 0 || !hasNextPage(r.header.Values("Link")) && len(list) < pullsPerPage {
 			return out, nil
 		}
 	}
@@ -187,4 +189,28 @@ func (c *Client) GetPull(ctx context.Context, token *Token, owner, repo string, 
 func PRExists(err error) bool {
 	var e *APIError
 	return errorsAs(err, &e) && e.Class == ClassValidation && e.MessageContains("A pull request already exists")
+}
+
+// hasNextPage reports whether a Link header (RFC 8288, as GitHub sends it
+// for pagination) has a rel="next" entry.
+func hasNextPage(links []string) bool {
+	for _, h := range links {
+		for _, link := range strings.Split(h, ",") {
+			_, params, ok := strings.Cut(link, ">")
+			if !ok {
+				continue
+			}
+			for _, p := range strings.Split(params, ";") {
+				k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+				if strings.EqualFold(k, "rel") {
+					for _, rel := range strings.Fields(strings.Trim(v, `"`)) {
+						if strings.EqualFold(rel, "next") {
+							return true
+						}
+					}
+				}
+			}
+		}
+	}
+	return false
 }

@@ -112,6 +112,14 @@ func (a *API) listPulls(w http.ResponseWriter, r *http.Request, owner, repo stri
 	if start < len(all) {
 		out = all[start:min(len(all), start+perPage)]
 	}
+	if start+perPage < len(all) {
+		// GitHub announces further pages in the Link header.
+		next := *r.URL
+		nq := next.Query()
+		nq.Set("page", strconv.Itoa(page+1))
+		next.RawQuery = nq.Encode()
+		w.Header().Set("Link", `<https://api.github.com`+next.RequestURI()+`>; rel="next"`)
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

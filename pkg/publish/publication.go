@@ -10,9 +10,11 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
-// Publication limits (GitHub's own title and body limits).
+// Publication limits (GitHub's own title and body limits). The byte
+// bound leaves room for a body at its limit written entirely in JSON
+// escapes (12 bytes per astral character).
 const (
-	MaxPublicationBytes = 512 << 10
+	MaxPublicationBytes = 1 << 20
 	MaxTitleRunes       = 256
 	MaxBodyRunes        = 65536
 	// CandidatePrefix starts every Worker candidate ref.

@@ -60,27 +60,30 @@ func TestPublicationLimits(t *testing.T) {
 		data []byte
 		ok   bool
 	}{
-		"title at limit":    {set("pr_title", strings.Repeat("é", MaxTitleRunes)), true},
-		"title over limit":  {set("pr_title", strings.Repeat("t", MaxTitleRunes+1)), false},
-		"body at limit":     {set("pr_body", strings.Repeat("b", MaxBodyRunes)), true},
-		"body over limit":   {set("pr_body", strings.Repeat("b", MaxBodyRunes+1)), false},
-		"body control char": {set("pr_body", "a\x1bb"), false},
-		"branch HEAD":       {set("new_branch", "HEAD"), false},
-		"branch refs/":      {set("new_branch", "refs/heads/x"), false},
-		"branch sha-like":   {set("new_branch", strings.Repeat("c", 40)), false},
-		"ref extra level":   {set("candidate_ref", CandidatePrefix+"a/b/c"), false},
-		"branch .lock part": {set("new_branch", "forge/x.lock/y"), false},
-		"branch .lock end":  {set("new_branch", "forge/x.lock"), false},
-		"branch dotdot":     {set("new_branch", "forge/a..b"), false},
-		"branch reflog":     {set("new_branch", "forge@{1}"), false},
-		"branch dash":       {set("new_branch", "-forge"), false},
-		"branch unicode":    {set("new_branch", "forge/ü"), false},
-		"base .lock part":   {set("base_branch", "a.lock/main"), false},
-		"title newline":     {set("pr_title", "a\nb"), false},
-		"title blank":       {set("pr_title", " \t "), false},
-		"body unicode":      {set("pr_body", "ünïcödé ✓ \u202e\n\tx"), true},
-		"ref empty attempt": {set("candidate_ref", CandidatePrefix+"a/"), false},
-		"too large":         {append(good, bytes.Repeat([]byte(" "), MaxPublicationBytes)...), false},
+		"title at limit":   {set("pr_title", strings.Repeat("é", MaxTitleRunes)), true},
+		"title over limit": {set("pr_title", strings.Repeat("t", MaxTitleRunes+1)), false},
+		"body at limit":    {set("pr_body", strings.Repeat("b", MaxBodyRunes)), true},
+		// An ASCII-only encoder (Python's json.dumps by default) writes
+		// each astral character as a 12-byte surrogate-pair escape.
+		"body at limit, escaped astral": {escapedBody(good, MaxBodyRunes), true},
+		"body over limit":               {set("pr_body", strings.Repeat("b", MaxBodyRunes+1)), false},
+		"body control char":             {set("pr_body", "a\x1bb"), false},
+		"branch HEAD":                   {set("new_branch", "HEAD"), false},
+		"branch refs/":                  {set("new_branch", "refs/heads/x"), false},
+		"branch sha-like":               {set("new_branch", strings.Repeat("c", 40)), false},
+		"ref extra level":               {set("candidate_ref", CandidatePrefix+"a/b/c"), false},
+		"branch .lock part":             {set("new_branch", "forge/x.lock/y"), false},
+		"branch .lock end":              {set("new_branch", "forge/x.lock"), false},
+		"branch dotdot":                 {set("new_branch", "forge/a..b"), false},
+		"branch reflog":                 {set("new_branch", "forge@{1}"), false},
+		"branch dash":                   {set("new_branch", "-forge"), false},
+		"branch unicode":                {set("new_branch", "forge/ü"), false},
+		"base .lock part":               {set("base_branch", "a.lock/main"), false},
+		"title newline":                 {set("pr_title", "a\nb"), false},
+		"title blank":                   {set("pr_title", " \t "), false},
+		"body unicode":                  {set("pr_body", "ünïcödé ✓ \u202e\n\tx"), true},
+		"ref empty attempt":             {set("candidate_ref", CandidatePrefix+"a/"), false},
+		"too large":                     {append(good, bytes.Repeat([]byte(" "), MaxPublicationBytes)...), false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, err := DecodePublication(bytes.NewReader(tc.data))
@@ -117,4 +120,15 @@ func FuzzDecodePublication(f *testing.F) {
 			t.Fatalf("round trip: %v", err)
 		}
 	})
+}
+
+// escapedBody is good with a pr_body of n astral characters, each written
+// as a JSON surrogate-pair escape and the title likewise at its limit.
+func escapedBody(good []byte, n int) []byte {
+	var m map[string]any
+	json.Unmarshal(good, &m)
+	m["pr_body"], m["pr_title"] = "@BODY@", "@TITLE@"
+	b, _ := json.Marshal(m)
+	b = bytes.Replace(b, []byte("@BODY@"), bytes.Repeat([]byte(`\ud83d\ude00`), n), 1)
+	return bytes.Replace(b, []byte("@TITLE@"), bytes.Repeat([]byte(`\ud83d\ude00`), MaxTitleRunes), 1)
 }

@@ -162,15 +162,16 @@ func verifyCandidate(ctx context.Context, git *gitx.Runner, gitDir string, p *Pu
 
 // token finds the installation and mints a token with exactly perms.
 func (pb *Publisher) token(ctx context.Context, perms github.Permissions) (*github.Token, error) {
-	jwt, err := github.AppJWT(pb.creds.Key, pb.creds.AppID, pb.env.Now())
-	if err != nil {
+	if _, err := github.AppJWT(pb.creds.Key, pb.creds.AppID, pb.env.Now()); err != nil {
 		return nil, fail(StageConfig, CodeKeyInvalid)
 	}
-	inst, err := pb.gh.Installation(ctx, jwt, pb.cfg.Owner, pb.cfg.Repository)
+	// Every attempt signs a fresh JWT: waiting out limits can outlast one.
+	app := github.App{ID: pb.creds.AppID, Key: pb.creds.Key}
+	inst, err := pb.gh.InstallationAs(ctx, app, pb.cfg.Owner, pb.cfg.Repository)
 	if err != nil {
 		return nil, apiFailure(err, CodeAPIFailed)
 	}
-	tok, err := pb.gh.CreateToken(ctx, jwt, inst.ID, pb.cfg.Repository, perms)
+	tok, err := pb.gh.CreateTokenAs(ctx, app, inst.ID, pb.cfg.Repository, perms)
 	if err != nil {
 		if errors.Is(err, github.ErrPermissionsMismatch) {
 			return nil, fail(StageGitHub, CodePermissionsWrong)

@@ -103,7 +103,7 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 	}
 	switch j.Kind {
 	case KindText:
-		if j.RepositoryID != "" || j.Delivery != nil || j.DefaultBranch != "" {
+		if j.RepositoryID != "" || j.Delivery != nil || j.DefaultBranch != "" || j.PreparedPath != "" {
 			return Job{}, nil, invalid("text job with a repository")
 		}
 	case KindCoding:
@@ -115,6 +115,9 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 		}
 		if j.DefaultBranch != "" && !ident.ValidBranch(j.DefaultBranch) {
 			return Job{}, nil, invalid("malformed default branch")
+		}
+		if j.PreparedPath != "" && !ident.ValidRepositoryPath(j.PreparedPath) {
+			return Job{}, nil, invalid("malformed prepared path")
 		}
 	default:
 		return Job{}, nil, invalid("unknown job kind")
@@ -141,11 +144,11 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 		if d := j.Delivery; d != nil {
 			owner, repo, base = d.Owner, d.Repo, d.BaseBranch
 		}
-		res, err := t.exec(`INSERT INTO jobs (id, kind, task, pool, plugin_id, repository_id, default_branch, policy,
+		res, err := t.exec(`INSERT INTO jobs (id, kind, task, pool, plugin_id, repository_id, default_branch, prepared_path, policy,
   lease_ttl_us, retry_base_us, max_attempts, status, event_count, delivery_owner, delivery_repo, delivery_base,
   created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			j.ID, j.Kind, task, j.Pool, p.pluginID, nullable(j.RepositoryID), nullable(j.DefaultBranch), j.Policy,
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			j.ID, j.Kind, task, j.Pool, p.pluginID, nullable(j.RepositoryID), nullable(j.DefaultBranch), nullable(j.PreparedPath), j.Policy,
 			p.leaseTTL, p.retryBase, p.maxAttempts, owner, repo, base, us, us)
 		if err != nil {
 			return err
@@ -197,7 +200,7 @@ func inList(b *strings.Builder, args []any, ids []string) []any {
 func candidateSQL(pool string, us int64, plugins, repositories []string) (string, []any) {
 	args := []any{pool, us}
 	var b strings.Builder
-	b.WriteString(`SELECT seq, id, kind, task, repository_id, default_branch, plugin_id, policy, lease_ttl_us, attempt_count,
+	b.WriteString(`SELECT seq, id, kind, task, repository_id, default_branch, prepared_path, plugin_id, policy, lease_ttl_us, attempt_count,
   max_attempts, retry_base_us, event_count, updated_at
 FROM jobs WHERE pool = ? AND status IN ('pending', 'retry_wait') AND (status = 'pending' OR retry_at <= ?)
   AND plugin_id IN (`)
@@ -275,14 +278,14 @@ FROM lanes WHERE lane = ?`, req.Generation, req.Lane, req.Generation, req.Lane).
 func (t *wtx) grant(req LeaseRequest, us int64) (*Lease, error) {
 	query, args := candidateSQL(req.Pool, us, req.Plugins, req.Repositories)
 	var (
-		seq, ttl, count, base int64
-		events, updated       int64
-		maxAttempts           int
-		repo, branch          sql.NullString
-		task, pol             string
-		l                     = Lease{AttemptID: newAttemptID()}
+		seq, ttl, count, base  int64
+		events, updated        int64
+		maxAttempts            int
+		repo, branch, prepared sql.NullString
+		task, pol              string
+		l                      = Lease{AttemptID: newAttemptID()}
 	)
-	err := t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &branch, &l.PluginID, &pol, &ttl, &count,
+	err := t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &branch, &prepared, &l.PluginID, &pol, &ttl, &count,
 		&maxAttempts, &base, &events, &updated)
 	if isNoRows(err) {
 		return nil, nil
@@ -293,7 +296,7 @@ func (t *wtx) grant(req LeaseRequest, us int64) (*Lease, error) {
 	us = max(us, updated)
 	l.Ordinal = int(count) + 1
 	l.Task, l.Policy = json.RawMessage(task), json.RawMessage(pol)
-	l.RepositoryID, l.DefaultBranch = repo.String, branch.String
+	l.RepositoryID, l.DefaultBranch, l.PreparedPath = repo.String, branch.String, prepared.String
 	l.LeasedAt, l.DeadlineAt = fromMicros(us).Time, fromMicros(us+ttl).Time
 	if _, err := t.exec(`UPDATE jobs SET status = 'leased', current_attempt = ?, attempt_count = ?, event_count = ?,
   retry_at = NULL, updated_at = ? WHERE seq = ?`, l.AttemptID, l.Ordinal, events+1, us, seq); err != nil {

@@ -31,6 +31,7 @@ CREATE TABLE jobs (
   plugin_id       TEXT NOT NULL,
   repository_id   TEXT CHECK ((kind = 'coding') = (repository_id IS NOT NULL)),
   default_branch  TEXT CHECK (kind = 'coding' OR default_branch IS NULL),
+  prepared_path   TEXT CHECK (kind = 'coding' OR prepared_path IS NULL),
   policy          TEXT NOT NULL,
   lease_ttl_us    INTEGER NOT NULL CHECK (lease_ttl_us > 0),
   retry_base_us   INTEGER NOT NULL CHECK (retry_base_us > 0),

@@ -111,7 +111,11 @@ type NewJob struct {
 	// submit (coding jobs only, optional): every lease of the job carries
 	// it, whatever the configuration says later.
 	DefaultBranch string
-	Policy        []byte
+	// PreparedPath is the bare repository Gate prepared for a public-source
+	// coding job at submit ("" for static registrations); every lease of
+	// the job names it.
+	PreparedPath string
+	Policy       []byte
 	// Delivery, for a coding job, names the GitHub repository and base
 	// branch the candidate is delivered to; nil: candidate-only.
 	Delivery *DeliveryTarget
@@ -190,9 +194,12 @@ type Lease struct {
 	// DefaultBranch is the one resolved when the job was submitted ("" if
 	// none).
 	DefaultBranch string
-	PluginID      string
-	LeasedAt      time.Time
-	DeadlineAt    time.Time
+	// PreparedPath is the public-source repository prepared at submit (""
+	// if none).
+	PreparedPath string
+	PluginID     string
+	LeasedAt     time.Time
+	DeadlineAt   time.Time
 }
 
 // Fence identifies who is writing for an attempt: the job and attempt the

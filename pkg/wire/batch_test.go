@@ -59,15 +59,15 @@ func TestHeldConnCorkCollectsWritesIntoOne(t *testing.T) {
 // connection keeps working after it.
 func TestSendEncodedBatchOverWebSocket(t *testing.T) {
 	lease := testLease()
-	leaseBytes, err := EncodeLease(&lease)
+	leaseBytes, err := Encode(Envelope{Type: TypeLease, Lease: &lease})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ack, err := EncodeAck(1, time.Time{})
+	ack, err := Encode(Envelope{Type: TypeAck, Seq: 1, Ack: &Ack{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ack2, err := EncodeAck(2, time.Time{})
+	ack2, err := Encode(Envelope{Type: TypeAck, Seq: 2, Ack: &Ack{}})
 	if err != nil {
 		t.Fatal(err)
 	}

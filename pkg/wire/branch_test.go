@@ -1,25 +1,21 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
-// A coding lease may name its repository's default branch; both encoders
-// agree and the decoder returns it. Text leases and bad names are refused.
+// A coding lease may name its repository's default branch; the decoder
+// returns it. Text leases and bad names are refused.
 func TestLeaseDefaultBranch(t *testing.T) {
 	l := testLease()
 	l.Kind, l.DefaultBranch = KindCoding, "release/2"
 	l.Task = json.RawMessage(`{"repository_id":"r","base_sha":"` + strings.Repeat("a", 40) + `","instruction":"x"}`)
-	got, err := EncodeLease(&l)
+	got, err := Encode(Envelope{Type: TypeLease, Lease: &l})
 	if err != nil {
 		t.Fatal(err)
-	}
-	want, err := Encode(Envelope{Type: TypeLease, Lease: &l})
-	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("EncodeLease\n%s\nEncode\n%s (%v)", got, want, err)
 	}
 	e, err := Decode(got)
 	if err != nil || e.Lease.DefaultBranch != "release/2" {
@@ -32,11 +28,57 @@ func TestLeaseDefaultBranch(t *testing.T) {
 	} {
 		bad := l
 		mutate(&bad)
-		if _, err := EncodeLease(&bad); err == nil {
-			t.Errorf("%s: EncodeLease accepted", name)
-		}
 		if _, err := Encode(Envelope{Type: TypeLease, Lease: &bad}); err == nil {
 			t.Errorf("%s: Encode accepted", name)
 		}
+	}
+}
+
+func testLease() Lease {
+	return Lease{JobID: "job_1", AttemptID: "0123456789abcdef0123456789abcdef", Ordinal: 3,
+		DeadlineAt: time.Date(2026, 11, 29, 12, 0, 30, 500000000, time.UTC), Kind: KindText,
+		Policy: json.RawMessage(`{"version":1,"plugin":"reference","env":["A","B"]}`),
+		Task:   json.RawMessage(`{"input":"hello \u003cworld\u003e \"quoted\" ü"}`)}
+}
+
+// TestEncodeRefusesBadLeases: Encode validates a lease before it writes
+// a byte.
+func TestEncodeRefusesBadLeases(t *testing.T) {
+	cases := map[string]func(*Lease){
+		"job ref":        func(l *Lease) { l.JobID = `a"b` },
+		"attempt ref":    func(l *Lease) { l.AttemptID = "" },
+		"ordinal":        func(l *Lease) { l.Ordinal = 0 },
+		"deadline":       func(l *Lease) { l.DeadlineAt = time.Time{} },
+		"far deadline":   func(l *Lease) { l.DeadlineAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) },
+		"kind":           func(l *Lease) { l.Kind = "shell" },
+		"activity ver":   func(l *Lease) { l.ActivityVersion = "Live Activity" },
+		"policy array":   func(l *Lease) { l.Policy = json.RawMessage(`[]`) },
+		"policy broken":  func(l *Lease) { l.Policy = json.RawMessage(`{"a":`) },
+		"task scalar":    func(l *Lease) { l.Task = json.RawMessage(`"x"`) },
+		"task broken":    func(l *Lease) { l.Task = json.RawMessage(`{"input":"x"} {}`) },
+		"task too large": func(l *Lease) { l.Task = json.RawMessage(`{"input":"` + strings.Repeat("x", MaxMessageBytes) + `"}`) },
+		"path on text":   func(l *Lease) { l.RepositoryPath, l.BaseSHA = "/srv/r.git", strings.Repeat("a", 40) },
+		"path alone":     func(l *Lease) { l.Kind, l.RepositoryPath = KindCoding, "/srv/r.git" },
+		"base alone":     func(l *Lease) { l.Kind, l.BaseSHA = KindCoding, strings.Repeat("a", 40) },
+		"path relative":  func(l *Lease) { l.Kind, l.RepositoryPath, l.BaseSHA = KindCoding, "srv/r.git", strings.Repeat("a", 40) },
+		"path unclean": func(l *Lease) {
+			l.Kind, l.RepositoryPath, l.BaseSHA = KindCoding, "/srv/../r.git", strings.Repeat("a", 40)
+		},
+		"path quote": func(l *Lease) {
+			l.Kind, l.RepositoryPath, l.BaseSHA = KindCoding, `/srv/"r.git`, strings.Repeat("a", 40)
+		},
+		"path html": func(l *Lease) {
+			l.Kind, l.RepositoryPath, l.BaseSHA = KindCoding, `/srv/<r>.git`, strings.Repeat("a", 40)
+		},
+		"base short": func(l *Lease) { l.Kind, l.RepositoryPath, l.BaseSHA = KindCoding, "/srv/r.git", "abc" },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			l := testLease()
+			mutate(&l)
+			if _, err := Encode(Envelope{Type: TypeLease, Lease: &l}); err == nil {
+				t.Fatal("accepted")
+			}
+		})
 	}
 }

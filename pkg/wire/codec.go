@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/strictjson"
 	"golang.org/x/net/websocket"
 )
 
@@ -26,8 +27,8 @@ func Decode(data []byte) (Envelope, error) {
 	if len(data) > MaxMessageBytes {
 		return Envelope{}, ErrTooLarge
 	}
-	e, err := decodeEnvelope(data)
-	if err != nil {
+	var e Envelope
+	if err := strictjson.Decode(data, &e); err != nil {
 		return Envelope{}, fmt.Errorf("wire: %w", err)
 	}
 	if err := e.Validate(); err != nil {

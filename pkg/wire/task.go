@@ -229,8 +229,8 @@ func ParseTask(data []byte) (Kind, []byte, error) {
 
 // DecodeTextTask strictly decodes and validates a text task.
 func DecodeTextTask(data []byte) (TextTask, error) {
-	t, err := decodeTextTask(data)
-	if err != nil {
+	var t TextTask
+	if err := strictjson.Decode(data, &t); err != nil {
 		return TextTask{}, err
 	}
 	if err := t.Validate(); err != nil {

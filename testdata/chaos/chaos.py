@@ -12,7 +12,7 @@
 #   jobs=N kills=K restarts=R lost=0 duplicated=0 burned=0 leaked_dirs=0 integrity=ok
 # exit 0 only when every check holds.
 import json, os, random, signal, subprocess, sys, threading, time
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "forgeclient"))
 from forgeclient import http, owner_json, ro_db, wait_until  # noqa: E402
 
 d, seed, njobs, coding_pct, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])

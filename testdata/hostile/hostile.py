@@ -10,7 +10,7 @@
 #   tried=N rejected=N stored=N
 # exiting 0 only when every row was rejected and nothing stored.
 import json, os, socket, sys, threading, time
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "forgeclient"))
 from forgeclient import http, read_response, WS, row_counts, wait_until, owner_json, ro_db  # noqa: E402
 
 phase, addr, db, marker = sys.argv[1:5]

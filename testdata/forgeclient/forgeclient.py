@@ -1,7 +1,7 @@
-# Shared Python helpers for the e2e scripts that drive a running Gate by
+# Shared Python helpers (a module, not a program) for the e2e scripts that drive a running Gate by
 # hand: raw HTTP on a socket, a minimal WebSocket client speaking
 # forge-wire/v1 (docs/wire-protocol.md), and read-only SQLite access.
-# Import with sys.path.insert(0, "<repo>/scripts/lib"); stdlib only.
+# Import with sys.path.insert(0, "<repo>/testdata/forgeclient"); stdlib only.
 import base64
 import json
 import os

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# A plugin-protocol v1 text plugin for scripts/chaos-e2e.sh: the input
+# A plugin-protocol v1 text plugin for e2e scripts (chaos, restart): the input
 # "<seconds> <text>" is answered, after sleeping that long (so that kills
 # land mid-run), with <text> upper-cased.
 import json, sys, time
