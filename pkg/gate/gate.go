@@ -221,10 +221,8 @@ func (g *Gate) Serve(ctx context.Context, ln net.Listener) error {
 	if err == nil {
 		g.wg.Add(1)
 		go g.sweeper()
-		if g.delivery != nil {
-			g.wg.Add(1)
-			go g.deliveryLoop()
-		}
+		g.wg.Add(1)
+		go g.deliveryLoop()
 		select {
 		case <-ctx.Done():
 		case <-g.failed:
