@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -104,7 +105,12 @@ func TestDeliveryResumesAfterRestart(t *testing.T) {
 	if err != nil || l == nil {
 		t.Fatal(l, err)
 	}
-	if _, err := st.Complete(context.Background(), store.Fence{JobID: "j1", AttemptID: l.AttemptID, Lane: "worker-1", Generation: "g1"},
+	fence := store.Fence{JobID: "j1", AttemptID: l.AttemptID, Lane: "worker-1", Generation: "g1"}
+	if _, err := st.AddEvidence(context.Background(), fence, 1, []json.RawMessage{json.RawMessage(`{"phase":"candidate_commit"}`)},
+		deliverCandidate, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Complete(context.Background(), fence,
 		store.Outcome{Succeeded: true, CandidateSHA: deliverCandidate}, now); err != nil {
 		t.Fatal(err)
 	}
