@@ -205,7 +205,7 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	nj := store.NewJob{ID: newID(), Kind: string(kind), Task: task}
+	nj := store.NewJob{ID: newJobID(), Kind: string(kind), Task: task}
 	var plugin string
 	if kind == wire.KindCoding {
 		t, err := wire.DecodeCodingTask(task)

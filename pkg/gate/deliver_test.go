@@ -212,3 +212,46 @@ func TestDeliveryTempDirClearsLeftovers(t *testing.T) {
 		t.Fatal("a bare repository was removed")
 	}
 }
+
+// A Gate started without the delivery section does not leave a job
+// delivering forever: Start ends it with delivery_unconfigured, before
+// ready.
+func TestDeliveryWithoutTheSectionEndsVisibly(t *testing.T) {
+	cfg, sec := testConfig(t, nil)
+	st, err := store.Open(context.Background(), ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	if _, err := st.Submit(context.Background(), store.NewJob{ID: "j1", Kind: store.KindCoding, Task: []byte(`{}`),
+		Pool: "coding", RepositoryID: "agent-forge", Policy: mustRepoPolicy(t, cfg),
+		Delivery: &store.DeliveryTarget{Owner: "octo", Repo: "hello", BaseBranch: "main"}}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ConnectLane(context.Background(), "worker-1", "worker-1", 0, "g1", now); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Lease(context.Background(), "worker-1", "g1", "coding", []string{"codex"}, []string{"agent-forge"}, now)
+	if err != nil || l == nil {
+		t.Fatal(l, err)
+	}
+	if _, err := st.Complete(context.Background(), store.Fence{JobID: "j1", AttemptID: l.AttemptID, Lane: "worker-1", Generation: "g1"},
+		store.Outcome{Succeeded: true, CandidateSHA: deliverCandidate}, now); err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, sec, st, slog.New(slog.NewJSONHandler(io.Discard, nil)), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	j, err := st.Job(context.Background(), "j1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != store.JobFailed || j.Delivery == nil || j.Delivery.Phase != "failed" || j.Delivery.FailureCode != delivery.CodeUnconfigured {
+		t.Fatalf("job %s, delivery %+v", j.Status, j.Delivery)
+	}
+}
