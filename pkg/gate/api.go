@@ -228,6 +228,11 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		nj.RepositoryID, nj.Pool, nj.Policy, plugin = repo.ID, repo.WorkerPool, g.repoPolicy[repo.ID], repo.Execution.PluginID
 		nj.PreparedPath = prepared
 		nj.DefaultBranch = repo.DefaultBranch
+		nj.BaseSHA = t.BaseSHA
+		nj.TestArgCounts = make([]int, len(t.Tests))
+		for i, argv := range t.Tests {
+			nj.TestArgCounts[i] = len(argv)
+		}
 		nj.Delivery = g.deliveryTarget(repo)
 	} else {
 		nj.Pool, nj.Policy, plugin = g.cfg.DefaultPool, g.textPolicy, g.cfg.DefaultExecution.PluginID

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -104,8 +105,7 @@ func TestDeliveryResumesAfterRestart(t *testing.T) {
 	if err != nil || l == nil {
 		t.Fatal(l, err)
 	}
-	if _, err := st.Complete(context.Background(), store.Fence{JobID: "j1", AttemptID: l.AttemptID, Lane: "worker-1", Generation: "g1"},
-		store.Outcome{Succeeded: true, CandidateSHA: deliverCandidate}, now); err != nil {
+	if err := completeWithCandidate(st, store.Fence{JobID: "j1", AttemptID: l.AttemptID, Lane: "worker-1", Generation: "g1"}, now); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -236,8 +236,7 @@ func TestDeliveryWithoutTheSectionEndsVisibly(t *testing.T) {
 	if err != nil || l == nil {
 		t.Fatal(l, err)
 	}
-	if _, err := st.Complete(context.Background(), store.Fence{JobID: "j1", AttemptID: l.AttemptID, Lane: "worker-1", Generation: "g1"},
-		store.Outcome{Succeeded: true, CandidateSHA: deliverCandidate}, now); err != nil {
+	if err := completeWithCandidate(st, store.Fence{JobID: "j1", AttemptID: l.AttemptID, Lane: "worker-1", Generation: "g1"}, now); err != nil {
 		t.Fatal(err)
 	}
 	g, err := New(cfg, sec, st, slog.New(slog.NewJSONHandler(io.Discard, nil)), time.Now)
@@ -254,4 +253,16 @@ func TestDeliveryWithoutTheSectionEndsVisibly(t *testing.T) {
 	if j.Status != store.JobFailed || j.Delivery == nil || j.Delivery.Phase != "failed" || j.Delivery.FailureCode != delivery.CodeUnconfigured {
 		t.Fatalf("job %s, delivery %+v", j.Status, j.Delivery)
 	}
+}
+
+// completeWithCandidate records a successful coding result for the fenced
+// attempt the way a Worker's lane does: first the evidence batch that
+// created deliverCandidate, then the result naming it.
+func completeWithCandidate(st *store.Store, f store.Fence, now time.Time) error {
+	recs := []json.RawMessage{json.RawMessage(`{"phase":"candidate_commit"}`)}
+	if _, err := st.AddEvidence(context.Background(), f, 1, recs, deliverCandidate, now); err != nil {
+		return err
+	}
+	_, err := st.Complete(context.Background(), f, store.Outcome{Succeeded: true, CandidateSHA: deliverCandidate}, now)
+	return err
 }
