@@ -43,6 +43,10 @@ const (
 	DeliveryFaultLoseMerge = "lose-merge"
 	// DeliveryFaultNotMergeable: the next merge answers 405.
 	DeliveryFaultNotMergeable = "not-mergeable"
+	// DeliveryFaultMergeUnprocessable: the next merge answers 422
+	// ("Validation Failed", which GitHub also sends when the endpoint has
+	// been spammed).
+	DeliveryFaultMergeUnprocessable = "merge-unprocessable"
 )
 
 // Unauthenticated limit the runs list reports.
@@ -108,7 +112,7 @@ func (a *API) SetCIRuns(owner, repo string, n int) error {
 // SetDeliveryFault arms a delivery fault for the next count merges.
 func (a *API) SetDeliveryFault(mode string, count int) error {
 	switch mode {
-	case DeliveryFaultLoseMerge, DeliveryFaultNotMergeable:
+	case DeliveryFaultLoseMerge, DeliveryFaultNotMergeable, DeliveryFaultMergeUnprocessable:
 	default:
 		return fmt.Errorf("unknown delivery fault %q", mode)
 	}
@@ -317,6 +321,9 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 		return
 	case c.take(DeliveryFaultNotMergeable):
 		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
+		return
+	case c.take(DeliveryFaultMergeUnprocessable):
+		WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
 		return
 	}
 	merge, err := a.mergeCommit(owner, repo, p, head)

@@ -51,3 +51,18 @@ func TestRunsListPages(t *testing.T) {
 		t.Fatal("out-of-range run counts accepted")
 	}
 }
+
+// A 422 to the merge is a refusal: the delivery ends merge_refused after
+// that one request, and it is never retried into github_unavailable.
+func TestMergeUnprocessableIsARefusal(t *testing.T) {
+	d := newDeliveryFixture(t)
+	if err := d.api.SetDeliveryFault(DeliveryFaultMergeUnprocessable, 5); err != nil {
+		t.Fatal(err)
+	}
+	if s := d.run(t); s.Code != delivery.CodeMergeRefused || d.rev(t, "refs/heads/main") != d.base {
+		t.Fatalf("%+v", s)
+	}
+	if left := d.api.ci().faults[DeliveryFaultMergeUnprocessable]; left != 4 {
+		t.Fatalf("%d merge requests, want 1", 5-left)
+	}
+}
