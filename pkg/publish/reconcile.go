@@ -116,6 +116,12 @@ func (pb *Publisher) createPR(ctx context.Context, tok *github.Token, p *Publica
 		}
 		found, cerr := choose(prs, p)
 		if cerr != nil {
+			// Found after the branch was pushed: GitHub has changed, so
+			// this is not a "nothing changed" refusal.
+			var e *Error
+			if errors.As(cerr, &e) {
+				return nil, false, fail(StageGitHub, e.Code)
+			}
 			return nil, false, cerr
 		}
 		if found != nil {
