@@ -48,7 +48,7 @@ const (
 	CodeBaseChanged        = "pr_base_changed"      // the branch's pull request targets another base branch
 	CodePRClosed           = "pr_closed"            // the pull request was closed without merge
 	CodePRRefused          = "pr_refused"           // GitHub refused the pull request (no commits between head and base)
-	CodeMergeRefused       = "merge_refused"        // 405 or merged=false: not mergeable, protection, review, merge queue
+	CodeMergeRefused       = "merge_refused"        // 405, 422 or merged=false: not mergeable, protection, review, merge queue
 	CodePermissionDenied   = "permission_denied"    // the App lacks a permission on the repository
 	CodeNotInstalled       = "app_not_installed"    // the App is not installed on the repository
 	CodeRepositoryNotFound = "repository_not_found" // the repository is not public or does not exist
