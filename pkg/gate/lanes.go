@@ -42,6 +42,7 @@ type lane struct {
 	draining  bool // the Worker said goodbye: lease nothing more
 	jobID     string
 	attemptID string
+	call      chan struct{} // open while a Lease call for the lane is in flight
 }
 
 // leaseRequest names this lane to the store's Lease.
@@ -232,8 +233,8 @@ func (g *Gate) serveLane(c *wire.Conn, worker int) {
 		pool: wc.Pool, plugins: h.Plugins, repos: h.Repositories,
 		pluginSet: set(h.Plugins), repoSet: set(h.Repositories), registered: g.repos, conn: c,
 		activity: activity.Select(h.ActivityVersions), act: g.act,
-		state: laneReserved, // nothing is leased before welcome is out
 	}
+	l.reserveAtConnect() // nothing is leased before welcome is out
 	if l.plugins == nil {
 		l.plugins = []string{}
 	}
@@ -377,11 +378,19 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		// not run goes back to the queue before the ack, so once the
 		// Worker has the ack nothing is left leased to it but what it runs.
 		g.lanes.mu.Lock()
-		release := l.goodbye(attemptRef{e.Goodbye.JobID, e.Goodbye.AttemptID})
+		release, inFlight := l.goodbye(attemptRef{e.Goodbye.JobID, e.Goodbye.AttemptID})
 		g.lanes.mu.Unlock()
 		g.log.Info("lane draining", "lane", l.name)
 		if release != nil {
 			g.release(l, release.jobID, release.attemptID)
+		}
+		if inFlight != nil {
+			// A lease being granted to the lane right now is returned
+			// by that call (afterLease) before the ack.
+			select {
+			case <-inFlight:
+			case <-g.ctx.Done():
+			}
 		}
 		return reply(true, &wire.Ack{}, "")
 	}

@@ -434,7 +434,8 @@ func (t *wtx) execFenced(query string, args ...any) error {
 }
 
 // Heartbeat extends the fenced attempt's deadline to now + its persisted
-// TTL (never shortening it) and returns the new deadline. It is valid only
+// TTL (never shortening it), notes that the attempt was started (Release
+// refuses it from then on), and returns the new deadline. It is valid only
 // strictly before the current deadline, for a leased attempt bound to the
 // lane's live generation.
 func (s *Store) Heartbeat(ctx context.Context, f Fence, now time.Time) (time.Time, error) {
@@ -449,8 +450,8 @@ func (s *Store) Heartbeat(ctx context.Context, f Fence, now time.Time) (time.Tim
 			return err
 		}
 		deadline = max(r.deadline, us+r.ttl)
-		return t.execFenced(`UPDATE attempts SET deadline_at = ? WHERE `+fencedAttempt,
-			append([]any{deadline}, fencedArgs(r, f, us)...)...)
+		return t.execFenced(`UPDATE attempts SET deadline_at = ?, heartbeat_at = ? WHERE `+fencedAttempt,
+			append([]any{deadline, us}, fencedArgs(r, f, us)...)...)
 	})
 	if err != nil {
 		return time.Time{}, err

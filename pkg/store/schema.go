@@ -81,6 +81,7 @@ CREATE TABLE attempts (
   candidate_sha   TEXT CHECK (candidate_sha IS NULL OR length(candidate_sha) = 40),
   agent_report    TEXT,
   outcome_digest  BLOB,
+  heartbeat_at    INTEGER,
   evidence_batches INTEGER NOT NULL DEFAULT 0,
   evidence_records INTEGER NOT NULL DEFAULT 0,
   evidence_bytes  INTEGER NOT NULL DEFAULT 0,
