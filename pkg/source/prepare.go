@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/gitx"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 // Repository is one configured public source.
@@ -26,10 +27,11 @@ type Repository struct {
 // Preparer prepares public-source repositories under one root. It is safe
 // for concurrent use; every git command goes through gitx.
 type Preparer struct {
-	root string
-	git  string
-	home string
-	log  *slog.Logger
+	root   string
+	git    string
+	home   string
+	log    *slog.Logger
+	reaper *supervise.ReaperPool
 
 	ctx  context.Context // fetches outlive the submits that wait for them
 	stop context.CancelFunc
@@ -64,7 +66,10 @@ const tempPrefix = ".forge-clone-"
 // New returns a Preparer for root (checked by CheckRoot) using the git
 // executable git (checked by CheckGit). It creates the private git home
 // under root and removes temporary clones an earlier run left behind.
-func New(root, git string, log *slog.Logger) (*Preparer, error) {
+// reaper, when not nil, runs every git under a reaper, so that a Gate
+// killed mid-fetch leaves no git running (the binary dispatches
+// supervise.ReaperArg); it stays the caller's to close, after Close.
+func New(root, git string, log *slog.Logger, reaper *supervise.ReaperPool) (*Preparer, error) {
 	if err := CheckRoot(root); err != nil {
 		return nil, errors.New("source: public repository root: " + err.Error())
 	}
@@ -90,7 +95,7 @@ func New(root, git string, log *slog.Logger) (*Preparer, error) {
 		}
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Preparer{root: root, git: git, home: home, log: log, ctx: ctx, stop: stop,
+	return &Preparer{root: root, git: git, home: home, log: log, reaper: reaper, ctx: ctx, stop: stop,
 		repos: map[string]*repoState{}}, nil
 }
 
@@ -161,7 +166,7 @@ func (p *Preparer) run(st *repoState, f *fetch, r Repository) {
 }
 
 func (p *Preparer) runner(r Repository) *gitx.Runner {
-	return &gitx.Runner{Git: p.git, Home: p.home, Timeout: r.Timeout, OutputBytes: r.OutputBytes}
+	return &gitx.Runner{Git: p.git, Home: p.home, Timeout: r.Timeout, OutputBytes: r.OutputBytes, Reaper: p.reaper}
 }
 
 // provision clones r on first use or validates the existing bare
@@ -180,6 +185,9 @@ func (p *Preparer) provision(r Repository) error {
 		err = &Error{Phase: PhaseValidate, Reason: ReasonUnsafeRepository}
 	default:
 		if err = p.validate(g, r, dir, fi); err == nil {
+			err = p.repairBranch(g, r, dir)
+		}
+		if err == nil {
 			err = p.fetchBranch(g, r, dir, PhaseFetch)
 		}
 	}
@@ -233,6 +241,41 @@ func (p *Preparer) fetchBranch(g *gitx.Runner, r Repository, dir, phase string) 
 		"--no-auto-maintenance", r.URL, "+" + ref + ":" + ref}})
 	if err != nil {
 		return gitError(phase, err)
+	}
+	return nil
+}
+
+// repairBranch undoes what a fetch killed mid-way (the Gate or its git
+// stopped by a crash or a timeout's SIGKILL) can leave in a validated
+// repository, which would otherwise fail every later fetch: the default
+// branch's lock file, or a loose ref that no longer names a commit (torn
+// by a power loss). Only the Preparer writes that branch, one provisioning
+// at a time per repository, so a lock found here is stale. The fetch that
+// follows writes the ref anew.
+func (p *Preparer) repairBranch(g *gitx.Runner, r Repository, dir string) error {
+	loose := filepath.Join(dir, "refs", "heads", filepath.FromSlash(r.Branch))
+	if fi, err := os.Lstat(loose + ".lock"); err == nil {
+		if !fi.Mode().IsRegular() {
+			return &Error{Phase: PhaseValidate, Reason: ReasonUnsafeRepository}
+		}
+		if err := os.Remove(loose + ".lock"); err != nil {
+			return &Error{Phase: PhaseFetch, Reason: ReasonLocalFailure, Retryable: true}
+		}
+	}
+	_, err := g.Run(p.ctx, gitx.Cmd{GitDir: dir, Args: []string{"rev-parse", "--verify", "--quiet", "refs/heads/" + r.Branch + "^{commit}"}})
+	if err == nil {
+		return nil
+	}
+	if _, exited := gitx.ExitCode(err); !exited {
+		return gitError(PhaseFetch, err)
+	}
+	if fi, err := os.Lstat(loose); err == nil {
+		if !fi.Mode().IsRegular() {
+			return &Error{Phase: PhaseValidate, Reason: ReasonUnsafeRepository}
+		}
+		if err := os.Remove(loose); err != nil {
+			return &Error{Phase: PhaseFetch, Reason: ReasonLocalFailure, Retryable: true}
+		}
 	}
 	return nil
 }
