@@ -111,6 +111,17 @@ func (m *Machine) timedOut(ctx context.Context, s State) (State, error) {
 		if s.CIState == CIPending {
 			return fail(s, CodeCITimedOut), nil
 		}
+	case PhasePullRequest:
+		// A creation whose answer was lost may have left one: name it
+		// for the operator (best effort, nothing is created).
+		if tok, err := m.token(ctx, s.Repo); err == nil {
+			if pr, found, err := m.gh.FindPullRequest(ctx, tok, s.Repo, s.Branch); err == nil && found {
+				s.PRNumber, s.PRURL = pr.Number, pr.URL
+			}
+		}
+		if ctx.Err() != nil {
+			return s, ctx.Err()
+		}
 	}
 	return fail(s, CodeTimedOut), nil
 }

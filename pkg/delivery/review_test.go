@@ -65,3 +65,20 @@ func TestMergedElsewhereIsNotDelivered(t *testing.T) {
 		t.Fatalf("merged into another base: %+v", s)
 	}
 }
+
+// A delivery that times out in pull_request after a creation whose answer
+// was lost still names the pull request it left open.
+func TestTimeoutNamesTheLeftPullRequest(t *testing.T) {
+	m, gh, c, s := setup(t)
+	s = step(t, m, c, s)
+	gh.loseCreate = true
+	s = step(t, m, c, s)
+	if s.Phase != PhasePullRequest || len(gh.prs) != 1 {
+		t.Fatalf("lost creation: %+v", s)
+	}
+	c.Advance(time.Hour)
+	s = step(t, m, c, s)
+	if s.Code != CodeTimedOut || s.PRURL != gh.prs[0].URL || s.PRNumber != 1 || gh.count("create") != 1 {
+		t.Fatalf("%+v", s)
+	}
+}

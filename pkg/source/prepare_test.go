@@ -118,7 +118,7 @@ func newUpstream(t *testing.T) *upstream {
 	u.push("main")
 
 	log := slog.New(slog.NewJSONHandler(syncBuffer{&u.logMu, u.logs}, nil))
-	if u.p, err = New(u.root, wrapper, log); err != nil {
+	if u.p, err = New(u.root, wrapper, log, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(u.p.Close)
@@ -489,7 +489,7 @@ func TestNewSweepsTemporaryClones(t *testing.T) {
 		t.Fatal(err)
 	}
 	git := u.p.git
-	if _, err := New(u.root, git, nil); err != nil {
+	if _, err := New(u.root, git, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(stale); err == nil {
