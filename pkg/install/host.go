@@ -98,7 +98,7 @@ func (f osFS) Real(name string) string { return f.p(name) }
 func (f osFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(f.p(name)) }
 
 func (f osFS) ReadFile(name string, max int64) ([]byte, error) {
-	fd, err := os.OpenFile(f.p(name), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	fd, err := os.OpenFile(f.p(name), openFlags, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -93,9 +93,43 @@ func sha256hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// openFlags open a file for reading without following a final symlink and
+// without blocking (a FIFO or device swapped in opens at once and is then
+// refused as not regular).
+const openFlags = os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_CLOEXEC | syscall.O_NONBLOCK
+
+// checkAssetEntries requires the asset directory to hold exactly
+// SHA256SUMS and the six Linux archives of version: any other entry (a
+// darwin or other-version archive, a hidden file, a directory) is refused.
+func checkAssetEntries(dir, version string) error {
+	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return errors.New("the asset directory cannot be listed")
+	}
+	defer d.Close()
+	want := map[string]bool{"SHA256SUMS": true}
+	for _, n := range manifestNames(version) {
+		want[n] = true
+	}
+	// One more than the release set is enough to know it holds too much.
+	names, err := d.Readdirnames(len(want) + 1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return errors.New("the asset directory cannot be listed")
+	}
+	for _, n := range names {
+		if !want[n] {
+			return errors.New("the asset directory holds an entry that is not part of the release set (only SHA256SUMS and the six Linux archives may be there)")
+		}
+	}
+	if len(names) != len(want) {
+		return errors.New("the asset directory does not hold exactly SHA256SUMS and the six Linux archives")
+	}
+	return nil
+}
+
 // readAsset reads one regular, non-symlink file of the asset directory.
 func readAsset(dir, name string, max int64) ([]byte, error) {
-	fd, err := os.OpenFile(filepath.Join(dir, name), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	fd, err := os.OpenFile(filepath.Join(dir, name), openFlags, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, errors.New("is missing")
