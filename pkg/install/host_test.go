@@ -324,6 +324,20 @@ func (h *testHost) Now() time.Time {
 	return h.clock
 }
 
+// requireRoot stops a test that needs root (the installer chowns to
+// other users). Under CI (CI set, as every CI system does) a missing root
+// is a failure, never a skip that would count as a pass.
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("installer tests need root and CI is set: run them as root (a skip would hide them)")
+	}
+	t.Skip("installer tests chown to other users: they need root (CI runs them as root)")
+}
+
 // env is one test machine: a temporary root with the trusted ancestors,
 // fake accounts and services, and a fake Gate on a private listener.
 type env struct {
@@ -335,9 +349,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("installer tests chown to other users: they need root (CI runs them as root)")
-	}
+	requireRoot(t)
 	root := t.TempDir()
 	os.Chmod(root, 0o755)
 	for _, d := range []string{"opt", "etc", "etc/systemd", "etc/systemd/system", "var", "var/lib"} {
