@@ -144,7 +144,8 @@ type fakeServices struct {
 	serving  string // "version commit" of the running Gate
 	token    string
 	reloads  int
-	badReady map[string]bool // Gate versions that never become ready
+	loaded   map[string]uint64 // unit files systemd loaded (nil: never reloaded)
+	badReady map[string]bool   // Gate versions that never become ready
 }
 
 func (s *fakeServices) DaemonReload(context.Context) error {
@@ -153,8 +154,34 @@ func (s *fakeServices) DaemonReload(context.Context) error {
 	}
 	s.mu.Lock()
 	s.reloads++
+	s.loaded = map[string]uint64{}
+	for _, u := range []string{GateUnit, WorkerUnit} {
+		s.loaded[u] = s.unitFile(u)
+	}
 	s.mu.Unlock()
 	return nil
+}
+
+// unitFile identifies the unit file on disk (its inode; 0 when absent),
+// which is what systemd has loaded after a daemon-reload.
+func (s *fakeServices) unitFile(u string) uint64 {
+	fi, err := os.Lstat(filepath.Join(s.root, UnitPath(u)))
+	if err != nil {
+		return 0
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// stale lists the units whose file on disk is not the one systemd loaded
+// (a unit file changed without a daemon-reload).
+func (s *fakeServices) stale() []string {
+	var out []string
+	for _, u := range []string{GateUnit, WorkerUnit} {
+		if s.loaded != nil && s.loaded[u] != s.unitFile(u) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 func (s *fakeServices) Enable(_ context.Context, u string) error {
 	if err := s.f.call("enable " + u); err != nil {
@@ -490,7 +517,7 @@ func (e *env) state() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, _, acct, _ := e.h.acc.Lookup(Account)
-	return fmt.Sprintf("account=%v enabled=%v active=%v serving=%q", acct, s.enabled, s.active, s.serving)
+	return fmt.Sprintf("account=%v enabled=%v active=%v serving=%q stale=%v", acct, s.enabled, s.active, s.serving, s.stale())
 }
 
 func wantCode(t *testing.T, err error, code int) *Error {

@@ -92,9 +92,6 @@ func (r *run) upgrade(old *Receipt) error {
 			})
 		} else {
 			r.tx.push("the previous "+u, func() error {
-				if err := s.DaemonReload(r.ctx); err != nil {
-					return err
-				}
 				if err := s.Start(r.ctx, u); err != nil {
 					return err
 				}
@@ -102,6 +99,10 @@ func (r *run) upgrade(old *Receipt) error {
 			})
 		}
 	}
+
+	// Once the previous unit files are back, systemd reloads them (when it
+	// has seen the new ones) before any previous service restarts.
+	r.tx.push("systemd's view of the restored units", r.reloadAfterUndo)
 
 	// Swap each path: the previous one moves aside, the staged one takes
 	// its place; both renames refuse to replace anything.
