@@ -168,7 +168,8 @@ func ReadArchive(data []byte, kind, version, commit string) ([]Member, error) {
 	if !ok {
 		return nil, errors.New("unknown archive kind")
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(data))
+	raw := bytes.NewReader(data)
+	zr, err := gzip.NewReader(raw)
 	if err != nil {
 		return nil, errors.New("archive is not gzip")
 	}
@@ -215,7 +216,7 @@ func ReadArchive(data []byte, kind, version, commit string) ([]Member, error) {
 	}
 	// Nothing may follow the tar end-of-archive within the gzip stream.
 	rest, err := io.ReadAll(io.LimitReader(zr, 1<<16+1))
-	if err != nil || len(rest) > 1<<16 || len(bytes.Trim(rest, "\x00")) != 0 {
+	if err != nil || len(rest) > 1<<16 || len(bytes.Trim(rest, "\x00")) != 0 || raw.Len() != 0 {
 		return nil, errors.New("archive has trailing data")
 	}
 	if string(members[0].Data) != version+" "+commit+"\n" {
