@@ -43,6 +43,14 @@ func TestHostileAssetDirectoryIsRefused(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "notes.txt"), nil, 0o644)
 			return func() {}
 		},
+		"the forge binary": func(t *testing.T, dir string) func() {
+			os.WriteFile(filepath.Join(dir, "forge"), []byte("#!/bin/sh\n"), 0o755)
+			return func() {}
+		},
+		"other version's SBOM": func(t *testing.T, dir string) func() {
+			os.WriteFile(filepath.Join(dir, "agent-forge_v1.0.0_linux.spdx.json"), []byte("{}"), 0o644)
+			return func() {}
+		},
 		"hidden file": func(t *testing.T, dir string) func() {
 			os.Mkdir(filepath.Join(dir, ".cache"), 0o755)
 			return func() {}
@@ -79,6 +87,19 @@ func TestHostileAssetDirectoryIsRefused(t *testing.T) {
 				t.Fatal("a refusal changed something")
 			}
 		})
+	}
+}
+
+// The release's own SBOM, published beside the archives, may sit in the
+// asset directory (it is never read).
+func TestAssetDirectoryMayHoldTheReleaseSBOM(t *testing.T) {
+	e := installed(t, writeRelease(t, v1))
+	req := with(writeRelease(t, v2), true, true)
+	if err := os.WriteFile(filepath.Join(req.AssetDir, "agent-forge_v1.1.0_linux.spdx.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err, out := e.run(req); err != nil {
+		t.Fatalf("upgrade with the SBOM present: %v (%s)", err, out)
 	}
 }
 

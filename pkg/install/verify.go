@@ -99,8 +99,10 @@ func sha256hex(b []byte) string {
 const openFlags = os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_CLOEXEC | syscall.O_NONBLOCK
 
 // checkAssetEntries requires the asset directory to hold exactly
-// SHA256SUMS and the six Linux archives of version: any other entry (a
-// darwin or other-version archive, a hidden file, a directory) is refused.
+// SHA256SUMS and the six Linux archives of version, plus at most the
+// release's SBOM (agent-forge_V_linux.spdx.json, published beside them and
+// never read): any other entry (a darwin or other-version archive, the
+// forge binary, a hidden file, a directory) is refused.
 func checkAssetEntries(dir, version string) error {
 	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -111,18 +113,24 @@ func checkAssetEntries(dir, version string) error {
 	for _, n := range manifestNames(version) {
 		want[n] = true
 	}
-	// One more than the release set is enough to know it holds too much.
-	names, err := d.Readdirnames(len(want) + 1)
+	sbom := "agent-forge_" + version + "_linux.spdx.json"
+	// Two more than the release set is enough to know it holds too much.
+	names, err := d.Readdirnames(len(want) + 2)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return errors.New("the asset directory cannot be listed")
 	}
+	found := 0
 	for _, n := range names {
-		if !want[n] {
-			return errors.New("the asset directory holds an entry that is not part of the release set (only SHA256SUMS and the six Linux archives may be there)")
+		switch {
+		case want[n]:
+			found++
+		case n == sbom:
+		default:
+			return errors.New("the asset directory holds an entry that is not part of the release set (only SHA256SUMS, the six Linux archives and the release's SBOM may be there)")
 		}
 	}
-	if len(names) != len(want) {
-		return errors.New("the asset directory does not hold exactly SHA256SUMS and the six Linux archives")
+	if found != len(want) {
+		return errors.New("the asset directory does not hold SHA256SUMS and all six Linux archives")
 	}
 	return nil
 }
