@@ -8,7 +8,7 @@ CMDS := $(notdir $(wildcard cmd/*))
 E2E := $(sort $(wildcard scripts/e2e.sh scripts/*-e2e.sh))
 FUZZTIME ?= 10s
 
-.PHONY: build test tools vet unit lint-workflows e2e demo bench fuzz fuzz-short clean
+.PHONY: build test tools vet unit lint-workflows e2e demo bench bench-gate fuzz fuzz-short clean
 
 build:
 	@mkdir -p $(BIN)
@@ -47,6 +47,11 @@ bench:
 	$(GO) test -run '^$$' -bench . ./pkg/plugin/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./pkg/gate/
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 30m ./pkg/worker/
+
+# Only the benchmarks that run forge-gate as a separate process
+# (docs/performance.md; BENCH_GATE_* variables size and compare them).
+bench-gate:
+	$(GO) test -run '^$$' -bench GateProcess -benchtime 1x -timeout 30m ./pkg/gate/
 
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)

@@ -204,6 +204,16 @@ expect lookalike 0
 [ "$(remote_branch forge/job-7)" = "$c7" ] || fail "lookalike: branch not pushed"
 [ "$(remote_branch x/refs/heads/forge/job-7)" = "$c1" ] || fail "lookalike: the other branch moved"
 
+# GitHub carries out the push but its answer is lost: the branch is read
+# back, found at the candidate, and the PR is created in the same run.
+read -r c8 t8 < <(candidate 8 src/eight.txt eight)
+curl -fsS -X POST --data "{\"repo\":\"$owner/$project\",\"mode\":\"lose-push\"}" "http://$fake_control/fault" || fail "set git fault"
+run lost-push "$(publication 8 "$c8" "$t8")"
+curl -fsS -X POST --data "{\"repo\":\"$owner/$project\",\"mode\":\"\"}" "http://$fake_control/fault" || fail "clear git fault"
+expect lost-push 0
+[ "$(remote_branch forge/job-8)" = "$c8" ] || fail "lost-push: branch not pushed"
+[ "$(field pr_created <"$tmp/lost-push.out")" = True ] || fail "lost-push: no PR"
+
 # 5. local refusals: nothing reaches GitHub.
 before=$(wc -l <"$tmp/github-requests.log")
 read -r c5 t5 < <(candidate 5 src/five.txt five)

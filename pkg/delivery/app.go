@@ -268,7 +268,8 @@ func (a *App) PullRequest(ctx context.Context, tok Token, repo Repo, n int) (Pul
 	return pull(*pr), nil
 }
 
-// Merge merges pull request n at exactly sha.
+// Merge merges pull request n at exactly sha. 409 is KindHeadMoved;
+// 405 and 422 are KindNotMergeable (final).
 func (a *App) Merge(ctx context.Context, tok Token, repo Repo, n int, sha string) (MergeResult, error) {
 	gt, err := secret(tok)
 	if err != nil {
@@ -280,7 +281,9 @@ func (a *App) Merge(ctx context.Context, tok Token, repo Repo, n int, sha string
 		switch {
 		case errors.As(err, &e) && e.Class == github.ClassConflict:
 			return MergeResult{}, &Error{Kind: KindHeadMoved}
-		case errors.As(err, &e) && e.Status == 405:
+		case errors.As(err, &e) && (e.Status == 405 || e.Class == github.ClassValidation):
+			// 405: not mergeable, protection, review, merge queue; 422:
+			// GitHub refused the request itself. Neither is retried.
 			return MergeResult{}, &Error{Kind: KindNotMergeable}
 		}
 		return MergeResult{}, a.classify(err)

@@ -81,7 +81,11 @@ func (m *Machine) Step(ctx context.Context, s State) (State, error) {
 		return s, ctx.Err()
 	}
 	if err != nil {
-		return m.onError(s, err), nil
+		next = m.onError(s, err)
+	}
+	// No wait outlasts the delivery: the step at the deadline ends it.
+	if deadline := s.StartedAt.Add(m.cfg.Timeout); !next.Phase.Terminal() && next.NextAt.After(deadline) {
+		next.NextAt = deadline
 	}
 	return next, nil
 }
@@ -110,6 +114,11 @@ func (m *Machine) timedOut(ctx context.Context, s State) (State, error) {
 	}
 	return fail(s, CodeTimedOut), nil
 }
+
+// Abandon is s ended because this Gate has no delivery configured: the
+// job gets a final, visible code instead of staying delivering forever.
+// Branch and pull request stay as they are on GitHub.
+func Abandon(s State) State { return fail(s, CodeUnconfigured) }
 
 func fail(s State, code string) State {
 	s.Phase, s.Code, s.PhaseAttempts = PhaseFailed, code, 0
@@ -349,8 +358,11 @@ func (m *Machine) reconcileMerge(ctx context.Context, s State) (State, bool, err
 	if err != nil {
 		return s, false, err
 	}
-	if pr.HeadSHA != s.CandidateSHA {
+	switch {
+	case pr.HeadSHA != s.CandidateSHA:
 		return fail(s, CodeHeadMoved), true, nil
+	case pr.BaseRef != s.BaseBranch:
+		return fail(s, CodeBaseChanged), true, nil
 	}
 	s.MergeSHA = pr.MergeCommitSHA
 	return m.advance(s, PhaseMerged), true, nil
@@ -373,6 +385,8 @@ func (m *Machine) merge(ctx context.Context, s State) (State, error) {
 	switch {
 	case pr.HeadSHA != s.CandidateSHA:
 		return fail(s, CodeHeadMoved), nil
+	case pr.BaseRef != s.BaseBranch:
+		return fail(s, CodeBaseChanged), nil
 	case pr.State != "open":
 		return fail(s, CodePRClosed), nil
 	}

@@ -48,14 +48,15 @@ const (
 	CodeBaseChanged        = "pr_base_changed"      // the branch's pull request targets another base branch
 	CodePRClosed           = "pr_closed"            // the pull request was closed without merge
 	CodePRRefused          = "pr_refused"           // GitHub refused the pull request (no commits between head and base)
-	CodeMergeRefused       = "merge_refused"        // 405 or merged=false: not mergeable, protection, review, merge queue
+	CodeMergeRefused       = "merge_refused"        // 405, 422 or merged=false: not mergeable, protection, review, merge queue
 	CodePermissionDenied   = "permission_denied"    // the App lacks a permission on the repository
 	CodeNotInstalled       = "app_not_installed"    // the App is not installed on the repository
 	CodeRepositoryNotFound = "repository_not_found" // the repository is not public or does not exist
 	CodePushRejected       = "push_rejected"        // the branch exists at another commit, or is protected
 	CodeWorkflowPermission = "workflow_permission_denied"
-	CodeUnavailable        = "github_unavailable" // max_attempts transient failures in one phase
-	CodeTimedOut           = "delivery_timed_out" // timeout elapsed outside the ci phase
+	CodeUnavailable        = "github_unavailable"    // max_attempts transient failures in one phase
+	CodeTimedOut           = "delivery_timed_out"    // timeout elapsed outside the ci phase
+	CodeUnconfigured       = "delivery_unconfigured" // the Gate restarted without a delivery section
 )
 
 // Codes is the closed failure-code table.
@@ -63,7 +64,7 @@ var codes = map[string]bool{
 	CodeCIFailed: true, CodeCITimedOut: true, CodeCINoRuns: true, CodeHeadMoved: true, CodeBaseChanged: true,
 	CodePRClosed: true, CodePRRefused: true, CodeMergeRefused: true, CodePermissionDenied: true,
 	CodeNotInstalled: true, CodeRepositoryNotFound: true, CodePushRejected: true,
-	CodeWorkflowPermission: true, CodeUnavailable: true, CodeTimedOut: true,
+	CodeWorkflowPermission: true, CodeUnavailable: true, CodeTimedOut: true, CodeUnconfigured: true,
 }
 
 // ValidCode reports whether c is in the failure-code table.

@@ -205,7 +205,7 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	nj := store.NewJob{ID: newID(), Kind: string(kind), Task: task}
+	nj := store.NewJob{ID: newJobID(), Kind: string(kind), Task: task}
 	var plugin string
 	if kind == wire.KindCoding {
 		t, err := wire.DecodeCodingTask(task)
@@ -228,6 +228,11 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		nj.RepositoryID, nj.Pool, nj.Policy, plugin = repo.ID, repo.WorkerPool, g.repoPolicy[repo.ID], repo.Execution.PluginID
 		nj.PreparedPath = prepared
 		nj.DefaultBranch = repo.DefaultBranch
+		nj.BaseSHA = t.BaseSHA
+		nj.TestArgCounts = make([]int, len(t.Tests))
+		for i, argv := range t.Tests {
+			nj.TestArgCounts[i] = len(argv)
+		}
 		nj.Delivery = g.deliveryTarget(repo)
 	} else {
 		nj.Pool, nj.Policy, plugin = g.cfg.DefaultPool, g.textPolicy, g.cfg.DefaultExecution.PluginID

@@ -88,7 +88,7 @@ func (g *Gate) deliveryTarget(r *RepositoryConfig) *store.DeliveryTarget {
 // resumeDeliveries starts every active delivery not yet running.
 func (g *Gate) resumeDeliveries() error {
 	if g.delivery == nil {
-		return nil
+		return g.abandonDeliveries()
 	}
 	n, err := g.delivery.Resume(g.ctx)
 	if err != nil {
@@ -97,6 +97,25 @@ func (g *Gate) resumeDeliveries() error {
 	if n > 0 {
 		g.log.Info("deliveries resumed", "count", n)
 	}
+	return nil
+}
+
+// abandonDeliveries ends every active delivery with delivery_unconfigured:
+// a Gate without the delivery section cannot drive them, and a job must
+// not stay delivering without a visible reason.
+func (g *Gate) abandonDeliveries() error {
+	ds, err := g.st.ActiveDeliveries(g.ctx)
+	if err != nil || len(ds) == 0 {
+		return err
+	}
+	for _, d := range ds {
+		prev := fromStore(d)
+		err := g.st.SaveDelivery(g.ctx, d, toStore(delivery.Abandon(prev)), g.now())
+		if err != nil && !errors.Is(err, store.ErrStale) {
+			return err
+		}
+	}
+	g.log.Warn("deliveries ended: no delivery section", "count", len(ds), "code", delivery.CodeUnconfigured)
 	return nil
 }
 

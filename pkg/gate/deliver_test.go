@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -104,8 +105,7 @@ func TestDeliveryResumesAfterRestart(t *testing.T) {
 	if err != nil || l == nil {
 		t.Fatal(l, err)
 	}
-	if _, err := st.Complete(context.Background(), store.Fence{JobID: "j1", AttemptID: l.AttemptID, Lane: "worker-1", Generation: "g1"},
-		store.Outcome{Succeeded: true, CandidateSHA: deliverCandidate}, now); err != nil {
+	if err := completeWithCandidate(st, store.Fence{JobID: "j1", AttemptID: l.AttemptID, Lane: "worker-1", Generation: "g1"}, now); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -211,4 +211,58 @@ func TestDeliveryTempDirClearsLeftovers(t *testing.T) {
 	if _, err := os.Stat(keep); err != nil {
 		t.Fatal("a bare repository was removed")
 	}
+}
+
+// A Gate started without the delivery section does not leave a job
+// delivering forever: Start ends it with delivery_unconfigured, before
+// ready.
+func TestDeliveryWithoutTheSectionEndsVisibly(t *testing.T) {
+	cfg, sec := testConfig(t, nil)
+	st, err := store.Open(context.Background(), ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	if _, err := st.Submit(context.Background(), store.NewJob{ID: "j1", Kind: store.KindCoding, Task: []byte(`{}`),
+		Pool: "coding", RepositoryID: "agent-forge", Policy: mustRepoPolicy(t, cfg),
+		Delivery: &store.DeliveryTarget{Owner: "octo", Repo: "hello", BaseBranch: "main"}}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ConnectLane(context.Background(), "worker-1", "worker-1", 0, "g1", now); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Lease(context.Background(), "worker-1", "g1", "coding", []string{"codex"}, []string{"agent-forge"}, now)
+	if err != nil || l == nil {
+		t.Fatal(l, err)
+	}
+	if err := completeWithCandidate(st, store.Fence{JobID: "j1", AttemptID: l.AttemptID, Lane: "worker-1", Generation: "g1"}, now); err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, sec, st, slog.New(slog.NewJSONHandler(io.Discard, nil)), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	j, err := st.Job(context.Background(), "j1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != store.JobFailed || j.Delivery == nil || j.Delivery.Phase != "failed" || j.Delivery.FailureCode != delivery.CodeUnconfigured {
+		t.Fatalf("job %s, delivery %+v", j.Status, j.Delivery)
+	}
+}
+
+// completeWithCandidate records a successful coding result for the fenced
+// attempt the way a Worker's lane does: first the evidence batch that
+// created deliverCandidate, then the result naming it.
+func completeWithCandidate(st *store.Store, f store.Fence, now time.Time) error {
+	recs := []json.RawMessage{json.RawMessage(`{"phase":"candidate_commit"}`)}
+	if _, err := st.AddEvidence(context.Background(), f, 1, recs, deliverCandidate, now); err != nil {
+		return err
+	}
+	_, err := st.Complete(context.Background(), f, store.Outcome{Succeeded: true, CandidateSHA: deliverCandidate}, now)
+	return err
 }

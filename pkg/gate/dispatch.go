@@ -132,6 +132,9 @@ func (g *Gate) afterLease(l *lane, ls *store.Lease, err error) (again bool) {
 		l.sendLease(ls)
 	case stepRelease:
 		g.release(l, ls.JobID, ls.AttemptID)
+		g.lanes.mu.Lock()
+		l.callDone()
+		g.lanes.mu.Unlock()
 	case stepAskAgain:
 		return true
 	}

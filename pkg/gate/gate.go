@@ -221,10 +221,8 @@ func (g *Gate) Serve(ctx context.Context, ln net.Listener) error {
 	if err == nil {
 		g.wg.Add(1)
 		go g.sweeper()
-		if g.delivery != nil {
-			g.wg.Add(1)
-			go g.deliveryLoop()
-		}
+		g.wg.Add(1)
+		go g.deliveryLoop()
 		select {
 		case <-ctx.Done():
 		case <-g.failed:
@@ -328,6 +326,26 @@ func (g *Gate) sweeper() {
 const pollWakeLanes = 16
 
 // newID returns 32 random lowercase hex digits.
+// newJobID returns a job id in the same 32-hex shape as newID, but its
+// first 12 digits are the current Unix time in milliseconds and the other
+// 80 bits random: ids of successive jobs sort together, so the store's
+// unique index on job ids grows at its end instead of dirtying a random
+// page (one more WAL frame in the commit) for every submit.
+func newJobID() string { return jobIDAt(time.Now()) }
+
+func jobIDAt(t time.Time) string {
+	var b [16]byte
+	if _, err := rand.Read(b[6:]); err != nil {
+		panic("gate: crypto/rand failed: " + err.Error())
+	}
+	ms := uint64(t.UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	return hex.EncodeToString(b[:])
+}
+
 func newID() string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {

@@ -2,7 +2,6 @@ package gate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
@@ -12,7 +11,6 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/evidence"
 	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/store"
-	"github.com/0k-lab/agent-forge/pkg/strictjson"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
@@ -44,6 +42,7 @@ type lane struct {
 	draining  bool // the Worker said goodbye: lease nothing more
 	jobID     string
 	attemptID string
+	call      chan struct{} // open while a Lease call for the lane is in flight
 }
 
 // leaseRequest names this lane to the store's Lease.
@@ -234,8 +233,8 @@ func (g *Gate) serveLane(c *wire.Conn, worker int) {
 		pool: wc.Pool, plugins: h.Plugins, repos: h.Repositories,
 		pluginSet: set(h.Plugins), repoSet: set(h.Repositories), registered: g.repos, conn: c,
 		activity: activity.Select(h.ActivityVersions), act: g.act,
-		state: laneReserved, // nothing is leased before welcome is out
 	}
+	l.reserveAtConnect() // nothing is leased before welcome is out
 	if l.plugins == nil {
 		l.plugins = []string{}
 	}
@@ -333,9 +332,11 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 			return g.rejectStoreErr(err, reply)
 		}
 		if err == nil && j.Kind == string(wire.KindCoding) {
-			opt.BaseSHA = j.BaseSHA
-			opt.ArgCounts, err = argCounts(j.Tests)
-			usable = err == nil
+			opt.BaseSHA, opt.ArgCounts = j.BaseSHA, j.TestArgCounts
+			if opt.ArgCounts == nil {
+				opt.ArgCounts = []int{}
+			}
+			usable = true
 		}
 		b, err := evidence.ValidateBatch(e.Evidence.Batch, e.Evidence.Records, opt)
 		if err != nil || !usable {
@@ -348,7 +349,13 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 			return reply(false, nil, wire.RejectInvalid)
 		}
 		f := store.Fence{JobID: e.Evidence.JobID, AttemptID: e.Evidence.AttemptID, Lane: l.name, Generation: l.generation}
-		if _, err := g.st.AddEvidence(g.ctx, f, e.Evidence.Batch, b.Records, now); err != nil {
+		// The candidate batch 1 records is the one a success must name;
+		// the store checks it when the result arrives.
+		candidate := ""
+		if e.Evidence.Batch == 1 {
+			candidate = evidence.CreatedCandidate(b.Records)
+		}
+		if _, err := g.st.AddEvidence(g.ctx, f, e.Evidence.Batch, b.Records, candidate, now); err != nil {
 			return g.rejectStoreErr(err, reply)
 		}
 		return reply(true, &wire.Ack{}, "")
@@ -371,57 +378,24 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		// not run goes back to the queue before the ack, so once the
 		// Worker has the ack nothing is left leased to it but what it runs.
 		g.lanes.mu.Lock()
-		release := l.goodbye(attemptRef{e.Goodbye.JobID, e.Goodbye.AttemptID})
+		release, inFlight := l.goodbye(attemptRef{e.Goodbye.JobID, e.Goodbye.AttemptID})
 		g.lanes.mu.Unlock()
 		g.log.Info("lane draining", "lane", l.name)
 		if release != nil {
 			g.release(l, release.jobID, release.attemptID)
 		}
+		if inFlight != nil {
+			// A lease being granted to the lane right now is returned
+			// by that call (afterLease) before the ack.
+			select {
+			case <-inFlight:
+			case <-g.ctx.Done():
+			}
+		}
 		return reply(true, &wire.Ack{}, "")
 	}
 	// hello twice or a Gate-only message from a Worker: protocol violation.
 	return false
-}
-
-// argCounts returns the argv length of each of a coding task's checks
-// (tests is the stored task's tests array, nil when the task has none).
-func argCounts(tests json.RawMessage) ([]int, error) {
-	var argvs [][]string
-	if tests != nil {
-		if err := strictjson.Decode(tests, &argvs); err != nil {
-			return nil, err
-		}
-	}
-	counts := make([]int, len(argvs))
-	for i, argv := range argvs {
-		counts[i] = len(argv)
-	}
-	return counts, nil
-}
-
-// candidateBacked reports whether a coding success result names the
-// candidate its attempt's acknowledged evidence created (so every task
-// check passed on it, pkg/evidence) and not the job's base. A result for
-// an attempt this lane does not hold leased is left to the store's fence
-// (stale, expired, or a replay of what was recorded).
-//
-// An unknown job is left to the fence too; any other store error is
-// returned (the Gate's store-failure path).
-func (g *Gate) candidateBacked(l *lane, r *wire.Result) (bool, error) {
-	agg, err := g.st.Aggregate(g.ctx, r.JobID)
-	if errors.Is(err, store.ErrNotFound) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	for _, a := range agg.Attempts {
-		if a.ID == r.AttemptID && a.Status == store.AttemptLeased && a.WorkerID == l.name {
-			c := evidence.CreatedCandidate(a.Evidence)
-			return c != "" && c == r.CandidateSHA && c != agg.Job.BaseSHA, nil
-		}
-	}
-	return true, nil
 }
 
 // handleResult records a result. A result ends the lane's attempt on the
@@ -435,15 +409,6 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 	out, err := outcome(r)
 	if err != nil {
 		return reply(false, nil, wire.RejectInvalid)
-	}
-	if out.CandidateSHA != "" {
-		backed, err := g.candidateBacked(l, r)
-		if err != nil {
-			return g.rejectStoreErr(err, reply)
-		}
-		if !backed {
-			return reply(false, nil, wire.RejectInvalid)
-		}
 	}
 	g.lanes.mu.Lock()
 	kind := l.beginResult(r.JobID, r.AttemptID)

@@ -4,7 +4,7 @@ import "github.com/0k-lab/agent-forge/pkg/store"
 
 // A lane's dispatch state. Every change of it is one of the transitions
 // below, each called with registry.mu held; nothing else writes the
-// fields they guard (lane.state, again, draining, jobID, attemptID).
+// fields they guard (lane.state, again, draining, jobID, attemptID, call).
 //
 //	idle ──wake──▶ reserved ──lease──▶ busy ──result──▶ recording ──▶ busy (next lease) | idle
 //	  ▲              │ nothing            │ cancel{expired}
@@ -16,6 +16,10 @@ import "github.com/0k-lab/agent-forge/pkg/store"
 // it runs and is never leased again; a lease that reaches a draining or
 // closed lane, or that it holds but did not start, is returned to the
 // queue (store.Release) without consuming an attempt.
+//
+// call is open from the moment a lane is reserved until its Lease call has
+// ended, including the release of a lease it could not take; a goodbye
+// waits for it, so its ack follows every such release.
 type laneState int
 
 const (
@@ -38,6 +42,24 @@ func (l *lane) hold(job, attempt string, s laneState) {
 	l.state, l.jobID, l.attemptID = s, job, attempt
 }
 
+// reserveAtConnect makes a new lane, not yet registered, reserved: its
+// first Lease call follows the welcome.
+func (l *lane) reserveAtConnect() {
+	l.enterReserved()
+}
+
+func (l *lane) enterReserved() {
+	l.state, l.call = laneReserved, make(chan struct{})
+}
+
+// callDone ends the lane's Lease call (see call).
+func (l *lane) callDone() {
+	if l.call != nil {
+		close(l.call)
+		l.call = nil
+	}
+}
+
 func (l *lane) becomeIdle() {
 	if l.state != laneClosed {
 		l.hold("", "", laneIdle)
@@ -51,7 +73,7 @@ func (l *lane) wake() bool {
 	switch {
 	case l.draining:
 	case l.state == laneIdle:
-		l.state = laneReserved
+		l.enterReserved()
 		return true
 	case l.state == laneReserved, l.state == laneRecording:
 		l.again = true
@@ -64,7 +86,7 @@ func (l *lane) reserve(pool, plugin, repo string) bool {
 	if l.state != laneIdle || l.draining || !l.fits(pool, plugin, repo) {
 		return false
 	}
-	l.state = laneReserved
+	l.enterReserved()
 	return true
 }
 
@@ -87,7 +109,8 @@ const (
 )
 
 // leaseDone ends one Lease call of a reserved lane: ls is what the store
-// granted (nil: nothing, or a typed refusal).
+// granted (nil: nothing, or a typed refusal). After stepRelease the caller
+// releases ls and then calls callDone.
 func (l *lane) leaseDone(ls *store.Lease) leaseStep {
 	switch {
 	case ls != nil && (l.state == laneClosed || l.draining):
@@ -96,12 +119,14 @@ func (l *lane) leaseDone(ls *store.Lease) leaseStep {
 	case ls != nil:
 		l.hold(ls.JobID, ls.AttemptID, laneBusy)
 		l.again = false
+		l.callDone()
 		return stepSend
 	case l.again && l.state == laneReserved && !l.draining:
 		l.again = false
 		return stepAskAgain
 	}
 	l.becomeIdle()
+	l.callDone()
 	return stepNone
 }
 
@@ -111,6 +136,7 @@ func (l *lane) leaseFailed() {
 	if l.state == laneReserved {
 		l.becomeIdle()
 	}
+	l.callDone()
 }
 
 // resultKind says how a result from the lane must be recorded.
@@ -192,22 +218,32 @@ func (l *lane) workerIdle(job, attempt string) bool {
 
 // goodbye marks the lane draining. running is the attempt the Worker says
 // it executes (zero: none). An attempt the lane holds that the Worker does
-// not run was never started: goodbye returns it for release.
-func (l *lane) goodbye(running attemptRef) (release *attemptRef) {
+// not run was not started: goodbye returns it for release (the store
+// refuses one that was). inFlight (nil: none) is the lane's Lease call in
+// progress, which will release what it grants; the caller waits for it
+// before answering. A repeated goodbye changes nothing: the first one
+// already returned what the lane did not run.
+func (l *lane) goodbye(running attemptRef) (release *attemptRef, inFlight <-chan struct{}) {
+	if l.draining {
+		return nil, nil
+	}
 	l.draining, l.again = true, false
+	if l.call != nil {
+		inFlight = l.call
+	}
 	if l.state != laneBusy && l.state != laneWinding {
-		return nil
+		return nil, inFlight
 	}
 	if l.holding(running.jobID, running.attemptID) {
-		return nil
+		return nil, inFlight
 	}
 	held := attemptRef{l.jobID, l.attemptID}
 	busy := l.state == laneBusy
 	l.becomeIdle()
 	if busy {
-		return &held
+		return &held, inFlight
 	}
-	return nil // withdrawn: the store has already expired it
+	return nil, inFlight // withdrawn: the store has already expired it
 }
 
 // close is final: the connection ended or was taken over.

@@ -65,7 +65,7 @@ func TestLaneTransitions(t *testing.T) {
 	l = fitLane()
 	l.wake()
 	l.leaseDone(ls)
-	if r := l.goodbye(attemptRef{}); r == nil || *r != (attemptRef{"j1", "a1"}) || l.state != laneIdle {
+	if r, _ := l.goodbye(attemptRef{}); r == nil || *r != (attemptRef{"j1", "a1"}) || l.state != laneIdle {
 		t.Fatalf("goodbye with an unstarted lease: %v %+v", r, l)
 	}
 	if l.wake() || l.reserve("p", "x", "") {
@@ -80,7 +80,7 @@ func TestLaneTransitions(t *testing.T) {
 	l = fitLane()
 	l.wake()
 	l.leaseDone(ls)
-	if r := l.goodbye(attemptRef{"j1", "a1"}); r != nil || !l.holds("j1", "a1") {
+	if r, _ := l.goodbye(attemptRef{"j1", "a1"}); r != nil || !l.holds("j1", "a1") {
 		t.Fatal("goodbye released the running attempt")
 	}
 	if l.beginResult("j1", "a1") != resultOnly || l.resultDone(nil) != stepNone || l.state != laneIdle {
@@ -101,5 +101,38 @@ func TestLaneTransitions(t *testing.T) {
 	l.close()
 	if l.leaseDone(ls) != stepRelease || l.wake() {
 		t.Fatal("closed while reserved")
+	}
+}
+
+// A goodbye while the lane's Lease call is in flight hands the caller that
+// call to wait for; it ends only after the release of what it granted. A
+// repeated goodbye changes nothing.
+func TestGoodbyeWaitsForTheLeaseCall(t *testing.T) {
+	ls := &store.Lease{JobID: "j1", AttemptID: "a1"}
+	l := fitLane()
+	l.wake()
+	_, inFlight := l.goodbye(attemptRef{})
+	if inFlight == nil {
+		t.Fatal("no lease call to wait for")
+	}
+	if l.leaseDone(ls) != stepRelease {
+		t.Fatal("lease granted to a draining lane was not released")
+	}
+	select {
+	case <-inFlight:
+		t.Fatal("lease call ended before its release")
+	default:
+	}
+	l.callDone()
+	<-inFlight
+
+	l = fitLane()
+	l.wake()
+	l.leaseDone(ls)
+	if r, w := l.goodbye(attemptRef{"j1", "a1"}); r != nil || w != nil {
+		t.Fatalf("goodbye of a running lane: %v %v", r, w)
+	}
+	if r, w := l.goodbye(attemptRef{}); r != nil || w != nil || !l.holds("j1", "a1") {
+		t.Fatalf("a second goodbye released the running attempt: %v %+v", r, l)
 	}
 }

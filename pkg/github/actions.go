@@ -14,7 +14,9 @@ import (
 
 // Bounds of one Actions runs answer.
 const (
-	runsPerPage    = 100
+	runsPerPage = 100
+	// maxRunPages: GitHub lists at most 1,000 runs for a head_sha filter.
+	maxRunPages    = 10
 	maxETagBytes   = 256
 	maxRunStrBytes = 32
 )
@@ -69,16 +71,58 @@ func boundedToken(s string, max int) bool {
 
 // ListRuns reads the Actions runs of headSHA in a public repository
 // without any credential (GET /repos/{o}/{r}/actions/runs?head_sha=…,
-// one page of 100), sending If-None-Match: etag when etag is set. A rate
-// limit is not waited out here: it fails at once as ClassRateLimited with
-// RetryAfter, and the caller schedules the next poll.
+// pages of 100), sending If-None-Match: etag when etag is set. When
+// total_count exceeds the first page, the further pages are read too and
+// the answer carries no ETag (a 304 of the first page would say nothing
+// about the others); a run seen on two pages (the list shifted while it
+// was read) is kept once. A rate limit is not waited out here: it fails
+// at once as ClassRateLimited with RetryAfter, and the caller schedules
+// the next poll.
 func (c *Client) ListRuns(ctx context.Context, owner, repo, headSHA, etag string) (*RunsPage, error) {
 	const op = "list_runs"
 	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || !ident.ValidSHA(headSHA) || !boundedToken(etag, maxETagBytes) {
 		return nil, &APIError{Op: op, Class: ClassMalformed}
 	}
-	k := call{op: op, method: http.MethodGet, path: "/repos/" + owner + "/" + repo + "/actions/runs",
-		query: url.Values{"head_sha": {headSHA}, "per_page": {strconv.Itoa(runsPerPage)}}}
+	first, err := c.runsPage(ctx, owner, repo, headSHA, etag, 1)
+	if err != nil || first.NotModified || first.TotalCount <= len(first.Runs) {
+		return first, err
+	}
+	seen := make(map[int64]bool, first.TotalCount)
+	runs := make([]WorkflowRun, 0, first.TotalCount)
+	add := func(p *RunsPage) {
+		for _, r := range p.Runs {
+			if !seen[r.ID] {
+				seen[r.ID] = true
+				runs = append(runs, r)
+			}
+		}
+	}
+	add(first)
+	out := &RunsPage{TotalCount: first.TotalCount, Rate: first.Rate}
+	for page := 2; page <= maxRunPages && len(runs) < out.TotalCount; page++ {
+		p, err := c.runsPage(ctx, owner, repo, headSHA, "", page)
+		if err != nil {
+			return nil, err
+		}
+		out.Rate = p.Rate
+		out.TotalCount = max(out.TotalCount, p.TotalCount)
+		if len(p.Runs) == 0 {
+			break
+		}
+		add(p)
+	}
+	out.Runs = runs
+	return out, nil
+}
+
+// runsPage reads one page of the runs list.
+func (c *Client) runsPage(ctx context.Context, owner, repo, headSHA, etag string, page int) (*RunsPage, error) {
+	const op = "list_runs"
+	q := url.Values{"head_sha": {headSHA}, "per_page": {strconv.Itoa(runsPerPage)}}
+	if page > 1 {
+		q.Set("page", strconv.Itoa(page))
+	}
+	k := call{op: op, method: http.MethodGet, path: "/repos/" + owner + "/" + repo + "/actions/runs", query: q}
 	if etag != "" {
 		k.header = http.Header{"If-None-Match": {etag}}
 	}
@@ -86,14 +130,17 @@ func (c *Client) ListRuns(ctx context.Context, owner, repo, headSHA, etag string
 	if err != nil {
 		return nil, &APIError{Op: op, Class: ClassTransport}
 	}
-	page := &RunsPage{Rate: rateOf(resp.header), ETag: resp.header.Get("Etag")}
-	if !boundedToken(page.ETag, maxETagBytes) {
-		page.ETag = ""
+	p := &RunsPage{Rate: rateOf(resp.header), ETag: resp.header.Get("Etag")}
+	if !boundedToken(p.ETag, maxETagBytes) {
+		p.ETag = ""
 	}
 	switch resp.status {
 	case http.StatusNotModified:
-		page.NotModified, page.ETag = true, etag
-		return page, nil
+		if etag == "" {
+			return nil, &APIError{Op: op, Status: resp.status, Class: ClassMalformed}
+		}
+		p.NotModified, p.ETag = true, etag
+		return p, nil
 	case http.StatusOK:
 	default:
 		msg := errorMessage(resp.body)
@@ -106,8 +153,8 @@ func (c *Client) ListRuns(ctx context.Context, owner, repo, headSHA, etag string
 	if err != nil {
 		return nil, &APIError{Op: op, Status: resp.status, Class: ClassMalformed}
 	}
-	page.TotalCount, page.Runs = total, runs
-	return page, nil
+	p.TotalCount, p.Runs = total, runs
+	return p, nil
 }
 
 // parseRuns reads a runs list body: total_count and at most one page of

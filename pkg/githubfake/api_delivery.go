@@ -21,9 +21,12 @@ import (
 // merged check (GET …/pulls/{n}/merge).
 //
 // Runs are scripted per repository (SetCI): every commit that is the head
-// of an open pull request gets one workflow run, in_progress for the first
-// RunPolls polls of it, then completed with the repository's conclusion;
-// mode "none" never starts a run (path filters, a conflict).
+// of an open pull request gets one workflow run (SetCIRuns: several, one
+// per workflow), in_progress for the first RunPolls polls of it, then
+// completed with the repository's conclusion; mode "none" never starts a
+// run (path filters, a conflict). The list pages as GitHub's does:
+// per_page (default 30, at most 100) and page, total_count of all runs,
+// a Link header naming the next and last pages.
 
 // CI modes (SetCI).
 const (
@@ -40,6 +43,10 @@ const (
 	DeliveryFaultLoseMerge = "lose-merge"
 	// DeliveryFaultNotMergeable: the next merge answers 405.
 	DeliveryFaultNotMergeable = "not-mergeable"
+	// DeliveryFaultMergeUnprocessable: the next merge answers 422
+	// ("Validation Failed", which GitHub also sends when the endpoint has
+	// been spammed).
+	DeliveryFaultMergeUnprocessable = "merge-unprocessable"
 )
 
 // Unauthenticated limit the runs list reports.
@@ -56,12 +63,21 @@ type ciState struct {
 	reset  time.Time                 // window end
 	faults map[string]int            // delivery fault -> remaining hits
 	merges map[string]map[int]string // repoKey -> PR number -> merge commit
+	counts map[string]int            // repoKey -> runs per commit (default 1)
 }
+
+// Bounds of the runs list (GitHub's documented per_page default and
+// maximum) and of SetCIRuns.
+const (
+	runsDefaultPerPage = 30
+	runsMaxPerPage     = 100
+	maxCIRuns          = 1000
+)
 
 func (a *API) ci() *ciState {
 	a.ciOnce.Do(func() {
 		a.ciSt = &ciState{modes: map[string]string{}, polls: map[string]int{}, faults: map[string]int{},
-			merges: map[string]map[int]string{}}
+			merges: map[string]map[int]string{}, counts: map[string]int{}}
 	})
 	return a.ciSt
 }
@@ -80,10 +96,23 @@ func (a *API) SetCI(owner, repo, mode string) error {
 	return nil
 }
 
+// SetCIRuns sets how many runs (one per workflow) every candidate commit
+// of owner/repo gets, 1 to 1000.
+func (a *API) SetCIRuns(owner, repo string, n int) error {
+	if n < 1 || n > maxCIRuns {
+		return fmt.Errorf("runs per commit must be 1 to %d", maxCIRuns)
+	}
+	c := a.ci()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts[repoKey(owner, repo)] = n
+	return nil
+}
+
 // SetDeliveryFault arms a delivery fault for the next count merges.
 func (a *API) SetDeliveryFault(mode string, count int) error {
 	switch mode {
-	case DeliveryFaultLoseMerge, DeliveryFaultNotMergeable:
+	case DeliveryFaultLoseMerge, DeliveryFaultNotMergeable, DeliveryFaultMergeUnprocessable:
 	default:
 		return fmt.Errorf("unknown delivery fault %q", mode)
 	}
@@ -108,8 +137,12 @@ func (c *ciState) take(mode string) bool {
 // and POST /delivery-fault {"mode","count"}.
 func (a *API) attachDelivery(s *Server) {
 	s.Control.HandleFunc("POST /ci", func(w http.ResponseWriter, r *http.Request) {
-		var req struct{ Owner, Repo, Mode string }
-		if decodeControl(w, r, &req) && a.SetCI(req.Owner, req.Repo, req.Mode) == nil {
+		var req struct {
+			Owner, Repo, Mode string
+			Runs              int // optional: runs per commit
+		}
+		if decodeControl(w, r, &req) && a.SetCI(req.Owner, req.Repo, req.Mode) == nil &&
+			(req.Runs == 0 || a.SetCIRuns(req.Owner, req.Repo, req.Runs) == nil) {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
@@ -164,17 +197,23 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request, owner, repo strin
 	if mode == "" {
 		mode = CISuccess
 	}
-	var runs []map[string]any
+	count := max(c.counts[key], 1)
+	total := 0
 	if open && mode != CINone {
-		n := c.polls[key+" "+sha]
-		run := map[string]any{"id": 1000 + len(sha)%7, "head_sha": sha, "status": "in_progress", "conclusion": nil,
-			"event": "pull_request", "run_attempt": 1, "name": "CI"}
+		total = count
+	}
+	perPage, page := runsPage(r.URL.Query())
+	runs := []map[string]any{}
+	n := c.polls[key+" "+sha]
+	for i := (page - 1) * perPage; i < total && i < page*perPage; i++ {
+		run := map[string]any{"id": 1000 + len(sha)%7 + 10*i, "head_sha": sha, "status": "in_progress", "conclusion": nil,
+			"event": "pull_request", "run_attempt": 1, "name": "CI " + strconv.Itoa(i+1)}
 		if n >= RunPolls {
 			run["status"], run["conclusion"] = "completed", mode
 		}
 		runs = append(runs, run)
 	}
-	body, _ := json.Marshal(map[string]any{"total_count": len(runs), "workflow_runs": orEmpty(runs)})
+	body, _ := json.Marshal(map[string]any{"total_count": total, "workflow_runs": runs})
 	sum := sha256.Sum256(body)
 	etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
 	now := a.now()
@@ -203,6 +242,10 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request, owner, repo strin
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
 	h.Set("X-RateLimit-Resource", "core")
 	h.Set("ETag", etag)
+	if last := (total + perPage - 1) / perPage; page < last {
+		u := "https://api.github.com/repos/" + owner + "/" + repo + "/actions/runs?head_sha=" + sha + "&per_page=" + strconv.Itoa(perPage)
+		h.Set("Link", "<"+u+"&page="+strconv.Itoa(page+1)+`>; rel="next", <`+u+"&page="+strconv.Itoa(last)+`>; rel="last"`)
+	}
 	switch {
 	case limited:
 		WriteError(w, http.StatusForbidden, "API rate limit exceeded for 127.0.0.1. (But here's the good news: Authenticated requests get a higher rate limit.)")
@@ -215,11 +258,21 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request, owner, repo strin
 	}
 }
 
-func orEmpty(v []map[string]any) []map[string]any {
-	if v == nil {
-		return []map[string]any{}
+// runsPage reads per_page and page as GitHub does: per_page defaults to 30
+// and is at most 100, page starts at 1.
+func runsPage(q map[string][]string) (perPage, page int) {
+	perPage, page = runsDefaultPerPage, 1
+	if v, ok := q["per_page"]; ok && len(v) > 0 {
+		if n, err := strconv.Atoi(v[0]); err == nil && n > 0 {
+			perPage = min(n, runsMaxPerPage)
+		}
 	}
-	return v
+	if v, ok := q["page"]; ok && len(v) > 0 {
+		if n, err := strconv.Atoi(v[0]); err == nil && n > 0 {
+			page = n
+		}
+	}
+	return perPage, page
 }
 
 // mergePull is PUT /repos/{o}/{r}/pulls/{n}/merge {sha, merge_method}: a
@@ -268,6 +321,9 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 		return
 	case c.take(DeliveryFaultNotMergeable):
 		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
+		return
+	case c.take(DeliveryFaultMergeUnprocessable):
+		WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
 		return
 	}
 	merge, err := a.mergeCommit(owner, repo, p, head)

@@ -3,6 +3,7 @@ package githubfake
 import (
 	"net/http"
 	"net/http/cgi"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,6 +72,11 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 		env = append(env, s.GitEnv(r, owner, repo, push)...)
 	}
 	h := &cgi.Handler{Path: s.Git, Args: []string{"http-backend"}, Env: env, InheritEnv: []string{"PATH"}}
+	if push && r.Method == http.MethodPost && s.fault(owner+"/"+repo) == FaultLosePush {
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		dropConnection(w)
+		return
+	}
 	h.ServeHTTP(w, r)
 }
 

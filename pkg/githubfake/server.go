@@ -22,6 +22,9 @@ const (
 	FaultRedirect = "redirect" // 301 to another repository's URL
 	FaultAuth     = "auth"     // 401 asking for Basic credentials
 	FaultError    = "error"    // 500
+	// FaultLosePush: every push is carried out, then the connection is
+	// dropped before git hears the outcome.
+	FaultLosePush = "lose-push"
 )
 
 // Server is the fake. Create it with New; set API, Auth and GitEnv before
@@ -64,7 +67,7 @@ func New(gitRoot, git string, log *RequestLog) *Server {
 // (FaultNone restores normal service).
 func (s *Server) SetFault(ownerRepo, mode string) error {
 	switch mode {
-	case FaultNone, FaultRedirect, FaultAuth, FaultError:
+	case FaultNone, FaultRedirect, FaultAuth, FaultError, FaultLosePush:
 	default:
 		return fmt.Errorf("unknown fault mode %q", mode)
 	}

@@ -19,10 +19,12 @@ const (
 // its two names: lowercase scheme and host, no credentials, port, query,
 // fragment, percent-escapes, whitespace, trailing slash, empty or dot
 // segments or extra segments, and the ".git" suffix in lowercase. The
-// owner is 1..MaxOwnerBytes ASCII letters, digits and '-', neither
-// starting nor ending with '-'; the repository is 1..MaxRepoNameBytes
-// ASCII letters, digits, '.', '_' and '-', not "." or "..", and not itself
-// ending in ".git". Nothing is case-folded: names keep the case written.
+// names are ones GitHub allows: the owner is 1..MaxOwnerBytes ASCII
+// letters, digits and single '-' between them (not leading, trailing or
+// doubled); the repository is 1..MaxRepoNameBytes ASCII letters, digits,
+// '.', '_' and '-', not "." or "..", and not itself ending in ".git" (which
+// GitHub strips) or ".wiki" (a repository's wiki, not a repository), in
+// any case. Nothing is case-folded: names keep the case written.
 func ParsePublicURL(s string) (owner, repo string, ok bool) {
 	if len(s) > MaxPublicURLBytes {
 		return "", "", false
@@ -42,7 +44,7 @@ func ParsePublicURL(s string) (owner, repo string, ok bool) {
 }
 
 func validOwner(s string) bool {
-	if s == "" || len(s) > MaxOwnerBytes || s[0] == '-' || s[len(s)-1] == '-' {
+	if s == "" || len(s) > MaxOwnerBytes || s[0] == '-' || s[len(s)-1] == '-' || strings.Contains(s, "--") {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -54,7 +56,9 @@ func validOwner(s string) bool {
 }
 
 func validRepoName(s string) bool {
-	if s == "" || len(s) > MaxRepoNameBytes || s == "." || s == ".." || strings.HasSuffix(s, publicURLSuffix) {
+	lower := strings.ToLower(s)
+	if s == "" || len(s) > MaxRepoNameBytes || s == "." || s == ".." ||
+		strings.HasSuffix(lower, publicURLSuffix) || strings.HasSuffix(lower, ".wiki") {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -292,6 +292,9 @@ func fromWire(t Type, w *wireFrame) Frame {
 	return f
 }
 
+// Encode returns the canonical encoding of f including its LF.
+func Encode(f Frame) ([]byte, error) { return AppendFrame(nil, f) }
+
 // DecodePluginFrame is DecodeFrame for a line a plugin wrote: a frame of a
 // type only the Worker sends (initialize, execute, cancel) is a
 // *ProtocolError, whatever the session state.

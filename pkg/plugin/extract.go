@@ -20,7 +20,8 @@ var wireFrameType = reflect.TypeFor[wireFrame]()
 // It replaces the second pass strictjson.Decode makes through
 // encoding/json: a plugin process decodes only two or three frames in its
 // life, and the reflection set-up of encoding/json cost more than the frames
-// (measured: ~0.15 ms CPU per plugin process).
+// (measured: ~0.15 ms CPU per plugin process), and with AppendFrame it
+// keeps encoding/json's reflection code out of plugin binaries.
 func extractFrame(line []byte, w *wireFrame) bool {
 	x := strictjson.NewCursor(line)
 	return x.Object(func(key []byte) bool {

@@ -47,6 +47,9 @@ func checkRoundTrip(t *testing.T, fr Frame) {
 		}
 		t.Fatalf("valid frame does not encode: %v", err)
 	}
+	if want := referenceEncode(t, fr); !bytes.Equal(enc, want) {
+		t.Fatalf("encoding differs from encoding/json:\n%s\n%s", enc, want)
+	}
 	back, err := DecodeFrame(enc[:len(enc)-1])
 	if err != nil {
 		t.Fatalf("canonical encoding does not decode: %v", err)

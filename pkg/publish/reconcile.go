@@ -55,12 +55,15 @@ func (pb *Publisher) push(ctx context.Context, m *github.Mirror, tok *github.Tok
 		return nil
 	case errors.Is(err, github.ErrWorkflowsRefused):
 		return fail(StageGitHub, CodeWorkflowsRefused)
-	case errors.Is(err, github.ErrBranchConflict):
-		// Someone created the branch meanwhile: fine only at the candidate.
-		sha, exists, rerr := m.RemoteBranch(ctx, tok, pb.cfg.Owner, pb.cfg.Repository, p.NewBranch)
-		if rerr == nil && exists && sha == p.CandidateSHA {
-			return nil
-		}
+	}
+	// Someone created the branch meanwhile, or GitHub carried out a push
+	// whose answer was lost: read the branch before deciding. It counts
+	// only at the candidate.
+	sha, exists, rerr := m.RemoteBranch(ctx, tok, pb.cfg.Owner, pb.cfg.Repository, p.NewBranch)
+	switch {
+	case rerr == nil && exists && sha == p.CandidateSHA:
+		return nil
+	case rerr == nil && exists || errors.Is(err, github.ErrBranchConflict):
 		return fail(StageRefused, CodeBranchConflict)
 	}
 	return fail(StageGitHub, CodePushFailed)
@@ -113,6 +116,12 @@ func (pb *Publisher) createPR(ctx context.Context, tok *github.Token, p *Publica
 		}
 		found, cerr := choose(prs, p)
 		if cerr != nil {
+			// Found after the branch was pushed: GitHub has changed, so
+			// this is not a "nothing changed" refusal.
+			var e *Error
+			if errors.As(cerr, &e) {
+				return nil, false, fail(StageGitHub, e.Code)
+			}
 			return nil, false, cerr
 		}
 		if found != nil {

@@ -104,3 +104,15 @@ func TestCreatePRReconciles(t *testing.T) {
 		})
 	}
 }
+
+// A PR for the branch that appears between the first read and the
+// creation (another head) is found only after the branch was pushed:
+// GitHub was changed, so the refusal is not exit 3 ("nothing changed").
+func TestCreatePRConflictAfterPushIsNotNothingChanged(t *testing.T) {
+	p := &Publication{CandidateSHA: strings.Repeat("c", 40), BaseBranch: "main", NewBranch: "forge/b", PRTitle: "t", PRBody: "b"}
+	gh := &scriptedGitHub{creates: []string{"exists"}, made: []int{5}, sha: strings.Repeat("d", 40)}
+	pb := New(&Config{Owner: "o", Repository: "r"}, nil, Env{Transport: gh,
+		Sleep: func(context.Context, time.Duration) error { return nil }})
+	_, _, err := pb.createPR(context.Background(), &github.Token{}, p)
+	wantCode(t, err, CodePRConflict, StageGitHub)
+}

@@ -180,6 +180,9 @@ func (p *Preparer) provision(r Repository) error {
 		err = &Error{Phase: PhaseValidate, Reason: ReasonUnsafeRepository}
 	default:
 		if err = p.validate(g, r, dir, fi); err == nil {
+			err = p.repairBranch(g, r, dir)
+		}
+		if err == nil {
 			err = p.fetchBranch(g, r, dir, PhaseFetch)
 		}
 	}
@@ -233,6 +236,41 @@ func (p *Preparer) fetchBranch(g *gitx.Runner, r Repository, dir, phase string) 
 		"--no-auto-maintenance", r.URL, "+" + ref + ":" + ref}})
 	if err != nil {
 		return gitError(phase, err)
+	}
+	return nil
+}
+
+// repairBranch undoes what a fetch killed mid-way (the Gate or its git
+// stopped by a crash or a timeout's SIGKILL) can leave in a validated
+// repository, which would otherwise fail every later fetch: the default
+// branch's lock file, or a loose ref that no longer names a commit (torn
+// by a power loss). Only the Preparer writes that branch, one provisioning
+// at a time per repository, so a lock found here is stale. The fetch that
+// follows writes the ref anew.
+func (p *Preparer) repairBranch(g *gitx.Runner, r Repository, dir string) error {
+	loose := filepath.Join(dir, "refs", "heads", filepath.FromSlash(r.Branch))
+	if fi, err := os.Lstat(loose + ".lock"); err == nil {
+		if !fi.Mode().IsRegular() {
+			return &Error{Phase: PhaseValidate, Reason: ReasonUnsafeRepository}
+		}
+		if err := os.Remove(loose + ".lock"); err != nil {
+			return &Error{Phase: PhaseFetch, Reason: ReasonLocalFailure, Retryable: true}
+		}
+	}
+	_, err := g.Run(p.ctx, gitx.Cmd{GitDir: dir, Args: []string{"rev-parse", "--verify", "--quiet", "refs/heads/" + r.Branch + "^{commit}"}})
+	if err == nil {
+		return nil
+	}
+	if _, exited := gitx.ExitCode(err); !exited {
+		return gitError(PhaseFetch, err)
+	}
+	if fi, err := os.Lstat(loose); err == nil {
+		if !fi.Mode().IsRegular() {
+			return &Error{Phase: PhaseValidate, Reason: ReasonUnsafeRepository}
+		}
+		if err := os.Remove(loose); err != nil {
+			return &Error{Phase: PhaseFetch, Reason: ReasonLocalFailure, Retryable: true}
+		}
 	}
 	return nil
 }

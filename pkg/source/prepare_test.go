@@ -496,3 +496,56 @@ func TestNewSweepsTemporaryClones(t *testing.T) {
 		t.Fatal("a temporary clone survived New")
 	}
 }
+
+// A Gate (or its git) killed mid-fetch can leave the default branch's
+// lock file, or after a power loss a torn ref file; the next submit
+// recovers and sees the upstream's branch.
+func TestPrepareRecoversFromKilledFetch(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		spoil func(t *testing.T, dir string)
+	}{
+		{"stale lock", func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "refs", "heads", "main.lock"), []byte("0123"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"torn ref", func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "refs", "heads", "main"), []byte("3f2a"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"empty ref", func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "refs", "heads", "main"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"ref to a missing commit", func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "refs", "heads", "main"), []byte(strings.Repeat("ab", 20)+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := newUpstream(t)
+			first := hostGit(t, u.work, "rev-parse", "HEAD")
+			dir, err := u.prepare(first)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.spoil(t, dir)
+			next := u.commit("pushed after the crash")
+			u.push("main")
+			if _, err := u.prepare(next); err != nil {
+				t.Fatalf("the next submit does not recover: %v", err)
+			}
+			if got := hostGit(t, dir, "rev-parse", "refs/heads/main"); got != next {
+				t.Fatalf("main %s, want %s", got, next)
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "refs", "heads", "main.lock")); err == nil {
+				t.Fatal("the lock file is still there")
+			}
+			hostGit(t, dir, "fsck", "--no-progress")
+		})
+	}
+}

@@ -68,7 +68,9 @@ func (p *Preparer) validate(g *gitx.Runner, r Repository, dir string, fi fs.File
 	if reason := checkConfig(list, r.URL); reason != "" {
 		return &Error{Phase: PhaseValidate, Reason: reason}
 	}
-	head, err := g.Line(p.ctx, gitx.Cmd{GitDir: dir, Args: []string{"symbolic-ref", "--quiet", "HEAD"}})
+	// --no-recurse: HEAD's own target, readable even when a killed fetch
+	// left that branch's ref torn (repairBranch mends it next).
+	head, err := g.Line(p.ctx, gitx.Cmd{GitDir: dir, Args: []string{"symbolic-ref", "--quiet", "--no-recurse", "HEAD"}})
 	if err != nil {
 		if _, exited := gitx.ExitCode(err); exited {
 			return &Error{Phase: PhaseValidate, Reason: ReasonBranchMismatch}

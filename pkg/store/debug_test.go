@@ -12,7 +12,7 @@ func TestDebugReads(t *testing.T) {
 		mustSubmit(t, s, textJob(id, 2), t0)
 	}
 	mustSubmit(t, s, textJob("newest", 2), t0.Add(time.Second))
-	mustSubmit(t, s, NewJob{ID: "code", Kind: KindCoding, Pool: "coding", RepositoryID: "repo",
+	mustSubmit(t, s, NewJob{ID: "code", Kind: KindCoding, Pool: "coding", RepositoryID: "repo", BaseSHA: "0123456789abcdef0123456789abcdef01234567",
 		Task:   []byte(`{"repository_id":"repo","base_sha":"0123456789abcdef0123456789abcdef01234567","instruction":"x"}`),
 		Policy: testPolicy(time.Minute, time.Second, 1, "reference")}, t0.Add(2*time.Second))
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ func deliveringJob(t *testing.T, s *Store, id string) Delivery {
 	if err != nil || l == nil {
 		t.Fatal(l, err)
 	}
+	addCandidate(t, s, fenceOf(l, "worker-1", gen(1)), deliverSHA, t0)
 	c, err := s.Complete(bg, fenceOf(l, "worker-1", gen(1)), Outcome{Succeeded: true, CandidateSHA: deliverSHA}, t0.Add(time.Second))
 	if err != nil || c.JobStatus != JobDelivering {
 		t.Fatalf("complete: %+v %v", c, err)
@@ -59,6 +61,7 @@ func TestCodingSuccessStartsDelivery(t *testing.T) {
 	if err != nil || l == nil {
 		t.Fatal(l, err)
 	}
+	addCandidate(t, s, fenceOf(l, "worker-1", gen(1)), deliverSHA, t0)
 	c, err := s.Complete(bg, fenceOf(l, "worker-1", gen(1)), Outcome{Succeeded: true, CandidateSHA: deliverSHA}, t0)
 	if err != nil || c.JobStatus != JobSucceeded || mustJob(t, s, "c2").Delivery != nil {
 		t.Fatalf("candidate-only: %+v %v", c, err)
@@ -180,5 +183,14 @@ func TestDeliverySurvivesReopen(t *testing.T) {
 	active, err := s.ActiveDeliveries(bg)
 	if err != nil || len(active) != 1 || active[0] != d {
 		t.Fatalf("after reopen %+v %v", active, err)
+	}
+}
+
+// addCandidate binds the evidence batch that records sha as the attempt's
+// created candidate, which a successful Complete must name.
+func addCandidate(t *testing.T, s *Store, f Fence, sha string, now time.Time) {
+	t.Helper()
+	if _, err := s.AddEvidence(bg, f, 1, []json.RawMessage{json.RawMessage(`{"phase":"candidate_commit"}`)}, sha, now); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -24,9 +24,15 @@ import (
 // be "" or ident.EvidenceRedacted, each element of its args the marker, and
 // no top-level key may repeat (ErrInvalid). The rest of the record schema
 // belongs to the evidence contract (pkg/evidence), checked by the caller.
-func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []json.RawMessage, now time.Time) (replayed bool, err error) {
+// candidate is the commit batch 1's records say the attempt created (""
+// when none): the attempt records it, and a successful Complete must name
+// it.
+func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []json.RawMessage, candidate string, now time.Time) (replayed bool, err error) {
 	if err := validFence(f); err != nil {
 		return false, err
+	}
+	if candidate != "" && (batch != 1 || !ident.ValidSHA(candidate)) {
+		return false, invalid("malformed created candidate")
 	}
 	if batch < 1 || batch > ident.MaxEvidenceBatches {
 		return false, invalid("evidence batch number out of range")
@@ -84,8 +90,8 @@ func (s *Store) AddEvidence(ctx context.Context, f Fence, batch int, records []j
 			}
 		}
 		return t.execFenced(`UPDATE attempts SET evidence_batches = ?, evidence_records = evidence_records + ?,
-  evidence_bytes = evidence_bytes + ? WHERE `+fencedAttempt,
-			append([]any{batch, len(compact), total}, fencedArgs(r, f, us)...)...)
+  evidence_bytes = evidence_bytes + ?, created_candidate = coalesce(?, created_candidate) WHERE `+fencedAttempt,
+			append([]any{batch, len(compact), total, nullable(candidate)}, fencedArgs(r, f, us)...)...)
 	})
 	if err != nil {
 		return false, err

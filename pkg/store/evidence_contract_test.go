@@ -19,7 +19,7 @@ func TestStoreEnforcesEvidenceContract(t *testing.T) {
 	mustConnect(t, s, "worker-1#1", gen(2), t0)
 	text := mustLease(t, s, "worker-1", gen(1), t0)
 	one := func(r string) []json.RawMessage { return []json.RawMessage{json.RawMessage(r)} }
-	if _, err := s.AddEvidence(bg, fenceOf(text, "worker-1", gen(1)), 1, one(`{"phase":"plugin","reason":"failed"}`), t0); !errors.Is(err, ErrInvalid) {
+	if _, err := s.AddEvidence(bg, fenceOf(text, "worker-1", gen(1)), 1, one(`{"phase":"plugin","reason":"failed"}`), "", t0); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("evidence for a text attempt: %v", err)
 	}
 	code, err := s.Lease(bg, "worker-1#1", gen(2), "coding", []string{"reference"}, []string{"repo"}, t0)
@@ -43,12 +43,12 @@ func TestStoreEnforcesEvidenceContract(t *testing.T) {
 		`{"output":"","OUTPUT":"hunter2"}`,
 		`{"arg\u017f":["hunter2"]}`,
 	} {
-		if _, err := s.AddEvidence(bg, f, 1, one(rec), t0); !errors.Is(err, ErrInvalid) {
+		if _, err := s.AddEvidence(bg, f, 1, one(rec), "", t0); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v", rec, err)
 		}
 	}
 	ok := `{"phase":"scoped_check","args":["[REDACTED]","[REDACTED]"],"output":"[REDACTED]","nested":{"output":"x"}}`
-	if _, err := s.AddEvidence(bg, f, 1, []json.RawMessage{json.RawMessage(ok), json.RawMessage(`{"output":""}`)}, t0); err != nil {
+	if _, err := s.AddEvidence(bg, f, 1, []json.RawMessage{json.RawMessage(ok), json.RawMessage(`{"output":""}`)}, "", t0); err != nil {
 		t.Fatalf("redacted records: %v", err)
 	}
 }

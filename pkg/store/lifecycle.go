@@ -103,7 +103,8 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 	}
 	switch j.Kind {
 	case KindText:
-		if j.RepositoryID != "" || j.Delivery != nil || j.DefaultBranch != "" || j.PreparedPath != "" {
+		if j.RepositoryID != "" || j.Delivery != nil || j.DefaultBranch != "" || j.PreparedPath != "" ||
+			j.BaseSHA != "" || j.TestArgCounts != nil {
 			return Job{}, nil, invalid("text job with a repository")
 		}
 	case KindCoding:
@@ -119,6 +120,9 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 		if j.PreparedPath != "" && !ident.ValidRepositoryPath(j.PreparedPath) {
 			return Job{}, nil, invalid("malformed prepared path")
 		}
+		if j.BaseSHA != "" && !ident.ValidSHA(j.BaseSHA) {
+			return Job{}, nil, invalid("malformed base sha")
+		}
 	default:
 		return Job{}, nil, invalid("unknown job kind")
 	}
@@ -129,6 +133,14 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 	if !ok {
 		return Job{}, nil, invalid("task is not a JSON object")
 	}
+	var testArgs any
+	if j.Kind == KindCoding {
+		a, ok := encodeTestArgs(j.TestArgCounts)
+		if !ok {
+			return Job{}, nil, invalid("malformed test argument counts")
+		}
+		testArgs = a
+	}
 	p, err := s.policies.decode(j.Policy)
 	if err != nil {
 		return Job{}, nil, err
@@ -137,18 +149,20 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 	job := Job{
 		ID: j.ID, Kind: j.Kind, Status: JobPending, RepositoryID: j.RepositoryID,
 		CreatedAt: fromMicros(us), UpdatedAt: fromMicros(us),
-		Pool: j.Pool, PluginID: p.pluginID,
+		Pool: j.Pool, PluginID: p.pluginID, BaseSHA: j.BaseSHA, TestArgCounts: j.TestArgCounts,
 	}
 	return job, func(t *wtx) error {
 		var owner, repo, base any
 		if d := j.Delivery; d != nil {
 			owner, repo, base = d.Owner, d.Repo, d.BaseBranch
 		}
-		res, err := t.exec(`INSERT INTO jobs (id, kind, task, pool, plugin_id, repository_id, default_branch, prepared_path, policy,
+		res, err := t.exec(`INSERT INTO jobs (id, kind, task, pool, plugin_id, repository_id, default_branch, prepared_path,
+  base_sha, test_args, policy,
   lease_ttl_us, retry_base_us, max_attempts, status, event_count, delivery_owner, delivery_repo, delivery_base,
   created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			j.ID, j.Kind, task, j.Pool, p.pluginID, nullable(j.RepositoryID), nullable(j.DefaultBranch), nullable(j.PreparedPath), j.Policy,
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			j.ID, j.Kind, task, j.Pool, p.pluginID, nullable(j.RepositoryID), nullable(j.DefaultBranch), nullable(j.PreparedPath),
+			nullable(j.BaseSHA), testArgs, j.Policy,
 			p.leaseTTL, p.retryBase, p.maxAttempts, owner, repo, base, us, us)
 		if err != nil {
 			return err
@@ -328,6 +342,7 @@ type fenceRow struct {
 	maxAttempts              int
 	retryBase                int64
 	evBatches, evRecords     int
+	created, base            sql.NullString // the attempt's created candidate, the job's base
 }
 
 // loadFence reads, in the writer's transaction and in one statement, the
@@ -338,11 +353,11 @@ func (t *wtx) loadFence(f Fence) (fenceRow, error) {
 	var r fenceRow
 	err := t.queryRow(`SELECT j.seq, j.event_count, j.status, j.retry_at, a.lane, a.generation, a.status, a.deadline_at,
   a.lease_ttl_us, a.outcome_digest, a.ordinal, a.kind, a.max_attempts, a.retry_base_us, a.evidence_batches,
-  a.evidence_records, coalesce(l.connected = 1 AND l.generation = a.generation, 0)
+  a.evidence_records, coalesce(l.connected = 1 AND l.generation = a.generation, 0), a.created_candidate, j.base_sha
 FROM jobs j JOIN attempts a ON a.job_seq = j.seq AND a.id = ? LEFT JOIN lanes l ON l.lane = a.lane
 WHERE j.id = ?`, f.AttemptID, f.JobID).Scan(
 		&r.jobSeq, &r.jobEvents, &r.jobStatus, &r.jobRetryAt, &r.lane, &r.generation, &r.status, &r.deadline,
-		&r.ttl, &r.digest, &r.ordinal, &r.kind, &r.maxAttempts, &r.retryBase, &r.evBatches, &r.evRecords, &r.live)
+		&r.ttl, &r.digest, &r.ordinal, &r.kind, &r.maxAttempts, &r.retryBase, &r.evBatches, &r.evRecords, &r.live, &r.created, &r.base)
 	if isNoRows(err) {
 		return r, ErrNotFound
 	}
@@ -419,7 +434,8 @@ func (t *wtx) execFenced(query string, args ...any) error {
 }
 
 // Heartbeat extends the fenced attempt's deadline to now + its persisted
-// TTL (never shortening it) and returns the new deadline. It is valid only
+// TTL (never shortening it), notes that the attempt was started (Release
+// refuses it from then on), and returns the new deadline. It is valid only
 // strictly before the current deadline, for a leased attempt bound to the
 // lane's live generation.
 func (s *Store) Heartbeat(ctx context.Context, f Fence, now time.Time) (time.Time, error) {
@@ -434,8 +450,8 @@ func (s *Store) Heartbeat(ctx context.Context, f Fence, now time.Time) (time.Tim
 			return err
 		}
 		deadline = max(r.deadline, us+r.ttl)
-		return t.execFenced(`UPDATE attempts SET deadline_at = ? WHERE `+fencedAttempt,
-			append([]any{deadline}, fencedArgs(r, f, us)...)...)
+		return t.execFenced(`UPDATE attempts SET deadline_at = ?, heartbeat_at = ? WHERE `+fencedAttempt,
+			append([]any{deadline, us}, fencedArgs(r, f, us)...)...)
 	})
 	if err != nil {
 		return time.Time{}, err
@@ -498,7 +514,9 @@ func validateOutcome(o Outcome) ([]byte, error) {
 // Complete records the fenced attempt's outcome. It is accepted only for
 // the attempt currently bound to the lane's live generation, strictly
 // before its deadline. Success finishes the job (text output becomes the
-// job result, a candidate SHA the job's candidate). A retryable failure
+// job result, a candidate SHA the job's candidate); a candidate SHA must be
+// the one the attempt's evidence recorded as created (AddEvidence) and not
+// the job's base, or the result is ErrInvalid and nothing is written. A retryable failure
 // schedules a retry at now + Backoff(retry_base, ordinal), or fails the job
 // with max_attempts_exceeded on the last attempt; a terminal failure fails
 // the job with the attempt's failure code. Replaying an identical outcome
@@ -597,6 +615,12 @@ func (t *wtx) complete(f Fence, o Outcome, report []byte, us int64) (Completion,
 		if (r.kind == KindText) != (o.Output != nil) {
 			return c, invalid("result kind does not match the job")
 		}
+		if o.CandidateSHA != "" && (r.created.String != o.CandidateSHA || r.created == r.base) {
+			// Success must name the candidate the attempt's acknowledged
+			// evidence created (so every task check passed on it), never
+			// the job's base.
+			return c, invalid("candidate not created by the attempt's evidence")
+		}
 		var result, rep any
 		if o.Output != nil {
 			result = *o.Output
@@ -604,9 +628,11 @@ func (t *wtx) complete(f Fence, o Outcome, report []byte, us int64) (Completion,
 		if report != nil {
 			rep = report
 		}
+		// The statement itself re-checks the created candidate.
 		if err := t.execFenced(`UPDATE attempts SET status = 'succeeded', completed_at = ?, candidate_sha = ?,
-  agent_report = ?, outcome_digest = ? WHERE `+fencedAttempt,
-			append([]any{us, nullable(o.CandidateSHA), rep, digest}, fencedArgs(r, f, us)...)...); err != nil {
+  agent_report = ?, outcome_digest = ? WHERE `+fencedAttempt+` AND (? = '' OR created_candidate = ?)`,
+			append(append([]any{us, nullable(o.CandidateSHA), rep, digest}, fencedArgs(r, f, us)...),
+				o.CandidateSHA, o.CandidateSHA)...); err != nil {
 			return c, err
 		}
 		if o.CandidateSHA != "" {

@@ -346,6 +346,9 @@ func TestCompleteCoding(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	if _, err := s.AddEvidence(bg, f, 1, []json.RawMessage{json.RawMessage(`{}`)}, sha, t0); err != nil {
+		t.Fatal(err)
+	}
 	c, err := s.Complete(bg, f, Outcome{Succeeded: true, CandidateSHA: sha, AgentReport: report}, t0)
 	if err != nil || c.JobStatus != JobSucceeded {
 		t.Fatal(c, err)
@@ -481,7 +484,7 @@ func TestSweepExpiresAndRetries(t *testing.T) {
 	if _, err := s.Heartbeat(bg, f, deadline.Add(-time.Second)); !errors.Is(err, ErrExpired) {
 		t.Fatalf("late heartbeat: %v", err)
 	}
-	if _, err := s.AddEvidence(bg, f, 1, []json.RawMessage{json.RawMessage(`{}`)}, deadline.Add(-time.Second)); !errors.Is(err, ErrExpired) {
+	if _, err := s.AddEvidence(bg, f, 1, []json.RawMessage{json.RawMessage(`{}`)}, "", deadline.Add(-time.Second)); !errors.Is(err, ErrExpired) {
 		t.Fatalf("late evidence: %v", err)
 	}
 	if r, _ := s.Sweep(bg, deadline.Add(time.Hour)); len(r.Expired) != 0 {
@@ -558,7 +561,7 @@ func TestGenerationTakeover(t *testing.T) {
 	if _, err := s.Heartbeat(bg, old, at); !errors.Is(err, ErrStale) {
 		t.Fatalf("old heartbeat: %v", err)
 	}
-	if _, err := s.AddEvidence(bg, old, 1, []json.RawMessage{json.RawMessage(`{}`)}, at); !errors.Is(err, ErrStale) {
+	if _, err := s.AddEvidence(bg, old, 1, []json.RawMessage{json.RawMessage(`{}`)}, "", at); !errors.Is(err, ErrStale) {
 		t.Fatalf("old evidence: %v", err)
 	}
 	if _, err := s.Complete(bg, old, textOK("x"), at); !errors.Is(err, ErrStale) {
@@ -608,13 +611,13 @@ func TestEvidence(t *testing.T) {
 		}
 		return out
 	}
-	if _, err := s.AddEvidence(bg, f, 2, recs(`{"a":1}`), t0); !errors.Is(err, ErrInvalid) {
+	if _, err := s.AddEvidence(bg, f, 2, recs(`{"a":1}`), "", t0); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("batch 2 first: %v", err)
 	}
-	if r, err := s.AddEvidence(bg, f, 1, recs(`{"phase": "plugin"}`, `{"phase":"check"}`), t0); err != nil || r {
+	if r, err := s.AddEvidence(bg, f, 1, recs(`{"phase": "plugin"}`, `{"phase":"check"}`), string(bytesOf('b', 40)), t0); err != nil || r {
 		t.Fatalf("batch 1: %v %v", r, err)
 	}
-	if r, err := s.AddEvidence(bg, f, 1, recs(`{"phase":"plugin"}`, `{"phase":"check"}`), t0); err != nil || !r {
+	if r, err := s.AddEvidence(bg, f, 1, recs(`{"phase":"plugin"}`, `{"phase":"check"}`), string(bytesOf('b', 40)), t0); err != nil || !r {
 		t.Fatalf("identical replay: %v %v", r, err)
 	}
 	for name, batch := range map[string][]json.RawMessage{
@@ -623,7 +626,7 @@ func TestEvidence(t *testing.T) {
 		"longer":    recs(`{"phase":"plugin"}`, `{"phase":"check"}`, `{}`),
 		"reordered": recs(`{"phase":"check"}`, `{"phase":"plugin"}`),
 	} {
-		if _, err := s.AddEvidence(bg, f, 1, batch, t0); !errors.Is(err, ErrConflict) {
+		if _, err := s.AddEvidence(bg, f, 1, batch, "", t0); !errors.Is(err, ErrConflict) {
 			t.Errorf("%s replay: %v", name, err)
 		}
 	}
@@ -634,27 +637,27 @@ func TestEvidence(t *testing.T) {
 		"too many":  make([]json.RawMessage, ident.MaxEvidenceRecords+1),
 		"too large": recs(`{"a":"` + string(make([]byte, 0)) + string(bytesOf('x', ident.MaxEvidenceBatchBytes)) + `"}`),
 	} {
-		if _, err := s.AddEvidence(bg, f, 2, batch, t0); !errors.Is(err, ErrInvalid) {
+		if _, err := s.AddEvidence(bg, f, 2, batch, "", t0); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := s.AddEvidence(bg, f, 3, recs(`{}`), t0); !errors.Is(err, ErrInvalid) {
+	if _, err := s.AddEvidence(bg, f, 3, recs(`{}`), "", t0); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("batch 3: %v", err)
 	}
 	many := make([]json.RawMessage, ident.MaxEvidenceRecords-1)
 	for i := range many {
 		many[i] = json.RawMessage(`{}`)
 	}
-	if _, err := s.AddEvidence(bg, f, 2, many, t0); !errors.Is(err, ErrInvalid) {
+	if _, err := s.AddEvidence(bg, f, 2, many, "", t0); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("attempt record cap: %v", err)
 	}
-	if _, err := s.AddEvidence(bg, f, 2, recs(`{"phase":"cleanup"}`), t0); err != nil {
+	if _, err := s.AddEvidence(bg, f, 2, recs(`{"phase":"cleanup"}`), "", t0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Complete(bg, f, Outcome{Succeeded: true, CandidateSHA: string(bytesOf('b', 40))}, t0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddEvidence(bg, f, 2, recs(`{"phase":"cleanup"}`), t0); !errors.Is(err, ErrStale) {
+	if _, err := s.AddEvidence(bg, f, 2, recs(`{"phase":"cleanup"}`), "", t0); !errors.Is(err, ErrStale) {
 		t.Fatalf("evidence after result: %v", err)
 	}
 	a, err := s.Aggregate(bg, "j1")

@@ -27,8 +27,7 @@ func (s *Store) read(ctx context.Context, f func(q querier) error) error {
 
 const jobColumns = `seq, id, kind, status, failure_code, result, candidate_sha, repository_id, attempt_count,
   retry_at, created_at, updated_at, pool, plugin_id,
-  CASE WHEN kind = 'coding' THEN json_extract(task, '$.base_sha') END,
-  CASE WHEN kind = 'coding' THEN json_extract(task, '$.tests') END, ` + deliveryViewColumn
+  base_sha, test_args, ` + deliveryViewColumn
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -51,7 +50,9 @@ func scanJob(sc scanner) (Job, int64, error) {
 	}
 	j.FailureCode, j.CandidateSHA, j.RepositoryID, j.BaseSHA = failure.String, sha.String, repo.String, base.String
 	if tests.Valid {
-		j.Tests = json.RawMessage(tests.String)
+		if j.TestArgCounts, err = decodeTestArgs(tests.String); err != nil {
+			return Job{}, 0, err
+		}
 	}
 	if result.Valid {
 		r := result.String

@@ -75,3 +75,27 @@ func TestReleaseReturnsUnstartedLeaseWithoutAnAttempt(t *testing.T) {
 		t.Fatalf("release after expiry: %v", err)
 	}
 }
+
+// A lease the Worker has heartbeated was started: Release refuses it and
+// the attempt keeps its lease, its result still recorded.
+func TestReleaseRefusesHeartbeatedLease(t *testing.T) {
+	s := mustOpen(t, ":memory:")
+	mustSubmit(t, s, textJob("j1", 2), t0)
+	mustConnect(t, s, "worker-1", gen(1), t0)
+	l := mustLease(t, s, "worker-1", gen(1), t0)
+	f := fenceOf(l, "worker-1", gen(1))
+	// Same instant as the lease: the deadline does not move, the start is
+	// still recorded.
+	if _, err := s.Heartbeat(bg, f, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Release(bg, f, t0); !errors.Is(err, ErrConflict) {
+		t.Fatalf("release of a heartbeated lease: %v", err)
+	}
+	if j, err := s.Job(bg, "j1"); err != nil || j.Status != JobLeased || j.AttemptCount != 1 {
+		t.Fatalf("after refused release: %+v %v", j, err)
+	}
+	if _, err := s.Complete(bg, f, textOK("done"), t0); err != nil {
+		t.Fatalf("result after refused release: %v", err)
+	}
+}

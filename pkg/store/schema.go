@@ -32,6 +32,8 @@ CREATE TABLE jobs (
   repository_id   TEXT CHECK ((kind = 'coding') = (repository_id IS NOT NULL)),
   default_branch  TEXT CHECK (kind = 'coding' OR default_branch IS NULL),
   prepared_path   TEXT CHECK (kind = 'coding' OR prepared_path IS NULL),
+  base_sha        TEXT CHECK (base_sha IS NULL OR kind = 'coding' AND length(base_sha) = 40),
+  test_args       TEXT CHECK (kind = 'coding' OR test_args IS NULL),
   policy          TEXT NOT NULL,
   lease_ttl_us    INTEGER NOT NULL CHECK (lease_ttl_us > 0),
   retry_base_us   INTEGER NOT NULL CHECK (retry_base_us > 0),
@@ -79,9 +81,11 @@ CREATE TABLE attempts (
   candidate_sha   TEXT CHECK (candidate_sha IS NULL OR length(candidate_sha) = 40),
   agent_report    TEXT,
   outcome_digest  BLOB,
+  heartbeat_at    INTEGER,
   evidence_batches INTEGER NOT NULL DEFAULT 0,
   evidence_records INTEGER NOT NULL DEFAULT 0,
   evidence_bytes  INTEGER NOT NULL DEFAULT 0,
+  created_candidate TEXT CHECK (created_candidate IS NULL OR length(created_candidate) = 40),
   PRIMARY KEY (job_seq, id),
   CHECK ((status = 'leased') = (completed_at IS NULL))
 ) WITHOUT ROWID;

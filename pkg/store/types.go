@@ -115,7 +115,12 @@ type NewJob struct {
 	// coding job at submit ("" for static registrations); every lease of
 	// the job names it.
 	PreparedPath string
-	Policy       []byte
+	// BaseSHA and TestArgCounts, for a coding job, are the task's
+	// base_sha and the argv length of each of its tests, in order, as
+	// the Gate decoded them at submit; evidence is checked against them.
+	BaseSHA       string
+	TestArgCounts []int
+	Policy        []byte
 	// Delivery, for a coding job, names the GitHub repository and base
 	// branch the candidate is delivered to; nil: candidate-only.
 	Delivery *DeliveryTarget
@@ -142,10 +147,10 @@ type Job struct {
 	CreatedAt    Time          `json:"created_at"`
 	UpdatedAt    Time          `json:"updated_at"`
 
-	Pool     string          `json:"-"`
-	PluginID string          `json:"-"`
-	BaseSHA  string          `json:"-"` // coding jobs: the task's base_sha
-	Tests    json.RawMessage `json:"-"` // coding jobs: the task's tests array, nil when it has none
+	Pool          string `json:"-"`
+	PluginID      string `json:"-"`
+	BaseSHA       string `json:"-"` // coding jobs: the task's base_sha
+	TestArgCounts []int  `json:"-"` // coding jobs: the argv length of each test, in order
 }
 
 // Event is one timeline entry. Seq numbers a job's events from 1.

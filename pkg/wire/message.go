@@ -236,8 +236,10 @@ type Idle struct {
 // Goodbye says the lane is stopping: the Gate must lease it nothing more.
 // JobID and AttemptID (both or neither) name the attempt the lane is
 // executing; any other attempt leased to the lane was not started and the
-// Gate returns it to the queue without consuming an attempt. Its ack means
-// no lease will follow.
+// Gate returns it to the queue without consuming an attempt, unless the
+// lane heartbeated it or sent evidence for it (it was started). Its ack
+// means no lease will follow and nothing unstarted is left leased to the
+// lane; a repeated goodbye is ACKed and changes nothing.
 type Goodbye struct {
 	JobID     string `json:"job_id,omitempty"`
 	AttemptID string `json:"attempt_id,omitempty"`

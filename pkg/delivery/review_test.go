@@ -1,0 +1,67 @@
+package delivery
+
+import (
+	"testing"
+	"time"
+)
+
+// A pull request retargeted to another base while CI ran is never merged
+// there.
+func TestMergeRefusesARetargetedBase(t *testing.T) {
+	m, gh, c, s := setup(t)
+	gh.setRuns(Run{ID: 1, HeadSHA: cand, Status: "completed", Conclusion: "success"})
+	for s.Phase != PhaseMerge {
+		s = step(t, m, c, s)
+	}
+	gh.prs[0].BaseRef = "release"
+	s = runToEnd(t, m, c, s)
+	if s.Code != CodeBaseChanged || gh.mergeReq != 0 {
+		t.Fatalf("retargeted base: %+v, %d merge requests", s, gh.mergeReq)
+	}
+}
+
+// No wait (rate limit, back-off, poll pacing) is scheduled past the
+// delivery's timeout: the job ends at the timeout, not after the wait.
+func TestWaitsEndAtTheTimeout(t *testing.T) {
+	m, gh, c, s := setup(t)
+	s = step(t, m, c, step(t, m, c, s))
+	deadline := s.StartedAt.Add(testConfig().Timeout)
+	gh.failRuns = func() error { return &Error{Kind: KindRateLimited, RetryAt: c.Now().Add(2 * time.Hour)} }
+	s = step(t, m, c, s)
+	if s.NextAt.After(deadline) {
+		t.Fatalf("rate-limit wait until %v, past the timeout %v", s.NextAt, deadline)
+	}
+	s = runToEnd(t, m, c, s)
+	if s.Code != CodeTimedOut || c.Now().After(deadline) {
+		t.Fatalf("%s at %v, timeout %v", s.Code, c.Now(), deadline)
+	}
+
+	// An exhausted budget whose reset is hours away: pending runs time out.
+	m, gh, c, s = setup(t)
+	s = step(t, m, c, step(t, m, c, s))
+	gh.setRuns(Run{ID: 1, HeadSHA: cand, Status: "in_progress"})
+	gh.rate = RateLimit{Limit: 60, Remaining: 0, Reset: c.Now().Add(3 * time.Hour)}
+	s = step(t, m, c, s)
+	if s.NextAt.After(deadline) {
+		t.Fatalf("poll at %v, past the timeout %v", s.NextAt, deadline)
+	}
+	s = runToEnd(t, m, c, s)
+	if s.Code != CodeCITimedOut || c.Now().After(deadline) {
+		t.Fatalf("%s at %v, timeout %v", s.Code, c.Now(), deadline)
+	}
+}
+
+// A pull request a person retargeted and merged elsewhere is not a
+// delivery to the base branch.
+func TestMergedElsewhereIsNotDelivered(t *testing.T) {
+	m, gh, c, s := setup(t)
+	gh.setRuns(Run{ID: 1, HeadSHA: cand, Status: "completed", Conclusion: "success"})
+	for s.Phase != PhaseMerge {
+		s = step(t, m, c, s)
+	}
+	gh.prs[0].BaseRef, gh.prs[0].Merged, gh.prs[0].State, gh.prs[0].MergeCommitSHA = "release", true, "closed", "m9"
+	s = runToEnd(t, m, c, s)
+	if s.Code != CodeBaseChanged || s.MergeSHA != "" || gh.mergeReq != 0 {
+		t.Fatalf("merged into another base: %+v", s)
+	}
+}

@@ -1,0 +1,125 @@
+package gate
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/wire"
+	_ "modernc.org/sqlite"
+)
+
+// A goodbye that names nothing does not give back a lease the lane has
+// already heartbeated: that attempt was started, so it keeps its lease and
+// its result is recorded.
+func TestGoodbyeKeepsHeartbeatedLease(t *testing.T) {
+	cfg, sec := testConfig(t, nil)
+	tg := startGate(t, cfg, sec, "", nil)
+	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), noRepos())
+	job := tg.submit(`{"input":"x"}`)
+	l := w.lease()
+	wantAck(t, w.heartbeat(l))
+	wantAck(t, w.goodbye(nil))
+	if j := tg.job(job.ID); j.Status != "leased" || j.AttemptCount != 1 {
+		t.Fatalf("a started lease was given back: %+v", j)
+	}
+	wantAck(t, w.textResult(l, "ok"))
+	if j := tg.job(job.ID); j.Status != "succeeded" || j.AttemptCount != 1 {
+		t.Fatalf("job %+v", j)
+	}
+}
+
+// A second goodbye changes nothing: the attempt the first one named keeps
+// its lease and its result is recorded.
+func TestRepeatedGoodbyeKeepsRunningAttempt(t *testing.T) {
+	cfg, sec := testConfig(t, nil)
+	tg := startGate(t, cfg, sec, "", nil)
+	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), noRepos())
+	job := tg.submit(`{"input":"x"}`)
+	l := w.lease()
+	wantAck(t, w.goodbye(l))
+	wantAck(t, w.goodbye(nil))
+	if j := tg.job(job.ID); j.Status != "leased" || j.AttemptCount != 1 {
+		t.Fatalf("the running attempt was given back: %+v", j)
+	}
+	wantAck(t, w.failResult(l, wire.FailureWorkerShutdown))
+	if j := tg.job(job.ID); j.Status != "retry_wait" || j.AttemptCount != 1 {
+		t.Fatalf("job %+v", j)
+	}
+}
+
+// A goodbye that arrives while a lease for the lane is being granted is
+// answered only once that lease is back in the queue: after the ack,
+// nothing is leased to the lane.
+func TestGoodbyeWaitsForLeaseInFlight(t *testing.T) {
+	cfg, sec := testConfig(t, nil)
+	tg := startGate(t, cfg, sec, "", nil)
+	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), noRepos())
+	// Hold SQLite's write lock so that the submit's lease for the idle
+	// lane stays in flight (the store's writer waits for the lock).
+	db, err := sql.Open("sqlite", "file:"+tg.db+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer unlock()
+	submitted := make(chan struct{})
+	go func() {
+		defer close(submitted)
+		tg.api("POST", "/v1/jobs", testOwnerToken, []byte(`{"input":"x"}`))
+	}()
+	time.Sleep(200 * time.Millisecond) // the submit reserves the lane, then waits for the writer
+	w.seq++
+	seq := w.seq
+	if err := w.c.Send(wire.Envelope{Type: wire.TypeGoodbye, Seq: seq, Goodbye: &wire.Goodbye{}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-w.replies:
+		t.Fatalf("goodbye answered (%s) while a lease for the lane was in flight", r.Type)
+	case <-time.After(300 * time.Millisecond):
+	}
+	unlock()
+	var r wire.Envelope
+	select {
+	case r = <-w.replies:
+	case <-time.After(waitLimit):
+		t.Fatal("goodbye unanswered")
+	}
+	if r.Seq != seq {
+		t.Fatalf("reply seq %d", r.Seq)
+	}
+	wantAck(t, r)
+	var leased int
+	if err := db.QueryRow(`SELECT count(*) FROM attempts WHERE status = 'leased'`).Scan(&leased); err != nil {
+		t.Fatal(err)
+	}
+	if leased != 0 {
+		t.Fatalf("%d attempts leased after the goodbye's ack", leased)
+	}
+	<-submitted
+	select {
+	case e := <-w.pushes:
+		t.Fatalf("draining lane got %s", e.Type)
+	default:
+	}
+}
