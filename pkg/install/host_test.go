@@ -31,6 +31,9 @@ type faults struct {
 	hit   string
 	// beforeRename, when set, runs before every rename (to race one).
 	beforeRename func(to string)
+	// beforeLock, when set, runs before the installer lock is taken (to
+	// finish another installer's run first).
+	beforeLock func()
 }
 
 func (f *faults) call(op string) error {
@@ -97,6 +100,9 @@ func (x faultFS) RemoveAll(n string) error {
 func (x faultFS) Lock(n string) (func(), bool, error) {
 	if err := x.f.call("lock " + n); err != nil {
 		return nil, false, err
+	}
+	if x.f.beforeLock != nil {
+		x.f.beforeLock()
 	}
 	return x.osFS.Lock(n)
 }

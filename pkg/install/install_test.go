@@ -224,6 +224,27 @@ func TestUpgradeRollbackWithStoppedServicesReloadsTheRestoredUnits(t *testing.T)
 	}
 }
 
+// An upgrade that reads the installation, then waits while another
+// installer upgrades it, is refused once it holds the lock: it never acts
+// on what it read before.
+func TestUpgradeRereadsTheReceiptUnderTheLock(t *testing.T) {
+	e := installed(t, writeRelease(t, v1))
+	mid := with(writeRelease(t, v2), true, true)
+	late := with(writeRelease(t, releaseOpt{version: "v1.2.0", commit: commitOf('c')}), true, true)
+	e.h.f.beforeLock = func() {
+		e.h.f.beforeLock = nil
+		e.mustRun(mid)
+	}
+	ie := wantCode(t, func() error { err, _ := e.run(late); return err }(), ExitRefused)
+	if ie.Stage != "lock" {
+		t.Fatalf("stage %s (%s)", ie.Stage, ie.Msg)
+	}
+	r, _ := ReadReceipt(e.h.fs)
+	if r.Version != "v1.1.0" {
+		t.Fatalf("installed %s", r.Version)
+	}
+}
+
 // A rollback that cannot complete is exit 3 and names what to inspect.
 func TestUnrestorableUpgradeIsExitThree(t *testing.T) {
 	e := installed(t, writeRelease(t, v1))

@@ -43,6 +43,10 @@ func (r *run) upgrade(old *Receipt) error {
 	if err := r.lock(); err != nil {
 		return r.fail("lock", err.Error())
 	}
+	// What was read before the lock must still be what is installed.
+	if now, err := ReadReceipt(r.f); err != nil || string(now.Encode()) != string(old.Encode()) {
+		return r.fail("lock", "another installer changed the installation while this one waited; run it again")
+	}
 	if problems := CheckImmutable(r.f, old); len(problems) > 0 {
 		return r.fail("preflight", "the installed files differ from the receipt (no repair): "+problems[0])
 	}
