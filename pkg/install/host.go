@@ -196,6 +196,10 @@ func (f osFS) Run(ctx context.Context, name string, args ...string) ([]byte, err
 	cmd := exec.CommandContext(ctx, f.p(name), args...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.Dir = "/"
+	// A process left holding the output open does not keep the run waiting:
+	// once the program has exited (or been killed) the output is closed
+	// after a short delay and the run fails.
+	cmd.WaitDelay = time.Second
 	var out limitedBuffer
 	out.max = 4096
 	cmd.Stdout = &out

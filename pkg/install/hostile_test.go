@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -130,5 +131,28 @@ func TestOwnerTokenDoesNotBlockOnAFifo(t *testing.T) {
 		openAndClose(p)
 		<-done
 		t.Fatal("reading the Gate environment file blocked on a FIFO")
+	}
+}
+
+// A binary whose --version leaves a process holding its output open is
+// refused once the output has been quiet for a moment after it exited: the
+// installer neither waits for that process nor accepts the answer.
+func TestIdentityRefusesABinaryThatLeavesItsOutputOpen(t *testing.T) {
+	e := newEnv(t)
+	before := e.digest()
+	req := writeRelease(t, releaseOpt{version: v1.version, commit: v1.commit, mutate: func(kind string, ms []tarMember) []tarMember {
+		if kind == "gate" {
+			ms[1].data = []byte("#!/bin/sh\necho 'forge-gate " + v1.version + " " + v1.commit + "'\nsleep 8 &\n")
+			ms[1].hdr.Size = int64(len(ms[1].data))
+		}
+		return ms
+	}})
+	err, _ := e.runBounded(t, req, func() {})
+	ie := wantCode(t, err, ExitRefused)
+	if ie.Stage != "stage" || !strings.Contains(ie.Msg, "forge-gate") {
+		t.Fatalf("stage %s (%s)", ie.Stage, ie.Msg)
+	}
+	if e.digest() != before {
+		t.Fatal("a refused install changed the machine")
 	}
 }
