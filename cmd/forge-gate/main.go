@@ -22,9 +22,15 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/buildinfo"
 	"github.com/0k-lab/agent-forge/pkg/daemonargs"
 	"github.com/0k-lab/agent-forge/pkg/gate"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 func main() {
+	// Reaper mode first: the Gate runs public-source git under reapers
+	// started from its own binary (supervise.ReaperPool).
+	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
+		os.Exit(supervise.ReaperMain(os.Args[2:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -40,6 +40,12 @@ type Machine struct {
 
 	mutMu   sync.Mutex
 	lastMut time.Time
+
+	// pollMu guards nextPoll: the earliest time any delivery may poll the
+	// runs list again, so that all of them together keep to the shared
+	// unauthenticated budget.
+	pollMu   sync.Mutex
+	nextPoll time.Time
 }
 
 // NewMachine returns a Machine using gh.
@@ -110,6 +116,17 @@ func (m *Machine) timedOut(ctx context.Context, s State) (State, error) {
 	case PhaseCI:
 		if s.CIState == CIPending {
 			return fail(s, CodeCITimedOut), nil
+		}
+	case PhasePullRequest:
+		// A creation whose answer was lost may have left one: name it
+		// for the operator (best effort, nothing is created).
+		if tok, err := m.token(ctx, s.Repo); err == nil {
+			if pr, found, err := m.gh.FindPullRequest(ctx, tok, s.Repo, s.Branch); err == nil && found {
+				s.PRNumber, s.PRURL = pr.Number, pr.URL
+			}
+		}
+		if ctx.Err() != nil {
+			return s, ctx.Err()
 		}
 	}
 	return fail(s, CodeTimedOut), nil
@@ -290,8 +307,27 @@ func (m *Machine) ci(ctx context.Context, s State) (State, error) {
 			return fail(s, CodeCINoRuns), nil
 		}
 	}
-	s.NextAt = now.Add(m.pollAfter(runs.Rate, now))
+	s.NextAt = m.reservePoll(runs.Rate, now)
 	return s, nil
+}
+
+// reservePoll schedules the next runs poll of one delivery: no earlier
+// than pollAfter says, and after the polls other deliveries reserved,
+// each reservation taking its share (reset time / remaining) of the
+// budget every delivery of this Gate spends from.
+func (m *Machine) reservePoll(r RateLimit, now time.Time) time.Time {
+	at := now.Add(m.pollAfter(r, now))
+	var share time.Duration
+	if left := r.Reset.Sub(now); r.Limit > 0 && r.Remaining > 0 && left > 0 {
+		share = left / time.Duration(r.Remaining)
+	}
+	m.pollMu.Lock()
+	defer m.pollMu.Unlock()
+	if m.nextPoll.After(at) {
+		at = m.nextPoll
+	}
+	m.nextPoll = at.Add(share)
+	return at
 }
 
 // pollAfter sizes the wait before the next runs poll: poll_interval, but

@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -63,5 +64,45 @@ func TestMergedElsewhereIsNotDelivered(t *testing.T) {
 	s = runToEnd(t, m, c, s)
 	if s.Code != CodeBaseChanged || s.MergeSHA != "" || gh.mergeReq != 0 {
 		t.Fatalf("merged into another base: %+v", s)
+	}
+}
+
+// A delivery that times out in pull_request after a creation whose answer
+// was lost still names the pull request it left open.
+func TestTimeoutNamesTheLeftPullRequest(t *testing.T) {
+	m, gh, c, s := setup(t)
+	s = step(t, m, c, s)
+	gh.loseCreate = true
+	s = step(t, m, c, s)
+	if s.Phase != PhasePullRequest || len(gh.prs) != 1 {
+		t.Fatalf("lost creation: %+v", s)
+	}
+	c.Advance(time.Hour)
+	s = step(t, m, c, s)
+	if s.Code != CodeTimedOut || s.PRURL != gh.prs[0].URL || s.PRNumber != 1 || gh.count("create") != 1 {
+		t.Fatalf("%+v", s)
+	}
+}
+
+// The unauthenticated budget is shared by every delivery of the Gate:
+// concurrent deliveries in ci space their polls so that together they
+// stay within it, instead of each spending the whole budget's pace.
+func TestConcurrentPollsShareTheBudget(t *testing.T) {
+	m, gh, c, a := setup(t)
+	b := New("job2", testRepo, "main", cand, c.Now())
+	a = step(t, m, c, step(t, m, c, a))
+	b = step(t, m, c, step(t, m, c, b))
+	gh.setRuns(Run{ID: 1, HeadSHA: cand, Status: "in_progress"})
+	// 30 requests left for 30 minutes: one a minute for the whole Gate.
+	gh.rate = RateLimit{Limit: 60, Remaining: 30, Reset: c.Now().Add(30 * time.Minute)}
+	now := c.Now()
+	a, _ = m.Step(context.Background(), a)
+	b, _ = m.Step(context.Background(), b)
+	gap := b.NextAt.Sub(a.NextAt)
+	if gap < 0 {
+		gap = -gap
+	}
+	if a.Phase != PhaseCI || b.Phase != PhaseCI || gap < time.Minute-time.Second {
+		t.Fatalf("polls at %v and %v after %v: %v apart, want a minute", a.NextAt, b.NextAt, now, gap)
 	}
 }

@@ -94,6 +94,20 @@ func TestConfigPublicSourceRejects(t *testing.T) {
 		{"git a directory", "git_executable", set("git_executable", dir)},
 		{"git absent", "git_executable", set("git_executable", filepath.Join(dir, "absent"))},
 		{"git writable", "git_executable", set("git_executable", writable)},
+		{"git unclean", "git_executable", set("git_executable",
+			filepath.Dir(git)+"/../"+filepath.Base(filepath.Dir(git))+"/git")},
+	}
+	if os.Geteuid() == 0 {
+		// Only root can give a directory away; CI runs as root.
+		foreign := filepath.Join(dir, "foreign")
+		os.Mkdir(foreign, 0o700)
+		if err := os.Chown(foreign, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, struct {
+			name, field string
+			f           func(m map[string]any)
+		}{"root owned by another user", "public_repository_root", set("public_repository_root", foreign)})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/policy"
 	"github.com/0k-lab/agent-forge/pkg/source"
 	"github.com/0k-lab/agent-forge/pkg/store"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 // Timeouts of the HTTP server and the Worker endpoint.
@@ -44,10 +45,11 @@ type Gate struct {
 	now func() time.Time
 
 	repos       map[string]*RepositoryConfig
-	textPolicy  []byte            // canonical policy of text jobs
-	repoPolicy  map[string][]byte // canonical policy of coding jobs per repository
-	workerConns []atomic.Int32    // open connections per worker (by index)
-	sources     *source.Preparer  // public-source repositories (nil without any)
+	textPolicy  []byte                // canonical policy of text jobs
+	repoPolicy  map[string][]byte     // canonical policy of coding jobs per repository
+	workerConns []atomic.Int32        // open connections per worker (by index)
+	sources     *source.Preparer      // public-source repositories (nil without any)
+	reaper      *supervise.ReaperPool // runs the Preparer's git (nil: none, see Run)
 
 	ready   atomic.Bool
 	readied chan struct{} // closed when Start has succeeded
@@ -68,8 +70,14 @@ type Gate struct {
 // New builds a Gate. The store must be open; the Gate never closes it.
 // now is the clock (time.Now in production).
 func New(cfg *Config, sec *Secrets, st *store.Store, log *slog.Logger, now func() time.Time) (*Gate, error) {
+	return newGate(cfg, sec, st, log, now, nil)
+}
+
+// newGate is New with the reaper pool public-source git runs under (nil:
+// none).
+func newGate(cfg *Config, sec *Secrets, st *store.Store, log *slog.Logger, now func() time.Time, reaper *supervise.ReaperPool) (*Gate, error) {
 	g := &Gate{
-		cfg: cfg, sec: sec, st: st, log: log, now: now,
+		cfg: cfg, sec: sec, st: st, log: log, now: now, reaper: reaper,
 		repos:       map[string]*RepositoryConfig{},
 		repoPolicy:  map[string][]byte{},
 		workerConns: make([]atomic.Int32, len(cfg.Workers)),
@@ -167,13 +175,25 @@ func storeFailure(err error) bool {
 // "listening" event with the bound address), and serves until ctx is
 // cancelled or a store failure stops the Gate; it then logs one "store
 // counters" event (commits and operations since it opened the store).
+// With public sources, their git runs under reapers started from the
+// running binary (supervise.Self), which must dispatch supervise.ReaperArg
+// first thing in main: a Gate killed mid-fetch leaves no git running.
 func Run(ctx context.Context, cfg *Config, sec *Secrets, log *slog.Logger, now func() time.Time) error {
 	st, err := store.Open(ctx, cfg.Database)
 	if err != nil {
 		return fmt.Errorf("gate: open store: %w", err)
 	}
 	defer st.Close()
-	g, err := New(cfg, sec, st, log, now)
+	var reaper *supervise.ReaperPool
+	if cfg.hasPublicSources() {
+		self, err := supervise.Self()
+		if err != nil {
+			return errors.New("gate: public sources: cannot locate the running binary")
+		}
+		reaper = supervise.NewReaperPool(self)
+		defer reaper.Close()
+	}
+	g, err := newGate(cfg, sec, st, log, now, reaper)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ func (g *Gate) openSources() error {
 	if !g.cfg.hasPublicSources() {
 		return nil
 	}
-	p, err := source.New(g.cfg.PublicRepositoryRoot, g.cfg.GitExecutable, g.log)
+	p, err := source.New(g.cfg.PublicRepositoryRoot, g.cfg.GitExecutable, g.log, g.reaper)
 	if err != nil {
 		return errors.New("gate: public sources: cannot prepare the repository root")
 	}

@@ -56,6 +56,10 @@ type Runner struct {
 	OutputBytes int64
 	// KillGrace is the delay between SIGTERM and SIGKILL.
 	KillGrace time.Duration
+	// Reaper, when set, runs each git under one of the pool's reapers, so
+	// that git and its helpers stop even when the caller dies by SIGKILL
+	// (supervise.ReaperPool; the calling binary dispatches ReaperArg).
+	Reaper *supervise.ReaperPool
 }
 
 // Find returns the absolute path of the git executable on the given PATH
@@ -244,6 +248,7 @@ func (r *Runner) Run(ctx context.Context, c Cmd) ([]byte, error) {
 		StderrBytes: 1024,
 		Timeout:     timeout,
 		KillGrace:   grace,
+		Reaper:      r.Reaper,
 	}, c.Stdin)
 	switch {
 	case err == nil:

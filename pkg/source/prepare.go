@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/gitx"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 // Repository is one configured public source.
@@ -26,10 +27,11 @@ type Repository struct {
 // Preparer prepares public-source repositories under one root. It is safe
 // for concurrent use; every git command goes through gitx.
 type Preparer struct {
-	root string
-	git  string
-	home string
-	log  *slog.Logger
+	root   string
+	git    string
+	home   string
+	log    *slog.Logger
+	reaper *supervise.ReaperPool
 
 	ctx  context.Context // fetches outlive the submits that wait for them
 	stop context.CancelFunc
@@ -64,7 +66,10 @@ const tempPrefix = ".forge-clone-"
 // New returns a Preparer for root (checked by CheckRoot) using the git
 // executable git (checked by CheckGit). It creates the private git home
 // under root and removes temporary clones an earlier run left behind.
-func New(root, git string, log *slog.Logger) (*Preparer, error) {
+// reaper, when not nil, runs every git under a reaper, so that a Gate
+// killed mid-fetch leaves no git running (the binary dispatches
+// supervise.ReaperArg); it stays the caller's to close, after Close.
+func New(root, git string, log *slog.Logger, reaper *supervise.ReaperPool) (*Preparer, error) {
 	if err := CheckRoot(root); err != nil {
 		return nil, errors.New("source: public repository root: " + err.Error())
 	}
@@ -90,7 +95,7 @@ func New(root, git string, log *slog.Logger) (*Preparer, error) {
 		}
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Preparer{root: root, git: git, home: home, log: log, ctx: ctx, stop: stop,
+	return &Preparer{root: root, git: git, home: home, log: log, reaper: reaper, ctx: ctx, stop: stop,
 		repos: map[string]*repoState{}}, nil
 }
 
@@ -161,7 +166,7 @@ func (p *Preparer) run(st *repoState, f *fetch, r Repository) {
 }
 
 func (p *Preparer) runner(r Repository) *gitx.Runner {
-	return &gitx.Runner{Git: p.git, Home: p.home, Timeout: r.Timeout, OutputBytes: r.OutputBytes}
+	return &gitx.Runner{Git: p.git, Home: p.home, Timeout: r.Timeout, OutputBytes: r.OutputBytes, Reaper: p.reaper}
 }
 
 // provision clones r on first use or validates the existing bare

@@ -103,7 +103,7 @@ func newUpstream(t *testing.T) *upstream {
 	wrapper := filepath.Join(dir, "git")
 	script := "#!/bin/sh\n" +
 		"for a in \"$@\"; do if [ \"$a\" = fetch ]; then echo fetch >>'" + u.fetches + "'; " +
-		"while [ -e '" + u.block + "' ]; do sleep 0.02; done; break; fi; done\n" +
+		"case \"$*\" in *'" + testURL + "'*) while [ -e '" + u.block + "' ]; do sleep 0.02; done;; esac; break; fi; done\n" +
 		"exec '" + sysGit + "' -c url.https://github.com:" + port + "/.insteadOf=https://github.com/ " +
 		"-c http.curloptResolve=github.com:" + port + ":127.0.0.1 -c http.sslCAInfo='" + filepath.Join(pki, githubfake.CAFile) + "' \"$@\"\n"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
@@ -118,7 +118,7 @@ func newUpstream(t *testing.T) *upstream {
 	u.push("main")
 
 	log := slog.New(slog.NewJSONHandler(syncBuffer{&u.logMu, u.logs}, nil))
-	if u.p, err = New(u.root, wrapper, log); err != nil {
+	if u.p, err = New(u.root, wrapper, log, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(u.p.Close)
@@ -361,6 +361,35 @@ func TestPrepareValidatesReuse(t *testing.T) {
 		{"include", ReasonUnexpectedConfig, func(t *testing.T, dir string) {
 			hostGit(t, dir, "config", "include.path", "/dev/null")
 		}},
+		{"hooks path", ReasonUnexpectedConfig, func(t *testing.T, dir string) {
+			hostGit(t, dir, "config", "core.hooksPath", dir)
+		}},
+		{"fsmonitor", ReasonUnexpectedConfig, func(t *testing.T, dir string) {
+			hostGit(t, dir, "config", "core.fsmonitor", "/bin/true")
+		}},
+		{"http proxy", ReasonUnexpectedConfig, func(t *testing.T, dir string) {
+			hostGit(t, dir, "config", "http.proxy", "http://127.0.0.1:9")
+		}},
+		{"http extra header", ReasonUnexpectedConfig, func(t *testing.T, dir string) {
+			hostGit(t, dir, "config", "http.https://github.com/.extraHeader", "X: y")
+		}},
+		{"fetch refspec", ReasonOriginMismatch, func(t *testing.T, dir string) {
+			hostGit(t, dir, "config", "remote.origin.fetch", "+refs/*:refs/*")
+		}},
+		{"push url", ReasonOriginMismatch, func(t *testing.T, dir string) {
+			hostGit(t, dir, "config", "remote.origin.pushurl", "https://github.com/evil/app.git")
+		}},
+		{"symlinked objects", ReasonNotBare, func(t *testing.T, dir string) {
+			objs := filepath.Join(filepath.Dir(dir), "elsewhere")
+			os.Rename(filepath.Join(dir, "objects"), objs)
+			os.Symlink(objs, filepath.Join(dir, "objects"))
+		}},
+		{"http alternates", ReasonUnsafeRepository, func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "objects", "info", "http-alternates"), []byte("https://evil.example/\n"), 0o600)
+		}},
+		{"group-writable", ReasonUnsafeRepository, func(t *testing.T, dir string) {
+			os.Chmod(dir, 0o770)
+		}},
 		{"not bare", ReasonNotBare, func(t *testing.T, dir string) {
 			hostGit(t, dir, "config", "core.bare", "false")
 		}},
@@ -428,6 +457,50 @@ func TestPrepareConcurrentSubmitsShare(t *testing.T) {
 	}
 }
 
+// A fetch of one repository that hangs does not hold up a submit for
+// another one.
+func TestPrepareRepositoriesDoNotSerialize(t *testing.T) {
+	u := newUpstream(t)
+	const otherURL = "https://github.com/octo/other.git"
+	other := filepath.Join(filepath.Dir(u.bare), "other.git")
+	hostGit(t, u.work, "init", "-q", "--bare", other)
+	hostGit(t, u.work, "push", "-q", other, "main")
+	first := hostGit(t, u.work, "rev-parse", "HEAD")
+	if _, err := u.prepare(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(u.block, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := u.fetchCount()
+	blocked := make(chan error, 1)
+	go func() { _, err := u.prepare(first); blocked <- err }()
+	for u.fetchCount() == before {
+		time.Sleep(10 * time.Millisecond) // app's fetch hangs now
+	}
+	r := u.repo()
+	r.ID, r.URL = "other", otherURL
+	done := make(chan error, 1)
+	go func() { _, err := u.p.Prepare(context.Background(), r, first); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second): // liveness bound only
+		t.Fatal("a submit for another repository waits for app's fetch")
+	}
+	select {
+	case err := <-blocked:
+		t.Fatalf("app's fetch ended while blocked: %v", err)
+	default:
+	}
+	os.Remove(u.block)
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A submit that arrives while a fetch runs does not share it: it waits
 // for a fetch that starts after it arrived, and so sees a commit pushed
 // before it arrived.
@@ -489,7 +562,7 @@ func TestNewSweepsTemporaryClones(t *testing.T) {
 		t.Fatal(err)
 	}
 	git := u.p.git
-	if _, err := New(u.root, git, nil); err != nil {
+	if _, err := New(u.root, git, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(stale); err == nil {

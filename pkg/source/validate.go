@@ -60,7 +60,7 @@ func (p *Preparer) validate(g *gitx.Runner, r Repository, dir string, fi fs.File
 	if bare != "true" {
 		return &Error{Phase: PhaseValidate, Reason: ReasonNotBare}
 	}
-	list, err := (&gitx.Runner{Git: g.Git, Home: g.Home, Timeout: g.Timeout, OutputBytes: maxConfigBytes}).Run(p.ctx,
+	list, err := (&gitx.Runner{Git: g.Git, Home: g.Home, Timeout: g.Timeout, OutputBytes: maxConfigBytes, Reaper: g.Reaper}).Run(p.ctx,
 		gitx.Cmd{GitDir: dir, Args: []string{"config", "--local", "--no-includes", "--null", "--list"}})
 	if err != nil {
 		return gitError(PhaseValidate, err)

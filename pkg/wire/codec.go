@@ -126,7 +126,7 @@ func NewConn(ws *websocket.Conn) *Conn {
 func (c *Conn) Send(e Envelope) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
-	return c.codec.Send(c.ws, &e)
+	return c.corked(func() error { return c.codec.Send(c.ws, &e) })
 }
 
 // SendDeadline is Send with a write deadline; the deadline is cleared after.
@@ -136,7 +136,7 @@ func (c *Conn) SendDeadline(e Envelope, d time.Time) error {
 	if err := c.ws.SetWriteDeadline(d); err != nil {
 		return err
 	}
-	err := c.codec.Send(c.ws, &e)
+	err := c.corked(func() error { return c.codec.Send(c.ws, &e) })
 	_ = c.ws.SetWriteDeadline(time.Time{})
 	return err
 }
@@ -157,7 +157,8 @@ func (c *Conn) Receive() (Envelope, error) {
 // SetReadDeadline bounds the next Receive.
 func (c *Conn) SetReadDeadline(t time.Time) error { return c.ws.SetReadDeadline(t) }
 
-// Request is the HTTP upgrade request on a server-side Conn (nil on a client).
+// Request is the HTTP upgrade request on a server-side Conn (nil on a
+// client): its method, URL, Host and TLS state only, no headers.
 func (c *Conn) Request() *http.Request { return c.ws.Request() }
 
 // Close closes the connection.

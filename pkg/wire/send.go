@@ -16,9 +16,9 @@ func (c *Conn) SendEncoded(b []byte, d time.Time) error {
 }
 
 // SendEncodedBatch writes messages encoded by Encode, in order, with a
-// write deadline (cleared after). On a
-// server connection (Accept) the frames of a batch go out in one write:
-// an ack and the lease that follows it cost the peer one read, not two.
+// write deadline (cleared after). On a server connection (Accept) the
+// frames of a send go out in one write: an ack and the lease that follows
+// it cost the peer one read, not two.
 func (c *Conn) SendEncodedBatch(d time.Time, msgs ...[]byte) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
@@ -27,20 +27,26 @@ func (c *Conn) SendEncodedBatch(d time.Time, msgs ...[]byte) error {
 	}
 	defer c.ws.SetWriteDeadline(time.Time{})
 	raw := websocket.Codec{Marshal: rawMarshal}
-	if c.cork == nil || len(msgs) < 2 {
+	return c.corked(func() error {
 		for _, b := range msgs {
 			if err := raw.Send(c.ws, b); err != nil {
 				return err
 			}
 		}
 		return nil
+	})
+}
+
+// corked runs send (which holds sendMu) with a server connection corked,
+// so that its frames leave in one write; on a client it just runs send.
+func (c *Conn) corked(send func() error) error {
+	if c.cork == nil {
+		return send()
 	}
 	c.cork.startCork()
-	for _, b := range msgs {
-		if err := raw.Send(c.ws, b); err != nil {
-			c.cork.uncork(false)
-			return err
-		}
+	if err := send(); err != nil {
+		c.cork.uncork(false)
+		return err
 	}
 	return c.cork.uncork(true)
 }
