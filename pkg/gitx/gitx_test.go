@@ -162,6 +162,11 @@ func TestClassifyTransport(t *testing.T) {
 		"fatal: unable to access 'https://github.com/o/r.git/': server certificate verification failed. CAfile: x\n":                                     TransportTLS,
 		"fatal: the remote end hung up unexpectedly\n":                                                                                                   TransportOtherFailure,
 		"": TransportOtherFailure,
+		// Local failures of an HTTPS command are not the remote's.
+		"error: cannot lock ref 'refs/heads/main': Unable to create '/srv/p/x.git/./refs/heads/main.lock': File exists.\n": "",
+		"fatal: write error: No space left on device\nfatal: index-pack failed\n":                                          "",
+		"error: unable to write file objects/pack/tmp_pack_x: Read-only file system\n":                                     "",
+		"fatal: Unable to create temporary file '/srv/p/x.git/objects/pack/tmp_pack_XXXXXX': Permission denied\n":          "",
 	} {
 		if got := classifyTransport([]byte(stderr)); got != want {
 			t.Errorf("classifyTransport(%q) = %q, want %q", stderr, got, want)
