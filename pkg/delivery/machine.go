@@ -170,6 +170,17 @@ func (m *Machine) onError(s State, err error) State {
 		}
 		s.NextAt = now.Add(policy.Backoff(m.cfg.RetryBase, s.PhaseAttempts))
 		return s
+	case KindTokenRejected:
+		// The cached token is dropped; the retry mints a fresh one.
+		m.mu.Lock()
+		delete(m.tokens, s.Repo)
+		m.mu.Unlock()
+		s.PhaseAttempts++
+		if s.PhaseAttempts >= m.cfg.MaxAttempts {
+			return fail(s, CodePermissionDenied)
+		}
+		s.NextAt = now.Add(policy.Backoff(m.cfg.RetryBase, s.PhaseAttempts))
+		return s
 	case KindPermission:
 		return fail(s, CodePermissionDenied)
 	case KindNotInstalled:

@@ -130,3 +130,28 @@ func TestMergedWithoutMergeCommitIsRetried(t *testing.T) {
 		t.Fatalf("merge: %+v, %d merge requests", s, gh.mergeReq)
 	}
 }
+
+// An installation token GitHub stops accepting before its expires_at
+// (401: revoked, or the installation's permissions changed) is replaced:
+// the phase retries with a fresh token instead of failing for good.
+func TestRejectedTokenIsReplaced(t *testing.T) {
+	m, gh, c, s := setup(t)
+	s = step(t, m, c, s)
+	rejected := 0
+	gh.failFind = func() error {
+		if rejected++; rejected == 1 {
+			return &Error{Kind: KindTokenRejected}
+		}
+		return nil
+	}
+	gh.setRuns(Run{ID: 1, HeadSHA: cand, Status: "completed", Conclusion: "success"})
+	if s = runToEnd(t, m, c, s); s.Phase != PhaseMerged || gh.mints != 2 {
+		t.Fatalf("%+v, %d mints", s, gh.mints)
+	}
+	// Rejected at every try: permission_denied after max_attempts.
+	m, gh, c, s = setup(t)
+	gh.failPush = func() error { return &Error{Kind: KindTokenRejected} }
+	if s = runToEnd(t, m, c, s); s.Code != CodePermissionDenied || gh.mints != testConfig().MaxAttempts {
+		t.Fatalf("%+v, %d mints", s, gh.mints)
+	}
+}
