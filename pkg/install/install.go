@@ -398,10 +398,12 @@ func (r *run) reloadAfterUndo() error {
 // proves its readiness and identity, then the same for the Worker.
 func (r *run) activate(rc *Receipt, enable bool) error {
 	s := r.h.Services()
+	// Even a failed daemon-reload may have loaded the new units: rollback
+	// reloads the restored ones.
+	r.tx.reloaded = true
 	if err := s.DaemonReload(r.ctx); err != nil {
 		return r.fail("activate", err.Error())
 	}
-	r.tx.reloaded = true
 	client, err := r.client(rc)
 	if err != nil {
 		return r.fail("activate", err.Error())
