@@ -24,7 +24,8 @@ import (
 // of an open pull request gets one workflow run (SetCIRuns: several, one
 // per workflow), in_progress for the first RunPolls polls of it, then
 // completed with the repository's conclusion; mode "none" never starts a
-// run (path filters, a conflict). The list pages as GitHub's does:
+// run (path filters, a conflict). Runs once listed stay listed after their
+// pull request closes, as on GitHub. The list pages as GitHub's does:
 // per_page (default 30, at most 100) and page, total_count of all runs,
 // a Link header naming the next and last pages.
 
@@ -64,6 +65,8 @@ type ciState struct {
 	faults map[string]int            // delivery fault -> remaining hits
 	merges map[string]map[int]string // repoKey -> PR number -> merge commit
 	counts map[string]int            // repoKey -> runs per commit (default 1)
+	// started: repoKey + sha whose runs were listed once (they stay)
+	started map[string]bool
 }
 
 // Bounds of the runs list (GitHub's documented per_page default and
@@ -77,7 +80,7 @@ const (
 func (a *API) ci() *ciState {
 	a.ciOnce.Do(func() {
 		a.ciSt = &ciState{modes: map[string]string{}, polls: map[string]int{}, faults: map[string]int{},
-			merges: map[string]map[int]string{}, counts: map[string]int{}}
+			merges: map[string]map[int]string{}, counts: map[string]int{}, started: map[string]bool{}}
 	})
 	return a.ciSt
 }
@@ -193,6 +196,9 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request, owner, repo strin
 	a.mu.Unlock()
 
 	c.mu.Lock()
+	// Runs once started stay listed, as on GitHub, after their pull
+	// request closes.
+	open = open || c.started[key+" "+sha]
 	mode := c.modes[key]
 	if mode == "" {
 		mode = CISuccess
@@ -201,6 +207,7 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request, owner, repo strin
 	total := 0
 	if open && mode != CINone {
 		total = count
+		c.started[key+" "+sha] = true
 	}
 	perPage, page := runsPage(r.URL.Query())
 	runs := []map[string]any{}

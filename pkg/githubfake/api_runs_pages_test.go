@@ -66,3 +66,18 @@ func TestMergeUnprocessableIsARefusal(t *testing.T) {
 		t.Fatalf("%d merge requests, want 1", 5-left)
 	}
 }
+
+// Runs stay listed after their pull request is closed without merge.
+func TestRunsOutliveAClosedPullRequest(t *testing.T) {
+	d := newDeliveryFixture(t)
+	d.api.SetCI("octo", "app", CIFailure)
+	if s := d.run(t); s.Code != delivery.CodeCIFailed {
+		t.Fatalf("%+v", s)
+	}
+	if !d.api.SetPullState("octo", "app", 1, "closed", false) {
+		t.Fatal("cannot close the pull request")
+	}
+	if total, listed, _ := d.runsAnswer(t, ""); total != 1 || listed != 1 {
+		t.Fatalf("after close: total %d, %d listed", total, listed)
+	}
+}
