@@ -184,6 +184,9 @@ func (r *Runner) Env() []string {
 		"GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_ATTR_NOSYSTEM=1",
 		"GIT_NO_REPLACE_OBJECTS=1",
+		// No graft file either: one under /dev/null can never exist (and,
+		// unlike /dev/null itself, draws no deprecation hint).
+		"GIT_GRAFT_FILE=/dev/null/grafts",
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_ASKPASS=/bin/false",
 		"SSH_ASKPASS=/bin/false",

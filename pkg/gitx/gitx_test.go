@@ -191,3 +191,29 @@ func TestHTTPSOpensOnlyHTTPS(t *testing.T) {
 		t.Fatalf("file:// with HTTPS: %v", err)
 	}
 }
+
+// A graft file (deprecated, but still read by git) never rewrites history
+// for the runner: a commit grafted as a root keeps its parent.
+func TestGraftsIgnored(t *testing.T) {
+	r := mustRunner(t)
+	dir := mustRepo(t, r)
+	ctx := context.Background()
+	id := []string{"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.invalid"}
+	if _, err := r.Run(ctx, Cmd{Dir: dir, Env: id, Args: []string{"commit", "-q", "--allow-empty", "-m", "second"}}); err != nil {
+		t.Fatal(err)
+	}
+	tip, err := r.Line(ctx, Cmd{Dir: dir, Args: []string{"rev-parse", "HEAD"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".git", "info", "grafts"), []byte(tip+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Run(ctx, Cmd{Dir: dir, Args: []string{"rev-list", "--count", "HEAD"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != "2\n" {
+		t.Fatalf("rev-list --count with a graft file: %q, want 2", out)
+	}
+}
