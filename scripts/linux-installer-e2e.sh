@@ -15,8 +15,9 @@
 #   is <= 2.0 (printed) and `systemd-analyze verify` has empty stderr;
 #   forge doctor is healthy and read-only, and unhealthy (exit 2) for a
 #   wrong mode, a changed binary, a stopped Gate and a stopped Worker;
-#   refusals (tampered SHA256SUMS, an extra archive, a concurrent upgrade,
-#   upgrade without --enable-now) change nothing; with the Worker stopped a
+#   refusals (tampered SHA256SUMS, an extra archive in SHA256SUMS or in the
+#   directory, a malformed flag, a concurrent upgrade, upgrade without
+#   --enable-now) change nothing; with the Worker stopped a
 #   job is queued; an upgrade whose Gate never becomes ready (a drop-in)
 #   rolls back exactly with v0.1.0 serving again; the real upgrade keeps the
 #   database, secrets and the queued job (which then succeeds); a downgrade
@@ -95,6 +96,9 @@ cmp -s "$share/a2/SHA256SUMS" "$share/tampered/SHA256SUMS" && fail "tampering ch
 mkdir "$share/extra"
 cp "$tmp/rel2"/* "$share/extra/"
 sum_extra=$(sha256sum "$share/extra/SHA256SUMS" | cut -d' ' -f1)
+# The Linux-only set with a seventh file: a darwin archive beside it.
+cp -r "$share/a2" "$share/seventh"
+cp "$tmp/rel2/agent-forge-worker_v0.2.0_darwin_${arch}.tar.gz" "$share/seventh/"
 chmod -R a+rX "$share"
 
 # --- boot systemd -----------------------------------------------------------
@@ -261,6 +265,12 @@ expect 2 tampered.log "trust:" "tampered SHA256SUMS: exit"
 # shellcheck disable=SC2046
 rc=$(fi_run extra.log "$forge2" $(install_args v0.2.0 "$c2" /mnt/share/extra "$sum_extra") --upgrade --enable-now)
 expect 2 extra.log "manifest:" "extra archive: exit"
+# shellcheck disable=SC2046
+rc=$(fi_run seventh.log "$forge2" $(install_args v0.2.0 "$c2" /mnt/share/seventh "$sum2") --upgrade --enable-now)
+expect 2 seventh.log "manifest:" "a seventh file in the asset directory: exit"
+# shellcheck disable=SC2046
+rc=$(fi_run badflag.log "$forge2" $(install_args v0.2 "$c2" /mnt/share/a2 "$sum2") --upgrade --enable-now)
+expect 1 badflag.log "arguments:" "malformed --version: exit"
 # shellcheck disable=SC2046
 rc=$(fi_run noenable.log "$forge2" $(install_args v0.2.0 "$c2" /mnt/share/a2 "$sum2") --upgrade)
 [ "$rc" = 2 ] || fail "upgrade without --enable-now: exit $rc $(cat "$tmp/noenable.log")"

@@ -100,7 +100,12 @@ func (a *App) classify(err error) error {
 			out.RetryAt = a.Now().Add(e.RetryAfter)
 		}
 		return out
-	case github.ClassUnauthorized, github.ClassPermission, github.ClassForbidden:
+	case github.ClassUnauthorized:
+		// An installation token refused before its expiry (revoked, the
+		// installation changed), or the App's JWT: retried with a fresh
+		// token, permission_denied once max_attempts are spent.
+		return &Error{Kind: KindTokenRejected}
+	case github.ClassPermission, github.ClassForbidden:
 		return &Error{Kind: KindPermission}
 	case github.ClassNotFound:
 		return &Error{Kind: KindNotFound}

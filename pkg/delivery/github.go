@@ -112,7 +112,7 @@ type Kind int
 const (
 	KindTransient          Kind = iota // network, 5xx, malformed answer: retry the phase
 	KindRateLimited                    // 403/429 over a limit: wait RetryAt
-	KindPermission                     // 401, 403 "not accessible by integration", 422 on token permissions
+	KindPermission                     // 403 "not accessible by integration", 422 on token permissions
 	KindNotInstalled                   // the App is not installed on the repository
 	KindPushRejected                   // non-fast-forward, protected branch, branch at another commit
 	KindWorkflowPermission             // push touches .github/workflows without workflows permission
@@ -121,6 +121,7 @@ const (
 	KindHeadMoved                      // 409 on merge
 	KindNotMergeable                   // 405 on merge (any class)
 	KindNotFound                       // 404 of a resource that should exist
+	KindTokenRejected                  // 401 to an installation token: mint a fresh one and retry
 )
 
 // Error is a classified GitHub failure. It carries no GitHub text.
@@ -153,6 +154,8 @@ func (e *Error) Error() string {
 		return "github: merge refused"
 	case KindNotFound:
 		return "github: not found"
+	case KindTokenRejected:
+		return "github: token rejected"
 	}
 	return "github: transient failure"
 }

@@ -170,6 +170,17 @@ func (m *Machine) onError(s State, err error) State {
 		}
 		s.NextAt = now.Add(policy.Backoff(m.cfg.RetryBase, s.PhaseAttempts))
 		return s
+	case KindTokenRejected:
+		// The cached token is dropped; the retry mints a fresh one.
+		m.mu.Lock()
+		delete(m.tokens, s.Repo)
+		m.mu.Unlock()
+		s.PhaseAttempts++
+		if s.PhaseAttempts >= m.cfg.MaxAttempts {
+			return fail(s, CodePermissionDenied)
+		}
+		s.NextAt = now.Add(policy.Backoff(m.cfg.RetryBase, s.PhaseAttempts))
+		return s
 	case KindPermission:
 		return fail(s, CodePermissionDenied)
 	case KindNotInstalled:
@@ -272,6 +283,9 @@ func (m *Machine) pullRequest(ctx context.Context, s State) (State, error) {
 		return fail(s, CodeHeadMoved), nil
 	case pr.BaseRef != s.BaseBranch:
 		return fail(s, CodeBaseChanged), nil
+	case pr.Merged && pr.MergeCommitSHA == "":
+		// Merged, but the answer names no merge commit: read again.
+		return s, &Error{Kind: KindTransient}
 	case pr.Merged:
 		// Merged by a person with the candidate as head: delivered.
 		s.MergeSHA = pr.MergeCommitSHA
@@ -399,6 +413,9 @@ func (m *Machine) reconcileMerge(ctx context.Context, s State) (State, bool, err
 		return fail(s, CodeHeadMoved), true, nil
 	case pr.BaseRef != s.BaseBranch:
 		return fail(s, CodeBaseChanged), true, nil
+	case pr.MergeCommitSHA == "":
+		// Merged, but the answer names no merge commit: read again.
+		return s, false, &Error{Kind: KindTransient}
 	}
 	s.MergeSHA = pr.MergeCommitSHA
 	return m.advance(s, PhaseMerged), true, nil

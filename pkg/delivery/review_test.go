@@ -106,3 +106,52 @@ func TestConcurrentPollsShareTheBudget(t *testing.T) {
 		t.Fatalf("polls at %v and %v after %v: %v apart, want a minute", a.NextAt, b.NextAt, now, gap)
 	}
 }
+
+// A merged pull request whose answer names no merge commit is not
+// recorded as merged without one (the store refuses that state, which
+// would leave the job delivering forever): the read is retried and ends
+// github_unavailable.
+func TestMergedWithoutMergeCommitIsRetried(t *testing.T) {
+	m, gh, c, s := setup(t)
+	s = step(t, m, c, s)
+	gh.prs = []PullRequest{{Number: 1, URL: "https://github.com/o/r/pull/1", State: "closed", Merged: true, HeadSHA: cand,
+		HeadRef: s.Branch, BaseRef: "main"}}
+	if s = runToEnd(t, m, c, s); s.Code != CodeUnavailable || s.MergeSHA != "" {
+		t.Fatalf("pull_request: %+v", s)
+	}
+
+	m, gh, c, s = setup(t)
+	gh.setRuns(Run{ID: 1, HeadSHA: cand, Status: "completed", Conclusion: "success"})
+	for s.Phase != PhaseMerge {
+		s = step(t, m, c, s)
+	}
+	gh.prs[0].Merged, gh.prs[0].State = true, "closed"
+	if s = runToEnd(t, m, c, s); s.Code != CodeUnavailable || gh.mergeReq != 0 {
+		t.Fatalf("merge: %+v, %d merge requests", s, gh.mergeReq)
+	}
+}
+
+// An installation token GitHub stops accepting before its expires_at
+// (401: revoked, or the installation's permissions changed) is replaced:
+// the phase retries with a fresh token instead of failing for good.
+func TestRejectedTokenIsReplaced(t *testing.T) {
+	m, gh, c, s := setup(t)
+	s = step(t, m, c, s)
+	rejected := 0
+	gh.failFind = func() error {
+		if rejected++; rejected == 1 {
+			return &Error{Kind: KindTokenRejected}
+		}
+		return nil
+	}
+	gh.setRuns(Run{ID: 1, HeadSHA: cand, Status: "completed", Conclusion: "success"})
+	if s = runToEnd(t, m, c, s); s.Phase != PhaseMerged || gh.mints != 2 {
+		t.Fatalf("%+v, %d mints", s, gh.mints)
+	}
+	// Rejected at every try: permission_denied after max_attempts.
+	m, gh, c, s = setup(t)
+	gh.failPush = func() error { return &Error{Kind: KindTokenRejected} }
+	if s = runToEnd(t, m, c, s); s.Code != CodePermissionDenied || gh.mints != testConfig().MaxAttempts {
+		t.Fatalf("%+v, %d mints", s, gh.mints)
+	}
+}

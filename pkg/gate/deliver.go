@@ -177,7 +177,19 @@ func (s deliveryStore) SaveDelivery(ctx context.Context, prev, next delivery.Sta
 	if next.Phase == delivery.PhaseFailed && !delivery.ValidCode(next.Code) {
 		return store.ErrInvalid
 	}
-	return s.g.st.SaveDelivery(ctx, toStore(prev), toStore(next), s.g.now())
+	err := s.g.st.SaveDelivery(ctx, toStore(prev), toStore(next), s.g.now())
+	if !errors.Is(err, store.ErrInvalid) || next.Phase == delivery.PhaseFailed {
+		return err
+	}
+	// next holds an answer the store cannot keep (GitHub should never
+	// give one): end the delivery from prev rather than fail the same
+	// save at every pick-up. The error still stops this goroutine.
+	end := prev
+	end.Phase, end.Code, end.PhaseAttempts = delivery.PhaseFailed, delivery.CodeUnavailable, 0
+	if ferr := s.g.st.SaveDelivery(ctx, toStore(prev), toStore(end), s.g.now()); ferr != nil {
+		return ferr
+	}
+	return err
 }
 
 func fromStore(d store.Delivery) delivery.State {

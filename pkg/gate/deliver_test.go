@@ -22,6 +22,7 @@ type happyGitHub struct {
 	mu                      sync.Mutex
 	pushes, creates, merges int
 	pr                      *delivery.PullRequest
+	url                     string // the html_url CreatePullRequest answers (default canonical)
 }
 
 func (h *happyGitHub) MintToken(context.Context, delivery.Repo) (delivery.Token, error) {
@@ -48,7 +49,11 @@ func (h *happyGitHub) CreatePullRequest(_ context.Context, _ delivery.Token, _ d
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.creates++
-	h.pr = &delivery.PullRequest{Number: 1, URL: "https://github.com/octo/hello/pull/1", State: "open",
+	url := h.url
+	if url == "" {
+		url = "https://github.com/octo/hello/pull/1"
+	}
+	h.pr = &delivery.PullRequest{Number: 1, URL: url, State: "open",
 		HeadSHA: deliverCandidate, HeadRef: p.Head, BaseRef: p.Base}
 	return *h.pr, nil
 }
@@ -218,11 +223,31 @@ func TestDeliveryTempDirClearsLeftovers(t *testing.T) {
 // ready.
 func TestDeliveryWithoutTheSectionEndsVisibly(t *testing.T) {
 	cfg, sec := testConfig(t, nil)
+	st := deliveringJob(t, cfg)
+	g, err := New(cfg, sec, st, slog.New(slog.NewJSONHandler(io.Discard, nil)), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	j, err := st.Job(context.Background(), "j1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != store.JobFailed || j.Delivery == nil || j.Delivery.Phase != "failed" || j.Delivery.FailureCode != delivery.CodeUnconfigured {
+		t.Fatalf("job %s, delivery %+v", j.Status, j.Delivery)
+	}
+}
+
+// deliveringJob is an in-memory store holding job j1, delivering.
+func deliveringJob(t *testing.T, cfg *Config) *store.Store {
+	t.Helper()
 	st, err := store.Open(context.Background(), ":memory:")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	now := time.Now()
 	if _, err := st.Submit(context.Background(), store.NewJob{ID: "j1", Kind: store.KindCoding, Task: []byte(`{}`),
 		Pool: "coding", RepositoryID: "agent-forge", Policy: mustRepoPolicy(t, cfg),
@@ -239,19 +264,58 @@ func TestDeliveryWithoutTheSectionEndsVisibly(t *testing.T) {
 	if err := completeWithCandidate(st, store.Fence{JobID: "j1", AttemptID: l.AttemptID, Lane: "worker-1", Generation: "g1"}, now); err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// An answer the store cannot keep (here a pull request URL outside the
+// stored grammar) ends the delivery github_unavailable instead of
+// failing the same save at every pick-up forever.
+func TestUnstorableAnswerEndsTheDelivery(t *testing.T) {
+	key := writeAppKey(t)
+	cfg, sec := testConfig(t, func(m map[string]any) { withDelivery(t, m, deliverySection(key)) })
+	st := deliveringJob(t, cfg)
 	g, err := New(cfg, sec, st, slog.New(slog.NewJSONHandler(io.Discard, nil)), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Start(context.Background()); err != nil {
+	gh := &happyGitHub{url: "HTTPS://GITHUB.COM/octo/hello/pull/1"}
+	if err := g.EnableDelivery(gh); err != nil {
 		t.Fatal(err)
 	}
-	j, err := st.Job(context.Background(), "j1")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Status != store.JobFailed || j.Delivery == nil || j.Delivery.Phase != "failed" || j.Delivery.FailureCode != delivery.CodeUnconfigured {
-		t.Fatalf("job %s, delivery %+v", j.Status, j.Delivery)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		j, err := st.Job(context.Background(), "j1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Status == store.JobFailed {
+			if d := j.Delivery; d == nil || d.FailureCode != delivery.CodeUnavailable || d.PRURL != "" {
+				t.Fatalf("delivery %+v", j.Delivery)
+			}
+			break
+		}
+		if j.Status != store.JobDelivering || time.Now().After(deadline) {
+			t.Fatalf("job %s (%+v)", j.Status, j.Delivery)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	gh.mu.Lock()
+	defer gh.mu.Unlock()
+	if gh.merges != 0 {
+		t.Fatalf("%d merges", gh.merges)
 	}
 }
 

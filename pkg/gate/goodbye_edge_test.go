@@ -123,3 +123,22 @@ func TestGoodbyeWaitsForLeaseInFlight(t *testing.T) {
 	default:
 	}
 }
+
+// An idle for the attempt the lane runs makes the lane idle while the
+// store still holds that lease; once a result for it is recorded after
+// all, the lane is leased its next job at once (not at the next poll).
+func TestResultAfterIdleLeasesNext(t *testing.T) {
+	cfg, sec := testConfig(t, nil)
+	tg := startGate(t, cfg, sec, "", nil)
+	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), noRepos())
+	tg.submit(`{"input":"x"}`)
+	l1 := w.lease()
+	queued := tg.submit(`{"input":"y"}`)
+	w.idle(l1)
+	time.Sleep(100 * time.Millisecond) // the lane asks for work and is refused: l1 is still leased to it
+	wantAck(t, w.textResult(l1, "ok"))
+	l2 := w.lease()
+	if l2.JobID != queued.ID || l2.Ordinal != 1 {
+		t.Fatalf("lease after the late result %+v", l2)
+	}
+}

@@ -300,6 +300,15 @@ func (w *rawWorker) request(e wire.Envelope) wire.Envelope {
 		}
 		return r
 	case <-w.closed:
+		// The reader queues a reply before it sees the close.
+		select {
+		case r := <-w.replies:
+			if r.Seq != e.Seq {
+				w.t.Fatalf("reply seq %d for request %d", r.Seq, e.Seq)
+			}
+			return r
+		default:
+		}
 		w.t.Fatal("connection closed while waiting for a reply")
 	case <-time.After(waitLimit):
 		w.t.Fatal("no reply from the gate")

@@ -422,7 +422,7 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 		l.resultDone(nil) // draining: idle, never leased again
 		g.lanes.mu.Unlock()
 	}
-	ok := false
+	ok, recorded := false, err == nil
 	if err != nil {
 		ok = g.rejectStoreErr(err, reply)
 	} else {
@@ -432,8 +432,12 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 		}
 		ok = reply(true, &wire.Ack{}, "")
 	}
-	if ok && kind == resultEndsWinding {
-		g.wakeLane(l) // after the reply: a lease never precedes it
+	// After the reply, so a lease never precedes it: the winding lane is
+	// idle now, and a lane that said idle for an attempt the store still
+	// held (its Lease calls were refused as busy) may be leased again once
+	// that attempt is recorded.
+	if ok && (kind == resultEndsWinding || (kind == resultOther && recorded)) {
+		g.wakeLane(l)
 	}
 	return ok
 }

@@ -13,7 +13,8 @@
 //   - HOME and XDG_CONFIG_HOME set to a private directory the caller owns;
 //   - GIT_TERMINAL_PROMPT=0, GIT_ASKPASS=/bin/false, no pager
 //     (GIT_PAGER=cat and --no-pager), LC_ALL=C, GIT_ATTR_NOSYSTEM=1,
-//     GIT_NO_REPLACE_OBJECTS=1, a fixed PATH;
+//     GIT_NO_REPLACE_OBJECTS=1, no graft file
+//     (GIT_GRAFT_FILE under /dev/null), a fixed PATH;
 //   - plus whatever the caller adds explicitly (commit identities, dates).
 //
 // and these configuration overrides on every command line:

@@ -84,7 +84,8 @@ type Error struct {
 	Reason string // fixed text: "exit status", "timeout", "output limit", …
 	Code   int    // the exit code for Reason "exit status", else 0
 	// Transport classifies a failed HTTPS command (Cmd.HTTPS) by what git
-	// reported about the remote: one of the Transport* words, or "".
+	// reported about the remote: one of the Transport* words, or "" (also
+	// when the failure was local: a lock, the disk, permissions).
 	Transport string
 
 	// output is the start of what the failed command wrote (stdout, then
@@ -183,6 +184,9 @@ func (r *Runner) Env() []string {
 		"GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_ATTR_NOSYSTEM=1",
 		"GIT_NO_REPLACE_OBJECTS=1",
+		// No graft file either: one under /dev/null can never exist (and,
+		// unlike /dev/null itself, draws no deprecation hint).
+		"GIT_GRAFT_FILE=/dev/null/grafts",
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_ASKPASS=/bin/false",
 		"SSH_ASKPASS=/bin/false",
@@ -318,7 +322,26 @@ var transportSigns = [...]struct{ sign, transport string }{
 	{"SSL routines", TransportTLS},
 }
 
+// localSigns are what git writes when a failure of an HTTPS command is
+// its own, on this host (a lock, a full or read-only disk, permissions):
+// such a failure carries no Transport word, so it is never blamed on the
+// remote.
+var localSigns = [...]string{
+	"cannot lock ref",
+	"Unable to create",
+	"unable to write",
+	"No space left on device",
+	"Read-only file system",
+	"Permission denied",
+	"Disk quota exceeded",
+}
+
 func classifyTransport(stderr []byte) string {
+	for _, s := range localSigns {
+		if bytes.Contains(stderr, []byte(s)) {
+			return ""
+		}
+	}
 	for _, s := range transportSigns {
 		if bytes.Contains(stderr, []byte(s.sign)) {
 			return s.transport

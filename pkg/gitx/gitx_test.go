@@ -162,6 +162,11 @@ func TestClassifyTransport(t *testing.T) {
 		"fatal: unable to access 'https://github.com/o/r.git/': server certificate verification failed. CAfile: x\n":                                     TransportTLS,
 		"fatal: the remote end hung up unexpectedly\n":                                                                                                   TransportOtherFailure,
 		"": TransportOtherFailure,
+		// Local failures of an HTTPS command are not the remote's.
+		"error: cannot lock ref 'refs/heads/main': Unable to create '/srv/p/x.git/./refs/heads/main.lock': File exists.\n": "",
+		"fatal: write error: No space left on device\nfatal: index-pack failed\n":                                          "",
+		"error: unable to write file objects/pack/tmp_pack_x: Read-only file system\n":                                     "",
+		"fatal: Unable to create temporary file '/srv/p/x.git/objects/pack/tmp_pack_XXXXXX': Permission denied\n":          "",
 	} {
 		if got := classifyTransport([]byte(stderr)); got != want {
 			t.Errorf("classifyTransport(%q) = %q, want %q", stderr, got, want)
@@ -184,5 +189,31 @@ func TestHTTPSOpensOnlyHTTPS(t *testing.T) {
 	var e *Error
 	if err == nil || !asError(err, &e) || e.Transport == "" {
 		t.Fatalf("file:// with HTTPS: %v", err)
+	}
+}
+
+// A graft file (deprecated, but still read by git) never rewrites history
+// for the runner: a commit grafted as a root keeps its parent.
+func TestGraftsIgnored(t *testing.T) {
+	r := mustRunner(t)
+	dir := mustRepo(t, r)
+	ctx := context.Background()
+	id := []string{"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.invalid"}
+	if _, err := r.Run(ctx, Cmd{Dir: dir, Env: id, Args: []string{"commit", "-q", "--allow-empty", "-m", "second"}}); err != nil {
+		t.Fatal(err)
+	}
+	tip, err := r.Line(ctx, Cmd{Dir: dir, Args: []string{"rev-parse", "HEAD"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".git", "info", "grafts"), []byte(tip+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Run(ctx, Cmd{Dir: dir, Args: []string{"rev-list", "--count", "HEAD"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != "2\n" {
+		t.Fatalf("rev-list --count with a graft file: %q, want 2", out)
 	}
 }

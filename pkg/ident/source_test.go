@@ -150,6 +150,9 @@ func FuzzParsePublicURL(f *testing.F) {
 			strings.ContainsAny(s[len("https://"):], "@:?#%\\ \t\r\n") {
 			t.Fatalf("accepted a non-canonical shape %q", s)
 		}
+		if strings.Contains(owner, "--") || strings.HasSuffix(strings.ToLower(repo), ".git") || strings.HasSuffix(strings.ToLower(repo), ".wiki") {
+			t.Fatalf("accepted a name GitHub does not give: %q", s)
+		}
 		for _, c := range []byte(owner + repo) {
 			if !(alnum(c) || c == '-' || c == '_' || c == '.') {
 				t.Fatalf("accepted byte %q in %q", c, s)

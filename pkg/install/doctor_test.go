@@ -2,6 +2,8 @@ package install_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,8 @@ import (
 // forge doctor's tests live here, beside the fake machine they need.
 
 const commitA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
 
 func self() install.Self { return install.Self{Version: "v1.0.0", Commit: commitA, Schema: 1} }
 
@@ -100,6 +104,63 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 			failing: []string{"worker-unit", "worker-connected"}},
 		"another forge":  {self: &install.Self{Version: "v1.0.1", Commit: commitA, Schema: 1}, failing: []string{"cli-identity"}},
 		"another schema": {self: &install.Self{Version: "v1.0.0", Commit: commitA, Schema: 2}, failing: []string{"sqlite-schema"}},
+		"receipt digest tampered": {break_: func(e *install.TestEnv) {
+			p := filepath.Join(e.RootDir(), install.ReceiptPath)
+			b, _ := os.ReadFile(p)
+			i := bytes.Index(b, []byte(`"sha256": "`)) + len(`"sha256": "`)
+			b[i] = "01"[map[bool]int{true: 1}[b[i] == '0']]
+			os.Remove(p)
+			os.WriteFile(p, b, 0o644)
+		}, failing: []string{"immutable-files"}},
+		"unit and receipt changed together": {break_: func(e *install.TestEnv) {
+			unit := filepath.Join(e.RootDir(), install.UnitPath(install.GateUnit))
+			old, _ := os.ReadFile(unit)
+			changed := append(append([]byte{}, old...), "ExecStartPre=/bin/true\n"...)
+			os.WriteFile(unit, changed, 0o644)
+			p := filepath.Join(e.RootDir(), install.ReceiptPath)
+			b, _ := os.ReadFile(p)
+			b = bytes.Replace(b, []byte(sha(old)), []byte(sha(changed)), 1)
+			os.Remove(p)
+			os.WriteFile(p, b, 0o644)
+		}, failing: []string{"immutable-files"}},
+		"symlink binary": {break_: func(e *install.TestEnv) {
+			p := filepath.Join(e.RootDir(), install.BinDir, "forge-worker")
+			b, _ := os.ReadFile(p)
+			copyPath := filepath.Join(e.RootDir(), "opt", "forge-worker.copy")
+			os.WriteFile(copyPath, b, 0o755)
+			os.Remove(p)
+			os.Symlink(copyPath, p)
+		}, failing: []string{"immutable-files"}},
+		"symlink bin dir": {break_: func(e *install.TestEnv) {
+			bin := filepath.Join(e.RootDir(), install.BinDir)
+			os.Rename(bin, bin+".real")
+			os.Symlink(bin+".real", bin)
+		}, failing: []string{"immutable-files"}},
+		"changed unit": {break_: func(e *install.TestEnv) {
+			f, _ := os.OpenFile(filepath.Join(e.RootDir(), install.UnitPath(install.WorkerUnit)), os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString("# edited\n")
+			f.Close()
+		}, failing: []string{"immutable-files"}},
+		"extra file in prefix": {break_: func(e *install.TestEnv) {
+			os.WriteFile(filepath.Join(e.RootDir(), install.Prefix, "notes"), nil, 0o644)
+		}, failing: []string{"immutable-files"}},
+		"config symlink": {break_: func(e *install.TestEnv) {
+			p := filepath.Join(e.RootDir(), install.WorkerConfig)
+			os.Rename(p, p+".real")
+			os.Symlink(p+".real", p)
+		}, failing: []string{"mutable-paths"}},
+		"world-readable stray wal": {break_: func(e *install.TestEnv) {
+			p := filepath.Join(e.RootDir(), install.Database+"-wal")
+			os.WriteFile(p, nil, 0o644)
+			os.Chmod(p, 0o644)
+		}, failing: []string{"mutable-paths", "sqlite-schema"}},
+		"lone wal": {break_: func(e *install.TestEnv) {
+			p := filepath.Join(e.RootDir(), install.Database+"-wal")
+			os.WriteFile(p, nil, 0o600)
+			fi, _ := os.Stat(filepath.Join(e.RootDir(), install.Database))
+			uid, gid := install.Owner(fi)
+			os.Chown(p, uid, gid)
+		}, failing: []string{"sqlite-schema"}},
 		"no receipt": {break_: func(e *install.TestEnv) {
 			os.Remove(filepath.Join(e.RootDir(), install.ReceiptPath))
 		}, failing: doctor.Checks},

@@ -98,7 +98,7 @@ func (f osFS) Real(name string) string { return f.p(name) }
 func (f osFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(f.p(name)) }
 
 func (f osFS) ReadFile(name string, max int64) ([]byte, error) {
-	fd, err := os.OpenFile(f.p(name), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	fd, err := os.OpenFile(f.p(name), openFlags, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +196,10 @@ func (f osFS) Run(ctx context.Context, name string, args ...string) ([]byte, err
 	cmd := exec.CommandContext(ctx, f.p(name), args...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.Dir = "/"
+	// A process left holding the output open does not keep the run waiting:
+	// once the program has exited (or been killed) the output is closed
+	// after a short delay and the run fails.
+	cmd.WaitDelay = time.Second
 	var out limitedBuffer
 	out.max = 4096
 	cmd.Stdout = &out

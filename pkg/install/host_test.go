@@ -31,6 +31,9 @@ type faults struct {
 	hit   string
 	// beforeRename, when set, runs before every rename (to race one).
 	beforeRename func(to string)
+	// beforeLock, when set, runs before the installer lock is taken (to
+	// finish another installer's run first).
+	beforeLock func()
 }
 
 func (f *faults) call(op string) error {
@@ -98,6 +101,9 @@ func (x faultFS) Lock(n string) (func(), bool, error) {
 	if err := x.f.call("lock " + n); err != nil {
 		return nil, false, err
 	}
+	if x.f.beforeLock != nil {
+		x.f.beforeLock()
+	}
 	return x.osFS.Lock(n)
 }
 
@@ -144,7 +150,8 @@ type fakeServices struct {
 	serving  string // "version commit" of the running Gate
 	token    string
 	reloads  int
-	badReady map[string]bool // Gate versions that never become ready
+	loaded   map[string]uint64 // unit files systemd loaded (nil: never reloaded)
+	badReady map[string]bool   // Gate versions that never become ready
 }
 
 func (s *fakeServices) DaemonReload(context.Context) error {
@@ -153,8 +160,34 @@ func (s *fakeServices) DaemonReload(context.Context) error {
 	}
 	s.mu.Lock()
 	s.reloads++
+	s.loaded = map[string]uint64{}
+	for _, u := range []string{GateUnit, WorkerUnit} {
+		s.loaded[u] = s.unitFile(u)
+	}
 	s.mu.Unlock()
 	return nil
+}
+
+// unitFile identifies the unit file on disk (its inode; 0 when absent),
+// which is what systemd has loaded after a daemon-reload.
+func (s *fakeServices) unitFile(u string) uint64 {
+	fi, err := os.Lstat(filepath.Join(s.root, UnitPath(u)))
+	if err != nil {
+		return 0
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// stale lists the units whose file on disk is not the one systemd loaded
+// (a unit file changed without a daemon-reload).
+func (s *fakeServices) stale() []string {
+	var out []string
+	for _, u := range []string{GateUnit, WorkerUnit} {
+		if s.loaded != nil && s.loaded[u] != s.unitFile(u) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 func (s *fakeServices) Enable(_ context.Context, u string) error {
 	if err := s.f.call("enable " + u); err != nil {
@@ -324,6 +357,20 @@ func (h *testHost) Now() time.Time {
 	return h.clock
 }
 
+// requireRoot stops a test that needs root (the installer chowns to
+// other users). Under CI (CI set, as every CI system does) a missing root
+// is a failure, never a skip that would count as a pass.
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("installer tests need root and CI is set: run them as root (a skip would hide them)")
+	}
+	t.Skip("installer tests chown to other users: they need root (CI runs them as root)")
+}
+
 // env is one test machine: a temporary root with the trusted ancestors,
 // fake accounts and services, and a fake Gate on a private listener.
 type env struct {
@@ -335,9 +382,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("installer tests chown to other users: they need root (CI runs them as root)")
-	}
+	requireRoot(t)
 	root := t.TempDir()
 	os.Chmod(root, 0o755)
 	for _, d := range []string{"opt", "etc", "etc/systemd", "etc/systemd/system", "var", "var/lib"} {
@@ -478,7 +523,7 @@ func (e *env) state() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, _, acct, _ := e.h.acc.Lookup(Account)
-	return fmt.Sprintf("account=%v enabled=%v active=%v serving=%q", acct, s.enabled, s.active, s.serving)
+	return fmt.Sprintf("account=%v enabled=%v active=%v serving=%q stale=%v", acct, s.enabled, s.active, s.serving, s.stale())
 }
 
 func wantCode(t *testing.T, err error, code int) *Error {

@@ -85,6 +85,10 @@ func unitText(runAsRoot bool) map[string][]byte {
 	return map[string][]byte{GateUnit: gateUnit(runAsRoot), WorkerUnit: workerUnit(runAsRoot)}
 }
 
+// UnitDigest is the SHA-256 of the unit this release installs for the
+// service identity (forge doctor compares the receipt with it).
+func UnitDigest(unit string, runAsRoot bool) string { return sha256hex(unitText(runAsRoot)[unit]) }
+
 // digests returns the immutable files' digests for this release.
 func (r *run) digests(runAsRoot bool) map[string]string {
 	d := map[string]string{}
@@ -398,10 +402,12 @@ func (r *run) reloadAfterUndo() error {
 // proves its readiness and identity, then the same for the Worker.
 func (r *run) activate(rc *Receipt, enable bool) error {
 	s := r.h.Services()
+	// Even a failed daemon-reload may have loaded the new units: rollback
+	// reloads the restored ones.
+	r.tx.reloaded = true
 	if err := s.DaemonReload(r.ctx); err != nil {
 		return r.fail("activate", err.Error())
 	}
-	r.tx.reloaded = true
 	client, err := r.client(rc)
 	if err != nil {
 		return r.fail("activate", err.Error())

@@ -202,6 +202,49 @@ func TestUpgradeReadinessFailureRestoresThePreviousRelease(t *testing.T) {
 	}
 }
 
+// With both services stopped by the operator, a failed upgrade restores
+// the previous unit files and systemd's view of them (daemon-reload), and
+// leaves the services stopped.
+func TestUpgradeRollbackWithStoppedServicesReloadsTheRestoredUnits(t *testing.T) {
+	e := installed(t, writeRelease(t, v1))
+	for _, u := range []string{WorkerUnit, GateUnit} {
+		if err := e.h.svc.Stop(t.Context(), u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up := with(writeRelease(t, v2), true, true)
+	before, beforeState := e.digest(), e.state()
+	e.h.svc.badReady["v1.1.0"] = true
+	ie := wantCode(t, func() error { err, _ := e.run(up); return err }(), ExitRefused)
+	if ie.Stage != "readiness" {
+		t.Fatalf("stage %s (%s)", ie.Stage, ie.Msg)
+	}
+	if e.digest() != before || e.state() != beforeState {
+		t.Fatalf("not restored: %s, want %s", e.state(), beforeState)
+	}
+}
+
+// An upgrade that reads the installation, then waits while another
+// installer upgrades it, is refused once it holds the lock: it never acts
+// on what it read before.
+func TestUpgradeRereadsTheReceiptUnderTheLock(t *testing.T) {
+	e := installed(t, writeRelease(t, v1))
+	mid := with(writeRelease(t, v2), true, true)
+	late := with(writeRelease(t, releaseOpt{version: "v1.2.0", commit: commitOf('c')}), true, true)
+	e.h.f.beforeLock = func() {
+		e.h.f.beforeLock = nil
+		e.mustRun(mid)
+	}
+	ie := wantCode(t, func() error { err, _ := e.run(late); return err }(), ExitRefused)
+	if ie.Stage != "lock" {
+		t.Fatalf("stage %s (%s)", ie.Stage, ie.Msg)
+	}
+	r, _ := ReadReceipt(e.h.fs)
+	if r.Version != "v1.1.0" {
+		t.Fatalf("installed %s", r.Version)
+	}
+}
+
 // A rollback that cannot complete is exit 3 and names what to inspect.
 func TestUnrestorableUpgradeIsExitThree(t *testing.T) {
 	e := installed(t, writeRelease(t, v1))

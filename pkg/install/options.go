@@ -2,10 +2,8 @@ package install
 
 import (
 	"errors"
-	"flag"
-	"io"
 	"path/filepath"
-	"strconv"
+	"strings"
 
 	"github.com/0k-lab/agent-forge/pkg/ident"
 )
@@ -32,50 +30,50 @@ type Request struct {
 // Usage is the install synopsis.
 const Usage = "install --version vX.Y.Z --commit <40-hex> --asset-dir <absolute-dir> --sha256sums-sha256 <64-hex> [--enable-now] [--run-as-root] [--upgrade]"
 
-// ParseArgs parses the install flags: each at most once, all four value
-// flags required and well-formed, no positional arguments. Errors never
-// echo a value.
+// ParseArgs parses the install flags: only the forms --name value and
+// --name=value for the four value flags and a bare --name for the three
+// switches, each at most once, all four value flags required and
+// well-formed, no positional arguments, no "--" terminator and no
+// single-dash spelling. Errors never echo a value.
 func ParseArgs(args []string) (Request, error) {
 	var r Request
-	fs := flag.NewFlagSet("forge install", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	values := map[string]*string{
+		"version": &r.Version, "commit": &r.Commit, "asset-dir": &r.AssetDir, "sha256sums-sha256": &r.SumsSHA256,
+	}
+	switches := map[string]*bool{"enable-now": &r.EnableNow, "run-as-root": &r.RunAsRoot, "upgrade": &r.Upgrade}
 	seen := map[string]bool{}
-	once := func(name string, set func(string) error) {
-		fs.Func(name, "", func(v string) error {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, ok := strings.CutPrefix(a, "--")
+		if !ok || name == "" || name[0] == '-' {
+			return r, errors.New("unknown, repeated or malformed flag or a positional argument")
+		}
+		name, value, hasValue := strings.Cut(name, "=")
+		if dst, ok := switches[name]; ok {
+			if hasValue {
+				return r, errors.New("--" + name + " takes no value")
+			}
 			if seen[name] {
-				return errors.New("repeated")
+				return r, errors.New("--" + name + " is repeated")
 			}
-			seen[name] = true
-			return set(v)
-		})
-	}
-	str := func(dst *string) func(string) error { return func(v string) error { *dst = v; return nil } }
-	boolean := func(name string, dst *bool) {
-		fs.BoolFunc(name, "", func(v string) error {
-			if seen[name] {
-				return errors.New("repeated")
+			seen[name], *dst = true, true
+			continue
+		}
+		dst, ok := values[name]
+		if !ok {
+			return r, errors.New("unknown, repeated or malformed flag or a positional argument")
+		}
+		if seen[name] {
+			return r, errors.New("--" + name + " is repeated")
+		}
+		if !hasValue {
+			if i+1 == len(args) {
+				return r, errors.New("--" + name + " needs a value")
 			}
-			seen[name] = true
-			b, err := strconv.ParseBool(v)
-			if err != nil || !b {
-				return errors.New("takes no value")
-			}
-			*dst = true
-			return nil
-		})
-	}
-	once("version", str(&r.Version))
-	once("commit", str(&r.Commit))
-	once("asset-dir", str(&r.AssetDir))
-	once("sha256sums-sha256", str(&r.SumsSHA256))
-	boolean("enable-now", &r.EnableNow)
-	boolean("run-as-root", &r.RunAsRoot)
-	boolean("upgrade", &r.Upgrade)
-	if err := fs.Parse(args); err != nil {
-		return r, errors.New("unknown, repeated or malformed flag")
-	}
-	if fs.NArg() != 0 {
-		return r, errors.New("install takes no positional arguments")
+			i++
+			value = args[i]
+		}
+		seen[name], *dst = true, value
 	}
 	for _, name := range []string{"version", "commit", "asset-dir", "sha256sums-sha256"} {
 		if !seen[name] {
@@ -91,8 +89,9 @@ func ParseArgs(args []string) (Request, error) {
 	if !ident.ValidSHA256(r.SumsSHA256) {
 		return r, errors.New("--sha256sums-sha256 must be 64 lowercase hex digits")
 	}
-	if !filepath.IsAbs(r.AssetDir) || filepath.Clean(r.AssetDir) != r.AssetDir || len(r.AssetDir) > 4096 {
-		return r, errors.New("--asset-dir must be a clean absolute path")
+	if !filepath.IsAbs(r.AssetDir) || filepath.Clean(r.AssetDir) != r.AssetDir || len(r.AssetDir) > 4096 ||
+		strings.ContainsFunc(r.AssetDir, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+		return r, errors.New("--asset-dir must be a clean absolute path without control characters")
 	}
 	return r, nil
 }

@@ -10,6 +10,15 @@ import (
 
 const renameNoReplaceFlag = 1 // RENAME_NOREPLACE
 
+// renameat2 is the raw system call (a variable so that tests can stand in
+// a filesystem that lacks the flag).
+var renameat2 = func(from, to *byte) syscall.Errno {
+	atFDCWD := -100
+	_, _, errno := syscall.Syscall6(sysRenameat2, uintptr(atFDCWD), uintptr(unsafe.Pointer(from)),
+		uintptr(atFDCWD), uintptr(unsafe.Pointer(to)), renameNoReplaceFlag, 0)
+	return errno
+}
+
 // renameNoReplace is renameat2(AT_FDCWD, from, AT_FDCWD, to,
 // RENAME_NOREPLACE). EINVAL (a filesystem without the flag) is a refusal,
 // never a fallback to rename.
@@ -22,10 +31,7 @@ func renameNoReplace(from, to string) error {
 	if err != nil {
 		return err
 	}
-	atFDCWD := -100
-	_, _, errno := syscall.Syscall6(sysRenameat2, uintptr(atFDCWD), uintptr(unsafe.Pointer(f)),
-		uintptr(atFDCWD), uintptr(unsafe.Pointer(t)), renameNoReplaceFlag, 0)
-	switch errno {
+	switch errno := renameat2(f, t); errno {
 	case 0:
 		return nil
 	case syscall.EEXIST:

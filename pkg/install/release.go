@@ -35,6 +35,9 @@ func verifyRelease(req Request, arch string) (*release, *Error) {
 	if err != nil {
 		return nil, refused("manifest", err.Error())
 	}
+	if err := checkAssetEntries(req.AssetDir, req.Version); err != nil {
+		return nil, refused("manifest", err.Error())
+	}
 	stage, err := os.MkdirTemp("", "forge-install-stage-")
 	if err != nil {
 		return nil, refused("staging", "cannot create a private staging directory")

@@ -43,6 +43,10 @@ func (r *run) upgrade(old *Receipt) error {
 	if err := r.lock(); err != nil {
 		return r.fail("lock", err.Error())
 	}
+	// What was read before the lock must still be what is installed.
+	if now, err := ReadReceipt(r.f); err != nil || string(now.Encode()) != string(old.Encode()) {
+		return r.fail("lock", "another installer changed the installation while this one waited; run it again")
+	}
 	if problems := CheckImmutable(r.f, old); len(problems) > 0 {
 		return r.fail("preflight", "the installed files differ from the receipt (no repair): "+problems[0])
 	}
@@ -92,9 +96,6 @@ func (r *run) upgrade(old *Receipt) error {
 			})
 		} else {
 			r.tx.push("the previous "+u, func() error {
-				if err := s.DaemonReload(r.ctx); err != nil {
-					return err
-				}
 				if err := s.Start(r.ctx, u); err != nil {
 					return err
 				}
@@ -102,6 +103,10 @@ func (r *run) upgrade(old *Receipt) error {
 			})
 		}
 	}
+
+	// Once the previous unit files are back, systemd reloads them (when it
+	// has seen the new ones) before any previous service restarts.
+	r.tx.push("systemd's view of the restored units", r.reloadAfterUndo)
 
 	// Swap each path: the previous one moves aside, the staged one takes
 	// its place; both renames refuse to replace anything.

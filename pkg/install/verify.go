@@ -93,9 +93,51 @@ func sha256hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// openFlags open a file for reading without following a final symlink and
+// without blocking (a FIFO or device swapped in opens at once and is then
+// refused as not regular).
+const openFlags = os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_CLOEXEC | syscall.O_NONBLOCK
+
+// checkAssetEntries requires the asset directory to hold exactly
+// SHA256SUMS and the six Linux archives of version, plus at most the
+// release's SBOM (agent-forge_V_linux.spdx.json, published beside them and
+// never read): any other entry (a darwin or other-version archive, the
+// forge binary, a hidden file, a directory) is refused.
+func checkAssetEntries(dir, version string) error {
+	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return errors.New("the asset directory cannot be listed")
+	}
+	defer d.Close()
+	want := map[string]bool{"SHA256SUMS": true}
+	for _, n := range manifestNames(version) {
+		want[n] = true
+	}
+	sbom := "agent-forge_" + version + "_linux.spdx.json"
+	// Two more than the release set is enough to know it holds too much.
+	names, err := d.Readdirnames(len(want) + 2)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return errors.New("the asset directory cannot be listed")
+	}
+	found := 0
+	for _, n := range names {
+		switch {
+		case want[n]:
+			found++
+		case n == sbom:
+		default:
+			return errors.New("the asset directory holds an entry that is not part of the release set (only SHA256SUMS, the six Linux archives and the release's SBOM may be there)")
+		}
+	}
+	if found != len(want) {
+		return errors.New("the asset directory does not hold SHA256SUMS and all six Linux archives")
+	}
+	return nil
+}
+
 // readAsset reads one regular, non-symlink file of the asset directory.
 func readAsset(dir, name string, max int64) ([]byte, error) {
-	fd, err := os.OpenFile(filepath.Join(dir, name), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	fd, err := os.OpenFile(filepath.Join(dir, name), openFlags, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, errors.New("is missing")
@@ -134,7 +176,8 @@ func ReadArchive(data []byte, kind, version, commit string) ([]Member, error) {
 	if !ok {
 		return nil, errors.New("unknown archive kind")
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(data))
+	raw := bytes.NewReader(data)
+	zr, err := gzip.NewReader(raw)
 	if err != nil {
 		return nil, errors.New("archive is not gzip")
 	}
@@ -181,7 +224,7 @@ func ReadArchive(data []byte, kind, version, commit string) ([]Member, error) {
 	}
 	// Nothing may follow the tar end-of-archive within the gzip stream.
 	rest, err := io.ReadAll(io.LimitReader(zr, 1<<16+1))
-	if err != nil || len(rest) > 1<<16 || len(bytes.Trim(rest, "\x00")) != 0 {
+	if err != nil || len(rest) > 1<<16 || len(bytes.Trim(rest, "\x00")) != 0 || raw.Len() != 0 {
 		return nil, errors.New("archive has trailing data")
 	}
 	if string(members[0].Data) != version+" "+commit+"\n" {

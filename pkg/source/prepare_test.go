@@ -457,6 +457,41 @@ func TestPrepareConcurrentSubmitsShare(t *testing.T) {
 	}
 }
 
+// History a tampered repository fakes (a graft file, a shallow list) is
+// never honoured: a commit that is not on the default branch upstream
+// does not pass as its ancestor.
+func TestPrepareRefusesFakedHistory(t *testing.T) {
+	for _, name := range []string{"info/grafts", "shallow"} {
+		t.Run(name, func(t *testing.T) {
+			u := newUpstream(t)
+			first := hostGit(t, u.work, "rev-parse", "HEAD")
+			tip := u.commit("tip")
+			u.push("main")
+			dir, err := u.prepare(tip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree := hostGit(t, dir, "rev-parse", first+"^{tree}")
+			stranger := hostGit(t, dir, "commit-tree", "-m", "never upstream", tree)
+			body := tip + " " + stranger + "\n"
+			if name == "shallow" {
+				body = first + "\n"
+			}
+			os.MkdirAll(filepath.Join(dir, "info"), 0o700)
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if name == "info/grafts" {
+				if _, err := u.prepare(stranger); err == nil {
+					t.Fatal("a grafted commit passed as an ancestor of the default branch")
+				}
+			}
+			_, err = u.prepare(tip)
+			wantSourceError(t, err, PhaseValidate, ReasonUnsafeRepository, false)
+		})
+	}
+}
+
 // A fetch of one repository that hangs does not hold up a submit for
 // another one.
 func TestPrepareRepositoriesDoNotSerialize(t *testing.T) {
@@ -620,5 +655,22 @@ func TestPrepareRecoversFromKilledFetch(t *testing.T) {
 			}
 			hostGit(t, dir, "fsck", "--no-progress")
 		})
+	}
+}
+
+// Whatever an earlier run or anyone else left in the Preparer's git home
+// (a .netrc would hand git credentials) is gone when a Preparer starts.
+func TestNewEmptiesTheGitHome(t *testing.T) {
+	u := newUpstream(t)
+	home := filepath.Join(u.root, homeDir)
+	if err := os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine github.com login u password p\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(u.root, u.p.git, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(home)
+	if err != nil || len(ents) != 0 {
+		t.Fatalf("git home after New: %v %v", ents, err)
 	}
 }

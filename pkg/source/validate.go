@@ -29,7 +29,7 @@ var allowedConfig = map[string]bool{
 const maxConfigBytes = 64 << 10
 
 // validate requires dir (already Lstat'ed as fi) to be a bare repository
-// this user owns, without alternates, whose config holds only allowed keys
+// this user owns, without alternates, grafts or a shallow list, whose config holds only allowed keys
 // with exactly one remote, origin, at exactly r.URL, and whose HEAD is the
 // default branch.
 func (p *Preparer) validate(g *gitx.Runner, r Repository, dir string, fi fs.FileInfo) error {
@@ -42,7 +42,10 @@ func (p *Preparer) validate(g *gitx.Runner, r Repository, dir string, fi fs.File
 			return &Error{Phase: PhaseValidate, Reason: ReasonNotBare}
 		}
 	}
-	for _, name := range []string{"objects/info/alternates", "objects/info/http-alternates", "commondir"} {
+	// Borrowed objects, or history faked by a graft file or a shallow list
+	// (under which a commit not on the default branch upstream could pass
+	// as its ancestor): preparation writes none of them.
+	for _, name := range []string{"objects/info/alternates", "objects/info/http-alternates", "commondir", "info/grafts", "shallow"} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			return unsafe
 		}

@@ -16,7 +16,8 @@ import (
 // yet migrated; ErrForeignDatabase for a file without the Agent Forge
 // application id) without
 // migrating, locking or creating anything: it opens the file read-only
-// (query_only; immutable when no -wal or -shm exists), so forge doctor and the installer can compare it with
+// (query_only; immutable when no -wal or -shm exists; refused when only one
+// of them exists, since SQLite would create the other), so forge doctor and the installer can compare it with
 // SchemaVersion while a Gate may be running. It runs no permission
 // preflight (doctor checks paths itself) but refuses a missing database or
 // one that is not a regular file. Errors never contain the path.
@@ -46,9 +47,14 @@ func ReadSchemaVersion(ctx context.Context, dsn string) (int, error) {
 	// A read-only connection still creates -wal and -shm when they are
 	// missing. Without them the database is fully checkpointed (no Gate has
 	// it open), so it is read as immutable: no locks and no new files.
+	// A lone -wal or -shm is an unclean stop (or a stray file): SQLite would
+	// create the missing companion, so the reader refuses instead.
 	params := "?mode=ro"
-	if !exists(loc.path+"-wal") && !exists(loc.path+"-shm") {
+	switch wal, shm := exists(loc.path+"-wal"), exists(loc.path+"-shm"); {
+	case !wal && !shm:
 		params += "&immutable=1"
+	case wal != shm:
+		return 0, errors.New("store: read schema version: the database has a -wal or -shm file without its companion (an unclean stop); start the Gate once to recover it")
 	}
 	db, err := sql.Open("sqlite", fileURI(loc.path)+params+
 		fmt.Sprintf("&_pragma=busy_timeout(%d)", busyTimeoutMS)+"&_pragma=query_only(1)")

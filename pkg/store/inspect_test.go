@@ -78,3 +78,25 @@ func snapshotNames(t *testing.T, dir string) string {
 	}
 	return strings.Join(names, ",")
 }
+
+// A lone -wal or -shm (an unclean stop, a stray file) is never completed
+// by reading: the reader creates nothing and fails closed.
+func TestReadSchemaVersionCreatesNoWALCompanion(t *testing.T) {
+	for _, lone := range []string{"-wal", "-shm"} {
+		s, path := openFile(t)
+		mustSubmit(t, s, textJob("j1", 1), t0)
+		s.Close()
+		if err := os.WriteFile(path+lone, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Dir(path)
+		before := snapshotNames(t, dir)
+		_, err := ReadSchemaVersion(bg, path)
+		if after := snapshotNames(t, dir); after != before {
+			t.Fatalf("%s alone: reading created files: %s -> %s", lone, before, after)
+		}
+		if err == nil || strings.Contains(err.Error(), dir) {
+			t.Fatalf("%s alone: error %v", lone, err)
+		}
+	}
+}

@@ -58,8 +58,9 @@ func (l *lane) session(ctx context.Context) bool {
 	}
 	defer conn.Close()
 	l.seq, l.bye, l.byeDone = 0, 0, false
-	// Until welcome, a shutdown aborts the handshake at once.
-	abort := context.AfterFunc(ctx, func() { conn.Close() })
+	if ctx.Err() != nil {
+		return false // stopped while dialling: nothing was said
+	}
 
 	hello := &wire.Hello{
 		Protocol:     wire.Protocol,
@@ -74,10 +75,14 @@ func (l *lane) session(ctx context.Context) bool {
 		log.Warn("hello failed")
 		return false
 	}
+	// Once the hello is out, the Gate may welcome the lane and lease it at
+	// once, even if this Worker is stopping: wait for the welcome (bounded)
+	// so that a stop ends the session with a goodbye, which returns such a
+	// lease to the queue instead of leaving it to expire.
 	_ = conn.SetReadDeadline(time.Now().Add(welcomeTimeout))
 	first, err := conn.Receive()
 	_ = conn.SetReadDeadline(time.Time{})
-	if !abort() || err != nil || first.Type != wire.TypeWelcome || first.Welcome.Lane != l.name {
+	if err != nil || first.Type != wire.TypeWelcome || first.Welcome.Lane != l.name {
 		log.Warn("no welcome", "type", string(first.Type))
 		return false
 	}
