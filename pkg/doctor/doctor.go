@@ -89,7 +89,10 @@ func (d *doctor) check(id string) string {
 	case "ancestors":
 		return first(install.CheckAncestors(d.f))
 	case "immutable-files":
-		return first(install.CheckImmutable(d.f, d.receipt))
+		if p := first(install.CheckImmutable(d.f, d.receipt)); p != "" {
+			return p
+		}
+		return d.checkUnitDigests()
 	case "mutable-paths":
 		if p := first(install.CheckMutable(d.f, d.receipt)); p != "" {
 			return p
@@ -126,6 +129,25 @@ func (d *doctor) check(id string) string {
 		}
 	case "sqlite-schema":
 		return d.checkSchema()
+	}
+	return ""
+}
+
+// checkUnitDigests requires the receipt's unit digests to be the units
+// this release renders, so a unit edited together with its receipt entry
+// is caught (when this forge is the installed release; otherwise
+// cli-identity fails).
+func (d *doctor) checkUnitDigests() string {
+	r := d.receipt
+	if d.self.Version != r.Version || d.self.Commit != r.Commit {
+		return ""
+	}
+	for _, f := range r.Files {
+		for _, u := range []string{install.GateUnit, install.WorkerUnit} {
+			if f.Path == install.UnitPath(u) && f.SHA256 != install.UnitDigest(u, r.RunAsRoot) {
+				return f.Path + " is not the unit this release installs"
+			}
+		}
 	}
 	return ""
 }

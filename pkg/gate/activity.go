@@ -19,3 +19,14 @@ func (g *Gate) recordActivity(l *lane, p *wire.Activity) {
 		g.log.Debug("activity dropped", "lane", l.name, "reason", err.Error())
 	}
 }
+
+// reportedActivity reports whether the Gate recorded live activity for the
+// attempt (it was started).
+func (g *Gate) reportedActivity(jobID, attemptID string) bool {
+	for _, e := range g.act.Job(jobID) {
+		if e.AttemptID == attemptID {
+			return true
+		}
+	}
+	return false
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 	_ "modernc.org/sqlite"
 )
@@ -141,4 +142,22 @@ func TestResultAfterIdleLeasesNext(t *testing.T) {
 	if l2.JobID != queued.ID || l2.Ordinal != 1 {
 		t.Fatalf("lease after the late result %+v", l2)
 	}
+}
+
+// A lease the lane reported live activity for was started: a goodbye that
+// names nothing does not give it back.
+func TestGoodbyeKeepsLeaseWithActivity(t *testing.T) {
+	cfg, sec := testConfig(t, nil)
+	tg := startGate(t, cfg, sec, "", nil)
+	w := connectOffering(t, tg, 0, activity.Offer())
+	job := tg.submit(`{"input":"x"}`)
+	l := w.lease()
+	if err := w.c.Send(wire.Envelope{Type: wire.TypeActivity, Activity: &wire.Activity{JobID: l.JobID, AttemptID: l.AttemptID, Version: activity.Version, Stage: activity.StageAnalyzing}}); err != nil {
+		t.Fatal(err)
+	}
+	wantAck(t, w.goodbye(nil))
+	if j := tg.job(job.ID); j.Status != "leased" || j.AttemptCount != 1 {
+		t.Fatalf("a started lease was given back: %+v", j)
+	}
+	wantAck(t, w.textResult(l, "ok"))
 }

@@ -381,7 +381,10 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		release, inFlight := l.goodbye(attemptRef{e.Goodbye.JobID, e.Goodbye.AttemptID})
 		g.lanes.mu.Unlock()
 		g.log.Info("lane draining", "lane", l.name)
-		if release != nil {
+		// Live activity for the held attempt proves it was started, like
+		// a heartbeat or evidence (which the store checks): it keeps its
+		// lease until its result or deadline.
+		if release != nil && !g.reportedActivity(release.jobID, release.attemptID) {
 			g.release(l, release.jobID, release.attemptID)
 		}
 		if inFlight != nil {

@@ -2,6 +2,8 @@ package install_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,8 @@ import (
 // forge doctor's tests live here, beside the fake machine they need.
 
 const commitA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
 
 func self() install.Self { return install.Self{Version: "v1.0.0", Commit: commitA, Schema: 1} }
 
@@ -105,6 +109,17 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 			b, _ := os.ReadFile(p)
 			i := bytes.Index(b, []byte(`"sha256": "`)) + len(`"sha256": "`)
 			b[i] = "01"[map[bool]int{true: 1}[b[i] == '0']]
+			os.Remove(p)
+			os.WriteFile(p, b, 0o644)
+		}, failing: []string{"immutable-files"}},
+		"unit and receipt changed together": {break_: func(e *install.TestEnv) {
+			unit := filepath.Join(e.RootDir(), install.UnitPath(install.GateUnit))
+			old, _ := os.ReadFile(unit)
+			changed := append(append([]byte{}, old...), "ExecStartPre=/bin/true\n"...)
+			os.WriteFile(unit, changed, 0o644)
+			p := filepath.Join(e.RootDir(), install.ReceiptPath)
+			b, _ := os.ReadFile(p)
+			b = bytes.Replace(b, []byte(sha(old)), []byte(sha(changed)), 1)
 			os.Remove(p)
 			os.WriteFile(p, b, 0o644)
 		}, failing: []string{"immutable-files"}},

@@ -85,6 +85,10 @@ func unitText(runAsRoot bool) map[string][]byte {
 	return map[string][]byte{GateUnit: gateUnit(runAsRoot), WorkerUnit: workerUnit(runAsRoot)}
 }
 
+// UnitDigest is the SHA-256 of the unit this release installs for the
+// service identity (forge doctor compares the receipt with it).
+func UnitDigest(unit string, runAsRoot bool) string { return sha256hex(unitText(runAsRoot)[unit]) }
+
 // digests returns the immutable files' digests for this release.
 func (r *run) digests(runAsRoot bool) map[string]string {
 	d := map[string]string{}

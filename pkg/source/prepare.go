@@ -65,7 +65,8 @@ const tempPrefix = ".forge-clone-"
 
 // New returns a Preparer for root (checked by CheckRoot) using the git
 // executable git (checked by CheckGit). It creates the private git home
-// under root and removes temporary clones an earlier run left behind.
+// under root afresh and removes temporary clones an earlier run left
+// behind.
 // reaper, when not nil, runs every git under a reaper, so that a Gate
 // killed mid-fetch leaves no git running (the binary dispatches
 // supervise.ReaperArg); it stays the caller's to close, after Close.
@@ -76,8 +77,13 @@ func New(root, git string, log *slog.Logger, reaper *supervise.ReaperPool) (*Pre
 	if err := CheckGit(git); err != nil {
 		return nil, errors.New("source: git executable: " + err.Error())
 	}
+	// A fresh, empty git home: nothing left in it (a .netrc, which git's
+	// HTTP transport would read for credentials) ever reaches a fetch.
 	home := filepath.Join(root, homeDir)
-	if err := os.Mkdir(home, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := os.RemoveAll(home); err != nil {
+		return nil, errors.New("source: cannot empty the git home")
+	}
+	if err := os.Mkdir(home, 0o700); err != nil {
 		return nil, errors.New("source: cannot create the git home")
 	}
 	if fi, err := os.Lstat(home); err != nil || !fi.IsDir() || !ownedByMe(fi) || fi.Mode().Perm()&0o077 != 0 {

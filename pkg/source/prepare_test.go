@@ -657,3 +657,20 @@ func TestPrepareRecoversFromKilledFetch(t *testing.T) {
 		})
 	}
 }
+
+// Whatever an earlier run or anyone else left in the Preparer's git home
+// (a .netrc would hand git credentials) is gone when a Preparer starts.
+func TestNewEmptiesTheGitHome(t *testing.T) {
+	u := newUpstream(t)
+	home := filepath.Join(u.root, homeDir)
+	if err := os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine github.com login u password p\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(u.root, u.p.git, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(home)
+	if err != nil || len(ents) != 0 {
+		t.Fatalf("git home after New: %v %v", ents, err)
+	}
+}

@@ -237,7 +237,7 @@ type Idle struct {
 // JobID and AttemptID (both or neither) name the attempt the lane is
 // executing; any other attempt leased to the lane was not started and the
 // Gate returns it to the queue without consuming an attempt, unless the
-// lane heartbeated it or sent evidence for it (it was started). Its ack
+// lane heartbeated it or sent evidence or activity for it (it was started). Its ack
 // means no lease will follow and nothing unstarted is left leased to the
 // lane; a repeated goodbye is ACKed and changes nothing.
 type Goodbye struct {
