@@ -200,19 +200,15 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	kind, task, err := wire.ParseTask(body)
+	parsed, err := wire.ParseTask(body)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	nj := store.NewJob{ID: newJobID(), Kind: string(kind), Task: task}
+	nj := store.NewJob{ID: newJobID(), Kind: string(parsed.Kind), Task: parsed.Canonical}
 	var plugin string
-	if kind == wire.KindCoding {
-		t, err := wire.DecodeCodingTask(task)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
+	if parsed.Kind == wire.KindCoding {
+		t := parsed.Coding
 		repo, ok := g.repos[t.RepositoryID]
 		if !ok {
 			writeError(w, errUnknownRepo)

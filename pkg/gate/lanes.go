@@ -541,7 +541,7 @@ func (l *lane) encodeLease(ls *store.Lease) ([]byte, error) {
 		DeadlineAt: ls.DeadlineAt.UTC(), Kind: wire.Kind(ls.Kind),
 		Policy: ls.Policy, Task: ls.Task, DefaultBranch: ls.DefaultBranch, ActivityVersion: l.activity,
 	}
-	leaseSource(ls.PreparedPath, lease)
+	leaseSource(ls.PreparedPath, ls.BaseSHA, lease)
 	return wire.Encode(wire.Envelope{Type: wire.TypeLease, Lease: lease})
 }
 

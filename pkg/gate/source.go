@@ -62,16 +62,12 @@ func (g *Gate) prepareSource(ctx context.Context, r *RepositoryConfig, base stri
 }
 
 // leaseSource fills a coding lease of a job prepared at submit with the
-// prepared path and the base the Gate checked there (the task's).
-func leaseSource(prepared string, l *wire.Lease) {
+// prepared path and the base the Gate checked there (the job's base_sha).
+func leaseSource(prepared, base string, l *wire.Lease) {
 	if prepared == "" || l.Kind != wire.KindCoding {
 		return
 	}
-	t, err := wire.DecodeCodingTask(l.Task)
-	if err != nil {
-		return // the encoder refuses the lease's task anyway
-	}
-	l.RepositoryPath, l.BaseSHA = prepared, t.BaseSHA
+	l.RepositoryPath, l.BaseSHA = prepared, base
 }
 
 // codeSourceFailed is the API error of a failed preparation; its body

@@ -137,12 +137,12 @@ func TestLeaseSource(t *testing.T) {
 	prepared := "/srv/p/" + source.DirName(testPublicURL)
 	sha := strings.Repeat("a", 40)
 	l := &wire.Lease{Kind: wire.KindCoding, Task: json.RawMessage(`{"repository_id":"a","base_sha":"` + sha + `","instruction":"x"}`)}
-	leaseSource(prepared, l)
+	leaseSource(prepared, sha, l)
 	if l.RepositoryPath != prepared || l.BaseSHA != sha {
 		t.Fatalf("lease %+v", l)
 	}
 	static := &wire.Lease{Kind: wire.KindCoding, Task: l.Task}
-	leaseSource("", static)
+	leaseSource("", sha, static)
 	if static.RepositoryPath != "" || static.BaseSHA != "" {
 		t.Fatalf("static lease %+v", static)
 	}

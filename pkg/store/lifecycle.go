@@ -214,7 +214,7 @@ func inList(b *strings.Builder, args []any, ids []string) []any {
 func candidateSQL(pool string, us int64, plugins, repositories []string) (string, []any) {
 	args := []any{pool, us}
 	var b strings.Builder
-	b.WriteString(`SELECT seq, id, kind, task, repository_id, default_branch, prepared_path, plugin_id, policy, lease_ttl_us, attempt_count,
+	b.WriteString(`SELECT seq, id, kind, task, repository_id, default_branch, prepared_path, base_sha, plugin_id, policy, lease_ttl_us, attempt_count,
   max_attempts, retry_base_us, event_count, updated_at
 FROM jobs WHERE pool = ? AND status IN ('pending', 'retry_wait') AND (status = 'pending' OR retry_at <= ?)
   AND plugin_id IN (`)
@@ -296,10 +296,11 @@ func (t *wtx) grant(req LeaseRequest, us int64) (*Lease, error) {
 		events, updated        int64
 		maxAttempts            int
 		repo, branch, prepared sql.NullString
+		baseSHA                sql.NullString
 		task, pol              string
 		l                      = Lease{AttemptID: newAttemptID()}
 	)
-	err := t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &branch, &prepared, &l.PluginID, &pol, &ttl, &count,
+	err := t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &branch, &prepared, &baseSHA, &l.PluginID, &pol, &ttl, &count,
 		&maxAttempts, &base, &events, &updated)
 	if isNoRows(err) {
 		return nil, nil
@@ -310,7 +311,7 @@ func (t *wtx) grant(req LeaseRequest, us int64) (*Lease, error) {
 	us = max(us, updated)
 	l.Ordinal = int(count) + 1
 	l.Task, l.Policy = json.RawMessage(task), json.RawMessage(pol)
-	l.RepositoryID, l.DefaultBranch, l.PreparedPath = repo.String, branch.String, prepared.String
+	l.RepositoryID, l.DefaultBranch, l.PreparedPath, l.BaseSHA = repo.String, branch.String, prepared.String, baseSHA.String
 	l.LeasedAt, l.DeadlineAt = fromMicros(us).Time, fromMicros(us+ttl).Time
 	if _, err := t.exec(`UPDATE jobs SET status = 'leased', current_attempt = ?, attempt_count = ?, event_count = ?,
   retry_at = NULL, updated_at = ? WHERE seq = ?`, l.AttemptID, l.Ordinal, events+1, us, seq); err != nil {

@@ -202,9 +202,11 @@ type Lease struct {
 	// PreparedPath is the public-source repository prepared at submit (""
 	// if none).
 	PreparedPath string
-	PluginID     string
-	LeasedAt     time.Time
-	DeadlineAt   time.Time
+	// BaseSHA is a coding job's base commit as submitted ("" for text).
+	BaseSHA    string
+	PluginID   string
+	LeasedAt   time.Time
+	DeadlineAt time.Time
 }
 
 // Fence identifies who is writing for an attempt: the job and attempt the

@@ -177,54 +177,71 @@ type taskShape struct {
 	CommitAuthorEmail *string    `json:"commit_author_email"`
 }
 
-// ParseTask strictly decodes a submitted task, decides its kind, validates
-// it and returns its canonical encoding (the bytes a lease carries). A text
-// task has only "input"; a coding task has "repository_id", "base_sha" and
-// "instruction" and never "input".
-func ParseTask(data []byte) (Kind, []byte, error) {
+// ParsedTask is a submitted task after ParseTask: its kind, its canonical
+// encoding (the bytes a lease carries) and, for a coding task, its decoded
+// fields (zero for a text task).
+type ParsedTask struct {
+	Kind      Kind
+	Canonical []byte
+	Coding    CodingTask
+}
+
+// ParseTask strictly decodes a submitted task, decides its kind and
+// validates it. A text task has only "input"; a coding task has
+// "repository_id", "base_sha" and "instruction" and never "input".
+func ParseTask(data []byte) (ParsedTask, error) {
 	var s taskShape
 	if err := strictjson.Decode(data, &s); err != nil {
-		return "", nil, err
+		return ParsedTask{}, err
 	}
 	coding := s.RepositoryID != nil || s.BaseSHA != nil || s.Instruction != nil || s.Tests != nil ||
 		s.CommitAuthorName != nil || s.CommitAuthorEmail != nil
 	if s.Input != nil {
 		if coding {
-			return "", nil, fieldErr("input", "a task is either text (input) or coding, not both")
+			return ParsedTask{}, fieldErr("input", "a task is either text (input) or coding, not both")
 		}
 		t := TextTask{Input: *s.Input}
 		if err := t.Validate(); err != nil {
-			return "", nil, err
+			return ParsedTask{}, err
 		}
 		b, err := marshal(t)
-		return KindText, b, err
+		if err != nil {
+			return ParsedTask{}, err
+		}
+		return ParsedTask{Kind: KindText, Canonical: b}, nil
 	}
 	switch {
 	case s.RepositoryID == nil:
-		return "", nil, fieldErr("repository_id", "required (or input for a text task)")
+		return ParsedTask{}, fieldErr("repository_id", "required (or input for a text task)")
 	case s.BaseSHA == nil:
-		return "", nil, fieldErr("base_sha", "required")
+		return ParsedTask{}, fieldErr("base_sha", "required")
 	case s.Instruction == nil:
-		return "", nil, fieldErr("instruction", "required")
+		return ParsedTask{}, fieldErr("instruction", "required")
 	}
 	t := CodingTask{RepositoryID: *s.RepositoryID, BaseSHA: *s.BaseSHA, Instruction: *s.Instruction, Tests: s.Tests}
+	if len(t.Tests) == 0 {
+		t.Tests = nil // as the canonical encoding (which omits it) decodes
+	}
 	if s.CommitAuthorName != nil {
 		t.CommitAuthorName = *s.CommitAuthorName
 		if t.CommitAuthorName == "" {
-			return "", nil, fieldErr("commit_author_name", "must not be empty")
+			return ParsedTask{}, fieldErr("commit_author_name", "must not be empty")
 		}
 	}
 	if s.CommitAuthorEmail != nil {
 		t.CommitAuthorEmail = *s.CommitAuthorEmail
 		if t.CommitAuthorEmail == "" {
-			return "", nil, fieldErr("commit_author_email", "must not be empty")
+			return ParsedTask{}, fieldErr("commit_author_email", "must not be empty")
 		}
 	}
 	if err := t.Validate(); err != nil {
-		return "", nil, err
+		return ParsedTask{}, err
 	}
 	b, err := marshal(t)
-	return KindCoding, b, err
+	if err != nil {
+		return ParsedTask{}, err
+	}
+	return ParsedTask{Kind: KindCoding, Canonical: b, Coding: t}, nil
 }
 
 // DecodeTextTask strictly decodes and validates a text task.

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -160,12 +161,20 @@ func TestParseTask(t *testing.T) {
 		`{"repository_id":"r","base_sha":"` + sha + `","instruction":"Fix.","tests":[]}`:                                                                                                        KindCoding,
 	}
 	for in, kind := range good {
-		k, canon, err := ParseTask([]byte(in))
-		if err != nil || k != kind {
-			t.Fatalf("%s: kind %q err %v", in, k, err)
+		p, err := ParseTask([]byte(in))
+		if err != nil || p.Kind != kind {
+			t.Fatalf("%s: kind %q err %v", in, p.Kind, err)
 		}
-		if k2, canon2, err := ParseTask(canon); err != nil || k2 != k || !bytes.Equal(canon, canon2) {
-			t.Fatalf("canonical form does not round-trip: %s", canon)
+		if p2, err := ParseTask(p.Canonical); err != nil || p2.Kind != p.Kind || !bytes.Equal(p.Canonical, p2.Canonical) {
+			t.Fatalf("canonical form does not round-trip: %s", p.Canonical)
+		}
+		if kind == KindCoding {
+			c, err := DecodeCodingTask(p.Canonical)
+			if err != nil || !reflect.DeepEqual(c, p.Coding) {
+				t.Fatalf("%s: parsed coding task %+v, canonical decodes to %+v (%v)", in, p.Coding, c, err)
+			}
+		} else if !reflect.DeepEqual(p.Coding, CodingTask{}) {
+			t.Fatalf("%s: text task carries coding fields %+v", in, p.Coding)
 		}
 	}
 	long := strings.Repeat("x", MaxInputBytes+1)
@@ -194,7 +203,7 @@ func TestParseTask(t *testing.T) {
 		`{"repository_id":"r","base_sha":"` + sha + `","instruction":"x","commit_author_name":"","commit_author_email":""}`:           "commit_author_name",
 	}
 	for in, field := range bad {
-		_, _, err := ParseTask([]byte(in))
+		_, err := ParseTask([]byte(in))
 		if err == nil {
 			t.Fatalf("accepted %s", in)
 		}
@@ -204,7 +213,7 @@ func TestParseTask(t *testing.T) {
 		}
 	}
 	tooMany := `{"repository_id":"r","base_sha":"` + sha + `","instruction":"x","tests":[` + strings.Repeat(`["t"],`, MaxTests) + `["t"]]}`
-	if _, _, err := ParseTask([]byte(tooMany)); err == nil {
+	if _, err := ParseTask([]byte(tooMany)); err == nil {
 		t.Fatal("accepted too many tests")
 	}
 }
@@ -348,15 +357,15 @@ func FuzzParseTask(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		k, canon, err := ParseTask(data)
+		p, err := ParseTask(data)
 		if err != nil {
-			if k != "" || canon != nil {
+			if p.Kind != "" || p.Canonical != nil || !reflect.DeepEqual(p.Coding, CodingTask{}) {
 				t.Fatal("error with a partial result")
 			}
 			return
 		}
-		k2, canon2, err := ParseTask(canon)
-		if err != nil || k2 != k || !bytes.Equal(canon, canon2) {
+		p2, err := ParseTask(p.Canonical)
+		if err != nil || p2.Kind != p.Kind || !bytes.Equal(p.Canonical, p2.Canonical) || !reflect.DeepEqual(p.Coding, p2.Coding) {
 			t.Fatal("canonical task does not round-trip")
 		}
 	})
