@@ -12,14 +12,14 @@ const (
 )
 
 // ValidGitHubOwner reports whether s is a GitHub account name: 1..39
-// ASCII letters, digits and single inner hyphens.
+// ASCII letters, digits and single '-' between them (not leading,
+// trailing or doubled).
 func ValidGitHubOwner(s string) bool {
 	if s == "" || len(s) > MaxGitHubOwnerBytes || s[0] == '-' || s[len(s)-1] == '-' || strings.Contains(s, "--") {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+		if c := s[i]; !(alnum(c) || c == '-') {
 			return false
 		}
 	}
@@ -28,20 +28,24 @@ func ValidGitHubOwner(s string) bool {
 
 // ValidGitHubRepo reports whether s is a bare GitHub repository name (no
 // owner): 1..100 ASCII letters, digits, '.', '_' or '-', not "." or "..",
-// and not ending in ".git" in any case (GitHub strips that suffix, so the
-// name would be ambiguous).
+// and not ending in ".git" (GitHub strips that suffix, so the name would
+// be ambiguous) or ".wiki" (a repository's wiki, not a repository), in any
+// case.
 func ValidGitHubRepo(s string) bool {
-	if s == "" || len(s) > MaxGitHubRepoBytes || s == "." || s == ".." || strings.HasSuffix(strings.ToLower(s), ".git") {
+	lower := strings.ToLower(s)
+	if s == "" || len(s) > MaxGitHubRepoBytes || s == "." || s == ".." ||
+		strings.HasSuffix(lower, ".git") || strings.HasSuffix(lower, ".wiki") {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+		if c := s[i]; !(alnum(c) || c == '.' || c == '_' || c == '-') {
 			return false
 		}
 	}
 	return true
 }
+
+func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
 
 // ValidCandidateRef reports whether ref is exactly
 // refs/agent-forge/candidates/<job>/<attempt> with job and attempt refs

@@ -80,6 +80,14 @@ func ValidEnvName(s string) bool {
 // hex digits. Connection generations and plugin session ids have this form.
 func ValidHexID(s string) bool { return lowerHex(s, HexIDLen) }
 
+// TokenHexLen is the length of a generated secret token: 32 random bytes
+// in lowercase hex.
+const TokenHexLen = 64
+
+// ValidToken reports whether s has the form of a generated secret token:
+// exactly TokenHexLen lowercase hex digits.
+func ValidToken(s string) bool { return lowerHex(s, TokenHexLen) }
+
 func lowerHex(s string, n int) bool {
 	if len(s) != n {
 		return false

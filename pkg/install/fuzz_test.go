@@ -1,6 +1,7 @@
 package install
 
 import (
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,7 @@ func FuzzParseSums(f *testing.F) {
 			t.Fatalf("%d entries", len(sums))
 		}
 		for _, n := range manifestNames("v1.0.0") {
-			if !isHex(sums[n], 64) {
+			if !ident.ValidSHA256(sums[n]) {
 				t.Fatalf("%s digest", n)
 			}
 		}

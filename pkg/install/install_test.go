@@ -2,6 +2,7 @@ package install
 
 import (
 	"archive/tar"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,7 @@ func TestFreshInstallLayoutAndValidationOnlyRerun(t *testing.T) {
 	workerEnv, _ := os.ReadFile(filepath.Join(e.root, WorkerEnv))
 	owner, _ := OwnerToken(e.h.fs)
 	worker := strings.TrimSuffix(strings.TrimPrefix(string(workerEnv), WorkerTokenEnv+"="), "\n")
-	if !isHex(owner, 64) || !isHex(worker, 64) || owner == worker || strings.Contains(string(workerEnv), owner) ||
+	if !ident.ValidToken(owner) || !ident.ValidToken(worker) || owner == worker || strings.Contains(string(workerEnv), owner) ||
 		!strings.Contains(string(gateEnv), WorkerTokenEnv+"="+worker+"\n") {
 		t.Fatal("tokens are not isolated 64-hex values")
 	}

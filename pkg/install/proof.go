@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"errors"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"io"
 	"net/http"
 	"strings"
@@ -26,7 +27,7 @@ func OwnerToken(f FS) (string, error) {
 		return "", errors.New("the Gate environment file cannot be read")
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, OwnerTokenEnv+"="); ok && isHex(v, 64) {
+		if v, ok := strings.CutPrefix(line, OwnerTokenEnv+"="); ok && ident.ValidToken(v) {
 			return v, nil
 		}
 	}
