@@ -15,7 +15,10 @@ command -v chromium >/dev/null || command -v chromium-browser >/dev/null || [ -n
 command -v unshare >/dev/null || need+=(util-linux)
 command -v ip >/dev/null || need+=(iproute2)
 command -v curl >/dev/null || need+=(curl)
+command -v openssl >/dev/null || need+=(openssl) # the fake GitHub App's key
 [ -f /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
+# scripts/linux-installer-e2e.sh boots a real systemd with systemd-nspawn.
+command -v systemd-nspawn >/dev/null || need+=(systemd-container)
 if [ "${#need[@]}" -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
