@@ -11,11 +11,6 @@
 #
 # Exit status: 0 published, 1 rejected or failed (nothing is published and no
 # existing path is touched), 2 usage.
-#
-# FORGE_RELEASE_TEST_HOOK_BEFORE_PUBLISH is for scripts/release-artifacts-e2e.sh
-# only: when set, the builder runs that executable with the destination path
-# after every preflight check and build step and right before publication, so
-# the test can create the destination in that window.
 set -euo pipefail
 umask 022
 export LC_ALL=C
@@ -173,9 +168,6 @@ chmod 0644 "$stage"/*
 chmod 0755 "$stage"
 
 # --- publication ----------------------------------------------------------
-if [ -n "${FORGE_RELEASE_TEST_HOOK_BEFORE_PUBLISH:-}" ]; then
-  "$FORGE_RELEASE_TEST_HOOK_BEFORE_PUBLISH" "$dest" || die "test hook failed"
-fi
 "$work/releasetool" publish -from "$stage" -to "$dest" || die "publication refused; nothing was replaced"
 stage=
 archives=("$dest"/*.tar.gz)

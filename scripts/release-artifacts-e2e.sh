@@ -197,16 +197,22 @@ done
 [ "$(cat "$tmp/exists-file")" = keep ] || fail "existing file changed"
 
 step "no-replace publication against a destination created after preflight"
-cat >"$tmp/hook.sh" <<'SH'
-#!/usr/bin/env bash
-set -euo pipefail
-mkdir -- "$1"
-echo "created after preflight" >"$1/marker"
-SH
-chmod +x "$tmp/hook.sh"
+# The builder creates its staging directory beside the output only after
+# every preflight check; the matrix build that follows takes seconds. Create
+# the destination as soon as the staging directory appears: publication
+# must then refuse it and leave it as it is.
 rc=0
-(cd "$tmp/c" && FORGE_RELEASE_TEST_HOOK_BEFORE_PUBLISH="$tmp/hook.sh" \
-  scripts/build-release.sh "$version" "$commit" "$tmp/raced") >"$tmp/race.out" 2>&1 || rc=$?
+(cd "$tmp/c" && exec scripts/build-release.sh "$version" "$commit" "$tmp/raced") >"$tmp/race.out" 2>&1 &
+race_pid=$!
+for _ in $(seq 6000); do
+  compgen -G "$tmp/.forge-release-stage.*" >/dev/null && break
+  kill -0 "$race_pid" 2>/dev/null || break
+  sleep 0.01
+done
+compgen -G "$tmp/.forge-release-stage.*" >/dev/null || fail "race: the builder never created its staging directory"
+mkdir -- "$tmp/raced"
+echo "created after preflight" >"$tmp/raced/marker"
+wait "$race_pid" || rc=$?
 [ "$rc" -ne 0 ] || fail "publication replaced a destination created mid-build"
 grep -qF "publication refused" "$tmp/race.out" || fail "race: unexpected message: $(tail -c 300 "$tmp/race.out")"
 [ "$(ls -A "$tmp/raced")" = marker ] && [ "$(cat "$tmp/raced/marker")" = "created after preflight" ] ||
