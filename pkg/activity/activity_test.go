@@ -3,12 +3,12 @@ package activity
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/testseed"
 )
 
 const (
@@ -78,7 +78,7 @@ func TestValidOffer(t *testing.T) {
 }
 
 func TestDecodePayloadSeeds(t *testing.T) {
-	for name, data := range readSeeds(t) {
+	for name, data := range testseed.Read(t, "testdata/seed/*.json") {
 		t.Run(name, func(t *testing.T) {
 			p, err := DecodePayload(data)
 			if strings.HasPrefix(name, "valid-") {
@@ -136,7 +136,7 @@ func fieldNames(t reflect.Type) []string {
 }
 
 func FuzzDecodePayload(f *testing.F) {
-	for _, data := range readSeeds(f) {
+	for _, data := range testseed.Read(f, "testdata/seed/*.json") {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -159,21 +159,4 @@ func FuzzDecodePayload(f *testing.F) {
 			t.Fatal("canonical form does not round-trip")
 		}
 	})
-}
-
-func readSeeds(tb testing.TB) map[string][]byte {
-	tb.Helper()
-	paths, err := filepath.Glob(filepath.Join("testdata", "seed", "*.json"))
-	if err != nil || len(paths) == 0 {
-		tb.Fatalf("no seeds: %v", err)
-	}
-	seeds := map[string][]byte{}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		seeds[strings.TrimSuffix(filepath.Base(p), ".json")] = b
-	}
-	return seeds
 }

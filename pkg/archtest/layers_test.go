@@ -31,6 +31,7 @@ var ranks = map[string]int{
 	"pkg/buildinfo":  tierLeaf,
 	"pkg/daemonargs": tierLeaf,
 	"pkg/supervise":  tierLeaf,
+	"pkg/testseed":   tierLeaf,
 	"pkg/policy":     tierLeaf + 1,
 	"pkg/configfile": tierLeaf + 1,
 

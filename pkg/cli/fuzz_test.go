@@ -2,34 +2,18 @@ package cli
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
+	"github.com/0k-lab/agent-forge/pkg/testseed"
 )
-
-func addSeeds(f *testing.F, prefix string) {
-	f.Helper()
-	seeds, _ := filepath.Glob(filepath.Join("testdata", "seed", prefix+"*.json"))
-	if len(seeds) == 0 {
-		f.Fatalf("no %s seeds", prefix)
-	}
-	for _, p := range seeds {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-}
 
 // FuzzDecodeTask: never panics; an accepted task re-encodes to a body that
 // is accepted again and decodes to the same task.
 func FuzzDecodeTask(f *testing.F) {
-	addSeeds(f, "task")
+	testseed.Add(f, "testdata/seed/task*.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		task, err := DecodeTask(data)
 		if err != nil {
@@ -58,7 +42,7 @@ func FuzzDecodeTask(f *testing.F) {
 // FuzzDecodeAggregate: never panics; an accepted, valid aggregate prints as
 // JSON that decodes and validates to the same value.
 func FuzzDecodeAggregate(f *testing.F) {
-	addSeeds(f, "aggregate")
+	testseed.Add(f, "testdata/seed/aggregate*.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var g Aggregate
 		if err := strictjson.Decode(data, &g); err != nil {
@@ -91,7 +75,7 @@ func FuzzDecodeAggregate(f *testing.F) {
 // FuzzDecodeActivity: never panics; an accepted, valid activity answer
 // re-encodes to one that is accepted and valid again.
 func FuzzDecodeActivity(f *testing.F) {
-	addSeeds(f, "activity")
+	testseed.Add(f, "testdata/seed/activity*.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var a activityAnswer
 		if err := strictjson.Decode(data, &a); err != nil || a.validate() != nil {

@@ -5,10 +5,11 @@ import (
 	"testing"
 
 	"github.com/0k-lab/agent-forge/pkg/ident"
+	"github.com/0k-lab/agent-forge/pkg/testseed"
 )
 
 func TestRunsSeeds(t *testing.T) {
-	for name, data := range seeds(t, "runs-*") {
+	for name, data := range testseed.Read(t, "testdata/seed/runs-*") {
 		total, runs, err := parseRuns(data)
 		if bad := strings.Contains(name, "-bad-"); bad != (err != nil) {
 			t.Errorf("%s: err %v", name, err)
@@ -22,7 +23,7 @@ func TestRunsSeeds(t *testing.T) {
 // FuzzParseRuns: never panics; on error returns nothing; every accepted
 // run is well formed and the count covers the page.
 func FuzzParseRuns(f *testing.F) {
-	for _, d := range seeds(f, "runs-*") {
+	for _, d := range testseed.Read(f, "testdata/seed/runs-*") {
 		f.Add(d)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -1,34 +1,16 @@
 package github
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/0k-lab/agent-forge/pkg/ident"
+	"github.com/0k-lab/agent-forge/pkg/testseed"
 )
 
-func seeds(tb testing.TB, pattern string) map[string][]byte {
-	tb.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata/seed", pattern))
-	if err != nil || len(files) == 0 {
-		tb.Fatalf("no seeds %s: %v", pattern, err)
-	}
-	out := map[string][]byte{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out[filepath.Base(f)] = b
-	}
-	return out
-}
-
 func TestParserSeeds(t *testing.T) {
-	for name, data := range seeds(t, "commit-*") {
+	for name, data := range testseed.Read(t, "testdata/seed/commit-*") {
 		c, err := ParseCommit(data)
 		if bad := strings.Contains(name, "-bad-"); bad != (err != nil) {
 			t.Errorf("%s: err %v", name, err)
@@ -37,7 +19,7 @@ func TestParserSeeds(t *testing.T) {
 			t.Errorf("%s: parents %v", name, c.Parents)
 		}
 	}
-	for name, data := range seeds(t, "pulls-*") {
+	for name, data := range testseed.Read(t, "testdata/seed/pulls-*") {
 		prs, err := ParsePulls(data, "o", "r")
 		if bad := strings.Contains(name, "-bad-"); bad != (err != nil) {
 			t.Errorf("%s: err %v", name, err)
@@ -46,7 +28,7 @@ func TestParserSeeds(t *testing.T) {
 			t.Errorf("%s: %+v", name, prs)
 		}
 	}
-	for name, data := range seeds(t, "redact-*") {
+	for name, data := range testseed.Read(t, "testdata/seed/redact-*") {
 		if got := Redact(string(data)); strings.Contains(got, "ghs_0") || strings.Contains(got, "eyJhbGci") || strings.Contains(got, "github_pat_1") {
 			t.Errorf("%s: %q", name, got)
 		}
@@ -56,7 +38,7 @@ func TestParserSeeds(t *testing.T) {
 // FuzzParseCommit: never panics; on error returns nothing; an accepted
 // commit has one full tree SHA and full parent SHAs.
 func FuzzParseCommit(f *testing.F) {
-	for _, d := range seeds(f, "commit-*") {
+	for _, d := range testseed.Read(f, "testdata/seed/commit-*") {
 		f.Add(d)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -81,7 +63,7 @@ func FuzzParseCommit(f *testing.F) {
 // FuzzParsePulls: never panics; on error returns nothing; every accepted
 // PR is well formed.
 func FuzzParsePulls(f *testing.F) {
-	for _, d := range seeds(f, "pulls-*") {
+	for _, d := range testseed.Read(f, "testdata/seed/pulls-*") {
 		f.Add(d)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -104,7 +86,7 @@ func FuzzParsePulls(f *testing.F) {
 // FuzzRedact: never panics; redacting is idempotent, and no GitHub token
 // prefix followed by a token character survives.
 func FuzzRedact(f *testing.F) {
-	for _, d := range seeds(f, "redact-*") {
+	for _, d := range testseed.Read(f, "testdata/seed/redact-*") {
 		f.Add(string(d))
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -124,7 +106,7 @@ func FuzzRedact(f *testing.F) {
 // listed under exactly the asked name; the seeds are classified right.
 func FuzzParseRemoteBranch(f *testing.F) {
 	const ref = "refs/heads/forge/job-1"
-	for name, d := range seeds(f, "lsremote-*") {
+	for name, d := range testseed.Read(f, "testdata/seed/lsremote-*") {
 		sha, ok, err := parseRemoteBranch(d, ref)
 		if bad := strings.Contains(name, "-bad-"); bad != (err != nil) {
 			f.Errorf("%s: err %v", name, err)
@@ -148,7 +130,7 @@ func FuzzParseRemoteBranch(f *testing.F) {
 // FuzzHasNextPage: never panics; the seeds named link-next* have a next
 // page and the others do not.
 func FuzzHasNextPage(f *testing.F) {
-	for name, d := range seeds(f, "link-*") {
+	for name, d := range testseed.Read(f, "testdata/seed/link-*") {
 		if want := strings.HasPrefix(name, "link-next"); hasNextPage([]string{string(d)}) != want {
 			f.Errorf("%s: want %v", name, want)
 		}

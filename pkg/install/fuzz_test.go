@@ -1,32 +1,17 @@
 package install
 
 import (
-	"github.com/0k-lab/agent-forge/pkg/ident"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-)
 
-func addSeeds(f *testing.F, prefix string) {
-	f.Helper()
-	seeds, _ := filepath.Glob(filepath.Join("testdata", "seed", prefix+"*"))
-	if len(seeds) == 0 {
-		f.Fatalf("no %s seeds", prefix)
-	}
-	for _, p := range seeds {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-}
+	"github.com/0k-lab/agent-forge/pkg/ident"
+	"github.com/0k-lab/agent-forge/pkg/testseed"
+)
 
 // FuzzParseSums: never panics; an accepted manifest names exactly the six
 // Linux archives with 64-hex digests, and errors are one line.
 func FuzzParseSums(f *testing.F) {
-	addSeeds(f, "sums")
+	testseed.Add(f, "testdata/seed/sums*")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sums, err := ParseSums(data, "v1.0.0")
 		if err != nil {
@@ -49,7 +34,7 @@ func FuzzParseSums(f *testing.F) {
 // FuzzReadArchive: never panics; an accepted archive has exactly the
 // allowlisted members with their modes.
 func FuzzReadArchive(f *testing.F) {
-	addSeeds(f, "archive")
+	testseed.Add(f, "testdata/seed/archive*")
 	commit := strings.Repeat("a", 40)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ms, err := ReadArchive(data, "gate", "v1.0.0", commit)
@@ -65,7 +50,7 @@ func FuzzReadArchive(f *testing.F) {
 // FuzzDecodeReceipt: never panics; an accepted receipt re-encodes to
 // bytes that decode to the same receipt.
 func FuzzDecodeReceipt(f *testing.F) {
-	addSeeds(f, "receipt")
+	testseed.Add(f, "testdata/seed/receipt*")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := DecodeReceipt(data)
 		if err != nil {

@@ -2,11 +2,12 @@ package install
 
 import (
 	"archive/tar"
-	"github.com/0k-lab/agent-forge/pkg/ident"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 var (

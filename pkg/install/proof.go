@@ -3,12 +3,12 @@ package install
 import (
 	"context"
 	"errors"
-	"github.com/0k-lab/agent-forge/pkg/ident"
 	"io"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 

@@ -3,31 +3,14 @@ package publish
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/testseed"
 )
 
-func readSeeds(tb testing.TB) map[string][]byte {
-	tb.Helper()
-	files, err := filepath.Glob("testdata/publication/*.json")
-	if err != nil || len(files) == 0 {
-		tb.Fatalf("no seeds: %v", err)
-	}
-	out := map[string][]byte{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out[filepath.Base(f)] = b
-	}
-	return out
-}
-
 func TestPublicationSeeds(t *testing.T) {
-	for name, data := range readSeeds(t) {
+	for name, data := range testseed.Read(t, "testdata/publication/*.json") {
 		t.Run(name, func(t *testing.T) {
 			p, err := DecodePublication(bytes.NewReader(data))
 			if strings.HasPrefix(name, "bad-") {
@@ -48,7 +31,7 @@ func TestPublicationSeeds(t *testing.T) {
 }
 
 func TestPublicationLimits(t *testing.T) {
-	good := readSeeds(t)["good-spec-example.json"]
+	good := testseed.Read(t, "testdata/publication/*.json")["good-spec-example.json"]
 	set := func(field, value string) []byte {
 		var m map[string]any
 		json.Unmarshal(good, &m)
@@ -97,7 +80,7 @@ func TestPublicationLimits(t *testing.T) {
 // FuzzDecodePublication: never panics; on error returns nothing; an
 // accepted publication re-encodes to a document that decodes to itself.
 func FuzzDecodePublication(f *testing.F) {
-	for _, data := range readSeeds(f) {
+	for _, data := range testseed.Read(f, "testdata/publication/*.json") {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

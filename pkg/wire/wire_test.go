@@ -14,28 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/testseed"
 	"golang.org/x/net/websocket"
 )
 
-func readSeeds(tb testing.TB) map[string][]byte {
-	tb.Helper()
-	files, err := filepath.Glob("testdata/seed/*.json")
-	if err != nil || len(files) == 0 {
-		tb.Fatalf("no seeds: %v", err)
-	}
-	out := map[string][]byte{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out[filepath.Base(f)] = b
-	}
-	return out
-}
-
 func TestSeedsDecodeAndRoundTrip(t *testing.T) {
-	for name, data := range readSeeds(t) {
+	for name, data := range testseed.Read(t, "testdata/seed/*.json") {
 		t.Run(name, func(t *testing.T) {
 			e, err := Decode(data)
 			if strings.HasPrefix(name, "bad-") {
@@ -318,7 +302,7 @@ func TestDialRejectsBadURL(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, b := range readSeeds(f) {
+	for _, b := range testseed.Read(f, "testdata/seed/*.json") {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
