@@ -155,50 +155,58 @@ func (m *Machine) onError(s State, err error) State {
 	if !errors.As(err, &e) {
 		e = &Error{Kind: KindTransient}
 	}
-	now := m.clock.Now()
 	switch e.Kind {
 	case KindRateLimited:
-		s.NextAt = now.Add(minRateWait)
+		s.NextAt = m.clock.Now().Add(minRateWait)
 		if e.RetryAt.After(s.NextAt) {
 			s.NextAt = e.RetryAt
 		}
 		return s
 	case KindTransient, KindPRExists:
-		s.PhaseAttempts++
-		if s.PhaseAttempts >= m.cfg.MaxAttempts {
-			return fail(s, CodeUnavailable)
-		}
-		s.NextAt = now.Add(policy.Backoff(m.cfg.RetryBase, s.PhaseAttempts))
-		return s
+		return m.retry(s, CodeUnavailable)
 	case KindTokenRejected:
 		// The cached token is dropped; the retry mints a fresh one.
 		m.mu.Lock()
 		delete(m.tokens, s.Repo)
 		m.mu.Unlock()
-		s.PhaseAttempts++
-		if s.PhaseAttempts >= m.cfg.MaxAttempts {
-			return fail(s, CodePermissionDenied)
-		}
-		s.NextAt = now.Add(policy.Backoff(m.cfg.RetryBase, s.PhaseAttempts))
-		return s
-	case KindPermission:
-		return fail(s, CodePermissionDenied)
-	case KindNotInstalled:
-		return fail(s, CodeNotInstalled)
-	case KindNotFound:
-		return fail(s, CodeRepositoryNotFound)
-	case KindPushRejected:
-		return fail(s, CodePushRejected)
-	case KindWorkflowPermission:
-		return fail(s, CodeWorkflowPermission)
-	case KindNoCommits:
-		return fail(s, CodePRRefused)
-	case KindHeadMoved:
-		return fail(s, CodeHeadMoved)
-	case KindNotMergeable:
-		return fail(s, CodeMergeRefused)
+		return m.retry(s, CodePermissionDenied)
 	}
-	return fail(s, CodeUnavailable)
+	return fail(s, finalCode(e.Kind))
+}
+
+// finalCode is the failure code of a refusal that ends a delivery at once;
+// any other kind is a GitHub that stays unavailable.
+func finalCode(k Kind) string {
+	switch k {
+	case KindPermission:
+		return CodePermissionDenied
+	case KindNotInstalled:
+		return CodeNotInstalled
+	case KindNotFound:
+		return CodeRepositoryNotFound
+	case KindPushRejected:
+		return CodePushRejected
+	case KindWorkflowPermission:
+		return CodeWorkflowPermission
+	case KindNoCommits:
+		return CodePRRefused
+	case KindHeadMoved:
+		return CodeHeadMoved
+	case KindNotMergeable:
+		return CodeMergeRefused
+	}
+	return CodeUnavailable
+}
+
+// retry counts one more failed try of the phase and schedules the next
+// after the back-off, or fails with code once max_attempts are used.
+func (m *Machine) retry(s State, code string) State {
+	s.PhaseAttempts++
+	if s.PhaseAttempts >= m.cfg.MaxAttempts {
+		return fail(s, code)
+	}
+	s.NextAt = m.clock.Now().Add(policy.Backoff(m.cfg.RetryBase, s.PhaseAttempts))
+	return s
 }
 
 // token returns a token for repo valid for at least tokenMargin, minting a
