@@ -39,27 +39,19 @@ type App struct {
 	Local func(repo Repo) (string, bool)
 }
 
-func (a *App) jwt() (string, error) {
-	j, err := github.AppJWT(a.Key, a.AppID, a.Now())
-	if err != nil {
-		return "", &Error{Kind: KindPermission}
-	}
-	return j, nil
-}
-
+// mint asks for an installation token for repo with exactly perms. The
+// client signs a fresh App JWT for every request it sends, so waiting out
+// GitHub's limits can never outlast the JWT.
 func (a *App) mint(ctx context.Context, repo Repo, perms github.Permissions) (*github.Token, error) {
-	jwt, err := a.jwt()
-	if err != nil {
-		return nil, err
-	}
-	inst, err := a.API.Installation(ctx, jwt, repo.Owner, repo.Name)
+	app := github.App{ID: a.AppID, Key: a.Key}
+	inst, err := a.API.InstallationAs(ctx, app, repo.Owner, repo.Name)
 	if err != nil {
 		if github.IsClass(err, github.ClassNotFound) {
 			return nil, &Error{Kind: KindNotInstalled}
 		}
 		return nil, a.classify(err)
 	}
-	tok, err := a.API.CreateToken(ctx, jwt, inst.ID, repo.Name, perms)
+	tok, err := a.API.CreateTokenAs(ctx, app, inst.ID, repo.Name, perms)
 	if err != nil {
 		if errors.Is(err, github.ErrPermissionsMismatch) || github.IsClass(err, github.ClassValidation) {
 			return nil, &Error{Kind: KindPermission}
