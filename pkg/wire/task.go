@@ -246,8 +246,8 @@ func ParseTask(data []byte) (ParsedTask, error) {
 
 // DecodeTextTask strictly decodes and validates a text task.
 func DecodeTextTask(data []byte) (TextTask, error) {
-	var t TextTask
-	if err := strictjson.Decode(data, &t); err != nil {
+	t, err := decodeTextTask(data)
+	if err != nil {
 		return TextTask{}, err
 	}
 	if err := t.Validate(); err != nil {
