@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,3 +160,31 @@ func FuzzFastDecodeStrings(f *testing.F) {
 	})
 }
 
+// parseTaskSame fails t unless ParseTask and parseTask (the general path,
+// encoding/json) agree on data: the same task or the same error.
+func parseTaskSame(t *testing.T, data []byte) {
+	t.Helper()
+	got, err := ParseTask(data)
+	want, wantErr := parseTask(data)
+	sameDecode(t, data, got, want, err, wantErr)
+}
+
+func TestParseTextTaskMatches(t *testing.T) {
+	for _, in := range []string{`{"input":"hello"}`, `{"in\u0070ut":"a\nb\u00e9 \u2028 <&> \"q\""}`, `{}`, `{"input":""}`,
+		` { "input" : "x" } `, `{"input":1}`, `{"input":"a","input":"b"}`, `{"input":"x","repository_id":"r"}`,
+		`{"input":"\ud800"}`, "{\"input\":\"\xff\"}", `{"input":"x"} {}`, `[]`, `{"input":"` + strings.Repeat("é", MaxInputBytes/2+1) + `"}`,
+		`{"repository_id":"r","base_sha":"` + strings.Repeat("a", 40) + `","instruction":"x"}`} {
+		parseTaskSame(t, []byte(in))
+	}
+	p, ok := parseTextTask([]byte(` {"input":"x\u00e9"} `))
+	if !ok || p.Kind != KindText || string(p.Canonical) != `{"input":"xé"}` {
+		t.Fatalf("text task not parsed without encoding/json: %+v %v", p, ok)
+	}
+}
+
+// FuzzParseTaskMatches: for any document, ParseTask (with its text fast
+// path) answers exactly what the general path answers.
+func FuzzParseTaskMatches(f *testing.F) {
+	testseed.Add(f, "testdata/task/*.json")
+	f.Fuzz(func(t *testing.T, data []byte) { parseTaskSame(t, data) })
+}
