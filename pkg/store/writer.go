@@ -41,6 +41,12 @@ type writer struct {
 
 	checkpoint func() // nil for memory databases
 	sinceKick  int
+
+	// refs caches committed policies rows; pendingRefs are the rows the
+	// current transaction's successful operations looked up or inserted,
+	// added to refs after COMMIT.
+	refs        policyRefs
+	pendingRefs []policyRef
 }
 
 type writerStats struct {
@@ -51,10 +57,11 @@ type writerStats struct {
 // wtx is what an operation sees: prepared statements on the write
 // connection inside the current transaction.
 type wtx struct {
-	w     *writer
-	ctx   context.Context
-	wrote bool       // an exec ran: a failure must be rolled back
-	evs   []eventRow // queued events, flushed by the writer
+	w       *writer
+	ctx     context.Context
+	wrote   bool        // an exec ran: a failure must be rolled back
+	evs     []eventRow  // queued events, flushed by the writer
+	learned []policyRef // policies rows looked up or inserted, uncommitted
 }
 
 // eventRow is a queued event: the job's seq, the event's number within
@@ -309,6 +316,7 @@ func (w *writer) attempt(batch []*op, results []error, savepoints bool) bool {
 		return true
 	}
 	committed := 0
+	w.pendingRefs = w.pendingRefs[:0]
 	pre := append([]error(nil), results...)
 	var pending []eventRow
 	for i, o := range batch {
@@ -349,6 +357,7 @@ func (w *writer) attempt(batch []*op, results []error, savepoints bool) bool {
 		if err == nil && !o.read {
 			committed++
 			pending = append(pending, t.evs...)
+			w.pendingRefs = append(w.pendingRefs, t.learned...)
 		}
 		results[i] = err
 	}
@@ -368,6 +377,7 @@ func (w *writer) attempt(batch []*op, results []error, savepoints bool) bool {
 		w.abort(batch, results, fmt.Errorf("store: commit: %w", err))
 		return true
 	}
+	w.refs.add(w.pendingRefs)
 	w.mu.Lock()
 	w.stats.commits++
 	w.stats.ops += int64(committed)
