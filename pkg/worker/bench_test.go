@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -277,8 +278,9 @@ func floorPercent(bare phase, protocol time.Duration, submits phase) float64 {
 // so submission does not compete with execution), e2e-pinned-jobs/s (as
 // e2e-jobs/s with the plugin's sha256 pinned, so it is hashed before every
 // invocation), no-plugin-jobs/s (Gate and Worker with an executor that
-// answers at once: the cost of everything but the plugin process) and
-// e2e-commits/job (durable Gate commits). The same phases also report CPU
+// answers at once: the cost of everything but the plugin process;
+// no-plugin-gate+worker-cpu-ms/job is the same with the submitter in a
+// child process whose CPU is not counted) and e2e-commits/job (durable Gate commits). The same phases also report CPU
 // milliseconds per operation (*-cpu-ms*), counting this process (Gate,
 // Worker, load generator) and every process it reaped (plugins,
 // wrappers); bare/e2e-cpu-% is the bare spawn's share of an end-to-end
@@ -298,10 +300,12 @@ func BenchmarkEndToEndText(b *testing.B) {
 		text := func(c *Config, reapers *supervise.ReaperPool) Executor {
 			return NewTextExecutor(c, os.LookupEnv, reapers)
 		}
-		e2e, failed := endToEndRate(b, plugin, reaper, "", text, jobs, false)
-		backlog, failedBacklog := endToEndRate(b, plugin, reaper, "", text, jobs, true)
-		pinned, failedPinned := endToEndRate(b, plugin, reaper, digest, text, jobs, false)
-		noPlugin, _ := endToEndRate(b, plugin, reaper, "", func(*Config, *supervise.ReaperPool) Executor { return instantExec{} }, jobs, false)
+		e2e, failed := endToEndRate(b, plugin, reaper, "", text, jobs, submitLive)
+		backlog, failedBacklog := endToEndRate(b, plugin, reaper, "", text, jobs, submitBacklog)
+		pinned, failedPinned := endToEndRate(b, plugin, reaper, digest, text, jobs, submitLive)
+		instant := func(*Config, *supervise.ReaperPool) Executor { return instantExec{} }
+		noPlugin, _ := endToEndRate(b, plugin, reaper, "", instant, jobs, submitLive)
+		noPluginGW, _ := endToEndRate(b, plugin, reaper, "", instant, jobs, submitExternal)
 		submits := submitRate(b, jobs)
 		bareChild, sessionChild := pluginCPU(b, plugin, jobs)
 		protocol := sessionChild - bareChild
@@ -324,17 +328,31 @@ func BenchmarkEndToEndText(b *testing.B) {
 		b.ReportMetric(e2e.cpuMS, "e2e-cpu-ms/job")
 		b.ReportMetric(pinned.cpuMS, "e2e-pinned-cpu-ms/job")
 		b.ReportMetric(noPlugin.cpuMS, "no-plugin-cpu-ms/job")
+		b.ReportMetric(noPluginGW.cpuMS, "no-plugin-gate+worker-cpu-ms/job")
 		b.ReportMetric(100*bare.cpuMS/e2e.cpuMS, "bare/e2e-cpu-%")
 	}
 }
 
+// submission is how endToEndRate submits its jobs.
+type submission int
+
+const (
+	// submitLive posts the jobs one after another from a goroutine of
+	// this process while the Worker runs: the submitter's CPU counts.
+	submitLive submission = iota
+	// submitBacklog submits every job before the Worker starts.
+	submitBacklog
+	// submitExternal posts them like submitLive but from a child process
+	// (submitterArg) whose CPU is subtracted: Gate and Worker alone.
+	submitExternal
+)
+
 // endToEndRate returns attempts reported per second over n submitted jobs
 // and how many of those attempts failed (a loaded machine can miss the
-// plugin protocol's 250 ms exit window; Gate retries such attempts). With
-// backlog the jobs are all submitted before the Worker starts; otherwise
-// they are submitted while it runs. A non-empty pin is the plugin's
-// sha256 in the config.
-func endToEndRate(b *testing.B, plugin, reaper, pin string, executor func(*Config, *supervise.ReaperPool) Executor, n int, backlog bool) (phase, int) {
+// plugin protocol's 250 ms exit window; Gate retries such attempts). how
+// says when and from where the jobs are submitted. A non-empty pin is the
+// plugin's sha256 in the config.
+func endToEndRate(b *testing.B, plugin, reaper, pin string, executor func(*Config, *supervise.ReaperPool) Executor, n int, how submission) (phase, int) {
 	b.Helper()
 	dir := b.TempDir()
 	state := filepath.Join(dir, "state")
@@ -373,7 +391,7 @@ func endToEndRate(b *testing.B, plugin, reaper, pin string, executor func(*Confi
 			default: // retries beyond n, reconnects: nobody waits for them
 			}
 		}})
-	if backlog {
+	if how == submitBacklog {
 		for i := 0; i < n; i++ {
 			rg.submit("benchmark input")
 		}
@@ -384,7 +402,9 @@ func endToEndRate(b *testing.B, plugin, reaper, pin string, executor func(*Confi
 	done := make(chan struct{})
 	go func() { _ = w.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	if !backlog {
+	var child *exec.Cmd
+	switch how {
+	case submitLive:
 		<-connected
 		<-connected
 		commits0 = rg.st.Stats().Commits
@@ -396,6 +416,16 @@ func endToEndRate(b *testing.B, plugin, reaper, pin string, executor func(*Confi
 				}
 			}
 		}()
+	case submitExternal:
+		<-connected
+		<-connected
+		child = exec.Command(os.Args[0], submitterArg, rg.addr, strconv.Itoa(n))
+		child.Stderr = os.Stderr
+		commits0 = rg.st.Stats().Commits
+		m = begin()
+		if err := child.Start(); err != nil {
+			b.Fatal(err)
+		}
 	}
 	failed := 0
 	for i := 0; i < n; i++ {
@@ -403,9 +433,38 @@ func endToEndRate(b *testing.B, plugin, reaper, pin string, executor func(*Confi
 			failed++
 		}
 	}
+	var childCPU time.Duration
+	if child != nil {
+		// Reaped before the phase ends, so that its CPU, which processCPU
+		// then includes, can be taken out again.
+		if err := child.Wait(); err != nil {
+			b.Fatalf("submitter: %v", err)
+		}
+		childCPU = child.ProcessState.UserTime() + child.ProcessState.SystemTime()
+	}
 	p := m.end(n, reapers)
+	p.cpuMS -= float64(childCPU.Microseconds()) / float64(n) / 1000
 	p.commits = float64(rg.st.Stats().Commits-commits0) / float64(n)
 	return p, failed
+}
+
+// submitter is the submitterArg mode: it posts count text jobs to the
+// Gate at address, one after another, and fails at the first refusal.
+func submitter(args []string) int {
+	if len(args) != 2 {
+		return 2
+	}
+	n, err := strconv.Atoi(args[1])
+	if err != nil || n < 1 {
+		return 2
+	}
+	for i := 0; i < n; i++ {
+		if err := postJob(args[0], "benchmark input"); err != nil {
+			fmt.Fprintln(os.Stderr, "submitter:", err)
+			return 1
+		}
+	}
+	return 0
 }
 
 // postJob submits a text job without the testing.TB helpers, for use off
