@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 )
 
 // maxBatch caps how many queued operations share one transaction.
@@ -223,6 +224,26 @@ func (w *writer) stop() {
 	<-w.done
 }
 
+// Lingering: at low concurrency every operation tends to commit alone
+// (each caller waits for its commit, and the next operation arrives while
+// the previous commit runs, so it finds the writer busy and then runs by
+// itself), and a commit costs far more than an operation. The writer
+// therefore expects the callers it has just answered to come back, and
+// those whose operations queued up while it was committing to be there as
+// well; when that expected batch is small (at most lingerMax) and not yet
+// complete, it waits up to lingerFor for the rest before it begins. A wait
+// that times out is evidence against the expectation: lingering is then
+// skipped for a number of batches that doubles with every consecutive
+// timeout (up to lingerBackoffMax) and resets when a wait pays off.
+// Lingering never delays a caller's answer past its commit by more than
+// lingerFor, and only when another operation is queued or was just
+// answered.
+const (
+	lingerMax        = 4
+	lingerFor        = 300 * time.Microsecond
+	lingerBackoffMax = 256
+)
+
 func (w *writer) loop() {
 	defer close(w.done)
 	defer func() {
@@ -232,6 +253,12 @@ func (w *writer) loop() {
 		w.conn.Close()
 	}()
 	batch := make([]*op, 0, maxBatch)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var (
+		answered, queued int // writes answered by the last batch, ops queued during it
+		skip, backoff    int // batches left without lingering, and the next such penalty
+	)
 	for {
 		select {
 		case <-w.quit:
@@ -240,22 +267,61 @@ func (w *writer) loop() {
 		case o := <-w.ops:
 			batch = append(batch[:0], o)
 		}
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case o := <-w.ops:
-				batch = append(batch, o)
-			default:
-				break fill
+		w.fill(&batch)
+		expect := answered + queued
+		if queued == 0 {
+			// The first operation is one of the answered callers back.
+			expect = max(answered, 1)
+		}
+		if skip > 0 {
+			skip--
+		} else if len(batch) < expect && expect <= lingerMax {
+			if w.linger(&batch, expect, timer) {
+				backoff = 0
+			} else {
+				backoff = min(max(2*backoff, 1), lingerBackoffMax)
+				skip = backoff
 			}
 		}
-		w.run(batch)
+		answered = w.run(batch)
+		queued = len(w.ops)
 		// The callers just answered are runnable on this P: let them run
 		// (and queue their next operations) before the next batch starts,
 		// instead of waiting behind its CPU work. Batches grow a little
 		// and a lane's result-to-next-result cycle shrinks.
 		runtime.Gosched()
 	}
+}
+
+// fill adds whatever is queued to the batch, without waiting.
+func (w *writer) fill(batch *[]*op) {
+	for len(*batch) < maxBatch {
+		select {
+		case o := <-w.ops:
+			*batch = append(*batch, o)
+		default:
+			return
+		}
+	}
+}
+
+// linger waits up to lingerFor for the batch to reach expect operations
+// and reports whether it did.
+func (w *writer) linger(batch *[]*op, expect int, timer *time.Timer) bool {
+	timer.Reset(lingerFor)
+	defer timer.Stop()
+	for len(*batch) < expect {
+		select {
+		case o := <-w.ops:
+			*batch = append(*batch, o)
+		case <-timer.C:
+			return false
+		case <-w.quit:
+			return false
+		}
+	}
+	w.fill(batch)
+	return true
 }
 
 // drain answers everything still queued with ErrClosed.
@@ -286,10 +352,15 @@ func (w *writer) exec(query string) error {
 // SAVEPOINT around each operation, so that failure undoes only itself.
 // Operations are pure functions of the database state and their inputs, and
 // reset their outputs on entry, so re-running them is safe.
-func (w *writer) run(batch []*op) {
+//
+// It returns how many write operations it answered.
+func (w *writer) run(batch []*op) int {
 	results := make([]error, len(batch))
-	live := 0
+	live, writes := 0, 0
 	for i, o := range batch {
+		if !o.read {
+			writes++
+		}
 		if err := o.ctx.Err(); err != nil {
 			results[i] = err
 			continue
@@ -298,12 +369,13 @@ func (w *writer) run(batch []*op) {
 	}
 	if live == 0 {
 		answer(batch, results)
-		return
+		return writes
 	}
 	first := append([]error(nil), results...)
 	if !w.attempt(batch, first, false) {
 		w.attempt(batch, results, true)
 	}
+	return writes
 }
 
 // attempt runs the batch once. It returns false (having rolled back and
