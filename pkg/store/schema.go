@@ -101,8 +101,11 @@ CREATE TABLE attempts (
 CREATE INDEX attempts_deadline ON attempts (deadline_at) WHERE status = 'leased';
 CREATE INDEX attempts_bound ON attempts (lane, generation) WHERE status = 'leased';
 
+-- The job reference is checked at COMMIT (deferred): the writer inserts a
+-- batch's events with multi-row INSERT OR FAIL statements, and an
+-- immediate foreign key would make each of them open a statement journal.
 CREATE TABLE events (
-  job_seq INTEGER NOT NULL REFERENCES jobs (seq),
+  job_seq INTEGER NOT NULL REFERENCES jobs (seq) DEFERRABLE INITIALLY DEFERRED,
   seq     INTEGER NOT NULL CHECK (seq >= 1),
   type    TEXT NOT NULL CHECK (type = 'submitted' OR type = 'leased' OR type = 'released' OR type = 'expired' OR type = 'attempt_failed' OR type = 'retry_scheduled' OR type = 'delivering' OR type = 'delivery' OR type = 'succeeded' OR type = 'failed'),
   at      INTEGER NOT NULL,

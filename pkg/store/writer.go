@@ -72,18 +72,20 @@ type eventRow struct {
 }
 
 // maxEventChunk is the largest multi-row event INSERT (6 parameters per
-// row). Events go in chunks of 64, 16, 4 and 1 rows (largest first), so
-// each of the four statements is parsed once and then reused: parsing a
-// statement costs modernc more than inserting a few rows. There is no 2-
-// or 3-row chunk: SQLite opens a statement journal for a multi-row INSERT
-// into a table with a foreign key, which with modernc costs more than a
-// second single-row INSERT (BenchmarkCompleteAndLeaseSerial).
+// row). A batch's events go in one statement per maxEventChunk rows, one
+// prepared statement per row count, each parsed once and then reused:
+// parsing costs modernc more than inserting a few rows. The statements are
+// INSERT OR FAIL and the events' foreign key is deferred, so SQLite opens
+// no statement journal for them (it would for a multi-row statement that
+// may abort halfway, and copy every page it touches into it): a failed
+// insert fails the batch, and the writer then rolls the whole transaction
+// back anyway.
 const maxEventChunk = 64
 
 // eventInsert returns the prepared INSERT of n event rows.
 func (w *writer) eventInsert(n int) (*sql.Stmt, error) {
 	var b strings.Builder
-	b.WriteString("INSERT INTO events (job_seq, seq, type, at, attempt, code) VALUES ")
+	b.WriteString("INSERT OR FAIL INTO events (job_seq, seq, type, at, attempt, code) VALUES ")
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			b.WriteString(", ")
@@ -97,10 +99,7 @@ func (w *writer) eventInsert(n int) (*sql.Stmt, error) {
 func (w *writer) flushEvents(rows []eventRow) error {
 	args := make([]any, 0, 6*min(len(rows), maxEventChunk))
 	for len(rows) > 0 {
-		n := maxEventChunk
-		for n > len(rows) {
-			n /= 4
-		}
+		n := min(len(rows), maxEventChunk)
 		st, ok := w.evStmts[n]
 		if !ok {
 			var err error
