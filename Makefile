@@ -8,7 +8,7 @@ CMDS := $(notdir $(wildcard cmd/*))
 E2E := $(sort $(wildcard scripts/e2e.sh scripts/*-e2e.sh))
 FUZZTIME ?= 10s
 
-.PHONY: build test tools vet unit lint-workflows e2e demo bench bench-gate fuzz fuzz-short clean
+.PHONY: build test tools vet unit lint-workflows e2e demo bench bench-gate bench-targets fuzz fuzz-short clean
 
 build:
 	@mkdir -p $(BIN)
@@ -52,6 +52,11 @@ bench:
 # (docs/performance.md; BENCH_GATE_* variables size and compare them).
 bench-gate:
 	$(GO) test -run '^$$' -bench GateProcess -benchtime 1x -timeout 30m ./pkg/gate/
+
+# One run of the per-job cost benchmarks with a table of medians against
+# the targets (docs/performance.md); ROUNDS alternated rounds (default 3).
+bench-targets:
+	@scripts/bench-targets.sh -rounds $(or $(ROUNDS),3)
 
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)

@@ -176,5 +176,10 @@
 // tables keyed by the job's seq first, so the rows of recently submitted
 // jobs cluster at the end of their b-trees and a commit dirties few pages.
 // Attempt ids are random 32-hex strings; the fence (job id, attempt id)
-// finds an attempt through the job's seq.
+// finds an attempt through the job's seq. Canonical policies are interned:
+// policies holds each distinct document once (immutable rows), a job and
+// each of its attempts hold the same policy_id, so the attempt's policy is
+// the job's stored bytes, byte for byte, and Lease returns exactly them.
+// The writer caches committed ids in both directions, so neither a submit
+// nor a lease runs a policy statement once a document is known.
 package store

@@ -3,7 +3,7 @@ package store
 import "testing"
 
 // Events queued in one transaction are inserted in order through the
-// cached chunked INSERTs, whatever their count (150 = 64+64+16+4+1+1).
+// cached chunked INSERTs, whatever their count (150 = 64+64+22).
 func TestEventChunksKeepOrder(t *testing.T) {
 	s, _ := openFile(t)
 	mustSubmit(t, s, textJob("j1", 1), t0)
@@ -37,5 +37,28 @@ func TestEventChunksKeepOrder(t *testing.T) {
 			}
 		}
 		total += n
+	}
+}
+
+// An event for a job that does not exist fails its transaction at COMMIT
+// (the events' foreign key is deferred) and leaves nothing behind.
+func TestEventForeignKeyDeferred(t *testing.T) {
+	s, _ := openFile(t)
+	err := s.w.do(bg, func(tx *wtx) error {
+		if _, err := tx.exec(`INSERT INTO lanes (lane, worker_id, slot, generation, connected, connected_at)
+VALUES ('l', 'w', 0, 'g', 1, 0)`); err != nil {
+			return err
+		}
+		tx.events(12345, 2, t0.UnixMicro(), ev{typ: EventLeased, attempt: 1}, ev{typ: EventReleased, attempt: 1})
+		return nil
+	})
+	if err == nil {
+		t.Fatal("events of a missing job committed")
+	}
+	var n int
+	if err := s.read(bg, func(q querier) error {
+		return q.QueryRowContext(bg, `SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM lanes)`).Scan(&n)
+	}); err != nil || n != 0 {
+		t.Fatalf("rows left: %d %v", n, err)
 	}
 }

@@ -156,13 +156,17 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 		if d := j.Delivery; d != nil {
 			owner, repo, base = d.Owner, d.Repo, d.BaseBranch
 		}
+		policyID, err := t.policyID(j.Policy)
+		if err != nil {
+			return err
+		}
 		res, err := t.exec(`INSERT INTO jobs (id, kind, task, pool, plugin_id, repository_id, default_branch, prepared_path,
-  base_sha, test_args, policy,
+  base_sha, test_args, policy_id,
   lease_ttl_us, retry_base_us, max_attempts, status, event_count, delivery_owner, delivery_repo, delivery_base,
   created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			j.ID, j.Kind, task, j.Pool, p.pluginID, nullable(j.RepositoryID), nullable(j.DefaultBranch), nullable(j.PreparedPath),
-			nullable(j.BaseSHA), testArgs, j.Policy,
+			nullable(j.BaseSHA), testArgs, policyID,
 			p.leaseTTL, p.retryBase, p.maxAttempts, owner, repo, base, us, us)
 		if err != nil {
 			return err
@@ -214,7 +218,7 @@ func inList(b *strings.Builder, args []any, ids []string) []any {
 func candidateSQL(pool string, us int64, plugins, repositories []string) (string, []any) {
 	args := []any{pool, us}
 	var b strings.Builder
-	b.WriteString(`SELECT seq, id, kind, task, repository_id, default_branch, prepared_path, base_sha, plugin_id, policy, lease_ttl_us, attempt_count,
+	b.WriteString(`SELECT seq, id, kind, task, repository_id, default_branch, prepared_path, base_sha, plugin_id, policy_id, lease_ttl_us, attempt_count,
   max_attempts, retry_base_us, event_count, updated_at
 FROM jobs WHERE pool = ? AND status IN ('pending', 'retry_wait') AND (status = 'pending' OR retry_at <= ?)
   AND plugin_id IN (`)
@@ -241,8 +245,8 @@ func (r LeaseRequest) valid() bool {
 // whose plugin id is in plugins and (coding jobs) whose repository is in
 // repositories. In one transaction it checks the generation is live and
 // holds no leased attempt, creates the attempt (new random 32-hex id,
-// ordinal = previous + 1, deadline = now + the job's lease TTL, policy
-// copied byte-for-byte), marks the job leased and records a "leased"
+// ordinal = previous + 1, deadline = now + the job's lease TTL, the job's
+// policy reference: the identical stored bytes), marks the job leased and records a "leased"
 // event. It returns (nil, nil) when nothing is eligible.
 func (s *Store) Lease(ctx context.Context, lane, generation, pool string, plugins, repositories []string, now time.Time) (*Lease, error) {
 	req := LeaseRequest{Lane: lane, Generation: generation, Pool: pool, Plugins: plugins, Repositories: repositories}
@@ -293,18 +297,22 @@ func (t *wtx) grant(req LeaseRequest, us int64) (*Lease, error) {
 	query, args := candidateSQL(req.Pool, us, req.Plugins, req.Repositories)
 	var (
 		seq, ttl, count, base  int64
-		events, updated        int64
+		events, updated, pid   int64
 		maxAttempts            int
 		repo, branch, prepared sql.NullString
 		baseSHA                sql.NullString
-		task, pol              string
+		task                   string
 		l                      = Lease{AttemptID: newAttemptID()}
 	)
-	err := t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &branch, &prepared, &baseSHA, &l.PluginID, &pol, &ttl, &count,
+	err := t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &branch, &prepared, &baseSHA, &l.PluginID, &pid, &ttl, &count,
 		&maxAttempts, &base, &events, &updated)
 	if isNoRows(err) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	pol, err := t.policyBody(pid)
 	if err != nil {
 		return nil, err
 	}
@@ -317,10 +325,10 @@ func (t *wtx) grant(req LeaseRequest, us int64) (*Lease, error) {
   retry_at = NULL, updated_at = ? WHERE seq = ?`, l.AttemptID, l.Ordinal, events+1, us, seq); err != nil {
 		return nil, err
 	}
-	if _, err := t.exec(`INSERT INTO attempts (job_seq, id, ordinal, lane, generation, policy, lease_ttl_us, kind,
+	if _, err := t.exec(`INSERT INTO attempts (job_seq, id, ordinal, lane, generation, policy_id, lease_ttl_us, kind,
   max_attempts, retry_base_us, status, leased_at, deadline_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'leased', ?, ?)`,
-		seq, l.AttemptID, l.Ordinal, req.Lane, req.Generation, pol, ttl, l.Kind, maxAttempts, base, us, us+ttl); err != nil {
+		seq, l.AttemptID, l.Ordinal, req.Lane, req.Generation, pid, ttl, l.Kind, maxAttempts, base, us, us+ttl); err != nil {
 		return nil, err
 	}
 	t.events(seq, events+1, us, ev{typ: EventLeased, attempt: l.Ordinal})

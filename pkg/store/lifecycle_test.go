@@ -222,11 +222,18 @@ func TestAttemptPolicyCopiedByteForByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
+	// The attempt references the job's stored policy row: the identical
+	// bytes, which are also what the lease carried and what was submitted.
 	var jp, ap []byte
-	if err := raw.QueryRow("SELECT j.policy, a.policy FROM jobs j JOIN attempts a ON a.job_seq = j.seq WHERE a.id = ?", l.AttemptID).Scan(&jp, &ap); err != nil {
+	var same bool
+	if err := raw.QueryRow(`SELECT pj.body, pa.body, j.policy_id = a.policy_id
+FROM jobs j JOIN attempts a ON a.job_seq = j.seq
+  JOIN policies pj ON pj.id = j.policy_id JOIN policies pa ON pa.id = a.policy_id
+WHERE a.id = ?`, l.AttemptID).Scan(&jp, &ap, &same); err != nil {
 		t.Fatal(err)
 	}
-	if string(jp) != string(ap) || string(ap) != string(l.Policy) {
+	want := textJob("j1", 2).Policy
+	if !same || string(jp) != string(ap) || string(ap) != string(l.Policy) || string(jp) != string(want) {
 		t.Fatal("attempt policy differs from the job's")
 	}
 }

@@ -17,11 +17,20 @@ const SchemaVersion = 1
 // released one.
 func migrations() []string {
 	return []string{
-		// 1: jobs, attempts, events, evidence, lanes. State checks with more
+		// 1: policies, jobs, attempts, events, evidence, lanes. State checks with more
 		// than two values are OR chains, not IN lists: SQLite builds a
 		// throwaway lookup table for a longer IN list on every write it
 		// checks, a measurable share of the writer's CPU.
 		`
+-- Canonical policy documents, each stored once: immutable rows, never
+-- updated or deleted. A job references its policy by id, and each of its
+-- attempts holds the same id: the attempt's policy is the identical
+-- stored bytes of the job's.
+CREATE TABLE policies (
+  id   INTEGER PRIMARY KEY,
+  body TEXT NOT NULL UNIQUE
+);
+
 CREATE TABLE jobs (
   seq             INTEGER PRIMARY KEY,
   id              TEXT NOT NULL UNIQUE,
@@ -34,7 +43,7 @@ CREATE TABLE jobs (
   prepared_path   TEXT CHECK (kind = 'coding' OR prepared_path IS NULL),
   base_sha        TEXT CHECK (base_sha IS NULL OR kind = 'coding' AND length(base_sha) = 40),
   test_args       TEXT CHECK (kind = 'coding' OR test_args IS NULL),
-  policy          TEXT NOT NULL,
+  policy_id       INTEGER NOT NULL REFERENCES policies (id),
   lease_ttl_us    INTEGER NOT NULL CHECK (lease_ttl_us > 0),
   retry_base_us   INTEGER NOT NULL CHECK (retry_base_us > 0),
   max_attempts    INTEGER NOT NULL CHECK (max_attempts >= 1),
@@ -67,7 +76,7 @@ CREATE TABLE attempts (
   ordinal         INTEGER NOT NULL CHECK (ordinal >= 1),
   lane            TEXT NOT NULL,
   generation      TEXT NOT NULL,
-  policy          TEXT NOT NULL,
+  policy_id       INTEGER NOT NULL REFERENCES policies (id),
   lease_ttl_us    INTEGER NOT NULL CHECK (lease_ttl_us > 0),
   kind            TEXT NOT NULL CHECK (kind IN ('text', 'coding')),
   max_attempts    INTEGER NOT NULL CHECK (max_attempts >= 1),
@@ -92,8 +101,11 @@ CREATE TABLE attempts (
 CREATE INDEX attempts_deadline ON attempts (deadline_at) WHERE status = 'leased';
 CREATE INDEX attempts_bound ON attempts (lane, generation) WHERE status = 'leased';
 
+-- The job reference is checked at COMMIT (deferred): the writer inserts a
+-- batch's events with multi-row INSERT OR FAIL statements, and an
+-- immediate foreign key would make each of them open a statement journal.
 CREATE TABLE events (
-  job_seq INTEGER NOT NULL REFERENCES jobs (seq),
+  job_seq INTEGER NOT NULL REFERENCES jobs (seq) DEFERRABLE INITIALLY DEFERRED,
   seq     INTEGER NOT NULL CHECK (seq >= 1),
   type    TEXT NOT NULL CHECK (type = 'submitted' OR type = 'leased' OR type = 'released' OR type = 'expired' OR type = 'attempt_failed' OR type = 'retry_scheduled' OR type = 'delivering' OR type = 'delivery' OR type = 'succeeded' OR type = 'failed'),
   at      INTEGER NOT NULL,

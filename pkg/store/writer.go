@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 )
 
 // maxBatch caps how many queued operations share one transaction.
@@ -41,6 +42,12 @@ type writer struct {
 
 	checkpoint func() // nil for memory databases
 	sinceKick  int
+
+	// refs caches committed policies rows; pendingRefs are the rows the
+	// current transaction's successful operations looked up or inserted,
+	// added to refs after COMMIT.
+	refs        policyRefs
+	pendingRefs []policyRef
 }
 
 type writerStats struct {
@@ -51,10 +58,11 @@ type writerStats struct {
 // wtx is what an operation sees: prepared statements on the write
 // connection inside the current transaction.
 type wtx struct {
-	w     *writer
-	ctx   context.Context
-	wrote bool       // an exec ran: a failure must be rolled back
-	evs   []eventRow // queued events, flushed by the writer
+	w       *writer
+	ctx     context.Context
+	wrote   bool        // an exec ran: a failure must be rolled back
+	evs     []eventRow  // queued events, flushed by the writer
+	learned []policyRef // policies rows looked up or inserted, uncommitted
 }
 
 // eventRow is a queued event: the job's seq, the event's number within
@@ -65,18 +73,20 @@ type eventRow struct {
 }
 
 // maxEventChunk is the largest multi-row event INSERT (6 parameters per
-// row). Events go in chunks of 64, 16, 4 and 1 rows (largest first), so
-// each of the four statements is parsed once and then reused: parsing a
-// statement costs modernc more than inserting a few rows. There is no 2-
-// or 3-row chunk: SQLite opens a statement journal for a multi-row INSERT
-// into a table with a foreign key, which with modernc costs more than a
-// second single-row INSERT (BenchmarkCompleteAndLeaseSerial).
+// row). A batch's events go in one statement per maxEventChunk rows, one
+// prepared statement per row count, each parsed once and then reused:
+// parsing costs modernc more than inserting a few rows. The statements are
+// INSERT OR FAIL and the events' foreign key is deferred, so SQLite opens
+// no statement journal for them (it would for a multi-row statement that
+// may abort halfway, and copy every page it touches into it): a failed
+// insert fails the batch, and the writer then rolls the whole transaction
+// back anyway.
 const maxEventChunk = 64
 
 // eventInsert returns the prepared INSERT of n event rows.
 func (w *writer) eventInsert(n int) (*sql.Stmt, error) {
 	var b strings.Builder
-	b.WriteString("INSERT INTO events (job_seq, seq, type, at, attempt, code) VALUES ")
+	b.WriteString("INSERT OR FAIL INTO events (job_seq, seq, type, at, attempt, code) VALUES ")
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			b.WriteString(", ")
@@ -90,10 +100,7 @@ func (w *writer) eventInsert(n int) (*sql.Stmt, error) {
 func (w *writer) flushEvents(rows []eventRow) error {
 	args := make([]any, 0, 6*min(len(rows), maxEventChunk))
 	for len(rows) > 0 {
-		n := maxEventChunk
-		for n > len(rows) {
-			n /= 4
-		}
+		n := min(len(rows), maxEventChunk)
 		st, ok := w.evStmts[n]
 		if !ok {
 			var err error
@@ -217,6 +224,26 @@ func (w *writer) stop() {
 	<-w.done
 }
 
+// Lingering: at low concurrency every operation tends to commit alone
+// (each caller waits for its commit, and the next operation arrives while
+// the previous commit runs, so it finds the writer busy and then runs by
+// itself), and a commit costs far more than an operation. The writer
+// therefore expects the callers it has just answered to come back, and
+// those whose operations queued up while it was committing to be there as
+// well; when that expected batch is small (at most lingerMax) and not yet
+// complete, it waits up to lingerFor for the rest before it begins. A wait
+// that times out is evidence against the expectation: lingering is then
+// skipped for a number of batches that doubles with every consecutive
+// timeout (up to lingerBackoffMax) and resets when a wait pays off.
+// Lingering never delays a caller's answer past its commit by more than
+// lingerFor, and only when another operation is queued or was just
+// answered.
+const (
+	lingerMax        = 4
+	lingerFor        = 300 * time.Microsecond
+	lingerBackoffMax = 256
+)
+
 func (w *writer) loop() {
 	defer close(w.done)
 	defer func() {
@@ -226,6 +253,12 @@ func (w *writer) loop() {
 		w.conn.Close()
 	}()
 	batch := make([]*op, 0, maxBatch)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var (
+		answered, queued int // writes answered by the last batch, ops queued during it
+		skip, backoff    int // batches left without lingering, and the next such penalty
+	)
 	for {
 		select {
 		case <-w.quit:
@@ -234,22 +267,61 @@ func (w *writer) loop() {
 		case o := <-w.ops:
 			batch = append(batch[:0], o)
 		}
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case o := <-w.ops:
-				batch = append(batch, o)
-			default:
-				break fill
+		w.fill(&batch)
+		expect := answered + queued
+		if queued == 0 {
+			// The first operation is one of the answered callers back.
+			expect = max(answered, 1)
+		}
+		if skip > 0 {
+			skip--
+		} else if len(batch) < expect && expect <= lingerMax {
+			if w.linger(&batch, expect, timer) {
+				backoff = 0
+			} else {
+				backoff = min(max(2*backoff, 1), lingerBackoffMax)
+				skip = backoff
 			}
 		}
-		w.run(batch)
+		answered = w.run(batch)
+		queued = len(w.ops)
 		// The callers just answered are runnable on this P: let them run
 		// (and queue their next operations) before the next batch starts,
 		// instead of waiting behind its CPU work. Batches grow a little
 		// and a lane's result-to-next-result cycle shrinks.
 		runtime.Gosched()
 	}
+}
+
+// fill adds whatever is queued to the batch, without waiting.
+func (w *writer) fill(batch *[]*op) {
+	for len(*batch) < maxBatch {
+		select {
+		case o := <-w.ops:
+			*batch = append(*batch, o)
+		default:
+			return
+		}
+	}
+}
+
+// linger waits up to lingerFor for the batch to reach expect operations
+// and reports whether it did.
+func (w *writer) linger(batch *[]*op, expect int, timer *time.Timer) bool {
+	timer.Reset(lingerFor)
+	defer timer.Stop()
+	for len(*batch) < expect {
+		select {
+		case o := <-w.ops:
+			*batch = append(*batch, o)
+		case <-timer.C:
+			return false
+		case <-w.quit:
+			return false
+		}
+	}
+	w.fill(batch)
+	return true
 }
 
 // drain answers everything still queued with ErrClosed.
@@ -280,10 +352,15 @@ func (w *writer) exec(query string) error {
 // SAVEPOINT around each operation, so that failure undoes only itself.
 // Operations are pure functions of the database state and their inputs, and
 // reset their outputs on entry, so re-running them is safe.
-func (w *writer) run(batch []*op) {
+//
+// It returns how many write operations it answered.
+func (w *writer) run(batch []*op) int {
 	results := make([]error, len(batch))
-	live := 0
+	live, writes := 0, 0
 	for i, o := range batch {
+		if !o.read {
+			writes++
+		}
 		if err := o.ctx.Err(); err != nil {
 			results[i] = err
 			continue
@@ -292,12 +369,13 @@ func (w *writer) run(batch []*op) {
 	}
 	if live == 0 {
 		answer(batch, results)
-		return
+		return writes
 	}
 	first := append([]error(nil), results...)
 	if !w.attempt(batch, first, false) {
 		w.attempt(batch, results, true)
 	}
+	return writes
 }
 
 // attempt runs the batch once. It returns false (having rolled back and
@@ -309,6 +387,7 @@ func (w *writer) attempt(batch []*op, results []error, savepoints bool) bool {
 		return true
 	}
 	committed := 0
+	w.pendingRefs = w.pendingRefs[:0]
 	pre := append([]error(nil), results...)
 	var pending []eventRow
 	for i, o := range batch {
@@ -349,6 +428,7 @@ func (w *writer) attempt(batch []*op, results []error, savepoints bool) bool {
 		if err == nil && !o.read {
 			committed++
 			pending = append(pending, t.evs...)
+			w.pendingRefs = append(w.pendingRefs, t.learned...)
 		}
 		results[i] = err
 	}
@@ -368,6 +448,7 @@ func (w *writer) attempt(batch []*op, results []error, savepoints bool) bool {
 		w.abort(batch, results, fmt.Errorf("store: commit: %w", err))
 		return true
 	}
+	w.refs.add(w.pendingRefs)
 	w.mu.Lock()
 	w.stats.commits++
 	w.stats.ops += int64(committed)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestGroupCommitSavepoints queues three operations behind a blocked one so
@@ -231,5 +232,31 @@ func TestCloseAnswersEveryone(t *testing.T) {
 		if _, err := s.Job(bg, id); err != nil {
 			t.Fatalf("acknowledged %s missing: %v", id, err)
 		}
+	}
+}
+
+// TestLingerWaitsForExpected: linger returns as soon as the batch holds the
+// expected operations (taking whatever else is queued too), and reports a
+// wait that ran out, or was cut short by Close, as not paid off.
+func TestLingerWaitsForExpected(t *testing.T) {
+	w := &writer{ops: make(chan *op, maxBatch), quit: make(chan struct{})}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	batch := []*op{{}}
+	go func() {
+		for i := 0; i < 3; i++ {
+			w.ops <- &op{}
+		}
+	}()
+	if !w.linger(&batch, 3, timer) || len(batch) < 3 {
+		t.Fatalf("linger with arrivals: batch of %d", len(batch))
+	}
+	batch = []*op{{}}
+	if w.linger(&batch, 2, timer) || len(batch) != 1 {
+		t.Fatalf("linger without arrivals: batch of %d", len(batch))
+	}
+	close(w.quit)
+	if w.linger(&batch, 2, time.NewTimer(time.Hour)) {
+		t.Fatal("linger after quit paid off")
 	}
 }

@@ -11,22 +11,23 @@ import (
 // spend per text job: a real Gate (SQLite file) and a Worker with 2 lanes
 // whose executor answers at once. The live variant submits while the
 // Worker runs (as in BenchmarkEndToEndText, so the submits' HTTP cost is
-// included); backlog submits every job before the Worker starts, leaving
-// the lane cycle (lease, result, commit, next lease) alone. Metrics per
+// included, client side too); backlog submits every job before the Worker
+// starts, leaving the lane cycle (lease, result, commit, next lease) alone;
+// external submits like live but from a child process whose CPU is taken
+// out, so cpu-ms/job is the Gate and the Worker alone. Metrics per
 // variant: jobs/s, cpu-ms/job (this process) and commits/job (store group
 // commits).
 func BenchmarkEndToEndNoPlugin(b *testing.B) {
 	instant := func(*Config, *supervise.ReaperPool) Executor { return instantExec{} }
-	for _, backlog := range []bool{false, true} {
-		name := "live"
-		if backlog {
-			name = "backlog"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, v := range []struct {
+		name string
+		how  submission
+	}{{"live", submitLive}, {"backlog", submitBacklog}, {"external", submitExternal}} {
+		b.Run(v.name, func(b *testing.B) {
 			const jobs = 400
 			var p phase
 			for i := 0; i < b.N; i++ {
-				q, failed := endToEndRate(b, "/bin/true", "", "", instant, jobs, backlog)
+				q, failed := endToEndRate(b, "/bin/true", "", "", instant, jobs, v.how)
 				if failed != 0 {
 					b.Fatalf("%d attempts failed", failed)
 				}

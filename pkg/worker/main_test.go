@@ -21,6 +21,11 @@ import (
 // as its plugins (and as its subreaper wrapper).
 const pluginArg = "__worker_test_plugin"
 
+// submitterArg switches the test binary into a load generator that posts
+// text jobs to a Gate one after another (arguments: address, count), so a
+// benchmark can keep the submitter's CPU out of what it measures.
+const submitterArg = "__worker_test_submitter"
+
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
@@ -30,6 +35,8 @@ func TestMain(m *testing.M) {
 			syscall.Exit(supervise.ReaperMain(os.Args[2:]))
 		case pluginArg:
 			syscall.Exit(testPlugin(os.Args[2:]))
+		case submitterArg:
+			syscall.Exit(submitter(os.Args[2:]))
 		}
 	}
 	os.Exit(m.Run())
