@@ -30,6 +30,7 @@ type lane struct {
 	registered map[string]*RepositoryConfig // Gate's repositories (read-only): public-source paths for coding leases
 	conn       *wire.Conn
 	sendMu     sync.Mutex
+	leases     wire.LeaseEncoder // checks the lane's policy document once, not per lease
 	// activity is the live-activity version selected for this lane's
 	// leases ("" when its hello offered none this Gate knows); act is the
 	// Gate's activity store (activity.go).
@@ -542,7 +543,7 @@ func (l *lane) encodeLease(ls *store.Lease) ([]byte, error) {
 		Policy: ls.Policy, Task: ls.Task, DefaultBranch: ls.DefaultBranch, ActivityVersion: l.activity,
 	}
 	leaseSource(ls.PreparedPath, ls.BaseSHA, lease)
-	return wire.EncodeLease(lease)
+	return l.leases.Encode(lease)
 }
 
 // rejectStoreErr maps a store rejection to a wire reject code; an

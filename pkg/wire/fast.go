@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
@@ -41,7 +42,40 @@ func EncodeAck(seq uint64, deadline time.Time) ([]byte, error) {
 // against its kind: the Gate sends tasks it validated at submission. An
 // activity payload is refused (never sent by Gate).
 // Policy and task are compacted as Encode would.
-func EncodeLease(l *Lease) ([]byte, error) {
+func EncodeLease(l *Lease) ([]byte, error) { return encodeLease(l, nil) }
+
+// LeaseEncoder is EncodeLease with a memory: once the policy document of a
+// lease has been found compact and valid, the next lease that carries the
+// same bytes (every text lease of a Gate carries the same policy) has it
+// copied without scanning it again. Its output and refusals are
+// EncodeLease's. Safe for concurrent use; the zero value is ready.
+type LeaseEncoder struct {
+	policy atomic.Pointer[[]byte] // the last policy document found compact and valid
+}
+
+// Encode encodes a lease as EncodeLease does.
+func (e *LeaseEncoder) Encode(l *Lease) ([]byte, error) { return encodeLease(l, e) }
+
+// checked reports whether policy is the document e last found compact
+// and valid.
+func (e *LeaseEncoder) checked(policy []byte) bool {
+	if e == nil {
+		return false
+	}
+	p := e.policy.Load()
+	return p != nil && bytes.Equal(*p, policy)
+}
+
+// remember records a policy document found compact and valid (a copy: the
+// caller keeps its slice).
+func (e *LeaseEncoder) remember(policy []byte) {
+	if e != nil {
+		p := bytes.Clone(policy)
+		e.policy.Store(&p)
+	}
+}
+
+func encodeLease(l *Lease, e *LeaseEncoder) ([]byte, error) {
 	if err := validateRefs("lease", l.JobID, l.AttemptID); err != nil {
 		return nil, err
 	}
@@ -86,11 +120,15 @@ func EncodeLease(l *Lease) ([]byte, error) {
 	buf.WriteString(`","kind":"`)
 	buf.WriteString(string(l.Kind))
 	buf.WriteString(`","policy":`)
-	if err := compactTo(&buf, l.Policy); err != nil {
+	if e.checked(l.Policy) {
+		buf.Write(l.Policy)
+	} else if verbatim, err := compactTo(&buf, l.Policy); err != nil {
 		return nil, fieldErr("lease.policy", "must be an object")
+	} else if verbatim {
+		e.remember(l.Policy)
 	}
 	buf.WriteString(`,"task":`)
-	if err := compactTo(&buf, l.Task); err != nil {
+	if _, err := compactTo(&buf, l.Task); err != nil {
 		return nil, fieldErr("lease.task", "must be an object")
 	}
 	if l.DefaultBranch != "" {
@@ -121,13 +159,13 @@ func EncodeLease(l *Lease) ([]byte, error) {
 // stores are compact already: one that has no space outside its strings
 // and passes strictjson's scanner (stricter than json.Compact's) is copied
 // as it is, which is what json.Compact would write; anything else goes
-// through json.Compact.
-func compactTo(buf *bytes.Buffer, raw []byte) error {
+// through json.Compact. verbatim reports the first case.
+func compactTo(buf *bytes.Buffer, raw []byte) (verbatim bool, err error) {
 	if isCompact(raw) && strictjson.Check(raw, rawMessageType) == nil {
 		buf.Write(raw)
-		return nil
+		return true, nil
 	}
-	return json.Compact(buf, raw)
+	return false, json.Compact(buf, raw)
 }
 
 var rawMessageType = reflect.TypeOf(json.RawMessage(nil))

@@ -212,10 +212,66 @@ func FuzzCompactTo(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var got, want bytes.Buffer
-		err := compactTo(&got, raw)
+		_, err := compactTo(&got, raw)
 		wantErr := json.Compact(&want, raw)
 		if (err == nil) != (wantErr == nil) || (err == nil && !bytes.Equal(got.Bytes(), want.Bytes())) {
 			t.Fatalf("compactTo %q %v, json.Compact %q %v", got.Bytes(), err, want.Bytes(), wantErr)
+		}
+	})
+}
+
+// sameAsEncodeLease fails t unless enc encodes l exactly as EncodeLease
+// does (bytes, or a refusal).
+func sameAsEncodeLease(t *testing.T, enc *LeaseEncoder, l Lease) {
+	t.Helper()
+	got, err := enc.Encode(&l)
+	want, wantErr := EncodeLease(&l)
+	if !bytes.Equal(got, want) || (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+		t.Fatalf("policy %q: LeaseEncoder %s %v, EncodeLease %s %v", l.Policy, got, err, want, wantErr)
+	}
+}
+
+func TestLeaseEncoderMatchesEncodeLease(t *testing.T) {
+	var enc LeaseEncoder
+	l := testLease()
+	policy := append([]byte(nil), l.Policy...)
+	for _, p := range []string{string(policy), string(policy), "{ \"a\" : [1, 2] }", `{"a":1,"a":2}`, `{"a":`, `[]`,
+		string(policy), `{"x":"\ud800"}`, string(policy)} {
+		l.Policy = json.RawMessage(p)
+		sameAsEncodeLease(t, &enc, l)
+	}
+	// The policy is remembered once found compact and valid, as a copy.
+	if !enc.checked(policy) {
+		t.Fatal("a compact, valid policy was not remembered")
+	}
+	l.Policy = append([]byte(nil), policy...)
+	sameAsEncodeLease(t, &enc, l)
+	l.Policy[len(l.Policy)-1] = ' ' // the caller's bytes change: now broken
+	if _, err := enc.Encode(&l); err == nil {
+		t.Fatal("broken policy accepted after a valid one")
+	}
+	if !enc.checked(policy) {
+		t.Fatal("memory follows the caller's slice")
+	}
+	for _, p := range []string{"{ \"a\" : [1, 2] }", `{"a":1,"a":2}`} {
+		if enc.checked([]byte(p)) {
+			t.Fatalf("%s remembered: not copied verbatim", p)
+		}
+	}
+}
+
+// FuzzLeaseEncoder: whatever the policies of successive leases, one
+// LeaseEncoder encodes each as EncodeLease does.
+func FuzzLeaseEncoder(f *testing.F) {
+	f.Add([]byte(`{"version":1,"plugin":"reference","env":["A","B"]}`), []byte(`{"version":1,"plugin":"reference","env":["A","B"] }`))
+	f.Add([]byte(`{"a":1}`), []byte(`{"a":1,"a":1}`))
+	f.Add([]byte(`{"a":"\u00e9"}`), []byte(`{"a":"\ud800"}`))
+	f.Fuzz(func(t *testing.T, p1, p2 []byte) {
+		var enc LeaseEncoder
+		l := testLease()
+		for _, p := range [][]byte{p1, p1, p2, p1, p2, p2} {
+			l.Policy = p
+			sameAsEncodeLease(t, &enc, l)
 		}
 	})
 }
