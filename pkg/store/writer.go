@@ -230,16 +230,17 @@ func (w *writer) stop() {
 // itself), and a commit costs far more than an operation. The writer
 // therefore expects the callers it has just answered to come back, and
 // those whose operations queued up while it was committing to be there as
-// well; when that expected batch is small (at most lingerMax) and not yet
-// complete, it waits up to lingerFor for the rest before it begins. A wait
-// that times out is evidence against the expectation: lingering is then
-// skipped for a number of batches that doubles with every consecutive
-// timeout (up to lingerBackoffMax) and resets when a wait pays off.
-// Lingering never delays a caller's answer past its commit by more than
-// lingerFor, and only when another operation is queued or was just
-// answered.
+// well; when that expected batch is not too large (at most lingerMax;
+// beyond that batches are big already and waiting measured no gain) and
+// not yet complete, it waits up to lingerFor for the rest before it
+// begins. A wait that times out is evidence against the expectation:
+// lingering is then skipped for a number of batches that doubles with
+// every consecutive timeout (up to lingerBackoffMax) and resets when a
+// wait pays off. Lingering never delays a caller's answer past its commit
+// by more than lingerFor, and only when another operation is queued or was
+// just answered.
 const (
-	lingerMax        = 4
+	lingerMax        = 16
 	lingerFor        = 300 * time.Microsecond
 	lingerBackoffMax = 256
 )
