@@ -244,7 +244,8 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		g.wakeFor(nj.Pool, plugin, nj.RepositoryID)
-		writeJSON(w, http.StatusCreated, job)
+		b, err := jobJSON(job)
+		writeEncoded(w, http.StatusCreated, b, err)
 		return
 	}
 	// An idle lane was reserved: the job and that lane's lease share one
@@ -259,7 +260,8 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		g.storeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, job)
+	b, err := jobJSON(job)
+	writeEncoded(w, http.StatusCreated, b, err)
 	_ = http.NewResponseController(w).Flush()
 	if g.afterLease(l, ls, leaseErr) {
 		g.startLeasing(l)

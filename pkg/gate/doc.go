@@ -34,8 +34,10 @@
 // that expired something or ran because a retry fell due wakes every idle
 // lane. A wake that reaches a lane while it is asking, or while its result
 // is being recorded, makes it ask once more. lease_poll_interval only
-// re-checks a few idle lanes per tick in rotation, as a safety net. An ack
-// and the lease that follows it go out in one write
+// re-checks a few idle lanes per tick in rotation, as a safety net. Acks
+// and leases are encoded without reflection (wire.EncodeAck, and each
+// lane's wire.LeaseEncoder, which checks the policy document its leases
+// share once); an ack and the lease that follows it go out in one write
 // (wire.Conn.SendEncodedBatch).
 //
 // The debug viewer (pkg/debugview) is mounted at /debug/ (static shell)

@@ -101,6 +101,12 @@ func writeError(w http.ResponseWriter, err error) {
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
+	writeEncoded(w, status, b, err)
+}
+
+// writeEncoded answers with b, JSON encoded by json.Marshal or its
+// equivalent (jobJSON), or an internal error if err is set.
+func writeEncoded(w http.ResponseWriter, status int, b []byte, err error) {
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"internal error"}}`)
 	}

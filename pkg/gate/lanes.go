@@ -30,6 +30,7 @@ type lane struct {
 	registered map[string]*RepositoryConfig // Gate's repositories (read-only): public-source paths for coding leases
 	conn       *wire.Conn
 	sendMu     sync.Mutex
+	leases     wire.LeaseEncoder // checks the lane's policy document once, not per lease
 	// activity is the live-activity version selected for this lane's
 	// leases ("" when its hello offered none this Gate knows); act is the
 	// Gate's activity store (activity.go).
@@ -302,7 +303,7 @@ func (g *Gate) disconnect(l *lane) {
 func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 	reply := func(ok bool, ack *wire.Ack, code wire.RejectCode) bool {
 		if ok {
-			b, err := wire.Encode(wire.Envelope{Type: wire.TypeAck, Seq: e.Seq, Ack: ack})
+			b, err := wire.EncodeAck(e.Seq, ack.DeadlineAt)
 			return l.sendEncoded(err, b)
 		}
 		return l.send(wire.Envelope{Type: wire.TypeReject, Seq: e.Seq, Reject: &wire.Reject{Code: code}})
@@ -474,7 +475,7 @@ func (g *Gate) recordAndLease(l *lane, seq uint64, f store.Fence, out store.Outc
 		// The ack and the next lease go out together, in one write. A
 		// failed send closes the connection; the new attempt keeps its
 		// lease until it expires and is retried.
-		ack, err := wire.Encode(wire.Envelope{Type: wire.TypeAck, Seq: seq, Ack: &wire.Ack{}})
+		ack, err := wire.EncodeAck(seq, time.Time{})
 		if err != nil {
 			l.conn.Close()
 			return false
@@ -542,7 +543,7 @@ func (l *lane) encodeLease(ls *store.Lease) ([]byte, error) {
 		Policy: ls.Policy, Task: ls.Task, DefaultBranch: ls.DefaultBranch, ActivityVersion: l.activity,
 	}
 	leaseSource(ls.PreparedPath, ls.BaseSHA, lease)
-	return wire.Encode(wire.Envelope{Type: wire.TypeLease, Lease: lease})
+	return l.leases.Encode(lease)
 }
 
 // rejectStoreErr maps a store rejection to a wire reject code; an

@@ -1,21 +1,26 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 )
 
-// A coding lease may name its repository's default branch; the decoder
-// returns it. Text leases and bad names are refused.
+// A coding lease may name its repository's default branch; both encoders
+// agree and the decoder returns it. Text leases and bad names are refused.
 func TestLeaseDefaultBranch(t *testing.T) {
 	l := testLease()
 	l.Kind, l.DefaultBranch = KindCoding, "release/2"
 	l.Task = json.RawMessage(`{"repository_id":"r","base_sha":"` + strings.Repeat("a", 40) + `","instruction":"x"}`)
-	got, err := Encode(Envelope{Type: TypeLease, Lease: &l})
+	got, err := EncodeLease(&l)
 	if err != nil {
 		t.Fatal(err)
+	}
+	want, err := Encode(Envelope{Type: TypeLease, Lease: &l})
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("EncodeLease\n%s\nEncode\n%s (%v)", got, want, err)
 	}
 	e, err := Decode(got)
 	if err != nil || e.Lease.DefaultBranch != "release/2" {
@@ -28,6 +33,9 @@ func TestLeaseDefaultBranch(t *testing.T) {
 	} {
 		bad := l
 		mutate(&bad)
+		if _, err := EncodeLease(&bad); err == nil {
+			t.Errorf("%s: EncodeLease accepted", name)
+		}
 		if _, err := Encode(Envelope{Type: TypeLease, Lease: &bad}); err == nil {
 			t.Errorf("%s: Encode accepted", name)
 		}

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/0k-lab/agent-forge/pkg/strictjson"
 	"golang.org/x/net/websocket"
 )
 
@@ -27,8 +26,8 @@ func Decode(data []byte) (Envelope, error) {
 	if len(data) > MaxMessageBytes {
 		return Envelope{}, ErrTooLarge
 	}
-	var e Envelope
-	if err := strictjson.Decode(data, &e); err != nil {
+	e, err := decodeEnvelope(data)
+	if err != nil {
 		return Envelope{}, fmt.Errorf("wire: %w", err)
 	}
 	if err := e.Validate(); err != nil {

@@ -9,13 +9,14 @@ import (
 // rawMarshal passes bytes that are already an encoded Envelope.
 func rawMarshal(v any) ([]byte, byte, error) { return v.([]byte), websocket.TextFrame, nil }
 
-// SendEncoded writes one message encoded by Encode, with a write deadline
+// SendEncoded writes one message encoded by Encode, EncodeAck,
+// EncodeLease, EncodeResult or EncodeActivity, with a write deadline
 // (cleared after).
 func (c *Conn) SendEncoded(b []byte, d time.Time) error {
 	return c.SendEncodedBatch(d, b)
 }
 
-// SendEncodedBatch writes messages encoded by Encode, in order, with a
+// SendEncodedBatch writes messages encoded as for SendEncoded, in order, with a
 // write deadline (cleared after). On a server connection (Accept) the
 // frames of a send go out in one write: an ack and the lease that follows
 // it cost the peer one read, not two.

@@ -190,6 +190,32 @@ type ParsedTask struct {
 // validates it. A text task has only "input"; a coding task has
 // "repository_id", "base_sha" and "instruction" and never "input".
 func ParseTask(data []byte) (ParsedTask, error) {
+	if p, ok := parseTextTask(data); ok {
+		return p, nil
+	}
+	return parseTask(data)
+}
+
+// parseTextTask is ParseTask for a valid text task, which is most
+// submissions, without encoding/json: a document that decodes strictly as
+// a TextTask with a non-empty input has exactly one member, "input" (an
+// empty input is also what a missing one decodes to), so ParseTask would
+// take the text branch and accept it if it validates; its canonical
+// encoding is the input as encoding/json writes it. It reports false for
+// anything else, which parseTask then decides (FuzzParseTaskMatches).
+func parseTextTask(data []byte) (ParsedTask, bool) {
+	t, err := decodeTextTask(data)
+	if err != nil || t.Input == "" || t.Validate() != nil {
+		return ParsedTask{}, false
+	}
+	b := make([]byte, 0, len(`{"input":}`)+len(t.Input)+len(t.Input)/8+2)
+	b = append(b, `{"input":`...)
+	b = strictjson.AppendString(b, t.Input)
+	return ParsedTask{Kind: KindText, Canonical: append(b, '}')}, true
+}
+
+// parseTask is ParseTask for any document.
+func parseTask(data []byte) (ParsedTask, error) {
 	var s taskShape
 	if err := strictjson.Decode(data, &s); err != nil {
 		return ParsedTask{}, err
@@ -246,8 +272,8 @@ func ParseTask(data []byte) (ParsedTask, error) {
 
 // DecodeTextTask strictly decodes and validates a text task.
 func DecodeTextTask(data []byte) (TextTask, error) {
-	var t TextTask
-	if err := strictjson.Decode(data, &t); err != nil {
+	t, err := decodeTextTask(data)
+	if err != nil {
 		return TextTask{}, err
 	}
 	if err := t.Validate(); err != nil {

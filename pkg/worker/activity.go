@@ -26,7 +26,7 @@ func leaseActivityCode(l *wire.Lease) string {
 
 // sendActivity writes one activity message for the lane's current attempt.
 func sendActivity(conn *wire.Conn, p activity.Payload) error {
-	b, err := wire.Encode(wire.Envelope{Type: wire.TypeActivity, Activity: &p})
+	b, err := wire.EncodeActivity(&p)
 	if err != nil {
 		return err
 	}

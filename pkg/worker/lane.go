@@ -373,7 +373,7 @@ func (l *lane) report(conn *wire.Conn, msgs <-chan wire.Envelope, lease *wire.Le
 	}
 	l.seq++
 	seq := l.seq
-	b, err := wire.Encode(wire.Envelope{Type: wire.TypeResult, Seq: seq, Result: res})
+	b, err := wire.EncodeResult(seq, res)
 	if err == nil {
 		err = conn.SendEncoded(b, time.Now().Add(sendTimeout))
 	}
