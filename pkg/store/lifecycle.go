@@ -156,7 +156,7 @@ func (s *Store) submitOp(j NewJob, now time.Time) (Job, func(t *wtx) error, erro
 		if d := j.Delivery; d != nil {
 			owner, repo, base = d.Owner, d.Repo, d.BaseBranch
 		}
-		policyID, err := t.policyID(j.Policy)
+		policyID, err := t.policyID(j.Policy, p)
 		if err != nil {
 			return err
 		}
@@ -218,8 +218,7 @@ func inList(b *strings.Builder, args []any, ids []string) []any {
 func candidateSQL(pool string, us int64, plugins, repositories []string) (string, []any) {
 	args := []any{pool, us}
 	var b strings.Builder
-	b.WriteString(`SELECT seq, id, kind, task, repository_id, default_branch, prepared_path, base_sha, plugin_id, policy_id, lease_ttl_us, attempt_count,
-  max_attempts, retry_base_us, event_count, updated_at
+	b.WriteString(`SELECT seq, id, kind, task, policy_id, attempt_count, event_count, updated_at
 FROM jobs WHERE pool = ? AND status IN ('pending', 'retry_wait') AND (status = 'pending' OR retry_at <= ?)
   AND plugin_id IN (`)
 	args = inList(&b, args, plugins)
@@ -296,30 +295,36 @@ FROM lanes WHERE lane = ?`, req.Generation, req.Lane, req.Generation, req.Lane).
 func (t *wtx) grant(req LeaseRequest, us int64) (*Lease, error) {
 	query, args := candidateSQL(req.Pool, us, req.Plugins, req.Repositories)
 	var (
-		seq, ttl, count, base  int64
-		events, updated, pid   int64
-		maxAttempts            int
-		repo, branch, prepared sql.NullString
-		baseSHA                sql.NullString
-		task                   string
-		l                      = Lease{AttemptID: newAttemptID()}
+		seq, count, events, updated, pid int64
+		task                             string
+		l                                = Lease{AttemptID: newAttemptID()}
 	)
-	err := t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &repo, &branch, &prepared, &baseSHA, &l.PluginID, &pid, &ttl, &count,
-		&maxAttempts, &base, &events, &updated)
+	err := t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &pid, &count, &events, &updated)
 	if isNoRows(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	pol, err := t.policyBody(pid)
+	// The plugin id, TTL, retry base and max attempts the job's columns
+	// hold are the facts of its policy's bytes (both set at submit).
+	pol, err := t.policyOf(pid)
 	if err != nil {
 		return nil, err
 	}
+	ttl, base, maxAttempts := pol.facts.leaseTTL, pol.facts.retryBase, pol.facts.maxAttempts
+	l.PluginID = pol.facts.pluginID
+	if l.Kind == KindCoding {
+		var repo, branch, prepared, baseSHA sql.NullString
+		if err := t.queryRow(`SELECT repository_id, default_branch, prepared_path, base_sha FROM jobs WHERE seq = ?`, seq).Scan(
+			&repo, &branch, &prepared, &baseSHA); err != nil {
+			return nil, err
+		}
+		l.RepositoryID, l.DefaultBranch, l.PreparedPath, l.BaseSHA = repo.String, branch.String, prepared.String, baseSHA.String
+	}
 	us = max(us, updated)
 	l.Ordinal = int(count) + 1
-	l.Task, l.Policy = json.RawMessage(task), json.RawMessage(pol)
-	l.RepositoryID, l.DefaultBranch, l.PreparedPath, l.BaseSHA = repo.String, branch.String, prepared.String, baseSHA.String
+	l.Task, l.Policy = json.RawMessage(task), json.RawMessage(pol.body)
 	l.LeasedAt, l.DeadlineAt = fromMicros(us).Time, fromMicros(us+ttl).Time
 	if _, err := t.exec(`UPDATE jobs SET status = 'leased', current_attempt = ?, attempt_count = ?, event_count = ?,
   retry_at = NULL, updated_at = ? WHERE seq = ?`, l.AttemptID, l.Ordinal, events+1, us, seq); err != nil {
@@ -371,6 +376,22 @@ WHERE j.id = ?`, f.AttemptID, f.JobID).Scan(
 		return r, ErrNotFound
 	}
 	return r, err
+}
+
+// completeFence is loadFence for a result: the same join, with only the
+// columns every result needs and the binding compared in the statement
+// (bound); each column read costs more than the lookups. complete reads
+// the replay and candidate columns separately, when it needs them.
+func (t *wtx) completeFence(f Fence) (r fenceRow, bound bool, err error) {
+	err = t.queryRow(`SELECT j.seq, j.event_count, a.status, a.deadline_at, a.ordinal, a.kind, a.max_attempts, a.retry_base_us,
+  coalesce(l.connected = 1 AND l.generation = a.generation, 0), a.lane = ? AND a.generation = ?
+FROM jobs j JOIN attempts a ON a.job_seq = j.seq AND a.id = ? LEFT JOIN lanes l ON l.lane = a.lane
+WHERE j.id = ?`, f.Lane, f.Generation, f.AttemptID, f.JobID).Scan(
+		&r.jobSeq, &r.jobEvents, &r.status, &r.deadline, &r.ordinal, &r.kind, &r.maxAttempts, &r.retryBase, &r.live, &bound)
+	if isNoRows(err) {
+		return r, false, ErrNotFound
+	}
+	return r, bound, err
 }
 
 // checkBinding: the attempt (found under the fence's job) is bound to
@@ -598,16 +619,20 @@ func (s *Store) CompleteAndLease(ctx context.Context, f Fence, o Outcome, next L
 func (t *wtx) complete(f Fence, o Outcome, report []byte, us int64) (Completion, error) {
 	digest := outcomeDigest(o, report)
 	var c Completion
-	r, err := t.loadFence(f)
+	r, bound, err := t.completeFence(f)
 	if err != nil {
 		return c, err
 	}
-	if err := checkBinding(r, f); err != nil {
-		return c, err
+	if !bound {
+		return c, ErrStale
 	}
 	if r.status == AttemptSucceeded || r.status == AttemptFailed {
 		// A replay: an identical outcome is answered from the job, a
 		// different one is a conflict. Nothing is written.
+		if err := t.queryRow(`SELECT a.outcome_digest, j.status, j.retry_at FROM jobs j JOIN attempts a ON a.job_seq = j.seq AND a.id = ?
+WHERE j.seq = ?`, f.AttemptID, r.jobSeq).Scan(&r.digest, &r.jobStatus, &r.jobRetryAt); err != nil {
+			return c, err
+		}
 		if !bytes.Equal(r.digest, digest) {
 			return c, ErrConflict
 		}
@@ -623,6 +648,12 @@ func (t *wtx) complete(f Fence, o Outcome, report []byte, us int64) (Completion,
 	if o.Succeeded {
 		if (r.kind == KindText) != (o.Output != nil) {
 			return c, invalid("result kind does not match the job")
+		}
+		if o.CandidateSHA != "" {
+			if err := t.queryRow(`SELECT a.created_candidate, j.base_sha FROM jobs j JOIN attempts a ON a.job_seq = j.seq AND a.id = ?
+WHERE j.seq = ?`, f.AttemptID, r.jobSeq).Scan(&r.created, &r.base); err != nil {
+				return c, err
+			}
 		}
 		if o.CandidateSHA != "" && (r.created.String != o.CandidateSHA || r.created == r.base) {
 			// Success must name the candidate the attempt's acknowledged

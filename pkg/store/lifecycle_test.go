@@ -395,6 +395,15 @@ func TestRetryableFailureBackoffAndMaxAttempts(t *testing.T) {
 			if c.JobStatus != JobRetryWait || !c.RetryAt.Equal(want) {
 				t.Fatalf("attempt %d: %+v, want retry at %v", ordinal, c, want)
 			}
+			// An identical replay answers from the job, retry time included;
+			// another outcome conflicts.
+			r, err := s.Complete(bg, fenceOf(l, "worker-1", gen(1)), retryable(), now.Add(time.Millisecond))
+			if err != nil || !r.Replayed || r.JobStatus != JobRetryWait || !r.RetryAt.Equal(want) {
+				t.Fatalf("attempt %d replay: %+v %v", ordinal, r, err)
+			}
+			if _, err := s.Complete(bg, fenceOf(l, "worker-1", gen(1)), textOK("late"), now); !errors.Is(err, ErrConflict) {
+				t.Fatalf("attempt %d conflicting replay: %v", ordinal, err)
+			}
 			j := mustJob(t, s, "j1")
 			if j.Status != JobRetryWait || j.RetryAt == nil || !j.RetryAt.Equal(want) {
 				t.Fatalf("job %+v", j)

@@ -33,18 +33,9 @@ func (c *policyCache) decode(doc []byte) (policyFacts, error) {
 	if ok {
 		return f, nil
 	}
-	p, err := policy.Decode(doc)
+	f, err := decodePolicy(doc)
 	if err != nil {
-		return policyFacts{}, invalid("policy does not decode")
-	}
-	if !bytes.Equal(p.Canonical(), doc) {
-		return policyFacts{}, invalid("policy is not canonical")
-	}
-	f = policyFacts{
-		pluginID:    p.Execution.PluginID,
-		leaseTTL:    p.Lifecycle.LeaseTTL.Std().Microseconds(),
-		retryBase:   p.Lifecycle.RetryBase.Std().Microseconds(),
-		maxAttempts: p.Lifecycle.MaxAttempts,
+		return policyFacts{}, err
 	}
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxCachedPolicies {
@@ -53,4 +44,22 @@ func (c *policyCache) decode(doc []byte) (policyFacts, error) {
 	c.m[string(doc)] = f
 	c.mu.Unlock()
 	return f, nil
+}
+
+// decodePolicy strictly decodes canonical policy bytes into the facts a
+// job derives from them.
+func decodePolicy(doc []byte) (policyFacts, error) {
+	p, err := policy.Decode(doc)
+	if err != nil {
+		return policyFacts{}, invalid("policy does not decode")
+	}
+	if !bytes.Equal(p.Canonical(), doc) {
+		return policyFacts{}, invalid("policy is not canonical")
+	}
+	return policyFacts{
+		pluginID:    p.Execution.PluginID,
+		leaseTTL:    p.Lifecycle.LeaseTTL.Std().Microseconds(),
+		retryBase:   p.Lifecycle.RetryBase.Std().Microseconds(),
+		maxAttempts: p.Lifecycle.MaxAttempts,
+	}, nil
 }

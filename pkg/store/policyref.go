@@ -10,28 +10,31 @@ package store
 // never leaves an id behind that a later transaction could reuse for other
 // bytes.
 
-// policyRef is one policies row.
+// policyRef is one policies row and the facts its body decodes to (the
+// plugin id, lease TTL, retry base and max attempts every job and attempt
+// referencing it also carries in its own columns).
 type policyRef struct {
-	id   int64
-	body string
+	id    int64
+	body  string
+	facts policyFacts
 }
 
 // policyRefs is the writer's cache of committed policies rows. Only the
 // writer goroutine uses it. It is bounded: when full it starts over.
 type policyRefs struct {
-	ids    map[string]int64
-	bodies map[int64]string
+	ids  map[string]int64
+	rows map[int64]policyRef
 }
 
 func (c *policyRefs) add(refs []policyRef) {
 	for _, r := range refs {
-		if _, ok := c.bodies[r.id]; ok {
+		if _, ok := c.rows[r.id]; ok {
 			continue
 		}
 		if c.ids == nil || len(c.ids) >= maxCachedPolicies {
-			c.ids, c.bodies = make(map[string]int64), make(map[int64]string)
+			c.ids, c.rows = make(map[string]int64), make(map[int64]policyRef)
 		}
-		c.ids[r.body], c.bodies[r.id] = r.id, r.body
+		c.ids[r.body], c.rows[r.id] = r.id, r
 	}
 }
 
@@ -48,9 +51,9 @@ func (t *wtx) uncommitted(body string, id int64) (policyRef, bool) {
 	return policyRef{}, false
 }
 
-// policyID returns the id of the policies row holding body, inserting the
-// row if there is none.
-func (t *wtx) policyID(body []byte) (int64, error) {
+// policyID returns the id of the policies row holding body, which decodes
+// to facts, inserting the row if there is none.
+func (t *wtx) policyID(body []byte, facts policyFacts) (int64, error) {
 	if id, ok := t.w.refs.ids[string(body)]; ok {
 		return id, nil
 	}
@@ -70,22 +73,27 @@ func (t *wtx) policyID(body []byte) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	t.learned = append(t.learned, policyRef{id: id, body: doc})
+	t.learned = append(t.learned, policyRef{id: id, body: doc, facts: facts})
 	return id, nil
 }
 
-// policyBody returns the canonical bytes of the policies row id.
-func (t *wtx) policyBody(id int64) (string, error) {
-	if body, ok := t.w.refs.bodies[id]; ok {
-		return body, nil
+// policyOf returns the policies row id.
+func (t *wtx) policyOf(id int64) (policyRef, error) {
+	if r, ok := t.w.refs.rows[id]; ok {
+		return r, nil
 	}
 	if r, ok := t.uncommitted("", id); ok {
-		return r.body, nil
+		return r, nil
 	}
 	var body string
 	if err := t.queryRow(`SELECT body FROM policies WHERE id = ?`, id).Scan(&body); err != nil {
-		return "", err
+		return policyRef{}, err
 	}
-	t.learned = append(t.learned, policyRef{id: id, body: body})
-	return body, nil
+	facts, err := decodePolicy([]byte(body))
+	if err != nil {
+		return policyRef{}, err
+	}
+	r := policyRef{id: id, body: body, facts: facts}
+	t.learned = append(t.learned, r)
+	return r, nil
 }
