@@ -436,11 +436,21 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 		}
 		ok = reply(true, &wire.Ack{}, "")
 	}
-	// After the reply, so a lease never precedes it: the winding lane is
-	// idle now, and a lane that said idle for an attempt the store still
+	// After the reply, so a lease never precedes it: the winding lane
+	// (recording until now) is idle, or asks again for a wake that arrived
+	// meanwhile, and a lane that said idle for an attempt the store still
 	// held (its Lease calls were refused as busy) may be leased again once
 	// that attempt is recorded.
-	if ok && (kind == resultEndsWinding || (kind == resultOther && recorded)) {
+	step := stepNone
+	if kind == resultEndsWinding {
+		g.lanes.mu.Lock()
+		step = l.resultDone(nil)
+		g.lanes.mu.Unlock()
+	}
+	switch {
+	case ok && step == stepAskAgain:
+		g.startLeasing(l)
+	case ok && (kind == resultEndsWinding || (kind == resultOther && recorded)):
 		g.wakeLane(l)
 	}
 	return ok
@@ -452,12 +462,14 @@ func (g *Gate) recordAndLease(l *lane, seq uint64, f store.Fence, out store.Outc
 	c, next, err := g.st.CompleteAndLease(g.ctx, f, out, l.leaseRequest(), now)
 	if err != nil {
 		// Nothing was recorded, but the Worker is done with the attempt:
-		// the lane is idle. The store keeps it from leasing while the
-		// attempt stays leased; the sweep's expiry wakes it.
+		// the lane is idle once it has the answer (until then it stays
+		// recording, so no lease can overtake the reject). The store keeps
+		// it from leasing while the attempt stays leased; the sweep's
+		// expiry wakes it.
+		ok := g.rejectStoreErr(err, reply)
 		g.lanes.mu.Lock()
 		step := l.resultDone(nil)
 		g.lanes.mu.Unlock()
-		ok := g.rejectStoreErr(err, reply)
 		if ok && step == stepAskAgain {
 			g.startLeasing(l)
 		}
@@ -467,41 +479,47 @@ func (g *Gate) recordAndLease(l *lane, seq uint64, f store.Fence, out store.Outc
 	if c.JobStatus == store.JobRetryWait {
 		g.noteDue(c.RetryAt)
 	}
+	if next == nil {
+		// Nothing to lease: the ack goes out while the lane is still
+		// recording, so that a lease granted meanwhile by a submit or a
+		// wake (which only mark the lane to ask again) cannot reach the
+		// Worker before it. A Worker takes a lease only once its result
+		// is answered.
+		ok := reply(true, &wire.Ack{}, "")
+		g.lanes.mu.Lock()
+		step := l.resultDone(nil)
+		g.lanes.mu.Unlock()
+		if ok && step == stepAskAgain {
+			g.startLeasing(l)
+		}
+		return ok
+	}
 	g.lanes.mu.Lock()
 	step := l.resultDone(next)
 	g.lanes.mu.Unlock()
-	switch step {
-	case stepSend:
-		// The ack and the next lease go out together, in one write. A
-		// failed send closes the connection; the new attempt keeps its
-		// lease until it expires and is retried.
-		ack, err := wire.EncodeAck(seq, time.Time{})
-		if err != nil {
-			l.conn.Close()
-			return false
-		}
-		lease, err := l.encodeLease(next)
-		if err != nil {
-			// The result is recorded: acknowledge it, then give up the
-			// connection as for any unsendable lease.
-			l.sendEncoded(nil, ack)
-			l.conn.Close()
-			return false
-		}
-		return l.sendEncoded(nil, ack, lease)
-	case stepRelease:
+	if step == stepRelease {
 		// The connection closed while the result was recorded.
 		g.release(l, next.JobID, next.AttemptID)
 		reply(true, &wire.Ack{}, "")
 		return false
 	}
-	if !reply(true, &wire.Ack{}, "") {
+	// The ack and the next lease go out together, in one write. A failed
+	// send closes the connection; the new attempt keeps its lease until it
+	// expires and is retried.
+	ack, err := wire.EncodeAck(seq, time.Time{})
+	if err != nil {
+		l.conn.Close()
 		return false
 	}
-	if step == stepAskAgain {
-		g.startLeasing(l)
+	lease, err := l.encodeLease(next)
+	if err != nil {
+		// The result is recorded: acknowledge it, then give up the
+		// connection as for any unsendable lease.
+		l.sendEncoded(nil, ack)
+		l.conn.Close()
+		return false
 	}
-	return true
+	return l.sendEncoded(nil, ack, lease)
 }
 
 // release returns a lease l holds but will not run (the lane is draining

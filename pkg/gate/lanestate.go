@@ -9,7 +9,7 @@ import "github.com/0k-lab/agent-forge/pkg/store"
 //	idle ──wake──▶ reserved ──lease──▶ busy ──result──▶ recording ──▶ busy (next lease) | idle
 //	  ▲              │ nothing            │ cancel{expired}
 //	  │              ▼                    ▼
-//	  └──────────── idle               winding ──idle msg / result──▶ idle
+//	  └──────────── idle               winding ──idle msg──▶ idle; ──result──▶ recording ──▶ idle
 //
 // closed is final (the connection ended or was taken over). draining (the
 // Worker's goodbye) is a flag, not a state: a draining lane finishes what
@@ -163,7 +163,9 @@ func (l *lane) beginResult(job, attempt string) resultKind {
 		}
 		return resultAndLease
 	case laneWinding:
-		l.becomeIdle()
+		// Recording until the result is answered (resultDone), so that
+		// no lease overtakes the answer.
+		l.state, l.again = laneRecording, false
 		return resultEndsWinding
 	}
 	return resultOther

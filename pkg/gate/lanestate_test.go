@@ -39,8 +39,11 @@ func TestLaneTransitions(t *testing.T) {
 	l.wake()
 	l.leaseDone(ls)
 	l.withdraw("a1")
-	if k := l.beginResult("j1", "a1"); k != resultEndsWinding || l.state != laneIdle {
+	if k := l.beginResult("j1", "a1"); k != resultEndsWinding || l.state != laneRecording || l.reserve("p", "x", "") {
 		t.Fatalf("result while winding: %v %+v", k, l)
+	}
+	if l.resultDone(nil) != stepNone || l.state != laneIdle {
+		t.Fatalf("answered result while winding: %+v", l)
 	}
 
 	// Recording: the next lease goes out with the ack; a wake meanwhile
