@@ -7,13 +7,15 @@ import (
 	"time"
 )
 
-// benchLease is a text lease with a policy the size of a resolved one.
+// benchLease is a text lease with a policy the size of a resolved one and
+// live activity selected, as the Gate sends it to a Worker that offers it.
 func benchLease() Lease {
 	l := testLease()
 	l.Policy = json.RawMessage(`{"version":1,"kind":"text","plugin":"reference","timeout":"30s","max_attempts":3,` +
 		`"retry_backoff":"1s","env":["LANG","TZ"],"limits":{"stdout_bytes":1048576,"stderr_bytes":65536,"output_bytes":65536},` +
 		`"network":"none","filesystem":{"read":["/usr","/lib"],"write":[]},"` + strings.Repeat("x", 120) + `":true}`)
 	l.Task = json.RawMessage(`{"input":"hello world, this is a text task of a usual size"}`)
+	l.ActivityVersion = "live_activity/v1"
 	return l
 }
 

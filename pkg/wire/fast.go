@@ -107,65 +107,76 @@ func encodeLease(l *Lease, e *LeaseEncoder) ([]byte, error) {
 	if err := l.checkSource(); err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.Grow(160 + len(l.Policy) + len(l.Task) + len(l.RepositoryPath))
-	buf.WriteString(`{"type":"lease","lease":{"job_id":"`)
-	buf.WriteString(l.JobID) // ident.ValidRef: nothing to escape
-	buf.WriteString(`","attempt_id":"`)
-	buf.WriteString(l.AttemptID)
-	buf.WriteString(`","ordinal":`)
-	buf.Write(strconv.AppendInt(nil, int64(l.Ordinal), 10))
-	buf.WriteString(`,"deadline_at":"`)
-	buf.Write(l.DeadlineAt.AppendFormat(nil, time.RFC3339Nano))
-	buf.WriteString(`","kind":"`)
-	buf.WriteString(string(l.Kind))
-	buf.WriteString(`","policy":`)
+	// Room for every key, the ordinal and the deadline (at most 256
+	// bytes together) and the values: one allocation.
+	b := make([]byte, 0, 256+len(l.JobID)+len(l.AttemptID)+len(l.Policy)+len(l.Task)+len(l.DefaultBranch)+
+		len(l.RepositoryPath)+len(l.BaseSHA)+len(l.ActivityVersion))
+	b = append(b, `{"type":"lease","lease":{"job_id":"`...)
+	b = append(b, l.JobID...) // ident.ValidRef: nothing to escape
+	b = append(b, `","attempt_id":"`...)
+	b = append(b, l.AttemptID...)
+	b = append(b, `","ordinal":`...)
+	b = strconv.AppendInt(b, int64(l.Ordinal), 10)
+	b = append(b, `,"deadline_at":"`...)
+	b = l.DeadlineAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","kind":"`...)
+	b = append(b, l.Kind...)
+	b = append(b, `","policy":`...)
 	if e.checked(l.Policy) {
-		buf.Write(l.Policy)
-	} else if verbatim, err := compactTo(&buf, l.Policy); err != nil {
-		return nil, fieldErr("lease.policy", "must be an object")
-	} else if verbatim {
-		e.remember(l.Policy)
+		b = append(b, l.Policy...)
+	} else {
+		var verbatim bool
+		var err error
+		if b, verbatim, err = appendCompact(b, l.Policy); err != nil {
+			return nil, fieldErr("lease.policy", "must be an object")
+		}
+		if verbatim {
+			e.remember(l.Policy)
+		}
 	}
-	buf.WriteString(`,"task":`)
-	if _, err := compactTo(&buf, l.Task); err != nil {
+	b = append(b, `,"task":`...)
+	var err error
+	if b, _, err = appendCompact(b, l.Task); err != nil {
 		return nil, fieldErr("lease.task", "must be an object")
 	}
 	if l.DefaultBranch != "" {
-		buf.WriteString(`,"default_branch":"`)
-		buf.WriteString(l.DefaultBranch) // ident.ValidBranch: nothing to escape
-		buf.WriteByte('"')
+		b = append(b, `,"default_branch":"`...)
+		b = append(b, l.DefaultBranch...) // ident.ValidBranch: nothing to escape
+		b = append(b, '"')
 	}
 	if l.RepositoryPath != "" {
-		buf.WriteString(`,"repository_path":"`)
-		buf.WriteString(l.RepositoryPath) // ident.ValidRepositoryPath: nothing to escape
-		buf.WriteString(`","base_sha":"`)
-		buf.WriteString(l.BaseSHA)
-		buf.WriteByte('"')
+		b = append(b, `,"repository_path":"`...)
+		b = append(b, l.RepositoryPath...) // ident.ValidRepositoryPath: nothing to escape
+		b = append(b, `","base_sha":"`...)
+		b = append(b, l.BaseSHA...)
+		b = append(b, '"')
 	}
 	if l.ActivityVersion != "" {
-		buf.WriteString(`,"activity_version":"`)
-		buf.WriteString(l.ActivityVersion) // a version token: nothing to escape
-		buf.WriteByte('"')
+		b = append(b, `,"activity_version":"`...)
+		b = append(b, l.ActivityVersion...) // a version token: nothing to escape
+		b = append(b, '"')
 	}
-	buf.WriteString("}}")
-	if buf.Len() > MaxMessageBytes {
+	b = append(b, "}}"...)
+	if len(b) > MaxMessageBytes {
 		return nil, ErrTooLarge
 	}
-	return buf.Bytes(), nil
+	return b, nil
 }
 
-// compactTo writes raw to buf as json.Compact does. The documents Gate
-// stores are compact already: one that has no space outside its strings
-// and passes strictjson's scanner (stricter than json.Compact's) is copied
-// as it is, which is what json.Compact would write; anything else goes
-// through json.Compact. verbatim reports the first case.
-func compactTo(buf *bytes.Buffer, raw []byte) (verbatim bool, err error) {
+// appendCompact appends raw to b as json.Compact writes it. The documents
+// Gate stores are compact already: one that has no space outside its
+// strings and passes strictjson's scanner (stricter than json.Compact's) is
+// copied as it is, which is what json.Compact would write; anything else
+// goes through json.Compact. verbatim reports the first case.
+func appendCompact(b, raw []byte) (out []byte, verbatim bool, err error) {
 	if isCompact(raw) && strictjson.Check(raw, rawMessageType) == nil {
-		buf.Write(raw)
-		return true, nil
+		return append(b, raw...), true, nil
 	}
-	return false, json.Compact(buf, raw)
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, raw); err != nil {
+		return b, false, err
+	}
+	return buf.Bytes(), false, nil
 }
 
 var rawMessageType = reflect.TypeOf(json.RawMessage(nil))
