@@ -87,7 +87,17 @@
 // write); if one fails after writing, the transaction is rolled back and
 // the batch re-run with a SAVEPOINT around each operation. Events are
 // queued by operations and inserted for the whole batch with multi-row
-// INSERTs before COMMIT (and before any read in the same transaction).
+// INSERT OR FAIL statements before COMMIT (and before any read in the
+// same transaction); the events' job reference is checked at COMMIT, so
+// no statement journal is opened for them.
+//
+// At low concurrency operations tend to arrive one by one, each during the
+// previous commit, and would each commit alone. The writer expects the
+// callers it has just answered to come back, and when that expected batch
+// is small (at most 16 operations) and incomplete it waits up to 300 µs
+// for it before BEGIN; a wait that finds nothing makes it skip lingering
+// for a doubling number of batches. Nothing is answered before its
+// COMMIT, as always.
 //
 // The driver re-prepares every statement on every execution (modernc has
 // no statement cache), and subqueries and RETURNING are expensive to
