@@ -154,7 +154,15 @@ func (l *lane) sendEncoded(err error, msgs ...[]byte) bool {
 	}
 	l.sendMu.Lock()
 	defer l.sendMu.Unlock()
-	if err := l.conn.SendEncodedBatch(time.Now().Add(writeTimeout), msgs...); err != nil {
+	return l.writeHeld(nil, msgs...)
+}
+
+// writeHeld is sendEncoded for a caller that holds l.sendMu.
+func (l *lane) writeHeld(err error, msgs ...[]byte) bool {
+	if err == nil {
+		err = l.conn.SendEncodedBatch(time.Now().Add(writeTimeout), msgs...)
+	}
+	if err != nil {
 		l.conn.Close()
 		return false
 	}
@@ -462,33 +470,24 @@ func (g *Gate) recordAndLease(l *lane, seq uint64, f store.Fence, out store.Outc
 	c, next, err := g.st.CompleteAndLease(g.ctx, f, out, l.leaseRequest(), now)
 	if err != nil {
 		// Nothing was recorded, but the Worker is done with the attempt:
-		// the lane is idle once it has the answer (until then it stays
-		// recording, so no lease can overtake the reject). The store keeps
-		// it from leasing while the attempt stays leased; the sweep's
-		// expiry wakes it.
-		ok := g.rejectStoreErr(err, reply)
-		g.lanes.mu.Lock()
-		step := l.resultDone(nil)
-		g.lanes.mu.Unlock()
-		if ok && step == stepAskAgain {
+		// the lane is idle. The store keeps it from leasing while the
+		// attempt stays leased; the sweep's expiry wakes it.
+		var code wire.RejectCode
+		ok := g.rejectStoreErr(err, func(_ bool, _ *wire.Ack, c wire.RejectCode) bool { code = c; return true })
+		b, encErr := wire.Encode(wire.Envelope{Type: wire.TypeReject, Seq: seq, Reject: &wire.Reject{Code: code}})
+		step, sent := g.idleThenSend(l, encErr, b)
+		if ok && sent && step == stepAskAgain {
 			g.startLeasing(l)
 		}
-		return ok
+		return ok && sent
 	}
 	g.act.End(f.AttemptID)
 	if c.JobStatus == store.JobRetryWait {
 		g.noteDue(c.RetryAt)
 	}
 	if next == nil {
-		// Nothing to lease: the ack goes out while the lane is still
-		// recording, so that a lease granted meanwhile by a submit or a
-		// wake (which only mark the lane to ask again) cannot reach the
-		// Worker before it. A Worker takes a lease only once its result
-		// is answered.
-		ok := reply(true, &wire.Ack{}, "")
-		g.lanes.mu.Lock()
-		step := l.resultDone(nil)
-		g.lanes.mu.Unlock()
+		ack, encErr := wire.EncodeAck(seq, time.Time{})
+		step, ok := g.idleThenSend(l, encErr, ack)
 		if ok && step == stepAskAgain {
 			g.startLeasing(l)
 		}
@@ -520,6 +519,21 @@ func (g *Gate) recordAndLease(l *lane, seq uint64, f store.Fence, out store.Outc
 		return false
 	}
 	return l.sendEncoded(nil, ack, lease)
+}
+
+// idleThenSend ends the recording of the lane's result with nothing
+// leased next (resultDone) and writes the answer msgs, holding the lane's
+// send lock across both: the lane is leasable again at once, but a lease
+// another goroutine gets for it meanwhile (a submit's, a wake's) is written
+// after the answer, never before it (a Worker takes a lease only once its
+// result is answered). encErr is the answer's encoding error.
+func (g *Gate) idleThenSend(l *lane, encErr error, msgs ...[]byte) (leaseStep, bool) {
+	l.sendMu.Lock()
+	defer l.sendMu.Unlock()
+	g.lanes.mu.Lock()
+	step := l.resultDone(nil)
+	g.lanes.mu.Unlock()
+	return step, l.writeHeld(encErr, msgs...)
 }
 
 // release returns a lease l holds but will not run (the lane is draining
