@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/0k-lab/agent-forge/pkg/activity"
-	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
@@ -39,8 +37,9 @@ func EncodeAck(seq uint64, deadline time.Time) ([]byte, error) {
 
 // EncodeLease encodes a lease. It checks everything Lease.Validate checks
 // except that the task is only required to be a JSON object, not decoded
-// against its kind: the Gate sends tasks it validated at submission. An
-// activity payload is refused (never sent by Gate).
+// against its kind (Lease.validateFields): the Gate sends tasks it
+// validated at submission. An activity payload is refused (never sent by
+// Gate).
 // Policy and task are compacted as Encode would.
 func EncodeLease(l *Lease) ([]byte, error) { return encodeLease(l, nil) }
 
@@ -76,36 +75,15 @@ func (e *LeaseEncoder) remember(policy []byte) {
 }
 
 func encodeLease(l *Lease, e *LeaseEncoder) ([]byte, error) {
-	if err := validateRefs("lease", l.JobID, l.AttemptID); err != nil {
+	if err := l.validateFields(); err != nil {
 		return nil, err
 	}
-	if l.Ordinal < 1 {
-		return nil, fieldErr("lease.ordinal", "must be at least 1")
-	}
-	if l.DeadlineAt.IsZero() || l.DeadlineAt.Year() > 9999 || l.DeadlineAt.Year() < 0 {
-		return nil, fieldErr("lease.deadline_at", "required")
-	}
-	if l.Kind != KindText && l.Kind != KindCoding {
-		return nil, fieldErr("lease.kind", "must be text or coding")
-	}
-	if !isObject(l.Policy) {
-		return nil, fieldErr("lease.policy", "must be an object")
-	}
-	if !isObject(l.Task) {
-		return nil, fieldErr("lease.task", "must be an object")
-	}
-	if l.ActivityVersion != "" && !activity.ValidVersionToken(l.ActivityVersion) {
-		return nil, fieldErr("lease.activity_version", "must be a version name")
+	if l.DeadlineAt.Year() > 9999 || l.DeadlineAt.Year() < 0 {
+		return nil, fieldErr("lease.deadline_at", "required") // not encodable as RFC 3339
 	}
 	if l.Activity != nil {
 		// Activity belongs to activity messages only; Gate never sends it.
 		return nil, fieldErr("lease.activity", "not allowed")
-	}
-	if l.DefaultBranch != "" && (l.Kind != KindCoding || !ident.ValidBranch(l.DefaultBranch)) {
-		return nil, fieldErr("lease.default_branch", "a branch name, on coding leases only")
-	}
-	if err := l.checkSource(); err != nil {
-		return nil, err
 	}
 	// Room for every key, the ordinal and the deadline (at most 256
 	// bytes together) and the values: one allocation.

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/0k-lab/agent-forge/pkg/activity"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
@@ -47,15 +46,8 @@ func decodeTextTask(data []byte) (TextTask, error) {
 		return TextTask{}, err
 	}
 	var t TextTask
-	r := checked{strictjson.NewCursor(data)}
-	if r.Object(func(k []byte) bool {
-		if string(k) != "input" {
-			return false
-		}
-		var ok bool
-		t.Input, ok = r.Text()
-		return ok
-	}) && r.End() {
+	r := &checked{strictjson.NewCursor(data)}
+	if r.Object(func(k []byte) bool { return string(k) == "input" && textTo(r, &t.Input) }) && r.End() {
 		return t, nil
 	}
 	t = TextTask{}
@@ -69,13 +61,11 @@ func decodeTextTask(data []byte) (TextTask, error) {
 // reports false, leaving e to be discarded, for a payload it does not
 // handle or anything unexpected.
 func fillEnvelope(data []byte, e *Envelope) bool {
-	r := checked{strictjson.NewCursor(data)}
+	r := &checked{strictjson.NewCursor(data)}
 	return r.Object(func(k []byte) bool {
 		switch string(k) {
 		case "type":
-			s, ok := r.Text()
-			e.Type = Type(s)
-			return ok
+			return textTo(r, &e.Type)
 		case "seq":
 			var ok bool
 			e.Seq, ok = r.uint64()
@@ -103,9 +93,9 @@ func fillEnvelope(data []byte, e *Envelope) bool {
 			return r.Object(func(k []byte) bool {
 				switch string(k) {
 				case "lane":
-					return r.strTo(&w.Lane)
+					return textTo(r, &w.Lane)
 				case "generation":
-					return r.strTo(&w.Generation)
+					return textTo(r, &w.Generation)
 				}
 				return false
 			})
@@ -116,18 +106,14 @@ func fillEnvelope(data []byte, e *Envelope) bool {
 				if string(k) != "code" {
 					return false
 				}
-				s, ok := r.Text()
-				j.Code = RejectCode(s)
-				return ok
+				return textTo(r, &j.Code)
 			})
 		case "cancel":
 			c := &Cancel{}
 			e.Cancel = c
 			return r.Object(func(k []byte) bool {
 				if string(k) == "reason" {
-					s, ok := r.Text()
-					c.Reason = CancelReason(s)
-					return ok
+					return textTo(r, &c.Reason)
 				}
 				return r.refs(k, &c.JobID, &c.AttemptID)
 			})
@@ -137,11 +123,9 @@ func fillEnvelope(data []byte, e *Envelope) bool {
 			return r.Object(func(k []byte) bool {
 				switch string(k) {
 				case "version":
-					return r.strTo(&a.Version)
+					return textTo(r, &a.Version)
 				case "stage":
-					s, ok := r.Text()
-					a.Stage = activity.Stage(s)
-					return ok
+					return textTo(r, &a.Stage)
 				}
 				return r.refs(k, &a.JobID, &a.AttemptID)
 			})
@@ -160,21 +144,19 @@ func (r *checked) lease(l *Lease) bool {
 		case "deadline_at":
 			return r.time(&l.DeadlineAt)
 		case "kind":
-			s, ok := r.Text()
-			l.Kind = Kind(s)
-			return ok
+			return textTo(r, &l.Kind)
 		case "policy":
 			return r.raw(&l.Policy)
 		case "task":
 			return r.raw(&l.Task)
 		case "default_branch":
-			return r.strTo(&l.DefaultBranch)
+			return textTo(r, &l.DefaultBranch)
 		case "repository_path":
-			return r.strTo(&l.RepositoryPath)
+			return textTo(r, &l.RepositoryPath)
 		case "base_sha":
-			return r.strTo(&l.BaseSHA)
+			return textTo(r, &l.BaseSHA)
 		case "activity_version":
-			return r.strTo(&l.ActivityVersion)
+			return textTo(r, &l.ActivityVersion)
 		case "activity":
 			return r.raw(&l.Activity)
 		}
@@ -186,28 +168,24 @@ func (r *checked) result(res *Result) bool {
 	return r.Object(func(k []byte) bool {
 		switch string(k) {
 		case "outcome":
-			s, ok := r.Text()
-			res.Outcome = Outcome(s)
-			return ok
+			return textTo(r, &res.Outcome)
 		case "output":
 			s, ok := r.Text()
 			res.Output = &s
 			return ok
 		case "candidate_sha":
-			return r.strTo(&res.CandidateSHA)
+			return textTo(r, &res.CandidateSHA)
 		case "disposition":
-			s, ok := r.Text()
-			res.Disposition = Disposition(s)
-			return ok
+			return textTo(r, &res.Disposition)
 		case "failure_code":
-			return r.strTo(&res.FailureCode)
+			return textTo(r, &res.FailureCode)
 		case "agent_report":
 			a := &AgentReport{}
 			res.AgentReport = a
 			return r.Object(func(k []byte) bool {
 				switch string(k) {
 				case "summary":
-					return r.strTo(&a.Summary)
+					return textTo(r, &a.Summary)
 				case "changes":
 					a.Changes = []string{}
 					return r.Array(func() bool {
@@ -233,16 +211,17 @@ type checked struct {
 func (r *checked) refs(k []byte, job, attempt *string) bool {
 	switch string(k) {
 	case "job_id":
-		return r.strTo(job)
+		return textTo(r, job)
 	case "attempt_id":
-		return r.strTo(attempt)
+		return textTo(r, attempt)
 	}
 	return false
 }
 
-func (r *checked) strTo(dst *string) bool {
+// textTo reads a string into dst, a string or a string-based wire type.
+func textTo[T ~string](r *checked, dst *T) bool {
 	s, ok := r.Text()
-	*dst = s
+	*dst = T(s)
 	return ok
 }
 

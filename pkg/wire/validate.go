@@ -153,6 +153,24 @@ func isObject(raw []byte) bool {
 
 // Validate checks a lease, including its task against its kind.
 func (l *Lease) Validate() error {
+	if err := l.validateFields(); err != nil {
+		return err
+	}
+	var err error
+	if l.Kind == KindText {
+		_, err = DecodeTextTask(l.Task)
+	} else {
+		_, err = DecodeCodingTask(l.Task)
+	}
+	if err != nil {
+		return fieldErr("lease.task", "does not fit its kind")
+	}
+	return nil
+}
+
+// validateFields is Validate without decoding the task against its kind
+// (EncodeLease's checks: Gate sends tasks it validated at submission).
+func (l *Lease) validateFields() error {
 	if err := validateRefs("lease", l.JobID, l.AttemptID); err != nil {
 		return err
 	}
@@ -177,17 +195,8 @@ func (l *Lease) Validate() error {
 	if err := l.checkSource(); err != nil {
 		return err
 	}
-	var err error
-	switch l.Kind {
-	case KindText:
-		_, err = DecodeTextTask(l.Task)
-	case KindCoding:
-		_, err = DecodeCodingTask(l.Task)
-	default:
+	if l.Kind != KindText && l.Kind != KindCoding {
 		return fieldErr("lease.kind", "must be text or coding")
-	}
-	if err != nil {
-		return fieldErr("lease.task", "does not fit its kind")
 	}
 	return nil
 }
