@@ -458,12 +458,16 @@ func endToEndRate(b *testing.B, plugin, reaper, pin string, executor func(*Confi
 	go func() { _ = w.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	var child *exec.Cmd
-	switch how {
-	case submitLive:
+	if how != submitBacklog {
+		// Submits start once both lanes are connected, and so does the
+		// phase.
 		<-connected
 		<-connected
 		commits0 = rg.st.Stats().Commits
 		m = begin()
+	}
+	switch how {
+	case submitLive:
 		go func() {
 			for i := 0; i < n; i++ {
 				if err := postJob(rg.addr, "benchmark input"); err != nil {
@@ -472,12 +476,8 @@ func endToEndRate(b *testing.B, plugin, reaper, pin string, executor func(*Confi
 			}
 		}()
 	case submitExternal:
-		<-connected
-		<-connected
 		child = exec.Command(os.Args[0], submitterArg, rg.addr, strconv.Itoa(n))
 		child.Stderr = os.Stderr
-		commits0 = rg.st.Stats().Commits
-		m = begin()
 		if err := child.Start(); err != nil {
 			b.Fatal(err)
 		}
