@@ -307,21 +307,10 @@ func processLifecycle(b *testing.B, bin string, submitters, lanes, total int) ro
 		go ls[i].serve(&done)
 	}
 	client := ownerClient(submitters)
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	stopPerf := p.perf(b)
 	cpu0 := p.cpu(b)
 	start := time.Now()
-	for s := 0; s < submitters; s++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(total) {
-				benchSubmit(b, client, p.addr)
-			}
-		}()
-	}
-	wg.Wait()
+	submitAll(b, client, p.addr, submitters, total)
 	limit := time.Now().Add(2 * time.Minute)
 	for done.Load() < int64(total) {
 		if time.Now().After(limit) {

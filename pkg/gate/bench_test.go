@@ -56,6 +56,23 @@ func ownerClient(conns int) *http.Client {
 	return &http.Client{Transport: &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
 }
 
+// submitAll posts total jobs from submitters concurrent clients sharing
+// client, and returns once all are answered.
+func submitAll(b *testing.B, client *http.Client, addr string, submitters, total int) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for s := 0; s < submitters; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(total) {
+				benchSubmit(b, client, addr)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 func benchSubmit(b *testing.B, c *http.Client, addr string) {
 	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/jobs", bytes.NewReader([]byte(`{"input":"hello"}`)))
 	req.Header.Set("Authorization", "Bearer "+testOwnerToken)
@@ -209,20 +226,9 @@ func BenchmarkDurableSubmits(b *testing.B) {
 	client := ownerClient(submitters)
 	before := tg.st.Stats()
 	cpu0 := processCPU()
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	b.ResetTimer()
 	start := time.Now()
-	for s := 0; s < submitters; s++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(total) {
-				benchSubmit(b, client, tg.addr)
-			}
-		}()
-	}
-	wg.Wait()
+	submitAll(b, client, tg.addr, submitters, total)
 	el := time.Since(start)
 	b.StopTimer()
 	after := tg.st.Stats()
@@ -254,20 +260,9 @@ func endToEnd(b *testing.B, submitters, lanes, total int) {
 	client := ownerClient(submitters)
 	before := tg.st.Stats()
 	cpu0 := processCPU()
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	b.ResetTimer()
 	start := time.Now()
-	for s := 0; s < submitters; s++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(total) {
-				benchSubmit(b, client, tg.addr)
-			}
-		}()
-	}
-	wg.Wait()
+	submitAll(b, client, tg.addr, submitters, total)
 	submitted := time.Since(start)
 	limit := time.Now().Add(2 * time.Minute)
 	for done.Load() < int64(total) {
