@@ -214,3 +214,10 @@ func hasNextPage(links []string) bool {
 	}
 	return false
 }
+
+// NoCommits reports whether err is GitHub's 422 for a pull request whose
+// head adds nothing to its base ("No commits between …").
+func NoCommits(err error) bool {
+	var e *APIError
+	return errorsAs(err, &e) && e.Class == ClassValidation && e.MessageContains("No commits between")
+}

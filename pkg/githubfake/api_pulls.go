@@ -3,6 +3,7 @@ package githubfake
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -157,6 +158,10 @@ func (a *API) createPull(w http.ResponseWriter, r *http.Request, owner, repo str
 		WriteError(w, http.StatusBadRequest, "Problems parsing JSON")
 		return
 	}
+	if a.ci().take(DeliveryFaultHeadInvalid) {
+		pullValidation(w, "field", "head", "invalid", "")
+		return
+	}
 	head := req.Head
 	if o, b, ok := strings.Cut(head, ":"); ok {
 		if !strings.EqualFold(o, owner) {
@@ -198,11 +203,23 @@ func (a *API) createPull(w http.ResponseWriter, r *http.Request, owner, repo str
 	a.pulls[key] = append(a.pulls[key], p)
 	body := a.pullJSON(owner, repo, p)
 	a.mu.Unlock()
+	// A pull request that conflicts with its base gets no pull_request
+	// runs at all.
+	if !a.conflicts(owner, repo, baseSHA, headSHA) {
+		a.event(owner, repo, "pull_request", headSHA)
+	}
 	if a.takeFault(APIFaultLosePRCreate) {
 		dropConnection(w)
 		return
 	}
 	writeJSON(w, http.StatusCreated, body)
+}
+
+// conflicts reports whether merging head into base conflicts.
+func (a *API) conflicts(owner, repo, base, head string) bool {
+	cmd := exec.Command(a.git, "--git-dir="+a.gitRoot+"/"+owner+"/"+repo+".git", "merge-tree", "--write-tree", base, head)
+	cmd.Env = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "PATH=/usr/bin:/bin"}
+	return cmd.Run() != nil
 }
 
 // SetPullState closes (or merges) PR number of owner/repo, as a person
@@ -217,6 +234,47 @@ func (a *API) SetPullState(owner, repo string, number int, state string, merged 
 		}
 	}
 	return false
+}
+
+// PersonAct does to PR number of owner/repo what a person on GitHub's
+// page would: "close" closes it, "merge" merges it (a real merge commit
+// on its base, as the merge button makes).
+func (a *API) PersonAct(owner, repo string, number int, act string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var p *pull
+	for _, q := range a.pulls[repoKey(owner, repo)] {
+		if q.Number == number {
+			p = q
+		}
+	}
+	if p == nil || p.State != "open" {
+		return fmt.Errorf("no open pull request %d", number)
+	}
+	switch act {
+	case "close":
+		p.State = "closed"
+		return nil
+	case "merge":
+		head, ok := a.branchSHA(owner, repo, p.Head)
+		if !ok {
+			return fmt.Errorf("no head")
+		}
+		merge, err := a.mergeCommit(owner, repo, p, head)
+		if err != nil {
+			return err
+		}
+		p.State, p.Merged, p.HeadSHA = "closed", true, head
+		c := a.ci()
+		c.mu.Lock()
+		if c.merges[repoKey(owner, repo)] == nil {
+			c.merges[repoKey(owner, repo)] = map[int]string{}
+		}
+		c.merges[repoKey(owner, repo)][number] = merge
+		c.mu.Unlock()
+		return nil
+	}
+	return fmt.Errorf("unknown act %q", act)
 }
 
 // pullValidation answers GitHub's 422 "Validation Failed" for PRs.

@@ -55,6 +55,9 @@ func (pb *Publisher) push(ctx context.Context, m *github.Mirror, tok *github.Tok
 		return nil
 	case errors.Is(err, github.ErrWorkflowsRefused):
 		return fail(StageGitHub, CodeWorkflowsRefused)
+	case errors.Is(err, github.ErrPushRejected):
+		// A rule of the repository: repeating cannot help.
+		return fail(StageRefused, CodePushRejected)
 	}
 	// Someone created the branch meanwhile, or GitHub carried out a push
 	// whose answer was lost: read the branch before deciding. It counts
