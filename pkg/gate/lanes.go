@@ -44,6 +44,8 @@ type lane struct {
 	jobID     string
 	attemptID string
 	call      chan struct{} // open while a Lease call for the lane is in flight
+	// windingSince is when the lane started winding down (withdraw).
+	windingSince time.Time
 }
 
 // leaseRequest names this lane to the store's Lease.
@@ -418,13 +420,15 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 // result (a replay, another attempt) is recorded or refused on its own.
 func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
 	f := store.Fence{JobID: r.JobID, AttemptID: r.AttemptID, Lane: l.name, Generation: l.generation}
-	out, err := outcome(r)
-	if err != nil {
-		return reply(false, nil, wire.RejectInvalid)
-	}
 	g.lanes.mu.Lock()
 	kind := l.beginResult(r.JobID, r.AttemptID)
 	g.lanes.mu.Unlock()
+	out, err := outcome(r)
+	if err != nil {
+		// Unusable (a code outside the failure table): nothing is
+		// recorded, but the Worker is done with the attempt all the same.
+		return g.refuseResult(l, seq, kind, wire.RejectInvalid)
+	}
 	if kind == resultAndLease {
 		return g.recordAndLease(l, seq, f, out, now, reply)
 	}
@@ -469,17 +473,8 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 func (g *Gate) recordAndLease(l *lane, seq uint64, f store.Fence, out store.Outcome, now time.Time, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
 	c, next, err := g.st.CompleteAndLease(g.ctx, f, out, l.leaseRequest(), now)
 	if err != nil {
-		// Nothing was recorded, but the Worker is done with the attempt:
-		// the lane is idle. The store keeps it from leasing while the
-		// attempt stays leased; the sweep's expiry wakes it.
-		var code wire.RejectCode
-		ok := g.rejectStoreErr(err, func(_ bool, _ *wire.Ack, c wire.RejectCode) bool { code = c; return true })
-		b, encErr := wire.Encode(wire.Envelope{Type: wire.TypeReject, Seq: seq, Reject: &wire.Reject{Code: code}})
-		step, sent := g.idleThenSend(l, encErr, b)
-		if ok && sent && step == stepAskAgain {
-			g.startLeasing(l)
-		}
-		return ok && sent
+		code, ok := g.storeRejectCode(err)
+		return g.refuseResult(l, seq, resultAndLease, code) && ok
 	}
 	g.act.End(f.AttemptID)
 	if c.JobStatus == store.JobRetryWait {
@@ -519,6 +514,27 @@ func (g *Gate) recordAndLease(l *lane, seq uint64, f store.Fence, out store.Outc
 		return false
 	}
 	return l.sendEncoded(nil, ack, lease)
+}
+
+// refuseResult answers a result that recorded nothing with reject code. A
+// result ends the lane's attempt on the Worker whatever the answer: a lane
+// that was running or winding it down (kind) is idle from here on, so no
+// answer leaves it busy. The store keeps it from leasing while the attempt
+// stays leased (the sweep's expiry wakes it); a withdrawn attempt is
+// already expired, so that lane asks for work at once.
+func (g *Gate) refuseResult(l *lane, seq uint64, kind resultKind, code wire.RejectCode) bool {
+	b, encErr := wire.Encode(wire.Envelope{Type: wire.TypeReject, Seq: seq, Reject: &wire.Reject{Code: code}})
+	if kind == resultOther {
+		return l.sendEncoded(encErr, b)
+	}
+	step, sent := g.idleThenSend(l, encErr, b)
+	switch {
+	case sent && step == stepAskAgain:
+		g.startLeasing(l)
+	case sent && kind == resultEndsWinding:
+		g.wakeLane(l)
+	}
+	return sent
 }
 
 // idleThenSend ends the recording of the lane's result with nothing
@@ -578,20 +594,27 @@ func (l *lane) encodeLease(ls *store.Lease) ([]byte, error) {
 	return l.leases.Encode(lease)
 }
 
-// rejectStoreErr maps a store rejection to a wire reject code; an
-// unexpected store error stops the Gate and closes the connection.
+// rejectStoreErr answers a request the store refused or failed
+// (storeRejectCode); it reports whether the connection stays open.
 func (g *Gate) rejectStoreErr(err error, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
+	code, ok := g.storeRejectCode(err)
+	return reply(false, nil, code) && ok
+}
+
+// storeRejectCode maps a store rejection to a wire reject code (ok). Any
+// other error is a store failure: unavailable, the Gate stops, and the
+// connection must close (!ok).
+func (g *Gate) storeRejectCode(err error) (code wire.RejectCode, ok bool) {
 	switch {
 	case errors.Is(err, store.ErrExpired):
-		return reply(false, nil, wire.RejectExpired)
+		return wire.RejectExpired, true
 	case errors.Is(err, store.ErrStale), errors.Is(err, store.ErrNotFound):
-		return reply(false, nil, wire.RejectStale)
+		return wire.RejectStale, true
 	case errors.Is(err, store.ErrConflict):
-		return reply(false, nil, wire.RejectConflict)
+		return wire.RejectConflict, true
 	case errors.Is(err, store.ErrInvalid):
-		return reply(false, nil, wire.RejectInvalid)
+		return wire.RejectInvalid, true
 	}
-	reply(false, nil, wire.RejectUnavailable)
 	g.storeFailed(err)
-	return false
+	return wire.RejectUnavailable, false
 }

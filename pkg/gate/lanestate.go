@@ -1,6 +1,10 @@
 package gate
 
-import "github.com/0k-lab/agent-forge/pkg/store"
+import (
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/store"
+)
 
 // A lane's dispatch state. Every change of it is one of the transitions
 // below, each called with registry.mu held; nothing else writes the
@@ -10,8 +14,14 @@ import "github.com/0k-lab/agent-forge/pkg/store"
 //	  ▲              │ nothing            │ cancel{expired}
 //	  │              ▼                    ▼
 //	  └──────────── idle               winding ──idle msg──▶ idle; ──result──▶ recording ──▶ idle
+//	                                      │ windingLimit
+//	                                      ▼
+//	                                    closed
 //
-// closed is final (the connection ended or was taken over). draining (the
+// Every answer to a result ends busy: recording → idle when nothing was
+// recorded (refused, or unusable), as when nothing was leased next.
+// closed is final (the connection ended or was taken over, or the lane
+// wound down longer than windingLimit). draining (the
 // Worker's goodbye) is a flag, not a state: a draining lane finishes what
 // it runs and is never leased again; a lease that reaches a draining or
 // closed lane, or that it holds but did not start, is returned to the
@@ -197,13 +207,23 @@ func (l *lane) resultDone(next *store.Lease) leaseStep {
 }
 
 // withdraw moves a lane running an attempt the sweep expired to winding
-// (true: send it cancel). A lane recording that attempt's result is
+// at now (true: send it cancel). A lane recording that attempt's result is
 // already done with it.
-func (l *lane) withdraw(attempt string) bool {
+func (l *lane) withdraw(attempt string, now time.Time) bool {
 	if l.state != laneBusy || l.attemptID != attempt {
 		return false
 	}
-	l.state = laneWinding
+	l.state, l.windingSince = laneWinding, now
+	return true
+}
+
+// overdue reports whether the lane has wound down for windingLimit or
+// longer at now; such a lane is closed (the caller drops its connection).
+func (l *lane) overdue(now time.Time) bool {
+	if l.state != laneWinding || now.Sub(l.windingSince) < windingLimit {
+		return false
+	}
+	l.close()
 	return true
 }
 
@@ -258,3 +278,10 @@ func (l *lane) close() {
 func (l *lane) holds(job, attempt string) bool {
 	return l.state == laneBusy && l.holding(job, attempt)
 }
+
+// windingLimit bounds how long a lane may wind down: a Worker that has not
+// said idle (or sent a result) this long after the cancel is not going to.
+// The sweeper then closes the lane and drops its connection (dropWinding);
+// the Worker's lane reconnects only once its executor has returned, so the
+// limit never lets two attempts overlap on one Worker lane.
+const windingLimit = time.Minute
