@@ -362,7 +362,8 @@ func TestFailureTable(t *testing.T) {
 	terminal := []string{"invalid_task", "scoped_test_failed", "plugin_identity_mismatch", "policy_exceeds_ceiling",
 		"environment_not_allowed", "unknown_plugin", "invalid_policy", "unsupported_kind",
 		"repository_unavailable", "default_branch_mismatch", "invalid_base", "workspace_violation",
-		"empty_change", "commit_identity_mismatch", "invalid_activity", "repository_out_of_service"}
+		"empty_change", "commit_identity_mismatch", "invalid_activity", "repository_out_of_service",
+		"candidate_too_large", "candidate_refused"}
 	want := map[string]Disposition{}
 	for _, c := range retryable {
 		want[c] = DispositionRetryable
