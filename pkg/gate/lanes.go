@@ -422,13 +422,27 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 	if err != nil {
 		return reply(false, nil, wire.RejectInvalid)
 	}
+	// A public-source candidate counts only once the Gate stored it from
+	// the attempt's bundle (bundles.go); otherwise the result is invalid.
+	var refused error
+	if out.Succeeded && out.CandidateSHA != "" {
+		if stored, err := g.candidateStored(g.ctx, r.JobID, r.AttemptID, out.CandidateSHA); err != nil {
+			refused = err
+		} else if !stored {
+			refused = store.ErrInvalid
+		}
+	}
 	g.lanes.mu.Lock()
 	kind := l.beginResult(r.JobID, r.AttemptID)
 	g.lanes.mu.Unlock()
 	if kind == resultAndLease {
-		return g.recordAndLease(l, seq, f, out, now, reply)
+		return g.recordAndLease(l, seq, f, out, refused, now, reply)
 	}
-	c, err := g.st.Complete(g.ctx, f, out, now)
+	var c store.Completion
+	err = refused
+	if err == nil {
+		c, err = g.st.Complete(g.ctx, f, out, now)
+	}
 	if kind == resultOnly {
 		g.lanes.mu.Lock()
 		l.resultDone(nil) // draining: idle, never leased again
@@ -465,9 +479,17 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 }
 
 // recordAndLease records the result of the lane's current attempt and
-// leases the lane its next one in the same commit.
-func (g *Gate) recordAndLease(l *lane, seq uint64, f store.Fence, out store.Outcome, now time.Time, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
-	c, next, err := g.st.CompleteAndLease(g.ctx, f, out, l.leaseRequest(), now)
+// leases the lane its next one in the same commit; refused, when set, is
+// the Gate's own refusal of the result, answered without recording.
+func (g *Gate) recordAndLease(l *lane, seq uint64, f store.Fence, out store.Outcome, refused error, now time.Time, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
+	var (
+		c    store.Completion
+		next *store.Lease
+		err  = refused
+	)
+	if err == nil {
+		c, next, err = g.st.CompleteAndLease(g.ctx, f, out, l.leaseRequest(), now)
+	}
 	if err != nil {
 		// Nothing was recorded, but the Worker is done with the attempt:
 		// the lane is idle. The store keeps it from leasing while the

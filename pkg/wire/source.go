@@ -153,3 +153,16 @@ func parseBinding(kv [][2]string) (AttemptBinding, error) {
 	}
 	return AttemptBinding{Lane: kv[0][1], Generation: kv[1][1], JobID: kv[2][1], AttemptID: kv[3][1]}, nil
 }
+
+// The committer of every candidate commit, and its author when the task
+// names none. The Gate refuses a candidate bundle whose commit says
+// otherwise.
+const (
+	CommitterName  = "Agent Forge"
+	CommitterEmail = "forge@example.invalid"
+)
+
+// CandidateRef is the deterministic ref of an attempt's candidate.
+func CandidateRef(jobID, attemptID string) string {
+	return ident.CandidateRefPrefix + jobID + "/" + attemptID
+}

@@ -63,8 +63,8 @@ import (
 
 // Git identities and defaults of candidate commits.
 const (
-	ForgeName       = "Agent Forge"
-	ForgeEmail      = "forge@example.invalid"
+	ForgeName       = wire.CommitterName
+	ForgeEmail      = wire.CommitterEmail
 	DefaultSubject  = "chore: apply coding task"
 	CandidatePrefix = "refs/agent-forge/candidates/"
 )

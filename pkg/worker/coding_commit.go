@@ -8,15 +8,14 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/evidence"
 	"github.com/0k-lab/agent-forge/pkg/gitx"
 	"github.com/0k-lab/agent-forge/pkg/ident"
+	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
 // zeroSHA as update-ref's old value means "the ref must not exist".
 const zeroSHA = "0000000000000000000000000000000000000000"
 
 // CandidateRef is the deterministic ref of an attempt's candidate.
-func CandidateRef(jobID, attemptID string) string {
-	return CandidatePrefix + jobID + "/" + attemptID
-}
+func CandidateRef(jobID, attemptID string) string { return wire.CandidateRef(jobID, attemptID) }
 
 // commit makes the candidate commit from the staged tree and pins it with
 // the candidate ref (created only if absent).
