@@ -122,6 +122,8 @@ type repoGuard struct {
 	// worktrees serialises git worktree add, remove and prune: concurrent
 	// adds race inside git (one reads another's half-written entry).
 	worktrees sync.Mutex
+	// cache serialises fetches into a Gate registration's source cache.
+	cache sync.Mutex
 	// refs serialises the Worker's own reads and writes of the shared
 	// refs: saving the baseline, snapshots, restores and candidate
 	// creation (coding_restore.go). Lock order: refs, then x.mu.
@@ -185,6 +187,14 @@ func (x *CodingExecutor) worktreeLock(id string) *sync.Mutex {
 	return &x.guard(id).worktrees
 }
 
+// cacheLock returns the lock that serialises fetches into repository id's
+// source cache.
+func (x *CodingExecutor) cacheLock(id string) *sync.Mutex {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return &x.guard(id).cache
+}
+
 // outOfService reports whether a restore on repository id failed.
 func (x *CodingExecutor) outOfService(id string) bool {
 	x.mu.Lock()
@@ -240,6 +250,12 @@ type codingJob struct {
 	wt        string // the worktree
 	admin     string // the worktree's administrative git dir
 	branch    string
+	// gate: an attempt on a Gate registration, in its own repository
+	// (gateDirs) borrowing the source cache's objects; fetch is what its
+	// preparation transferred.
+	gate     bool
+	gateDirs AttemptDirs
+	fetch    baseFetch
 
 	records []evidence.Record
 }
@@ -300,6 +316,9 @@ func (j *codingJob) work(ctx context.Context) outcome {
 	if o, ok := j.prepare(ctx); !ok {
 		return o
 	}
+	if j.gate {
+		return j.workGate(ctx)
+	}
 	saved, err := j.x.acquireBaseline(ctx, j)
 	if err != nil {
 		return j.fail(evidence.PhasePreparation, evidence.ReasonGitFailed, codeCodingRetryable)
@@ -326,9 +345,35 @@ func (j *codingJob) work(ctx context.Context) outcome {
 	if !ok {
 		return o
 	}
+	return j.finish(ctx, res, tree, checks)
+}
+
+// workGate runs an attempt on a Gate registration: nothing to save or
+// restore (its repository is its own and goes with its container); the
+// candidate goes to the Gate as a bundle before the attempt claims it.
+func (j *codingJob) workGate(ctx context.Context) outcome {
+	before, err := j.snapshot(ctx)
+	if err != nil {
+		return j.fail(evidence.PhasePreparation, evidence.ReasonGitFailed, codeCodingRetryable)
+	}
+	res, tree, checks, o, ok := j.edit(ctx, before)
+	if !ok {
+		return o
+	}
+	return j.finish(ctx, res, tree, checks)
+}
+
+// finish makes the candidate commit (and, on a Gate registration, hands
+// it to the Gate) and the success records.
+func (j *codingJob) finish(ctx context.Context, res host.Outcome, tree string, checks []evidence.Check) outcome {
 	sha, o, ok := j.commit(ctx, tree, res.CommitSubject)
 	if !ok {
 		return o
+	}
+	if j.gate {
+		if o, ok := j.sendCandidate(ctx, sha, tree); !ok {
+			return o
+		}
 	}
 	for i := range checks {
 		checks[i].SHA = sha
