@@ -24,7 +24,12 @@ import (
 //     base commit exists and is an ancestor of the default branch (the
 //     repository's HEAD branch); a private worktree is added, detached at
 //     the base, in a fresh 0700 directory under worktree_root. Nothing is
-//     ever fetched, cloned or pushed.
+//     ever fetched, cloned or pushed from anywhere but the Gate: a
+//     public-source lease (a Gate registration) instead gets its base
+//     from the Gate as a bundle into the Worker's source cache
+//     (coding_cache.go) and runs in its own repository borrowing the
+//     cache's objects (coding_attempt.go); its candidate goes back to the
+//     Gate as a bundle before the attempt claims it (coding_commit.go).
 //  2. plugin: workspace_edit in a fresh plugin process, offered progress,
 //     cancel, commit_subject and agent_report.
 //  3. workspace validation: the worktree's HEAD is still detached at the
