@@ -19,7 +19,7 @@ import (
 // https://github.com/ from a local directory instead (the Gate cannot
 // tell); fail makes every fetch fail as a server asking for credentials.
 // It returns the Gate, the upstream work tree and its first commit.
-func publicGate(t *testing.T, fail bool) (*testGate, string, string) {
+func publicGate(t *testing.T, fail bool, more ...func(map[string]any)) (*testGate, string, string) {
 	t.Helper()
 	sysGit, err := exec.LookPath("git")
 	if err != nil {
@@ -53,6 +53,9 @@ func publicGate(t *testing.T, fail bool) (*testGate, string, string) {
 		m["public_repository_root"] = root
 		m["git_executable"] = wrapper
 		repo0(m)["repository_url"] = testPublicURL
+		for _, f := range more {
+			f(m)
+		}
 	})
 	return startGate(t, cfg, sec, "", nil), work, first
 }
