@@ -33,7 +33,7 @@ func TestNoLeaseOvertakesResultAnswer(t *testing.T) {
 	l.sendMu.Lock()
 	recorded := make(chan bool, 1)
 	go func() {
-		recorded <- g.recordAndLease(l, 7, fence, store.Outcome{Succeeded: true, Output: &out}, nil, tg.clock.Now(),
+		recorded <- g.recordAndLease(l, 7, fence, store.Outcome{Succeeded: true, Output: &out}, tg.clock.Now(),
 			func(bool, *wire.Ack, wire.RejectCode) bool { t.Error("answered through reply"); return false })
 	}()
 	next := tg.submit(`{"input":"two"}`)
@@ -70,7 +70,7 @@ func TestNoLeaseOvertakesWindingResultAnswer(t *testing.T) {
 	g := tg.g
 	g.lanes.mu.Lock()
 	l := g.lanes.lanes[w.welcome.Lane]
-	withdrawn := l.withdraw(ls.AttemptID) // as cancelExpired does
+	withdrawn := l.withdraw(ls.AttemptID, time.Now()) // as cancelExpired does
 	g.lanes.mu.Unlock()
 	if !withdrawn {
 		t.Fatal("lane not winding")
