@@ -79,7 +79,7 @@ func (j *codingJob) prepare(ctx context.Context) (outcome, bool) {
 	j.git = &gitx.Runner{
 		Git: j.x.opt.Git, Home: home,
 		Timeout: inv.exec.GitTimeout.Std(), OutputBytes: inv.exec.GitOutputBytes,
-		KillGrace: inv.exec.CleanupTimeout.Std(), Reaper: j.x.opt.Reaper,
+		KillGrace: inv.exec.CleanupTimeout.Std(),
 	}
 	if reg.Gate {
 		return j.prepareGate(ctx)
