@@ -112,7 +112,10 @@ func (g *Gate) leaseLoop(l *lane) {
 // meanwhile, goes back to the queue; otherwise it becomes idle, unless a
 // wake arrived meanwhile, in which case afterLease reports true and the
 // caller must ask the store once more. A store failure stops the Gate;
-// typed refusals (a fenced generation, a busy lane) only idle it.
+// typed refusals (a fenced generation, a busy lane) only idle it, and drop
+// a wake that arrived meanwhile: a lane refused as busy still holds an
+// attempt in the store, and its expiry or recorded result wakes the lane
+// (a latency-only cost in a rare case, kept deliberately).
 func (g *Gate) afterLease(l *lane, ls *store.Lease, err error) (again bool) {
 	g.lanes.mu.Lock()
 	step := stepNone
@@ -132,8 +135,11 @@ func (g *Gate) afterLease(l *lane, ls *store.Lease, err error) (again bool) {
 		// lease until it expires and is retried.
 		l.sendLease(ls)
 	case stepRelease:
-		g.release(l, ls.JobID, ls.AttemptID)
+		returned := g.release(l, ls.JobID, ls.AttemptID)
 		g.lanes.mu.Lock()
+		if !returned {
+			l.releaseFailed()
+		}
 		l.callDone()
 		g.lanes.mu.Unlock()
 	case stepAskAgain:

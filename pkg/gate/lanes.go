@@ -44,6 +44,11 @@ type lane struct {
 	jobID     string
 	attemptID string
 	call      chan struct{} // open while a Lease call for the lane is in flight
+	// callFailed: a Lease call could not give back what it had to
+	// (releaseFailed); a goodbye that waited for it is not acknowledged.
+	callFailed bool
+	// running: the Worker's goodbye named the held attempt as running.
+	running bool
 	// windingSince is when the lane started winding down (withdraw).
 	windingSince time.Time
 }
@@ -87,18 +92,19 @@ func (r *registry) untrack(c *wire.Conn) {
 }
 
 // install makes l the live connection for its lane and returns the one it
-// replaced (nil if none).
-func (r *registry) install(l *lane) *lane {
+// replaced (nil if none) with the attempt that one holds but may not have
+// started (supersede; nil if none).
+func (r *registry) install(l *lane) (old *lane, unstarted *attemptRef) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	old := r.lanes[l.name]
+	old = r.lanes[l.name]
 	if old != nil {
-		old.close()
+		unstarted = old.supersede()
 		r.dropOrder(old)
 	}
 	r.lanes[l.name] = l
 	r.order = append(r.order, l)
-	return old
+	return old, unstarted
 }
 
 // remove forgets l if it is still the live connection of its lane.
@@ -261,11 +267,18 @@ func (g *Gate) serveLane(c *wire.Conn, worker int) {
 		g.storeFailed(err)
 		return
 	}
-	old := g.lanes.install(l)
+	old, unstarted := g.lanes.install(l)
 	g.lanes.connectMu.Unlock()
 	if old != nil {
 		old.conn.Close()
 		g.log.Info("lane taken over", "lane", l.name)
+		// The old connection's lease that may never have started (e.g.
+		// the one written after its result's ack to the socket just
+		// closed) goes back to the queue before the newcomer's first
+		// Lease call, as for a goodbye: it costs no TTL and no attempt.
+		if unstarted != nil && !g.reportedActivity(unstarted.jobID, unstarted.attemptID) {
+			g.release(old, unstarted.jobID, unstarted.attemptID)
+		}
 	}
 	defer g.disconnect(l)
 	if !l.send(wire.Envelope{Type: wire.TypeWelcome, Welcome: &wire.Welcome{Lane: l.name, Generation: l.generation}}) {
@@ -395,16 +408,25 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		// Live activity for the held attempt proves it was started, like
 		// a heartbeat or evidence (which the store checks): it keeps its
 		// lease until its result or deadline.
+		returned := true
 		if release != nil && !g.reportedActivity(release.jobID, release.attemptID) {
-			g.release(l, release.jobID, release.attemptID)
+			returned = g.release(l, release.jobID, release.attemptID)
 		}
 		if inFlight != nil {
 			// A lease being granted to the lane right now is returned
 			// by that call (afterLease) before the ack.
 			select {
 			case <-inFlight:
+				g.lanes.mu.Lock()
+				returned = returned && !l.callFailed
+				g.lanes.mu.Unlock()
 			case <-g.ctx.Done():
+				returned = false // the Gate stops before that call ended
 			}
+		}
+		if !returned {
+			// The ack would say nothing is left leased to the lane.
+			return reply(false, nil, wire.RejectUnavailable)
 		}
 		return reply(true, &wire.Ack{}, "")
 	}
@@ -552,22 +574,24 @@ func (g *Gate) idleThenSend(l *lane, encErr error, msgs ...[]byte) (leaseStep, b
 	return step, l.writeHeld(encErr, msgs...)
 }
 
-// release returns a lease l holds but will not run (the lane is draining
-// or gone) to the queue at once, without consuming an attempt, and wakes a
-// lane that fits its job. A refusal (the attempt ran, was recorded or
-// expired meanwhile) leaves it to the store's usual course.
-func (g *Gate) release(l *lane, jobID, attemptID string) {
+// release returns a lease l holds but will not run (the lane is draining,
+// gone or taken over) to the queue at once, without consuming an attempt,
+// and wakes a lane that fits its job. A refusal (the attempt ran, was
+// recorded or expired meanwhile) leaves it to the store's usual course.
+// It reports false only when the store failed: the lease may still be
+// leased to the lane although it will not run there.
+func (g *Gate) release(l *lane, jobID, attemptID string) bool {
 	g.act.End(attemptID)
 	// A fresh context: a lease must be returned even while the Gate stops.
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	r, err := g.st.Release(ctx, store.Fence{JobID: jobID, AttemptID: attemptID, Lane: l.name, Generation: l.generation}, g.now())
 	if err != nil {
-		g.storeFailed(err)
-		return
+		return !g.storeFailed(err)
 	}
 	g.log.Info("lease returned unstarted", "lane", l.name)
 	g.wakeFor(r.Pool, r.PluginID, r.RepositoryID)
+	return true
 }
 
 // sendLease pushes a lease the store handed to l.
@@ -615,6 +639,9 @@ func (g *Gate) storeRejectCode(err error) (code wire.RejectCode, ok bool) {
 	case errors.Is(err, store.ErrInvalid):
 		return wire.RejectInvalid, true
 	}
+	// ErrLaneBusy never reaches here: only Lease returns it, and no
+	// request's store call (Heartbeat, AddEvidence, Complete,
+	// CompleteAndLease) does.
 	g.storeFailed(err)
 	return wire.RejectUnavailable, false
 }

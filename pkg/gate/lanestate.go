@@ -8,7 +8,8 @@ import (
 
 // A lane's dispatch state. Every change of it is one of the transitions
 // below, each called with registry.mu held; nothing else writes the
-// fields they guard (lane.state, again, draining, jobID, attemptID, call).
+// fields they guard (lane.state, again, draining, jobID, attemptID,
+// running, call, callFailed, windingSince).
 //
 //	idle ──wake──▶ reserved ──lease──▶ busy ──result──▶ recording ──▶ busy (next lease) | idle
 //	  ▲              │ nothing            │ cancel{expired}
@@ -49,7 +50,7 @@ func (l *lane) holding(job, attempt string) bool {
 }
 
 func (l *lane) hold(job, attempt string, s laneState) {
-	l.state, l.jobID, l.attemptID = s, job, attempt
+	l.state, l.jobID, l.attemptID, l.running = s, job, attempt, false
 }
 
 // reserveAtConnect makes a new lane, not yet registered, reserved: its
@@ -68,6 +69,13 @@ func (l *lane) callDone() {
 		close(l.call)
 		l.call = nil
 	}
+}
+
+// releaseFailed records that a lease the lane's Lease call had to give back
+// could not be returned (a store failure): the goodbye waiting for that
+// call must not be acknowledged. Call it before callDone.
+func (l *lane) releaseFailed() {
+	l.callFailed = true
 }
 
 func (l *lane) becomeIdle() {
@@ -257,6 +265,7 @@ func (l *lane) goodbye(running attemptRef) (release *attemptRef, inFlight <-chan
 		return nil, inFlight
 	}
 	if l.holding(running.jobID, running.attemptID) {
+		l.running = true // started, by the Worker's word: never returned
 		return nil, inFlight
 	}
 	held := attemptRef{l.jobID, l.attemptID}
@@ -271,6 +280,23 @@ func (l *lane) goodbye(running attemptRef) (release *attemptRef, inFlight <-chan
 // close is final: the connection ended or was taken over.
 func (l *lane) close() {
 	l.state, l.again = laneClosed, false
+}
+
+// supersede closes a lane taken over by a newer connection of its slot
+// and returns the attempt it holds but may not have started (nil: none),
+// which the caller returns to the queue as a goodbye does: the store
+// refuses one the Worker heartbeated or sent evidence for, and the caller
+// keeps one it reported live activity for. An attempt a goodbye named as
+// running is kept. A lease being granted to the lane or recorded with its
+// result right now is returned by that call (leaseDone and resultDone see
+// the lane closed); a withdrawn attempt is already expired.
+func (l *lane) supersede() *attemptRef {
+	var held *attemptRef
+	if l.state == laneBusy && !l.running {
+		held = &attemptRef{l.jobID, l.attemptID}
+	}
+	l.close()
+	return held
 }
 
 // holds reports whether the lane runs (job, attempt) (evidence is taken

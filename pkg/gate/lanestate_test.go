@@ -161,3 +161,42 @@ func TestWindingLaneOverdue(t *testing.T) {
 		t.Fatalf("overdue lane not closed: %+v", l)
 	}
 }
+
+// A takeover hands back the attempt the old lane holds but may not have
+// started; it keeps one its goodbye named as running, and leaves what is
+// being leased or recorded, and what was withdrawn, to their own paths.
+func TestSupersede(t *testing.T) {
+	ls := &store.Lease{JobID: "j1", AttemptID: "a1"}
+	l := fitLane()
+	l.wake()
+	l.leaseDone(ls)
+	if r := l.supersede(); r == nil || *r != (attemptRef{"j1", "a1"}) || l.state != laneClosed {
+		t.Fatalf("busy lane taken over: %v %+v", r, l)
+	}
+	l = fitLane()
+	l.wake()
+	l.leaseDone(ls)
+	l.goodbye(attemptRef{"j1", "a1"})
+	if r := l.supersede(); r != nil {
+		t.Fatalf("the attempt the goodbye named was handed back: %v", r)
+	}
+	l = fitLane()
+	l.wake()
+	l.leaseDone(ls)
+	l.beginResult("j1", "a1")
+	if r := l.supersede(); r != nil || l.resultDone(&store.Lease{JobID: "j2", AttemptID: "a2"}) != stepRelease {
+		t.Fatalf("recording lane taken over: %v %+v", r, l)
+	}
+	l = fitLane()
+	l.wake()
+	l.leaseDone(ls)
+	l.withdraw("a1", at0)
+	if r := l.supersede(); r != nil {
+		t.Fatalf("withdrawn attempt handed back: %v", r)
+	}
+	l = fitLane()
+	l.wake()
+	if r := l.supersede(); r != nil || l.leaseDone(ls) != stepRelease {
+		t.Fatalf("reserved lane taken over: %v %+v", r, l)
+	}
+}

@@ -90,6 +90,8 @@ func TestDecodeRejects(t *testing.T) {
 		"bad outcome":      `{"type":"result","seq":1,"result":{"job_id":"j","attempt_id":"a","outcome":"maybe"}}`,
 		"reject code":      `{"type":"reject","seq":1,"reject":{"code":"nope"}}`,
 		"cancel reason":    `{"type":"cancel","cancel":{"job_id":"j","attempt_id":"a","reason":"bored"}}`,
+		// A takeover closes the old socket; no cancel is ever sent for it.
+		"cancel superseded": `{"type":"cancel","cancel":{"job_id":"j","attempt_id":"a","reason":"superseded"}}`,
 	}
 	for name, msg := range cases {
 		t.Run(name, func(t *testing.T) {

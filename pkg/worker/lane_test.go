@@ -202,12 +202,12 @@ func TestGateCancelCancelsAttempt(t *testing.T) {
 	c := g.accept()
 	c.lease(t, textLease("j_c", "a_1", testPolicy("reference"), "block"))
 	recv(t, x.started, "execution start")
-	// A cancel for another attempt (reason superseded) must be ignored; the
-	// one for this attempt (reason expired) must stop it. The lease-lost
-	// code shows which one did.
+	// A cancel for another attempt must not stop this one (it is answered
+	// with idle, TestCancelForAttemptNotRunIsAnsweredWithIdle); the one for
+	// this attempt must. The lease-lost event shows which one did.
 	for _, cc := range []*wire.Cancel{
-		{JobID: "j_c", AttemptID: "a_0", Reason: wire.CancelSuperseded},
-		{JobID: "j_other", AttemptID: "a_1", Reason: wire.CancelSuperseded},
+		{JobID: "j_c", AttemptID: "a_0", Reason: wire.CancelExpired},
+		{JobID: "j_other", AttemptID: "a_1", Reason: wire.CancelExpired},
 		{JobID: "j_c", AttemptID: "a_1", Reason: wire.CancelExpired},
 	} {
 		if err := c.Send(wire.Envelope{Type: wire.TypeCancel, Cancel: cc}); err != nil {
@@ -215,8 +215,8 @@ func TestGateCancelCancelsAttempt(t *testing.T) {
 		}
 	}
 	recv(t, x.cancelled, "cancellation")
-	if e := waitEvent(t, ev, EventLeaseLost); e.Code != "cancel_expired" {
-		t.Fatalf("lease lost by %q", e.Code)
+	if e := waitEvent(t, ev, EventLeaseLost); e.Code != "cancel_expired" || e.JobID != "j_c" {
+		t.Fatalf("lease lost by %q (%s)", e.Code, e.JobID)
 	}
 }
 
