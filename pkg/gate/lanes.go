@@ -456,8 +456,12 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 	if out.Succeeded && out.CandidateSHA != "" {
 		stored, err := g.candidateStored(g.ctx, r.JobID, r.AttemptID, out.CandidateSHA)
 		if err != nil {
-			code, ok := g.storeRejectCode(err)
-			return g.refuseResult(l, seq, kind, code) && ok
+			code, ok := rejectCode(err)
+			sent := g.refuseResult(l, seq, kind, code)
+			if !ok {
+				g.storeFailed(err)
+			}
+			return sent && ok
 		}
 		if !stored {
 			return g.refuseResult(l, seq, kind, wire.RejectInvalid)
