@@ -336,6 +336,22 @@ func (a *App) PullRequest(ctx context.Context, tok Token, repo Repo, n int) (Pul
 	return pull(*pr), nil
 }
 
+// PullRequestIfChanged reads pull request n conditionally.
+func (a *App) PullRequestIfChanged(ctx context.Context, tok Token, repo Repo, n int, etag string) (PullRequest, string, bool, error) {
+	gt, err := secret(tok)
+	if err != nil {
+		return PullRequest{}, "", false, err
+	}
+	pr, tag, same, err := a.API.GetPullIfChanged(ctx, gt, repo.Owner, repo.Name, n, etag)
+	if err != nil {
+		return PullRequest{}, "", false, a.classify(err)
+	}
+	if same {
+		return PullRequest{}, tag, true, nil
+	}
+	return pull(*pr), tag, false, nil
+}
+
 // Merge merges pull request n at exactly sha. 409 is KindHeadMoved;
 // 405 "Base branch was modified" KindBaseModified (retried); any other
 // 405, a 422 and 200 with merged false are KindNotMergeable (final).

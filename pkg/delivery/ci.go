@@ -20,9 +20,11 @@ const authReserve = 10
 // the same runs, ids and states, on two consecutive polls (push-event
 // runs exist before the pull_request runs do).
 func (m *Machine) ci(ctx context.Context, s State) (State, error) {
-	if next, done, err := m.prDuringCI(ctx, s); err != nil || done {
+	next, done, err := m.prDuringCI(ctx, s)
+	if err != nil || done {
 		return next, err
 	}
+	s = next
 	rt, err := m.runsToken(ctx, s.Repo)
 	if err != nil {
 		return s, err
@@ -65,7 +67,8 @@ func (m *Machine) ci(ctx context.Context, s State) (State, error) {
 	default:
 		s.CIState = CIPending
 	}
-	s.NextAt = m.reservePoll(rt, runs.Rate, now)
+	// A 304 of an authorized read cost nothing: it reserves no share.
+	s.NextAt = m.reservePoll(rt, runs.Rate, now, !(runs.NotModified && rt.Authenticated()))
 	return s, nil
 }
 
@@ -78,10 +81,16 @@ func (m *Machine) prDuringCI(ctx context.Context, s State) (State, bool, error) 
 	if err != nil {
 		return s, false, err
 	}
-	pr, err := m.gh.PullRequest(ctx, tok, s.Repo, s.PRNumber)
+	// Conditional: unchanged since the last read (open, as delivered) is
+	// a 304, which costs an authorized request nothing.
+	pr, tag, same, err := m.gh.PullRequestIfChanged(ctx, tok, s.Repo, s.PRNumber, s.PRETag)
 	if err != nil {
 		return s, false, err
 	}
+	if same {
+		return s, false, nil
+	}
+	s.PRETag = tag
 	switch {
 	case pr.HeadSHA != s.CandidateSHA:
 		return fail(s, CodeHeadMoved), true, nil
@@ -132,13 +141,13 @@ func runsKey(candidate string, runs Runs) string {
 
 // reservePoll schedules the next runs poll of one delivery: no earlier
 // than pollAfter says, and after the polls other deliveries reserved on
-// the same budget, each reservation taking its share (reset time /
-// what remains of it) of the budget.
-func (m *Machine) reservePoll(tok Token, r RateLimit, now time.Time) time.Time {
+// the same budget, each poll that counted (paid) taking its share (reset
+// time / what remains of it) of the budget.
+func (m *Machine) reservePoll(tok Token, r RateLimit, now time.Time, paid bool) time.Time {
 	remaining := usable(tok, r)
 	at := now.Add(m.pollAfter(r, remaining, now))
 	var share time.Duration
-	if left := r.Reset.Sub(now); r.Limit > 0 && remaining > 0 && left > 0 {
+	if left := r.Reset.Sub(now); paid && r.Limit > 0 && remaining > 0 && left > 0 {
 		share = left / time.Duration(remaining)
 	}
 	m.pollMu.Lock()

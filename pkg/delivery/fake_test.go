@@ -213,6 +213,21 @@ func (f *fakeGitHub) PullRequest(ctx context.Context, tok Token, repo Repo, n in
 	return f.prs[n-1], nil
 }
 
+func (f *fakeGitHub) PullRequestIfChanged(ctx context.Context, tok Token, repo Repo, n int, etag string) (PullRequest, string, bool, error) {
+	pr, err := f.PullRequest(ctx, tok, repo, n)
+	if err != nil {
+		return PullRequest{}, "", false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	tag := fmt.Sprintf("%q", fmt.Sprint(pr))
+	if etag == tag {
+		f.calls = append(f.calls, "get-304")
+		return PullRequest{}, tag, true, nil
+	}
+	return pr, tag, false, nil
+}
+
 func (f *fakeGitHub) Merge(ctx context.Context, tok Token, repo Repo, n int, sha string) (MergeResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

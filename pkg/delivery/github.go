@@ -114,6 +114,9 @@ type GitHub interface {
 	CreatePullRequest(ctx context.Context, tok Token, repo Repo, p NewPullRequest) (PullRequest, error)
 	// PullRequest reads pull request n.
 	PullRequest(ctx context.Context, tok Token, repo Repo, n int) (PullRequest, error)
+	// PullRequestIfChanged reads pull request n with If-None-Match: etag
+	// (when set); notModified is GitHub's 304 (pr is then empty).
+	PullRequestIfChanged(ctx context.Context, tok Token, repo Repo, n int, etag string) (pr PullRequest, newETag string, notModified bool, err error)
 	// Merge merges pull request n with merge_method "merge" and sha.
 	Merge(ctx context.Context, tok Token, repo Repo, n int, sha string) (MergeResult, error)
 	// Merged asks GET …/pulls/{n}/merge: true on 204, false on 404.

@@ -109,9 +109,11 @@ type State struct {
 	// (workflowsUnknown until asked); RunsKey and RunsVerdict are the ids
 	// and states of the last runs answer and its verdict, for the two
 	// consecutive equal polls a success needs (DECISIONS 12).
+	// PRETag is the ETag of the ci phase's last pull request read.
 	Workflows   int8
 	RunsKey     string
 	RunsVerdict string
+	PRETag      string
 }
 
 // State.Workflows values.

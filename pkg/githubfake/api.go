@@ -305,6 +305,10 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.listRuns(w, r, parts[1], parts[2], name, limit)
 		return
 	}
+	if len(parts) == 5 && parts[0] == "repos" && parts[3] == "pulls" && r.Method == http.MethodGet {
+		a.getPull(w, r, parts[1], parts[2], parts[4], name, limit)
+		return
+	}
 	primary := a.takeFault(APIFaultPrimary)
 	over := a.spend(w, name, limit, false)
 	switch {
@@ -338,8 +342,6 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.listPulls(w, r, parts[1], parts[2])
 	case len(parts) == 4 && parts[0] == "repos" && parts[3] == "pulls" && r.Method == http.MethodPost:
 		a.createPull(w, r, parts[1], parts[2])
-	case len(parts) == 5 && parts[0] == "repos" && parts[3] == "pulls" && r.Method == http.MethodGet:
-		a.getPull(w, r, parts[1], parts[2], parts[4])
 	case a.serveDelivery(w, r, parts):
 	default:
 		WriteError(w, http.StatusNotFound, "Not Found")

@@ -1,11 +1,13 @@
 package githubfake
 
 import (
-	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -27,19 +29,29 @@ type pull struct {
 
 func repoKey(owner, repo string) string { return strings.ToLower(owner + "/" + repo) }
 
-// branchSHA reads refs/heads/<branch> of the served bare repository.
+// branchSHA reads refs/heads/<branch> of the served bare repository from
+// its ref files (loose, then packed-refs), as cheap as GitHub's answer.
 func (a *API) branchSHA(owner, repo, branch string) (string, bool) {
-	if !validName(owner) || !validName(repo) || branch == "" || strings.HasPrefix(branch, "-") {
+	if !validName(owner) || !validName(repo) || branch == "" || strings.HasPrefix(branch, "-") ||
+		strings.Contains(branch, "..") || strings.HasPrefix(branch, "/") {
 		return "", false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, a.git, "--git-dir="+a.gitRoot+"/"+owner+"/"+repo+".git",
-		"rev-parse", "--verify", "--quiet", "--end-of-options", "refs/heads/"+branch+"^{commit}")
-	cmd.Env = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "PATH=/usr/bin:/bin"}
-	out, err := cmd.Output()
-	sha := strings.TrimSpace(string(out))
-	return sha, err == nil && len(sha) == 40
+	dir := a.gitRoot + "/" + owner + "/" + repo + ".git"
+	ref := "refs/heads/" + branch
+	if b, err := os.ReadFile(dir + "/" + ref); err == nil {
+		sha := strings.TrimSpace(string(b))
+		return sha, len(sha) == 40
+	}
+	packed, err := os.ReadFile(dir + "/packed-refs")
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(string(packed), "\n") {
+		if sha, name, ok := strings.Cut(line, " "); ok && name == ref && len(sha) == 40 {
+			return sha, true
+		}
+	}
+	return "", false
 }
 
 // isAncestor reports whether a is an ancestor of (or equal to) b.
@@ -124,20 +136,42 @@ func (a *API) listPulls(w http.ResponseWriter, r *http.Request, owner, repo stri
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (a *API) getPull(w http.ResponseWriter, r *http.Request, owner, repo, num string) {
+// getPull is GET /repos/{o}/{r}/pulls/{n}, with an ETag: a 304 to a
+// matching If-None-Match is free for an authorized request. Budget name
+// and limit come from ServeHTTP.
+func (a *API) getPull(w http.ResponseWriter, r *http.Request, owner, repo, num, name string, limit int) {
 	if _, ok := a.requireToken(w, r, owner, repo, "pull_requests", "read"); !ok {
 		return
 	}
 	n, _ := strconv.Atoi(num)
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	var body []byte
 	for _, p := range a.pulls[repoKey(owner, repo)] {
 		if p.Number == n {
-			writeJSON(w, http.StatusOK, a.pullJSON(owner, repo, p))
-			return
+			body, _ = json.Marshal(a.pullJSON(owner, repo, p))
 		}
 	}
-	WriteError(w, http.StatusNotFound, "Not Found")
+	a.mu.Unlock()
+	if body == nil {
+		a.spend(w, name, limit, false)
+		WriteError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	sum := sha256.Sum256(body)
+	etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
+	notModified := r.Header.Get("If-None-Match") == etag
+	if a.spend(w, name, limit, notModified) {
+		limitExceeded(w, name)
+		return
+	}
+	w.Header().Set("ETag", etag)
+	if notModified {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
 }
 
 // createPull is POST /repos/{o}/{r}/pulls {title, head, base, body}: 201;
