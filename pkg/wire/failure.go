@@ -36,6 +36,7 @@ const (
 	FailureCommitIdentity         = "commit_identity_mismatch"  // coding: git would alter the requested author identity
 	FailureInvalidActivity        = "invalid_activity"          // the lease selects an unknown activity version or carries an activity payload
 	FailureRepositoryOutOfService = "repository_out_of_service" // coding: a change to the operator's repository could not be undone
+	FailurePluginIncompatible     = "plugin_incompatible"       // the plugin answered failure incompatible: its agent is misconfigured here (missing executable, invalid profile, refused credentials)
 )
 
 // DispositionOf returns the fixed disposition of a Worker failure code and
@@ -50,7 +51,7 @@ func DispositionOf(code string) (Disposition, bool) {
 		FailureEnvironmentNotAllowed, FailureUnknownPlugin, FailureInvalidPolicy, FailureUnsupportedKind,
 		FailureRepositoryUnavailable, FailureDefaultBranchMismatch, FailureInvalidBase,
 		FailureWorkspaceViolation, FailureEmptyChange, FailureCommitIdentity, FailureInvalidActivity,
-		FailureRepositoryOutOfService:
+		FailureRepositoryOutOfService, FailurePluginIncompatible:
 		return DispositionTerminal, true
 	}
 	return "", false
@@ -67,7 +68,7 @@ func FailureCodes() []string {
 		FailureEnvironmentNotAllowed, FailureUnknownPlugin, FailureInvalidPolicy, FailureUnsupportedKind,
 		FailureRepositoryUnavailable, FailureDefaultBranchMismatch, FailureInvalidBase,
 		FailureWorkspaceViolation, FailureEmptyChange, FailureCommitIdentity, FailureInvalidActivity,
-		FailureRepositoryOutOfService,
+		FailureRepositoryOutOfService, FailurePluginIncompatible,
 	}
 }
 

@@ -218,10 +218,11 @@ type Reject struct {
 // CancelReason says why a lease was withdrawn.
 type CancelReason string
 
-// Cancel reasons.
+// Cancel reasons: one, the sweep expired the lease. A takeover sends no
+// cancel: it closes the superseded connection, which a Worker lane already
+// treats as the loss of what it runs.
 const (
-	CancelExpired    CancelReason = "expired"
-	CancelSuperseded CancelReason = "superseded"
+	CancelExpired CancelReason = "expired"
 )
 
 // Idle tells the Gate that the named attempt, whose lease the lane lost

@@ -285,8 +285,7 @@ func (c *Cancel) Validate() error {
 	if err := validateRefs("cancel", c.JobID, c.AttemptID); err != nil {
 		return err
 	}
-	switch c.Reason {
-	case CancelExpired, CancelSuperseded:
+	if c.Reason == CancelExpired {
 		return nil
 	}
 	return fieldErr("cancel.reason", "unknown reason")
