@@ -104,11 +104,6 @@ func (c *GateClient) get(ctx context.Context, path string, auth bool) (int, []by
 	return resp.StatusCode, b, nil
 }
 
-// Ready reports whether /readyz answers 200.
-func (c *GateClient) Ready(ctx context.Context) bool {
-	code, _, err := c.get(ctx, "/readyz", false)
-	return err == nil && code == http.StatusOK
-}
 
 // Release is the Gate's GET /v1/version answer.
 type Release struct {
