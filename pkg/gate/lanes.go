@@ -451,6 +451,22 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 		// recorded, but the Worker is done with the attempt all the same.
 		return g.refuseResult(l, seq, kind, wire.RejectInvalid)
 	}
+	// A public-source candidate counts only once the Gate stored it from
+	// the attempt's bundle (bundles.go); otherwise the result is invalid.
+	if out.Succeeded && out.CandidateSHA != "" {
+		stored, err := g.candidateStored(g.ctx, r.JobID, r.AttemptID, out.CandidateSHA)
+		if err != nil {
+			code, ok := rejectCode(err)
+			sent := g.refuseResult(l, seq, kind, code)
+			if !ok {
+				g.storeFailed(err)
+			}
+			return sent && ok
+		}
+		if !stored {
+			return g.refuseResult(l, seq, kind, wire.RejectInvalid)
+		}
+	}
 	if kind == resultAndLease {
 		return g.recordAndLease(l, seq, f, out, now, reply)
 	}
