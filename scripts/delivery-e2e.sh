@@ -93,11 +93,10 @@ cat >"$tmp/gate.json" <<EOF
    "no_runs_grace":"6s","timeout":"3m"}}
 EOF
 chmod 0600 "$tmp/gate.json"
-bare=$tmp/public/$(printf %s "$url" | sha256sum | cut -d' ' -f1).git
 cat >"$tmp/worker.json" <<EOF
 {"version":1,"gate_url":"ws://127.0.0.1:18080","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":1,
- "repository_roots":["$tmp/public"],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
- "repositories":[{"id":"hello","path":"$bare"}],
+ "worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
+ "repositories":[{"id":"hello","source":"gate"}],
  "plugins":[{"id":"edit","argv":["$bin/edit-plugin"]}],
  "environment_allowlist":["PATH"],"check_environment_allowlist":["PATH"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}

@@ -106,8 +106,8 @@ e2e_start_gate "$tmp/gate.log" "Gate did not start"
 # latency figures measure the Gate alone.
 cat >"$tmp/worker.json" <<EOF
 {"version":1,"gate_url":"ws://$addr","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":2,
- "repository_roots":["$pub"],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
- "repositories":[{"id":"demo","path":"$demo"},{"id":"conc","path":"$(prepared conc)"}],
+ "worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
+ "repositories":[{"id":"demo","source":"gate"},{"id":"conc","source":"gate"}],
  "plugins":[{"id":"edit","argv":["$bin/edit-plugin"]}],
  "environment_allowlist":["PATH"],"check_environment_allowlist":["PATH"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
@@ -144,7 +144,7 @@ wait_ok() { # JOB: wait for success, print the candidate
 }
 assert_clean() {
   [ -z "$(ls -A "$tmp/worktrees")" ] || fail "worktree left behind"
-  [ -z "$(ls -A "$tmp/runtime")" ] || fail "runtime directory left behind"
+  [ "$(ls -A "$tmp/runtime")" = sources ] || fail "runtime directory left behind: $(ls -A "$tmp/runtime")"
   [ "$(git --git-dir="$1" worktree list --porcelain | grep -c '^worktree ')" = 1 ] || fail "worktree registration left behind"
 }
 

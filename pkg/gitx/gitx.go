@@ -41,6 +41,14 @@ var httpsOverrides = [...]string{
 	"http.followRedirects=false",
 }
 
+// bundleOverrides open the file transport for a command that sets
+// Cmd.Bundle: reading a bundle file is git's file transport. The caller
+// names the bundle by an absolute path it created; no other location is
+// ever given to such a command.
+var bundleOverrides = [...]string{
+	"protocol.file.allow=always",
+}
+
 // Runner runs git commands. Its zero value is not usable: Git and Home
 // are required.
 type Runner struct {
@@ -171,6 +179,10 @@ type Cmd struct {
 	// carries Error.Transport. Only the Gate's public-source fetches set
 	// it; credentials are never configured, and prompts stay disabled.
 	HTTPS bool
+	// Bundle opens the file transport for this command only, so that
+	// fetch can read a bundle file the caller wrote (a base or candidate
+	// crossing the Gate/Worker boundary). Everything else stays closed.
+	Bundle bool
 }
 
 // Env returns the isolated base environment for home.
@@ -198,13 +210,18 @@ func (r *Runner) Env() []string {
 
 // Argv returns the full argument list (after the program name) for c.
 func (r *Runner) Argv(c Cmd) []string {
-	args := make([]string, 0, 2*(len(overrides)+len(httpsOverrides))+4+len(c.Args))
+	args := make([]string, 0, 2*(len(overrides)+len(httpsOverrides)+len(bundleOverrides))+4+len(c.Args))
 	args = append(args, "--no-pager")
 	for _, o := range overrides {
 		args = append(args, "-c", o)
 	}
 	if c.HTTPS {
 		for _, o := range httpsOverrides {
+			args = append(args, "-c", o)
+		}
+	}
+	if c.Bundle {
+		for _, o := range bundleOverrides {
 			args = append(args, "-c", o)
 		}
 	}

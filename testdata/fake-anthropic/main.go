@@ -14,7 +14,9 @@
 //     ("Create a file named PATH containing one line: TEXT."): Claude
 //     Code's Write tool when the request offers it, else its Edit tool with
 //     an empty old_string (which creates a missing file); a prompt without
-//     that sentence gets a final text at once;
+//     that sentence (a Forge task, between its task markers) creates
+//     FAKE-ANTHROPIC-<hash>.md holding "task <hash>" instead; a prompt
+//     without a task gets a final text at once;
 //   - once it was created (turn 2): when the request offers Claude Code's
 //     StructuredOutput tool (--json-schema), one call of it with the
 //     properties its input schema names (commit_subject, summary, changes)
@@ -57,6 +59,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 )
@@ -171,6 +174,9 @@ var (
 
 const structuredTool = "StructuredOutput"
 
+// taskBegin marks a Forge task in the prompt (pkg/agent).
+const taskBegin = "===== BEGIN TASK ====="
+
 // Tool use ids of the fake's own calls.
 const (
 	idWrite   = "toolu_fake_write"
@@ -250,6 +256,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path, text := "", ""
 	if m := createRE.FindStringSubmatch(prompt); m != nil {
 		path, text = m[1], m[2]
+	} else if strings.Contains(prompt, taskBegin) {
+		// Any other task: a file of its own recording it.
+		k := conversationKey(prompt)[:12]
+		path, text = "FAKE-ANTHROPIC-"+k+".md", "task "+k
 	}
 	cwd := ""
 	if m := cwdRE.FindSubmatch(req.System); m != nil {
