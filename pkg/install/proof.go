@@ -104,7 +104,6 @@ func (c *GateClient) get(ctx context.Context, path string, auth bool) (int, []by
 	return resp.StatusCode, b, nil
 }
 
-
 // Release is the Gate's GET /v1/version answer.
 type Release struct {
 	Version       string `json:"version"`
