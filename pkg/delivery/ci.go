@@ -29,6 +29,15 @@ func (m *Machine) ci(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s, err
 	}
+	if !s.PollReserved {
+		// A first poll (or one after a failure) takes its turn in the
+		// budget's queue like every other.
+		if at := m.claimPoll(rt, m.clock.Now()); at.After(m.clock.Now()) {
+			s.NextAt, s.PollReserved = at, true
+			return s, nil
+		}
+	}
+	s.PollReserved = false
 	etag := s.ETag
 	if s.RunsKey == "" {
 		// Nothing to compare a 304 with (a restart forgot it): read all.
@@ -69,7 +78,36 @@ func (m *Machine) ci(ctx context.Context, s State) (State, error) {
 	}
 	// A 304 of an authorized read cost nothing: it reserves no share.
 	s.NextAt = m.reservePoll(rt, runs.Rate, now, !(runs.NotModified && rt.Authenticated()))
+	s.PollReserved = true
 	return s, nil
+}
+
+// defaultShare is a poll's share of a budget not yet seen in any answer:
+// the unauthenticated one is GitHub's 60 an hour; an installation's is
+// large enough to start without one.
+func defaultShare(tok Token) time.Duration {
+	if tok.Authenticated() {
+		return 0
+	}
+	return time.Hour / 60
+}
+
+// claimPoll gives an unreserved poll its slot on tok's budget: now when
+// the budget's queue is free (the next slot moves on by one share), else
+// the queue's next slot, reserved for it.
+func (m *Machine) claimPoll(tok Token, now time.Time) time.Time {
+	m.pollMu.Lock()
+	defer m.pollMu.Unlock()
+	share, ok := m.share[tok.Budget]
+	if !ok {
+		share = defaultShare(tok)
+	}
+	at := now
+	if next := m.nextPoll[tok.Budget]; next.After(at) {
+		at = next
+	}
+	m.nextPoll[tok.Budget] = at.Add(share)
+	return at
 }
 
 // prDuringCI reads s's pull request in the ci phase: closed ends the
@@ -152,6 +190,9 @@ func (m *Machine) reservePoll(tok Token, r RateLimit, now time.Time, paid bool) 
 	}
 	m.pollMu.Lock()
 	defer m.pollMu.Unlock()
+	if paid {
+		m.share[tok.Budget] = share
+	}
 	if next := m.nextPoll[tok.Budget]; next.After(at) {
 		at = next
 	}

@@ -46,6 +46,7 @@ type Machine struct {
 	// all of them together keep to the budget they share.
 	pollMu   sync.Mutex
 	nextPoll map[string]time.Time
+	share    map[string]time.Duration // per budget: one paid poll's share, from the last answer
 }
 
 // tokenKey names a cached token: the repository and what it may do.
@@ -60,7 +61,8 @@ func NewMachine(gh GitHub, cfg Config, clock Clock) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Machine{gh: gh, cfg: cfg, clock: clock, tokens: map[tokenKey]Token{}, nextPoll: map[string]time.Time{}}, nil
+	return &Machine{gh: gh, cfg: cfg, clock: clock, tokens: map[tokenKey]Token{}, nextPoll: map[string]time.Time{},
+		share: map[string]time.Duration{}}, nil
 }
 
 // Step runs s's phase once (the caller waits until s.NextAt first) and
@@ -167,6 +169,8 @@ func (m *Machine) advance(s State, p Phase) State {
 // limit, retry a transient failure with back-off, or fail with the code of
 // a final refusal.
 func (m *Machine) onError(s State, err error) State {
+	// A failed poll used its slot: the next one takes a new turn.
+	s.PollReserved = false
 	var e *Error
 	if !errors.As(err, &e) {
 		e = &Error{Kind: KindTransient}

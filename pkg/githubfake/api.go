@@ -65,6 +65,7 @@ type API struct {
 	// line, so that a test can grep other files for it.
 	tokenLog io.Writer
 
+	mergeMu   sync.Mutex // serializes merges (api_delivery.go)
 	mu        sync.Mutex
 	installs  map[int64]*InstallationConfig
 	tokens    map[string]*liveToken

@@ -371,21 +371,26 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 	}
 	n, _ := strconv.Atoi(num)
 	c := a.ci()
+	// Merges are serialized by their own lock: git runs without a.mu
+	// held, so the rest of the API keeps answering meanwhile.
+	a.mergeMu.Lock()
+	defer a.mergeMu.Unlock()
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	var p *pull
+	var snap pull
 	for _, q := range a.pulls[repoKey(owner, repo)] {
 		if q.Number == n {
-			p = q
+			p, snap = q, *q
 		}
 	}
+	a.mu.Unlock()
 	if p == nil {
 		WriteError(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	head, ok := a.branchSHA(owner, repo, p.Head)
+	head, ok := a.branchSHA(owner, repo, snap.Head)
 	switch {
-	case p.State != "open" || !ok:
+	case snap.State != "open" || !ok:
 		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
 		return
 	case req.SHA != "" && req.SHA != head:
@@ -400,7 +405,7 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 	case c.take(DeliveryFaultMergeUnprocessable):
 		WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
 		return
-	case tok.perms["workflows"] != "write" && a.changesWorkflows(owner, repo, p.Base, head):
+	case tok.perms["workflows"] != "write" && a.changesWorkflows(owner, repo, snap.Base, head):
 		// GitHub refuses an App's merge of a workflow change without
 		// the workflows permission.
 		WriteError(w, http.StatusForbidden, msgNotAccessible)
@@ -412,12 +417,14 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 		writeJSON(w, http.StatusOK, map[string]any{"sha": nil, "merged": false, "message": "Pull Request could not be merged"})
 		return
 	}
-	merge, err := a.mergeCommit(owner, repo, p, head)
+	merge, err := a.mergeCommit(owner, repo, &snap, head)
 	if err != nil {
 		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
 		return
 	}
+	a.mu.Lock()
 	p.State, p.Merged, p.HeadSHA = "closed", true, head
+	a.mu.Unlock()
 	c.mu.Lock()
 	if c.merges[repoKey(owner, repo)] == nil {
 		c.merges[repoKey(owner, repo)] = map[int]string{}

@@ -274,6 +274,8 @@ func (a *API) SetPullState(owner, repo string, number int, state string, merged 
 // page would: "close" closes it, "merge" merges it (a real merge commit
 // on its base, as the merge button makes).
 func (a *API) PersonAct(owner, repo string, number int, act string) error {
+	a.mergeMu.Lock()
+	defer a.mergeMu.Unlock()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var p *pull
