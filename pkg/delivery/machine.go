@@ -47,6 +47,10 @@ type Machine struct {
 	pollMu   sync.Mutex
 	nextPoll map[string]time.Time
 	share    map[string]time.Duration // per budget: one paid poll's share, from the last answer
+	rate     map[string]RateLimit     // per budget: the last answer's headers
+	// waiting: the deliveries in ci reading runs unauthenticated, by job,
+	// with the start of their ci phase (admission, ci.go).
+	waiting map[string]time.Time
 }
 
 // tokenKey names a cached token: the repository and what it may do.
@@ -62,7 +66,7 @@ func NewMachine(gh GitHub, cfg Config, clock Clock) (*Machine, error) {
 		return nil, err
 	}
 	return &Machine{gh: gh, cfg: cfg, clock: clock, tokens: map[tokenKey]Token{}, nextPoll: map[string]time.Time{},
-		share: map[string]time.Duration{}}, nil
+		share: map[string]time.Duration{}, rate: map[string]RateLimit{}, waiting: map[string]time.Time{}}, nil
 }
 
 // Step runs s's phase once (the caller waits until s.NextAt first) and
@@ -97,6 +101,9 @@ func (m *Machine) Step(ctx context.Context, s State) (State, error) {
 	}
 	if err != nil {
 		next = m.onError(s, err)
+	}
+	if s.Phase == PhaseCI && next.Phase != PhaseCI {
+		m.leaveCI(s.JobID)
 	}
 	// No wait outlasts the delivery: the step at the deadline ends it.
 	if deadline := s.StartedAt.Add(m.cfg.Timeout); !next.Phase.Terminal() && next.NextAt.After(deadline) {
