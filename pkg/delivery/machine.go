@@ -137,7 +137,10 @@ func (m *Machine) timedOut(ctx context.Context, s State) (State, error) {
 		if ctx.Err() != nil {
 			return s, ctx.Err()
 		}
-		if s.CIState == CIWaiting || s.CIState == "" {
+		// Polls that answered and saw no run: ci_no_runs. Pending runs,
+		// or no answer at all (rate limits, waiting for its turn in the
+		// unauthenticated budget): ci_timed_out.
+		if (s.CIState == CIWaiting || s.CIState == "") && s.RunsKey != "" {
 			s.CIState = CINoRuns
 			return fail(s, CodeCINoRuns), nil
 		}
