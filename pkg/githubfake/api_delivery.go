@@ -371,10 +371,11 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 	}
 	n, _ := strconv.Atoi(num)
 	c := a.ci()
-	// Merges are serialized by their own lock: git runs without a.mu
-	// held, so the rest of the API keeps answering meanwhile.
-	a.mergeMu.Lock()
-	defer a.mergeMu.Unlock()
+	// git runs without a.mu held, so the rest of the API keeps answering
+	// and merges of different pull requests run side by side (the base
+	// branch moves by compare-and-swap, mergeCommit); one pull request
+	// merges once at a time.
+	key := repoKey(owner, repo) + "#" + num
 	a.mu.Lock()
 	var p *pull
 	var snap pull
@@ -383,9 +384,22 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 			p, snap = q, *q
 		}
 	}
+	busy := a.merging[key]
+	if p != nil && !busy {
+		a.merging[key] = true
+		defer func() {
+			a.mu.Lock()
+			delete(a.merging, key)
+			a.mu.Unlock()
+		}()
+	}
 	a.mu.Unlock()
 	if p == nil {
 		WriteError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	if busy {
+		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
 		return
 	}
 	head, ok := a.branchSHA(owner, repo, snap.Head)
@@ -418,6 +432,10 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 		return
 	}
 	merge, err := a.mergeCommit(owner, repo, &snap, head)
+	if errors.Is(err, errBaseModified) {
+		WriteError(w, http.StatusMethodNotAllowed, "Base branch was modified. Review and try the merge again.")
+		return
+	}
 	if err != nil {
 		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
 		return
@@ -461,10 +479,6 @@ func (a *API) MergeSHA(owner, repo string, n int) string {
 // mergeCommit writes the merge of head into p's base branch and moves the
 // base branch to it (only if it did not move meanwhile).
 func (a *API) mergeCommit(owner, repo string, p *pull, head string) (string, error) {
-	base, ok := a.branchSHA(owner, repo, p.Base)
-	if !ok {
-		return "", fmt.Errorf("no base")
-	}
 	gitDir := a.gitRoot + "/" + owner + "/" + repo + ".git"
 	run := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -476,21 +490,32 @@ func (a *API) mergeCommit(owner, repo string, p *pull, head string) (string, err
 		out, err := cmd.Output()
 		return strings.TrimSpace(string(out)), err
 	}
-	tree, err := run("merge-tree", "--write-tree", base, head)
-	if err != nil {
-		return "", err
+	for try := 0; try < 3; try++ {
+		base, ok := a.branchSHA(owner, repo, p.Base)
+		if !ok {
+			return "", fmt.Errorf("no base")
+		}
+		tree, err := run("merge-tree", "--write-tree", base, head)
+		if err != nil {
+			return "", err
+		}
+		tree, _, _ = strings.Cut(tree, "\n")
+		msg := "Merge pull request #" + strconv.Itoa(p.Number) + " from " + owner + "/" + p.Head
+		merge, err := run("commit-tree", tree, "-p", base, "-p", head, "-m", msg)
+		if err != nil {
+			return "", err
+		}
+		// Compare-and-swap: a base moved meanwhile (another merge) is
+		// read again and merged onto.
+		if _, err := run("update-ref", "refs/heads/"+p.Base, merge, base); err == nil {
+			return merge, nil
+		}
 	}
-	tree, _, _ = strings.Cut(tree, "\n")
-	msg := "Merge pull request #" + strconv.Itoa(p.Number) + " from " + owner + "/" + p.Head
-	merge, err := run("commit-tree", tree, "-p", base, "-p", head, "-m", msg)
-	if err != nil {
-		return "", err
-	}
-	if _, err := run("update-ref", "refs/heads/"+p.Base, merge, base); err != nil {
-		return "", err
-	}
-	return merge, nil
+	return "", errBaseModified
 }
+
+// errBaseModified: the base branch kept moving during a merge.
+var errBaseModified = errors.New("base branch was modified")
 
 // pullMerged is GET /repos/{o}/{r}/pulls/{n}/merge: 204 merged, 404 not.
 func (a *API) pullMerged(w http.ResponseWriter, r *http.Request, owner, repo, num string) {
