@@ -68,6 +68,7 @@ type API struct {
 	mergeMu   sync.Mutex // serializes PersonAct's merges
 	mu        sync.Mutex
 	merging   map[string]bool // "owner/repo#n" being merged (api_delivery.go)
+	wfChanges map[string]bool // "owner/repo sha" -> the head changes workflows
 	installs  map[int64]*InstallationConfig
 	tokens    map[string]*liveToken
 	pulls     map[string][]*pull // "owner/repo" (lowercase) -> PRs
@@ -119,7 +120,7 @@ func NewAPI(cfg AppConfig, gitRoot, git string, now func() time.Time, tokenLog i
 	a := &API{cfg: cfg, gitRoot: gitRoot, git: git, now: now, tokenLog: tokenLog,
 		installs: map[int64]*InstallationConfig{}, tokens: map[string]*liveToken{},
 		pulls: map[string][]*pull{}, apiFaults: map[string]int{}, protected: map[string][]string{}, budgets: map[string]*budget{},
-		merging: map[string]bool{}}
+		merging: map[string]bool{}, wfChanges: map[string]bool{}}
 	for i := range cfg.Installations {
 		in := cfg.Installations[i]
 		a.installs[in.ID] = &in

@@ -16,19 +16,24 @@ import (
 	"time"
 )
 
-// What delivery needs beyond pull requests: the Actions runs list (read
-// without a token, with ETag/If-None-Match and the unauthenticated limit
-// of 60 an hour), the exact-head merge (PUT …/pulls/{n}/merge) and the
-// merged check (GET …/pulls/{n}/merge).
+// What delivery needs beyond pull requests: the Actions runs list (public:
+// readable without a token on the address's 60 an hour, or with an
+// installation token holding actions read on its installation's budget;
+// ETag/If-None-Match, a 304 free only when authorized), the exact-head
+// merge (PUT …/pulls/{n}/merge) and the merged check (GET …/pulls/{n}/merge).
 //
-// Runs are scripted per repository (SetCI): every commit that is the head
-// of an open pull request gets one workflow run (SetCIRuns: several, one
-// per workflow), in_progress for the first RunPolls polls of it, then
-// completed with the repository's conclusion; mode "none" never starts a
-// run (path filters, a conflict). Runs once listed stay listed after their
-// pull request closes, as on GitHub. The list pages as GitHub's does:
-// per_page (default 30, at most 100) and page, total_count of all runs,
-// a Link header naming the next and last pages.
+// Runs follow either scripted workflows (SetWorkflows, workflows.go: push
+// runs at push time, pull_request runs when a pull request without
+// conflicts opens, each listed after its start and completed after its
+// duration) or, without them, SetCI's poll-counted mode: every commit that
+// is the head of an open pull request gets one pull_request run (SetCIRuns:
+// several), in_progress for the first RunPolls polls of it, then completed
+// with the repository's conclusion; mode "none" never starts a run. Runs
+// once listed stay listed after their pull request closes, as on GitHub.
+// The list pages as GitHub's does: per_page (default 30, at most 100) and
+// page, total_count of all runs, a Link header naming the next and last
+// pages. The merge refuses, as GitHub, a workflow change without the
+// workflows permission (403 "Resource not accessible by integration").
 
 // CI modes (SetCI).
 const (
@@ -419,7 +424,7 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 	case c.take(DeliveryFaultMergeUnprocessable):
 		WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
 		return
-	case tok.perms["workflows"] != "write" && a.changesWorkflows(owner, repo, snap.Base, head):
+	case tok.perms["workflows"] != "write" && a.mergeChangesWorkflows(owner, repo, snap.Base, head):
 		// GitHub refuses an App's merge of a workflow change without
 		// the workflows permission.
 		WriteError(w, http.StatusForbidden, msgNotAccessible)
@@ -454,6 +459,18 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sha": merge, "merged": true, "message": "Pull Request successfully merged"})
+}
+
+// mergeChangesWorkflows is changesWorkflows, from what the pull
+// request's creation found when it did.
+func (a *API) mergeChangesWorkflows(owner, repo, base, head string) bool {
+	a.mu.Lock()
+	wf, ok := a.wfChanges[repoKey(owner, repo)+" "+head]
+	a.mu.Unlock()
+	if ok {
+		return wf
+	}
+	return a.changesWorkflows(owner, repo, base, head)
 }
 
 // changesWorkflows reports whether merging head into base changes

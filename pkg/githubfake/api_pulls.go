@@ -237,11 +237,19 @@ func (a *API) createPull(w http.ResponseWriter, r *http.Request, owner, repo str
 	a.pulls[key] = append(a.pulls[key], p)
 	body := a.pullJSON(owner, repo, p)
 	a.mu.Unlock()
-	// A pull request that conflicts with its base gets no pull_request
-	// runs at all.
-	if !a.conflicts(owner, repo, baseSHA, headSHA) {
-		a.event(owner, repo, "pull_request", headSHA)
-	}
+	// GitHub's work after the answer: a pull request that conflicts with
+	// its base gets no pull_request runs at all; whether it changes
+	// workflows is known for its merge.
+	created := p.Created
+	go func() {
+		if !a.conflicts(owner, repo, baseSHA, headSHA) {
+			a.eventAt(owner, repo, "pull_request", headSHA, created)
+		}
+		wf := a.changesWorkflows(owner, repo, req.Base, headSHA)
+		a.mu.Lock()
+		a.wfChanges[repoKey(owner, repo)+" "+headSHA] = wf
+		a.mu.Unlock()
+	}()
 	if a.takeFault(APIFaultLosePRCreate) {
 		dropConnection(w)
 		return
