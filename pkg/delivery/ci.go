@@ -90,14 +90,9 @@ func (m *Machine) ci(ctx context.Context, s State) (State, error) {
 }
 
 // defaultShare is a poll's share of a budget not yet seen in any answer:
-// the unauthenticated one is GitHub's 60 an hour; an installation's is
-// large enough to start without one.
-func defaultShare(tok Token) time.Duration {
-	if tok.Authenticated() {
-		return 0
-	}
-	return time.Hour / 60
-}
+// none. Until the first answer names the budget, admission lets only one
+// unauthenticated delivery poll (admitted), so no burst outruns it.
+func defaultShare(Token) time.Duration { return 0 }
 
 // claimPoll gives an unreserved poll its slot on tok's budget: now when
 // the budget's queue is free (the next slot moves on by one share), else

@@ -85,9 +85,7 @@ func TestTransitionsToMerged(t *testing.T) {
 		t.Fatalf("ci start %v, want %v", s.CIStartedAt, c.Now())
 	}
 	s = step(t, m, c, s)
-	// Nothing is known yet of the unauthenticated budget: the first poll
-	// takes GitHub's share of it (an hour / 60), the next waits that out.
-	if s.Phase != PhaseCI || s.CIState != CIWaiting || !s.NextAt.Equal(c.Now().Add(time.Minute)) {
+	if s.Phase != PhaseCI || s.CIState != CIWaiting || !s.NextAt.Equal(c.Now().Add(10*time.Second)) {
 		t.Fatalf("no runs yet: %+v", s)
 	}
 	gh.setRuns(Run{ID: 1, HeadSHA: cand, Status: "in_progress"}, Run{ID: 2, HeadSHA: "2222222222222222222222222222222222222222", Status: "completed", Conclusion: "failure"})
