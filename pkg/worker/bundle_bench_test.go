@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/gitx"
 	"github.com/0k-lab/agent-forge/pkg/source"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
@@ -28,8 +29,9 @@ import (
 // filesystem would pay). Cold rounds start from an empty cache; warm
 // rounds find the previous base cached while upstream moved one commit
 // (one changed file). Rounds alternate cold, clone, warm, clone, ...;
-// each figure is the median of its rounds. Run with -benchtime Nx (N
-// rounds of each).
+// each figure is the median of its rounds, and the base's fetch
+// (fetch-*-ms) and the candidate's return (candidate-ms) are reported
+// alone too. Run with -benchtime Nx (N rounds of each).
 func BenchmarkPublicSourceTransfer(b *testing.B) {
 	root, err := filepath.EvalSymlinks(b.TempDir())
 	if err != nil {
@@ -105,8 +107,9 @@ func BenchmarkPublicSourceTransfer(b *testing.B) {
 		return strings.TrimSpace(gitOut(b, work, "rev-parse", "HEAD"))
 	}
 	// job submits a job on base and runs its attempt's transfer steps,
-	// returning their time (preparation plus the candidate's return).
-	job := func(base string) time.Duration {
+	// returning their time (preparation plus the candidate's return) and,
+	// within it, the base's fetch and the candidate's return alone.
+	job := func(base string) (total, fetch, sent time.Duration) {
 		task, _ := json.Marshal(map[string]any{"repository_id": "pub", "base_sha": base, "instruction": "edit"})
 		rg.api("POST", "/v1/jobs", task)
 		e, err := conn.Receive()
@@ -115,8 +118,25 @@ func BenchmarkPublicSourceTransfer(b *testing.B) {
 		}
 		l := e.Lease
 		bind := wire.AttemptBinding{Lane: welcome.Welcome.Lane, Generation: welcome.Welcome.Generation, JobID: l.JobID, AttemptID: l.AttemptID}
-		j := &codingJob{x: x, lease: l, attempt: &Attempt{Lease: l, Gate: newGateLink(cfg.GateURL, testToken, client, bind)}}
+		link := newGateLink(cfg.GateURL, testToken, client, bind)
+		// The fetch alone, as preparation runs it (preparation then finds
+		// the base cached).
+		f := &codingJob{x: x, lease: l, attempt: &Attempt{Lease: l, Gate: link}}
+		if f.task, err = wire.DecodeCodingTask(l.Task); err != nil {
+			b.Fatal(err)
+		}
+		if f.gitHome, err = os.MkdirTemp(cfg.RuntimeRoot, "git-"); err != nil {
+			b.Fatal(err)
+		}
+		f.git = &gitx.Runner{Git: x.opt.Git, Home: f.gitHome, Timeout: 5 * time.Minute, OutputBytes: 1 << 24}
 		start := time.Now()
+		if _, _, err := f.ensureBase(ctx); err != nil {
+			b.Fatal(err)
+		}
+		fetch = time.Since(start)
+		os.RemoveAll(f.gitHome)
+		j := &codingJob{x: x, lease: l, attempt: &Attempt{Lease: l, Gate: link}}
+		start = time.Now()
 		if _, ok := j.prepare(ctx); !ok {
 			b.Fatalf("prepare: %+v", j.records)
 		}
@@ -140,7 +160,7 @@ func BenchmarkPublicSourceTransfer(b *testing.B) {
 		if _, ok := j.sendCandidate(ctx, sha, tree); !ok {
 			b.Fatalf("send: %+v", j.records)
 		}
-		sent := time.Since(send)
+		sent = time.Since(send)
 		if err := j.cleanup(); err != nil {
 			b.Fatal(err)
 		}
@@ -152,9 +172,9 @@ func BenchmarkPublicSourceTransfer(b *testing.B) {
 		if a, err := conn.Receive(); err != nil || a.Type != wire.TypeAck {
 			b.Fatalf("result answer %+v %v", a, err)
 		}
-		return prep + sent
+		return fetch + prep + sent, fetch, sent
 	}
-	cold := func(base string) time.Duration {
+	cold := func(base string) (time.Duration, time.Duration, time.Duration) {
 		if err := os.RemoveAll(CacheDir(cfg.RuntimeRoot, "pub")); err != nil {
 			b.Fatal(err)
 		}
@@ -172,21 +192,27 @@ func BenchmarkPublicSourceTransfer(b *testing.B) {
 	base := advance(-1)
 	job(base) // prepares the Gate's repository and warms the page cache
 	clone(-1)
-	var cs, ws, pc, pw []time.Duration
+	var cs, ws, pc, pw, fc, fw, ss []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		cs = append(cs, cold(base))
+		t, f, s := cold(base)
+		cs, fc, ss = append(cs, t), append(fc, f), append(ss, s)
 		pc = append(pc, clone(2*i))
 		base = advance(i)
-		ws = append(ws, job(base))
+		t, f, s = job(base)
+		ws, fw, ss = append(ws, t), append(fw, f), append(ss, s)
 		pw = append(pw, clone(2*i+1))
 	}
 	b.StopTimer()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	mc, mw, mpc, mpw := median(cs), median(ws), median(pc), median(pw)
-	b.ReportMetric(float64(mc.Microseconds())/1000, "cold-ms")
-	b.ReportMetric(float64(mpc.Microseconds())/1000, "clone-cold-ms")
+	b.ReportMetric(ms(mc), "cold-ms")
+	b.ReportMetric(ms(mpc), "clone-cold-ms")
 	b.ReportMetric(float64(mc)/float64(mpc), "cold-ratio")
-	b.ReportMetric(float64(mw.Microseconds())/1000, "warm-ms")
-	b.ReportMetric(float64(mpw.Microseconds())/1000, "clone-warm-ms")
+	b.ReportMetric(ms(mw), "warm-ms")
+	b.ReportMetric(ms(mpw), "clone-warm-ms")
 	b.ReportMetric(float64(mw)/float64(mpw), "warm-ratio")
+	b.ReportMetric(ms(median(fc)), "fetch-cold-ms")
+	b.ReportMetric(ms(median(fw)), "fetch-warm-ms")
+	b.ReportMetric(ms(median(ss)), "candidate-ms")
 }
