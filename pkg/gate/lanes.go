@@ -451,6 +451,22 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 		// recorded, but the Worker is done with the attempt all the same.
 		return g.refuseResult(l, seq, kind, wire.RejectInvalid)
 	}
+	// A public-source candidate counts only once the Gate stored it from
+	// the attempt's bundle (bundles.go); otherwise the result is invalid.
+	if out.Succeeded && out.CandidateSHA != "" {
+		stored, err := g.candidateStored(g.ctx, r.JobID, r.AttemptID, out.CandidateSHA)
+		if err != nil {
+			code, ok := rejectCode(err)
+			sent := g.refuseResult(l, seq, kind, code)
+			if !ok {
+				g.storeFailed(err)
+			}
+			return sent && ok
+		}
+		if !stored {
+			return g.refuseResult(l, seq, kind, wire.RejectInvalid)
+		}
+	}
 	if kind == resultAndLease {
 		return g.recordAndLease(l, seq, f, out, now, reply)
 	}
@@ -495,8 +511,12 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 func (g *Gate) recordAndLease(l *lane, seq uint64, f store.Fence, out store.Outcome, now time.Time, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
 	c, next, err := g.st.CompleteAndLease(g.ctx, f, out, l.leaseRequest(), now)
 	if err != nil {
-		code, ok := g.storeRejectCode(err)
-		return g.refuseResult(l, seq, resultAndLease, code) && ok
+		code, ok := rejectCode(err)
+		sent := g.refuseResult(l, seq, resultAndLease, code)
+		if !ok {
+			g.storeFailed(err)
+		}
+		return sent && ok
 	}
 	g.act.End(f.AttemptID)
 	if c.JobStatus == store.JobRetryWait {
@@ -619,16 +639,21 @@ func (l *lane) encodeLease(ls *store.Lease) ([]byte, error) {
 }
 
 // rejectStoreErr answers a request the store refused or failed
-// (storeRejectCode); it reports whether the connection stays open.
+// (rejectCode); it reports whether the connection stays open. After the
+// answer, a store failure stops the Gate.
 func (g *Gate) rejectStoreErr(err error, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
-	code, ok := g.storeRejectCode(err)
-	return reply(false, nil, code) && ok
+	code, ok := rejectCode(err)
+	sent := reply(false, nil, code)
+	if !ok {
+		g.storeFailed(err)
+	}
+	return sent && ok
 }
 
-// storeRejectCode maps a store rejection to a wire reject code (ok). Any
-// other error is a store failure: unavailable, the Gate stops, and the
-// connection must close (!ok).
-func (g *Gate) storeRejectCode(err error) (code wire.RejectCode, ok bool) {
+// rejectCode maps a store rejection to a wire reject code (ok). Any other
+// error is a store failure: unavailable, and the caller stops the Gate
+// (storeFailed) and closes the connection (!ok).
+func rejectCode(err error) (code wire.RejectCode, ok bool) {
 	switch {
 	case errors.Is(err, store.ErrExpired):
 		return wire.RejectExpired, true
@@ -642,6 +667,5 @@ func (g *Gate) storeRejectCode(err error) (code wire.RejectCode, ok bool) {
 	// ErrLaneBusy never reaches here: only Lease returns it, and no
 	// request's store call (Heartbeat, AddEvidence, Complete,
 	// CompleteAndLease) does.
-	g.storeFailed(err)
 	return wire.RejectUnavailable, false
 }

@@ -1,6 +1,9 @@
 package gate
 
 import (
+	"bytes"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,7 +50,10 @@ func TestUnknownFailureCodeDoesNotStrandTheLane(t *testing.T) {
 // connection of the slot is leased again.
 func TestWindingLaneIsDroppedAfterTheLimit(t *testing.T) {
 	cfg, sec := testConfig(t, nil)
-	tg := startGate(t, cfg, sec, "", nil)
+	logs := &lockedBuffer{}
+	clk := newClock()
+	tg := startGateLogging(t, cfg, sec, "", clk.Now, logs)
+	tg.clock = clk
 	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), noRepos())
 	job := tg.submit(`{"input":"x"}`)
 	l1 := w.lease()
@@ -72,10 +78,31 @@ func TestWindingLaneIsDroppedAfterTheLimit(t *testing.T) {
 	case <-time.After(waitLimit):
 		t.Fatal("winding lane still connected after the limit")
 	}
+	if !strings.Contains(logs.String(), `"msg":"lane closed: no idle after cancel","lane":"worker-1"`) {
+		t.Fatalf("no log line for the dropped lane:\n%s", logs.String())
+	}
 	w2 := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), noRepos())
 	l2 := w2.lease()
 	if l2.JobID != job.ID || l2.Ordinal != 2 {
 		t.Fatalf("retry %+v", l2)
 	}
 	wantAck(t, w2.textResult(l2, "ok"))
+}
+
+// lockedBuffer is a bytes.Buffer safe for the Gate's concurrent log writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

@@ -76,6 +76,9 @@ func codingCode(p evidence.Phase, r evidence.Reason, class string) string {
 			}
 			return wire.FailureCommit
 		case evidence.ReasonRefFailed:
+			if class == wire.FailureCandidateTooLarge || class == wire.FailureCandidateRefused {
+				return class // the Gate refused the candidate bundle
+			}
 			return wire.FailureCommit
 		}
 	}

@@ -21,6 +21,8 @@ type lane struct {
 	// none yet), byeDone whether the Gate has answered it.
 	bye     uint64
 	byeDone bool
+	// generation is the current connection's (its welcome's).
+	generation string
 }
 
 // loop connects, serves, and reconnects with backoff until ctx ends.
@@ -86,6 +88,7 @@ func (l *lane) session(ctx context.Context) bool {
 		log.Warn("no welcome", "type", string(first.Type))
 		return false
 	}
+	l.generation = first.Welcome.Generation
 	log.Info("connected")
 	l.w.opt.Observe(Event{Slot: l.slot, Kind: EventConnected})
 	defer l.w.opt.Observe(Event{Slot: l.slot, Kind: EventDisconnected})
@@ -238,6 +241,10 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 		e.Slot = l.slot
 		w.opt.Observe(e)
 	}}
+	if lease.BaseSHA != "" {
+		attempt.Gate = newGateLink(w.opt.Config.GateURL, w.opt.Token, w.opt.HTTPClient,
+			wire.AttemptBinding{Lane: l.name, Generation: l.generation, JobID: lease.JobID, AttemptID: lease.AttemptID})
+	}
 	go func() { done <- w.execute(execCtx, attempt) }()
 
 	ticker := time.NewTicker(w.opt.Config.HeartbeatInterval)
