@@ -93,12 +93,18 @@ IPAddressAllow=localhost
 `
 
 // identity renders the User=/Group= lines (none when running as root).
-func identity(runAsRoot bool) string {
+func identity(runAsRoot bool, account string) string {
 	if runAsRoot {
 		return ""
 	}
-	return "User=" + Account + "\nGroup=" + Account + "\n"
+	return "User=" + account + "\nGroup=" + account + "\n"
 }
+
+// landlockSyscalls are the Worker's sandbox calls (DECISIONS 14): systemd
+// 252's @system-service lacks them (they are only in @known), so the
+// Worker unit allows them by name or every sandboxed attempt fails with
+// EPERM.
+const landlockSyscalls = "SystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self\n"
 
 func gateUnit(runAsRoot bool) []byte {
 	return []byte(`[Unit]
@@ -107,7 +113,7 @@ After=network.target
 
 [Service]
 Type=simple
-` + identity(runAsRoot) + `EnvironmentFile=` + GateEnv + `
+` + identity(runAsRoot, GateAccount) + `EnvironmentFile=` + GateEnv + `
 ExecStart=` + BinDir + `/forge-gate -config ` + GateConfig + `
 Restart=on-failure
 RestartSec=2s
@@ -126,13 +132,13 @@ After=network.target ` + GateUnit + `
 
 [Service]
 Type=simple
-` + identity(runAsRoot) + `EnvironmentFile=` + WorkerEnv + `
+` + identity(runAsRoot, WorkerAccount) + `EnvironmentFile=` + WorkerEnv + `
 ExecStart=` + BinDir + `/forge-worker -config ` + WorkerConfig + `
 Restart=on-failure
 RestartSec=2s
 StateDirectory=agent-forge/worker agent-forge/worker/worktrees agent-forge/worker/runtime agent-forge/worker/repositories
 StateDirectoryMode=0700
-` + hardening + `
+` + hardening + landlockSyscalls + `
 [Install]
 WantedBy=multi-user.target
 `)
