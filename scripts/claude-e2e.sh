@@ -34,6 +34,7 @@
 #                 one attempt, terminal plugin_incompatible.
 #     The Claude repository holds a CLAUDE.md and a .claude/settings.json
 #     (allowing Bash, a SessionStart hook): neither reaches the run.
+#     Every job's second scoped check fails if it sees a provider key.
 #  4. Afterwards: no worktree or runtime directory left; every Anthropic
 #     request carried the profile's model, effort and key and offered only
 #     Read, Edit and StructuredOutput; strace saw no DNS query and no
@@ -188,7 +189,9 @@ submit() { # REPO NAME MODE: a job that must create NAME.txt
 import json, sys
 repo, base, name, instruction = sys.argv[1:]
 print(json.dumps({"repository_id": repo, "base_sha": base, "instruction": instruction,
-                  "tests": [["grep", "-qx", name + " from forge", name + ".txt"]],
+                  "tests": [["grep", "-qx", name + " from forge", name + ".txt"],
+                            # the scoped checks never see a provider key
+                            ["sh", "-c", 'test -z "${CLAUDE_E2E_KEY-}${ANTHROPIC_API_KEY-}${CODEX_E2E_PROVIDER_KEY-}"']],
                   "commit_author_name": "Ada Lovelace", "commit_author_email": "ada@example.org"}))
 PY
   "$bin/forge" submit -file "$tmp/task-$2.json" | field id
