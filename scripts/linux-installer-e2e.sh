@@ -107,8 +107,11 @@ mkdir -p "$ns/etc-upper" "$ns/opt" "$ns/units" "$ns/var-lib"
 chmod 0755 "$ns" "$ns/opt" "$ns/units" "$ns/var-lib"
 # --register=no and --keep-unit: the host has no systemd (no machined, no
 # bus); --volatile=yes keeps only /usr from the host, so /etc comes from an
-# overlay of the host's /etc with a private upper layer.
+# overlay of the host's /etc with a private upper layer. nspawn's own
+# seccomp filter refuses Landlock unless told otherwise: the container must
+# not hide what the Worker unit's filter allows.
 systemd-nspawn -D / --volatile=yes -b --private-network --register=no --keep-unit \
+  --system-call-filter="landlock_create_ruleset landlock_add_rule landlock_restrict_self" \
   --machine="forge-e2e-$$" --overlay="/etc:$ns/etc-upper:/etc" \
   --bind="$ns/opt:/opt" --bind="$ns/units:/etc/systemd/system" --bind="$ns/var-lib:/var/lib" \
   --bind-ro="$share:/mnt/share" </dev/null >"$tmp/nspawn.log" 2>&1 &

@@ -100,6 +100,12 @@ func identity(runAsRoot bool) string {
 	return "User=" + Account + "\nGroup=" + Account + "\n"
 }
 
+// landlockSyscalls are the Worker's sandbox calls (DECISIONS 14): systemd
+// 252's @system-service lacks them (they are only in @known), so the
+// Worker unit allows them by name or every sandboxed attempt fails with
+// EPERM.
+const landlockSyscalls = "SystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self\n"
+
 func gateUnit(runAsRoot bool) []byte {
 	return []byte(`[Unit]
 Description=Agent Forge Gate
@@ -132,7 +138,7 @@ Restart=on-failure
 RestartSec=2s
 StateDirectory=agent-forge/worker agent-forge/worker/worktrees agent-forge/worker/runtime agent-forge/worker/repositories
 StateDirectoryMode=0700
-` + hardening + `
+` + hardening + landlockSyscalls + `
 [Install]
 WantedBy=multi-user.target
 `)

@@ -177,6 +177,9 @@ func (j *codingJob) addWorktree(ctx context.Context) bool {
 		return false
 	}
 	j.admin = admin
+	if j.boxDirs, err = j.attemptDirs(); err != nil {
+		return false
+	}
 	// The plugin may rewrite the worktree's index; staging uses a
 	// private copy taken now (coding_index.go).
 	return j.savePrivateIndex() == nil
