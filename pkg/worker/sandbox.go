@@ -212,21 +212,26 @@ func (d sandboxDirs) with(rw ...string) sandboxDirs {
 // attemptDirs are the directories of a coding attempt that its plugin
 // and checks use, whatever the repository's layout: the private container
 // holding the worktree and the worktree's administrative git directory
-// (read and write: git keeps the worktree's index and HEAD there), and the
-// repository's common git directory entry by entry (read only: objects,
-// refs, config, ...) except its worktrees directory, which holds the
-// other attempts' administrative directories, plus the object directories
-// its alternates name. Called once the worktree exists.
+// (read and write: git keeps the worktree's index and HEAD there), and,
+// read only, the repository's common git directory entry by entry
+// (objects, refs, config, ...) except its worktrees directory, which
+// holds the other attempts' administrative directories, the object
+// directories its alternates name, and for a non-bare repository its
+// main working tree entry by entry except .git (agents such as Codex read
+// project files at the repository's root). Called once the worktree
+// exists.
 func (j *codingJob) attemptDirs() (sandboxDirs, error) {
 	d := sandboxDirs{rw: []string{j.container, j.admin}}
-	ents, err := os.ReadDir(j.repo.common)
-	if err != nil {
+	var err error
+	if d.ro, err = entriesExcept(j.repo.common, "worktrees"); err != nil {
 		return sandboxDirs{}, err
 	}
-	for _, e := range ents {
-		if e.Name() != "worktrees" {
-			d.ro = append(d.ro, filepath.Join(j.repo.common, e.Name()))
+	if j.repo.common != j.repo.path {
+		top, err := entriesExcept(j.repo.path, ".git")
+		if err != nil {
+			return sandboxDirs{}, err
 		}
+		d.ro = append(d.ro, top...)
 	}
 	alt, err := os.ReadFile(filepath.Join(j.repo.common, "objects", "info", "alternates"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -238,4 +243,19 @@ func (j *codingJob) attemptDirs() (sandboxDirs, error) {
 		}
 	}
 	return d, nil
+}
+
+// entriesExcept lists the paths of dir's entries but the one named skip.
+func entriesExcept(dir, skip string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if e.Name() != skip {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out, nil
 }

@@ -144,10 +144,10 @@ func TestSandboxedCodingAttempt(t *testing.T) {
 		}
 	})
 	for name, script := range map[string]string{
-		"check cannot write the repository": "echo x > " + "$R/repos/demo/FILE",
-		"check cannot read outside":         "cat $R/repos/demo/README",
-		"check cannot write the runtime":    "echo x > $R/runtime/x",
-		"check cannot list the worktrees":   "ls $R/worktrees",
+		"check cannot write the repository":  "echo x > " + "$R/repos/demo/FILE",
+		"check cannot list the repositories": "ls $R/repos",
+		"check cannot write the runtime":     "echo x > $R/runtime/x",
+		"check cannot list the worktrees":    "ls $R/worktrees",
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := sandboxedFixture(t, plugin)
