@@ -18,6 +18,14 @@
 #  6. no installation token and no line of the App key appears in the
 #     SQLite files, the Gate and Worker logs, any API answer the CLI
 #     printed, or the fake's request log.
+# And GitHub's behaviour of issue 26: a candidate changing
+# .github/workflows is merged (its tokens carry workflows write); a ruleset
+# refusing forge/* ends push_rejected; a remote whose default branch moved
+# past the base gets a push of a few objects only (printed); a quickly
+# skipped push workflow beside a slower pull_request workflow is merged
+# only after the pull_request run succeeded; while a push stalls, no git
+# process holds the token in /proc/<pid>/environ or cmdline, and a
+# SIGKILLed Gate leaves no git running (the reaper).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/e2e.sh
 source "$(dirname "$0")/lib/e2e.sh"
@@ -68,11 +76,29 @@ remote=$fake_git_root/$owner/$project.git
 mkdir -p "$fake_git_root/$owner"
 git init -q --bare "$remote"
 g push -q "$remote" main:refs/heads/main
+# octo/moved: 300 commits of history, for the push after GitHub's main
+# moved past the job's base.
+moved_remote=$fake_git_root/$owner/moved.git
+git init -q --bare "$moved_remote"
+python3 - "$moved_remote" 300 <<'PY' || fail "seed moved"
+import subprocess, sys
+remote, n = sys.argv[1], int(sys.argv[2])
+lines = []
+for i in range(n):
+    lines += ["commit refs/heads/main", "mark :%d" % (i + 1), "committer t <t@example.invalid> %d +0000" % (1700000000 + i),
+              "data 3", "c%02d" % (i % 100)]
+    if i:
+        lines.append("from :%d" % i)
+    blob = "file %d\n" % i
+    lines += ["M 100644 inline f%d.txt" % i, "data %d" % len(blob), blob]
+subprocess.run(["git", "--git-dir=" + remote, "fast-import", "--quiet"], input="\n".join(lines).encode() + b"\n", check=True)
+PY
+moved_base=$(git --git-dir="$moved_remote" rev-parse refs/heads/main)
 cat >"$tmp/fake/app.json" <<EOF
 {"app_id":$app_id,"client_id":"Iv1.e2e","private_key_file":"$key",
- "installations":[{"id":$install_id,"owner":"$owner","repositories":["$project"],
-   "permissions":{"contents":"write","pull_requests":"write","metadata":"read"}}],
- "public_repositories":["$owner/$project"],"runs_window_seconds":60}
+ "installations":[{"id":$install_id,"owner":"$owner","repositories":["$project","moved"],
+   "permissions":{"contents":"write","pull_requests":"write","metadata":"read","workflows":"write"}}],
+ "public_repositories":["$owner/$project","$owner/moved"],"runs_window_seconds":60,"push_log":"$tmp/fake/pushes"}
 EOF
 netns_start_fake -app "$tmp/fake/app.json" -tokens "$tmp/fake/tokens"
 control() { curl -fsS -X POST --data "$2" "http://$fake_control/$1" || fail "fake control $1 $2"; }
@@ -87,17 +113,17 @@ cat >"$tmp/gate.json" <<EOF
  "default_execution":$exec_policy,
  "workers":[{"id":"worker-1","pool":"local","token_env":"FORGE_WORKER_TOKEN","concurrency":1}],
  "public_repository_root":"$tmp/public","git_executable":"$tmp/gitbin/git",
- "repositories":[{"id":"hello","repository_url":"$url","default_branch":"main","worker_pool":"local","execution":$exec_policy}],
+ "repositories":[{"id":"hello","repository_url":"$url","default_branch":"main","worker_pool":"local","execution":$exec_policy},
+   {"id":"moved","repository_url":"https://github.com/$owner/moved.git","default_branch":"main","worker_pool":"local","execution":$exec_policy}],
  "delivery":{"api_base":"https://api.github.com","github_app_id_env":"FORGE_GITHUB_APP_ID",
    "github_app_private_key_path":"$key","max_attempts":3,"retry_base":"1s","poll_interval":"1s",
-   "no_runs_grace":"6s","timeout":"3m"}}
+   "no_runs_grace":"4s","timeout":"3m"}}
 EOF
 chmod 0600 "$tmp/gate.json"
-bare=$tmp/public/$(printf %s "$url" | sha256sum | cut -d' ' -f1).git
 cat >"$tmp/worker.json" <<EOF
 {"version":1,"gate_url":"ws://127.0.0.1:18080","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":1,
- "repository_roots":["$tmp/public"],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
- "repositories":[{"id":"hello","path":"$bare"}],
+ "worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
+ "repositories":[{"id":"hello","source":"gate"},{"id":"moved","source":"gate"}],
  "plugins":[{"id":"edit","argv":["$bin/edit-plugin"]}],
  "environment_allowlist":["PATH"],"check_environment_allowlist":["PATH"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
@@ -110,12 +136,14 @@ start_gate() {
 start_gate
 e2e_start_worker
 
-# submit N: a coding job writing file N.txt on base; prints the job id.
+# submit N [PATH [REPO BASE]]: a coding job writing PATH (default N.txt)
+# on base; prints the job id.
 submit() {
-  python3 - "$base" "$1" >"$tmp/task-$1.json" <<'PY'
+  python3 - "${4:-$base}" "$1" "${2:-$1.txt}" "${3:-hello}" >"$tmp/task-$1.json" <<'PY'
 import json, sys
-print(json.dumps({"repository_id": "hello", "base_sha": sys.argv[1],
-                  "instruction": "write %s.txt job %s\nsubject feat: %s" % (sys.argv[2], sys.argv[2], sys.argv[2])}))
+base, n, path, repo = sys.argv[1:]
+print(json.dumps({"repository_id": repo, "base_sha": base,
+                  "instruction": "write %s job %s\nsubject feat: %s" % (path, n, n)}))
 PY
   "$bin/forge" submit -file "$tmp/task-$1.json" >"$tmp/out/submit-$1.json" || fail "submit $1"
   field id <"$tmp/out/submit-$1.json"
@@ -159,6 +187,13 @@ runs=$(requests "e['path']=='/repos/$owner/$project/actions/runs'")
 [ "$runs" -ge 3 ] || fail "merged: $runs runs polls"
 echo "delivery-e2e: merged ($runs runs polls so far)"
 
+# 1b. a candidate changing a workflow: its tokens carry workflows write,
+# so GitHub lets the App push and merge it.
+j1b=$(submit 1b .github/workflows/extra.yml)
+wait_job workflow "$j1b" 0
+[ "$(main_at "^2")" = "$(jq_py "$tmp/out/workflow.json" 'a["job"]["candidate_sha"]')" ] || fail "workflow: not merged"
+echo "delivery-e2e: workflow change merged"
+
 # 2. CI fails.
 ci_mode failure
 main_before=$(main_at "")
@@ -190,6 +225,59 @@ wait_job lost-pr "$j4" 0
 [ "$(prs_made)" = $((made + 1)) ] || fail "lost-pr: $(($(prs_made) - made)) PRs created, want 1"
 [ "$(main_at "^2")" = "$(jq_py "$tmp/out/lost-pr.json" 'a["job"]["candidate_sha"]')" ] || fail "lost-pr: not merged"
 echo "delivery-e2e: lost PR creation"
+
+# 4b. a ruleset refuses forge/* branches: push_rejected, nothing pushed.
+control protect "{\"owner\":\"$owner\",\"repo\":\"$project\",\"patterns\":[\"forge/*\"]}"
+j4b=$(submit 4b)
+wait_job protected "$j4b" 3
+[ "$(jq_py "$tmp/out/protected.json" 'a["job"]["failure_code"]')" = push_rejected ] || fail "protected: code"
+git --git-dir="$remote" rev-parse --verify --quiet "refs/heads/forge/job-$j4b" >/dev/null && fail "protected: branch pushed"
+control protect "{\"owner\":\"$owner\",\"repo\":\"$project\",\"patterns\":[]}"
+echo "delivery-e2e: ruleset refusal -> push_rejected"
+
+# 4c. GitHub's main moves past the job's base (50 commits) after the Gate
+# fetched it: the push negotiates and sends only the candidate's objects.
+jm=$(submit m m.txt moved "$moved_base")
+python3 - "$moved_remote" 50 "$moved_base" <<'PY' || fail "move main"
+import subprocess, sys
+remote, n, tip = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+lines = []
+for i in range(n):
+    lines += ["commit refs/heads/main", "committer t <t@example.invalid> %d +0000" % (1800000000 + i), "data 4", "m%03d" % i]
+    if i == 0:
+        lines.append("from " + tip)
+    blob = "moved %d\n" % i
+    lines += ["M 100644 inline g%d.txt" % i, "data %d" % len(blob), blob]
+subprocess.run(["git", "--git-dir=" + remote, "fast-import", "--quiet"], input="\n".join(lines).encode() + b"\n", check=True)
+PY
+wait_job moved "$jm" 0
+objects=$(awk -v r="refs/heads/forge/job-$jm" '$2 == r {print $3}' "$tmp/fake/pushes")
+[ -n "$objects" ] || fail "moved: no push logged"
+[ "$objects" -le 10 ] || fail "moved: the push carried $objects objects, want a few"
+echo "delivery-e2e: push after GitHub's main moved 50 commits past the base: $objects objects"
+
+# 4d. a push workflow skipped within a second, a pull_request workflow
+# that starts 2.5 s after the pull request and takes 2 s: merged only
+# after that run succeeded.
+control workflows "{\"owner\":\"$owner\",\"repo\":\"$project\",\"workflows\":[
+  {\"name\":\"lint\",\"event\":\"push\",\"startms\":0,\"durationms\":300,\"conclusion\":\"skipped\"},
+  {\"name\":\"test\",\"event\":\"pull_request\",\"startms\":2500,\"durationms\":2000,\"conclusion\":\"success\"}]}"
+j4d=$(submit 4d)
+wait_job two-workflows "$j4d" 0
+python3 - "$tmp/github-requests.log" "$owner/$project" <<'PY' || fail "two workflows: merged before the pull_request run completed"
+import json, sys, datetime
+created = merged = None
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    t = datetime.datetime.fromisoformat(e["time"].replace("Z", "+00:00")[:26] + "+00:00")
+    if e["method"] == "POST" and e["path"] == "/repos/%s/pulls" % sys.argv[2] and e["status"] == 201:
+        created = t
+    if e["method"] == "PUT" and e["path"].endswith("/merge") and e["status"] == 200:
+        merged = t
+gap = (merged - created).total_seconds()
+assert gap >= 4.5, gap
+print("delivery-e2e: two workflows: merged %.1f s after the pull request was opened" % gap)
+PY
 
 # 5. SIGKILL in each phase. Secondary limits with retry-after stretch the
 # mutations (token mint, PR creation, merge) so each phase lasts seconds.
@@ -230,6 +318,57 @@ cand5=$(jq_py "$tmp/out/killed.json" 'a["job"]["candidate_sha"]')
 [ "$(merges_ok)" = $((merged + 1)) ] || fail "kill: $(($(merges_ok) - merged)) merges, want 1"
 [ "$(main_at "^2")" = "$cand5" ] || fail "kill: main is not the merge of the candidate"
 echo "delivery-e2e: SIGKILL in phases: ${seen[*]} ($starts Gate starts)"
+
+# 5b. a push stalls at GitHub: meanwhile no git process of the Gate holds
+# the token in /proc/<pid>/environ or cmdline; the Gate is SIGKILLed and
+# its reaper leaves no git running; restarted, it delivers.
+curl -fsS -X POST --data "{\"repo\":\"$owner/$project\",\"mode\":\"stall-push\"}" "http://$fake_control/fault" || fail "set stall"
+j5b=$(submit 5b)
+python3 - "$tmp/fake/tokens" <<'PY' || fail "stalled push: a token in /proc"
+import base64, os, sys, time
+deadline = time.time() + 60
+def procs():
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            env = open("/proc/%s/environ" % p, "rb").read()
+            cmd = open("/proc/%s/cmdline" % p, "rb").read()
+        except OSError:
+            continue
+        if b"GIT_PROJECT_ROOT=" in env:  # the fake's http-backend: GitHub's side
+            continue
+        yield p, cmd, env
+seen = None
+while time.time() < deadline and not seen:
+    seen = [(p, c, e) for p, c, e in procs() if b"push\0--porcelain" in c]
+    time.sleep(0.02)
+assert seen, "no git push seen"
+time.sleep(0.5)  # git-remote-https has asked the helper by now
+toks = open(sys.argv[1]).read().split()
+bad = [t.encode() for t in toks] + [base64.b64encode(("x-access-token:" + t).encode()) for t in toks]
+for p, c, e in procs():
+    for b in bad:
+        assert b not in c and b not in e, "pid %s" % p
+print("delivery-e2e: stalled push: %d git processes, no token in their environ or cmdline" % len(seen))
+PY
+kill -KILL "$gate_pid"
+wait "$gate_pid" 2>/dev/null || true
+sleep 1.5
+python3 - <<'PY' || fail "SIGKILLed Gate left a git push running"
+import os
+for p in os.listdir("/proc"):
+    if p.isdigit():
+        try:
+            c = open("/proc/%s/cmdline" % p, "rb").read()
+        except OSError:
+            continue
+        assert b"push\0--porcelain" not in c, p
+PY
+curl -fsS -X POST --data "{\"repo\":\"$owner/$project\",\"mode\":\"\"}" "http://$fake_control/fault" || fail "clear stall"
+start_gate
+wait_job stalled "$j5b" 0
+echo "delivery-e2e: SIGKILL during a stalled push: no git left, delivered after restart"
 
 # 6. no token and no key line anywhere.
 stop gate "$gate_pid"

@@ -5,10 +5,13 @@
 # mount namespace (scripts/lib/netns.sh). Covered: publish, repeat (same
 # PR), a lost PR-creation answer (still one PR), 5xx and secondary-limit
 # retries, a workflow change without and with the installation's workflows
-# grant, an existing branch at another commit, base drift, tree mismatch,
-# dirty worktree, world-readable key, foreign api_base, and that the token
-# never appears in any file the runs wrote, in the fake's request log or
-# in /proc/*/cmdline samples taken while forge-github runs.
+# grant, a local base ahead of GitHub's (base_drift: unreviewed base
+# commits are never published), a ruleset refusing the branch
+# (push_rejected), an existing branch at another commit, base drift, tree
+# mismatch, dirty worktree, world-readable key, foreign api_base, and that
+# the token (raw or as the Basic credential) never appears in any file the
+# runs wrote, in the fake's request log or in /proc/*/cmdline and
+# /proc/*/environ samples taken while forge-github and its git run.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/e2e.sh
 source "$(dirname "$0")/lib/e2e.sh"
@@ -116,7 +119,13 @@ while alive():
     for p in os.listdir("/proc"):
         if p.isdigit():
             try:
-                sys.stdout.write(open("/proc/%s/cmdline" % p, "rb").read().replace(b"\0", b" ").decode("utf-8", "replace") + "\n")
+                env = open("/proc/%s/environ" % p, "rb").read()
+                # The fake's git http-backend and its children are GitHub's
+                # side (CGI hands them the request's Authorization header).
+                if b"GIT_PROJECT_ROOT=" in env:
+                    continue
+                for b in (open("/proc/%s/cmdline" % p, "rb").read(), env):
+                    sys.stdout.write(b.replace(b"\0", b" ").decode("utf-8", "replace") + "\n")
             except OSError:
                 pass
     time.sleep(0.005)
@@ -175,18 +184,26 @@ run wf-granted "$(publication 3 "$c3" "$t3")"
 expect wf-granted 0
 [ "$(remote_branch forge/job-3)" = "$c3" ] || fail "wf-granted: branch not pushed"
 
-# The base→candidate diff decides the permissions; a local base ahead of
-# GitHub with a workflow change of its own makes GitHub refuse the push.
+# A local base ahead of GitHub's (here with a workflow change of its own):
+# its commits were never reviewed, so nothing is published (base_drift).
 grant '{"contents":"write","pull_requests":"write","metadata":"read"}'
 read -r wb _ < <(candidate wfbase .github/workflows/lint.yml 'on: pull_request')
 g update-ref refs/heads/main "$wb"
 g reset -q --hard main
 read -r c6 t6 < <(candidate 6 src/six.txt six "$wb")
-run wf-push "$(publication 6 "$c6" "$t6" "$wb")"
-expect wf-push 4 push_workflows_refused
-[ -z "$(remote_branch forge/job-6)" ] || fail "wf-push: branch pushed"
+run ahead "$(publication 6 "$c6" "$t6" "$wb")"
+expect ahead 3 base_drift
+[ -z "$(remote_branch forge/job-6)" ] || fail "ahead: branch pushed"
 g update-ref refs/heads/main "$base"
 g reset -q --hard main
+
+# A ruleset forbids creating forge/* branches: GH013, push_rejected.
+curl -fsS -X POST --data "{\"owner\":\"$owner\",\"repo\":\"$project\",\"patterns\":[\"forge/*\"]}" "http://$fake_control/protect" || fail "protect"
+read -r c9 t9 < <(candidate 9 src/nine.txt nine)
+run protected "$(publication 9 "$c9" "$t9")"
+expect protected 3 push_rejected
+[ -z "$(remote_branch forge/job-9)" ] || fail "protected: branch pushed"
+curl -fsS -X POST --data "{\"owner\":\"$owner\",\"repo\":\"$project\",\"patterns\":[]}" "http://$fake_control/protect" || fail "unprotect"
 
 # 4. the branch exists on GitHub at another commit.
 read -r c4 t4 < <(candidate 4 src/four.txt four)
@@ -263,9 +280,16 @@ while IFS= read -r -d '' f; do
   echo "forge-github-e2e: token found in $f" >&2
   hits=$((hits + 1))
 done < <(newer | xargs -0 -r grep -l -Z -F -f "$tmp/fake/tokens" 2>/dev/null || true)
+# The Basic credential git would send is base64 of x-access-token:<token>.
+python3 - "$tmp/fake/tokens" >"$tmp/fake/basic" <<'PY'
+import base64, sys
+for t in open(sys.argv[1]).read().split():
+    print(base64.b64encode(("x-access-token:" + t).encode()).decode())
+PY
 for f in "$tmp/github-requests.log" "$tmp/cmdline-samples"; do
   grep -F -q -f "$tmp/fake/tokens" "$f" && { echo "forge-github-e2e: token found in $f" >&2; hits=$((hits + 1)); }
+  grep -F -q -f "$tmp/fake/basic" "$f" && { echo "forge-github-e2e: Basic credential found in $f" >&2; hits=$((hits + 1)); }
 done
 [ "$hits" = 0 ] || fail "$hits files hold a token value"
 [ -z "$(find "$tmp/run" -mindepth 1 -print -quit)" ] || fail "forge-github left files in its temporary directory"
-echo "forge-github-e2e: PASS ($n tokens, $written written files and $(wc -l <"$tmp/cmdline-samples") cmdline lines searched)"
+echo "forge-github-e2e: PASS ($n tokens, $written written files and $(wc -l <"$tmp/cmdline-samples") cmdline/environ lines searched)"

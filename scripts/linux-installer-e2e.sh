@@ -9,19 +9,32 @@
 # network, with /opt, /etc/systemd/system and /var/lib bound from a temp
 # dir and /etc as an overlay whose upper layer is a temp dir (the host's
 # files are never written). Inside it, over nsenter:
-#   install v0.1.0 --enable-now (account, units enabled and active, Gate
-#   version proof, Worker connected, a text job succeeds); the same-version
+#   SIGINT during the readiness wait of a fresh install (a Gate that never
+#   becomes ready) ends with exit 2 and nothing left (files, units, accounts);
+#   install v0.1.0 --enable-now (the two accounts, units enabled and active, Gate
+#   version proof, Worker connected, a text job succeeds); each account
+#   cannot read the other's state, configuration or secrets; the Worker
+#   unit's seccomp filter lets Landlock through (ABI >= 1 under the unit,
+#   EPERM without the allow line); the same-version
 #   re-run is byte-identical; the units' `systemd-analyze security` exposure
 #   is <= 2.0 (printed) and `systemd-analyze verify` has empty stderr;
 #   forge doctor is healthy and read-only, and unhealthy (exit 2) for a
-#   wrong mode, a changed binary, a stopped Gate and a stopped Worker;
+#   wrong mode, a changed binary, a tampered bin/forge (which never runs),
+#   /var/lib/agent-forge at 0777, a stopped Gate and a stopped Worker;
 #   refusals (tampered SHA256SUMS, an extra archive in SHA256SUMS or in the
 #   directory, a malformed flag, a concurrent upgrade, upgrade without
 #   --enable-now) change nothing; with the Worker stopped a
 #   job is queued; an upgrade whose Gate never becomes ready (a drop-in)
-#   rolls back exactly with v0.1.0 serving again; the real upgrade keeps the
-#   database, secrets and the queued job (which then succeeds); a downgrade
-#   is refused; doctor is healthy on v0.2.0. Final line: E2E PASS.
+#   rolls back exactly with v0.1.0 serving again, and so does one
+#   interrupted by SIGINT during that wait (exit 2); the real upgrade, with
+#   an impostor (another account) bound to the Gate port in the window
+#   after the old Gate stops, never sends the impostor a byte, ends with
+#   the real v0.2.0 Gate and keeps the database, secrets and the queued job
+#   (which then succeeds); a downgrade is refused; doctor is healthy on
+#   v0.2.0; finally everything is removed by hand, /opt made GitHub's 0777,
+#   and scripts/installer-acceptance.sh (the CI acceptance fixture) must
+#   refuse outside a GitHub runner, then normalise /opt and pass.
+#   Final line: E2E PASS.
 #
 # Where systemd-nspawn cannot run, the script says so and fails.
 set -euo pipefail
@@ -99,6 +112,7 @@ sum_extra=$(sha256sum "$share/extra/SHA256SUMS" | cut -d' ' -f1)
 # The Linux-only set with a seventh file: a darwin archive beside it.
 cp -r "$share/a2" "$share/seventh"
 cp "$tmp/rel2/agent-forge-worker_v0.2.0_darwin_${arch}.tar.gz" "$share/seventh/"
+cp scripts/installer-acceptance.sh "$share/"
 chmod -R a+rX "$share"
 
 # --- boot systemd -----------------------------------------------------------
@@ -187,13 +201,71 @@ expect() {
   grep -q -- "$3" "$tmp/$2" || fail "$4: output lacks '$3': $(cat "$tmp/$2")"
 }
 doctor_has() { grep -qx "$1" "$tmp/$2" || fail "doctor output lacks '$1': $(cat "$tmp/$2")"; }
+# as ACCOUNT CMD...: run CMD inside the container as ACCOUNT (no other groups).
+as() {
+  local u=$1
+  shift
+  c setpriv --reuid="$u" --regid="$u" --clear-groups "$@"
+}
+# bg_install LOG FORGE ARGS...: start an installer in the background; its
+# container pid goes to /run/e2e-installer.pid, the host job's to $bg.
+bg_install() {
+  local log=$1
+  shift
+  c rm -f /run/e2e-installer.pid
+  c sh -c 'echo $$ >/run/e2e-installer.pid; exec "$@"' sh "$@" >"$tmp/$log" 2>&1 &
+  bg=$!
+}
+# interrupt_when CONDITION...: once CONDITION holds in the container (the
+# installer is in its readiness wait), SIGINT the installer; rc is its exit.
+interrupt_when() {
+  local i
+  for i in $(seq 1 150); do
+    c sh -c "$1" >/dev/null 2>&1 && break
+    kill -0 "$bg" 2>/dev/null || break
+    sleep 0.2
+  done
+  [ "$i" -lt 150 ] || fail "the installer never reached its readiness wait"
+  sleep 1
+  # shellcheck disable=SC2016 # expanded inside the container
+  c sh -c 'kill -INT "$(cat /run/e2e-installer.pid)"'
+  set +e
+  wait "$bg"
+  rc=$?
+  set -e
+}
+# machine: what a fresh install may leave behind (paths, accounts, units).
+machine() {
+  c sh -c 'ls -A /opt /etc/systemd/system /var/lib; ls -d /etc/agent-forge 2>&1; getent passwd agent-forge-gate agent-forge-worker
+    systemctl is-active agent-forge-gate agent-forge-worker; systemctl is-enabled agent-forge-gate agent-forge-worker 2>&1; true'
+}
 
 # shellcheck disable=SC2046 # install_args is split on purpose
+# --- 0: SIGINT during the readiness wait of a fresh install ----------------------
+c mkdir -p /etc/systemd/system/agent-forge-gate.service.d
+c sh -c 'cat >/etc/systemd/system/agent-forge-gate.service.d/e2e-never-ready.conf' <<'EOF2'
+[Service]
+ExecStart=
+ExecStart=/bin/sleep 600
+EOF2
+c systemctl daemon-reload
+empty=$(machine)
+# shellcheck disable=SC2046
+bg_install sigint-fresh.log "$forge1" $(install_args v0.1.0 "$c1" /mnt/share/a1 "$sum1") --enable-now
+interrupt_when 'systemctl is-active agent-forge-gate'
+expect 2 sigint-fresh.log "readiness: interrupted" "SIGINT during a fresh install's readiness wait: exit"
+sed 's/^/  /' "$tmp/sigint-fresh.log"
+[ "$(machine)" = "$empty" ] || fail "the interrupted fresh install left something: $(machine)"
+c rm -r /etc/systemd/system/agent-forge-gate.service.d
+c systemctl daemon-reload
+
 # --- A: install v0.1.0 --enable-now ---------------------------------------------
+# shellcheck disable=SC2046
 rc=$(fi_run install1.log "$forge1" $(install_args v0.1.0 "$c1" /mnt/share/a1 "$sum1") --enable-now)
 [ "$rc" = 0 ] || fail "install v0.1.0 exit $rc: $(cat "$tmp/install1.log")"
 sed 's/^/  /' "$tmp/install1.log"
-c id agent-forge >/dev/null || fail "agent-forge account missing"
+c id agent-forge-gate >/dev/null || fail "agent-forge-gate account missing"
+c id agent-forge-worker >/dev/null || fail "agent-forge-worker account missing"
 for u in agent-forge-gate agent-forge-worker; do
   [ "$(c systemctl is-active "$u")" = active ] || fail "$u not active"
   [ "$(c systemctl is-enabled "$u")" = enabled ] || fail "$u not enabled"
@@ -201,6 +273,41 @@ done
 grep -q "\"version\":\"v0.1.0\",\"commit\":\"$c1\"" <<<"$(owner_get /v1/version)" || fail "Gate does not report v0.1.0"
 job1=$(printf '%s\n' '{"input":"installed forge"}' | forge_job submit -file - -wait -timeout 60s | field job | python3 -c 'import ast,sys; j=ast.literal_eval(sys.stdin.read()); assert j["status"]=="succeeded" and j["result"]=="INSTALLED FORGE", j; print(j["id"])') ||
   fail "text job on the installed services"
+
+# --- A2: the accounts cannot read each other's files ------------------------------
+for p in /etc/agent-forge/gate.env /etc/agent-forge/gate.json /var/lib/agent-forge/gate/forge.db /etc/agent-forge/worker.env; do
+  as agent-forge-worker cat "$p" >/dev/null 2>&1 && fail "the Worker account reads $p"
+done
+as agent-forge-worker ls /var/lib/agent-forge/gate >/dev/null 2>&1 && fail "the Worker account lists the Gate's state"
+for p in /etc/agent-forge/worker.env /etc/agent-forge/worker.json /etc/agent-forge/gate.env; do
+  as agent-forge-gate cat "$p" >/dev/null 2>&1 && fail "the Gate account reads $p"
+done
+as agent-forge-gate ls /var/lib/agent-forge/worker >/dev/null 2>&1 && fail "the Gate account lists the Worker's state"
+as agent-forge-worker cat /etc/agent-forge/worker.json >/dev/null || fail "the Worker account cannot read its own config"
+as agent-forge-gate cat /etc/agent-forge/gate.json >/dev/null || fail "the Gate account cannot read its own config"
+echo "linux-installer-e2e: the Gate and Worker accounts cannot read each other's state, configuration or secrets"
+
+# --- A3: Landlock passes the Worker unit's seccomp filter ---------------------------
+# landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) is 444 on
+# amd64 and arm64; it answers the ABI version, or EPERM from the filter.
+probe="import ctypes,sys;n=ctypes.CDLL(None,use_errno=True).syscall(444,None,0,1);e=ctypes.get_errno();print('landlock',n,e);sys.exit(0 if n>=1 else 3)"
+c systemctl show -p SystemCallFilter agent-forge-worker | grep -q landlock_create_ruleset || fail "the Worker unit's filter lacks the Landlock calls"
+c mkdir -p /etc/systemd/system/agent-forge-worker.service.d
+printf '[Service]\nExecStartPre=/usr/bin/python3 -c "%s"\n' "$probe" | c sh -c 'cat >/etc/systemd/system/agent-forge-worker.service.d/e2e-landlock.conf'
+c systemctl daemon-reload
+c systemctl restart agent-forge-worker || fail "Landlock is refused under the Worker unit: $(c journalctl --no-pager -n 5 -u agent-forge-worker)"
+c journalctl --no-pager -u agent-forge-worker | grep -q 'landlock [1-9]' || fail "the Landlock probe did not run under the Worker unit"
+c rm -r /etc/systemd/system/agent-forge-worker.service.d
+c systemctl daemon-reload
+c systemctl restart agent-forge-worker
+# The control: systemd's @system-service alone refuses it (why the unit names them).
+set +e
+c systemd-run --quiet --wait --pipe -p NoNewPrivileges=yes -p SystemCallFilter=@system-service -p SystemCallErrorNumber=EPERM \
+  /usr/bin/python3 -c "$probe" >"$tmp/landlock-control.log" 2>&1
+rc=$?
+set -e
+{ [ "$rc" = 3 ] && grep -q 'landlock -1 1$' "$tmp/landlock-control.log"; } || fail "control: @system-service alone did not refuse Landlock (exit $rc: $(cat "$tmp/landlock-control.log"))"
+echo "linux-installer-e2e: Landlock passes the Worker unit's filter (@system-service alone: EPERM)"
 
 # --- B: same version again: validation only -------------------------------------
 before=$(snapshot)
@@ -224,7 +331,7 @@ done
 before=$(snapshot)
 doctor 0 doctor1.log
 doctor_has "RESULT healthy" doctor1.log
-[ "$(grep -c '^PASS ' "$tmp/doctor1.log")" = 10 ] || fail "doctor did not pass 10 checks"
+[ "$(grep -c '^PASS ' "$tmp/doctor1.log")" = 11 ] || fail "doctor did not pass 11 checks"
 sed 's/^/  /' "$tmp/doctor1.log"
 [ "$(snapshot)" = "$before" ] || fail "forge doctor changed files"
 tok_sha=$(c sha256sum /etc/agent-forge/gate.env | cut -d' ' -f1)
@@ -240,6 +347,22 @@ c sh -c 'printf x >>/opt/agent-forge/bin/forge-ref-plugin'
 doctor 2 doctor-binary.log
 doctor_has "FAIL immutable-files" doctor-binary.log
 c sh -c 'cat /root/ref.bak >/opt/agent-forge/bin/forge-ref-plugin'
+
+# A tampered bin/forge: doctor (the release's own forge from the share)
+# reports it and never executes it.
+c cp -p /opt/agent-forge/bin/forge /root/forge.bak
+c sh -c 'printf "#!/bin/sh\ntouch /root/forge-ran\necho forge\n" >/opt/agent-forge/bin/forge'
+rc=$(fi_run doctor-forge.log "$forge1" doctor)
+[ "$rc" = 2 ] || fail "doctor with a tampered bin/forge: exit $rc: $(cat "$tmp/doctor-forge.log")"
+doctor_has "FAIL cli-identity" doctor-forge.log
+doctor_has "FAIL immutable-files" doctor-forge.log
+c test -e /root/forge-ran && fail "doctor executed the tampered bin/forge"
+c sh -c 'cat /root/forge.bak >/opt/agent-forge/bin/forge'
+
+c chmod 0777 /var/lib/agent-forge
+doctor 2 doctor-stateroot.log
+doctor_has "FAIL ancestors" doctor-stateroot.log
+c chmod 0755 /var/lib/agent-forge
 
 c systemctl stop agent-forge-gate
 doctor 2 doctor-gate.log
@@ -308,15 +431,69 @@ expect 2 notready.log "readiness:" "not-ready upgrade: exit"
 [ "$(snapshot)" = "$before" ] || fail "the rolled-back upgrade did not restore the files exactly"
 sed 's/^/  /' "$tmp/notready.log"
 grep -q "\"version\":\"v0.1.0\"" <<<"$(owner_get /v1/version)" || fail "v0.1.0 is not serving after the rollback"
+# The same upgrade interrupted by SIGINT during that wait.
+# shellcheck disable=SC2046
+bg_install sigint-upgrade.log "$forge2" $(install_args v0.2.0 "$c2" /mnt/share/a2 "$sum2") --upgrade --enable-now
+interrupt_when 'grep -q "\"version\": \"v0.2.0\"" /opt/agent-forge/receipt.json && systemctl is-active agent-forge-gate'
+expect 2 sigint-upgrade.log "readiness: interrupted" "SIGINT during an upgrade's readiness wait: exit"
+sed 's/^/  /' "$tmp/sigint-upgrade.log"
+[ "$(snapshot)" = "$before" ] || fail "the interrupted upgrade did not restore the files exactly"
+grep -q "\"version\":\"v0.1.0\"" <<<"$(owner_get /v1/version)" || fail "v0.1.0 is not serving after the interrupted upgrade"
 c rm -r /etc/systemd/system/agent-forge-gate.service.d
 c systemctl daemon-reload
 
-# --- H: the real upgrade ---------------------------------------------------------------
+# --- H: the real upgrade, with an impostor on the Gate port -----------------------------
+# The new Gate starts 3 s late (a drop-in), so the impostor (nobody), which
+# binds 127.0.0.1:18080 as soon as the old Gate lets go, is what the
+# installer reaches first; the real Gate binds after the impostor leaves.
+c mkdir -p /etc/systemd/system/agent-forge-gate.service.d
+c sh -c 'cat >/etc/systemd/system/agent-forge-gate.service.d/e2e-late.conf' <<'EOF2'
+[Service]
+ExecStartPre=/bin/sh -c 'case "$$(/opt/agent-forge/bin/forge-gate --version)" in *" v0.2.0 "*) exec sleep 3;; esac'
+EOF2
+c systemctl daemon-reload
+c setpriv --reuid=nobody --regid=nogroup --clear-groups python3 -u - >"$tmp/impostor.log" 2>&1 <<'PY' &
+import socket, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+end = time.time() + 120
+while True:
+    try:
+        s.bind(("127.0.0.1", 18080))
+        break
+    except OSError:
+        if time.time() > end:
+            raise SystemExit("never bound")
+        time.sleep(0.01)
+s.listen(8)
+print("bound", flush=True)
+s.settimeout(30)
+while True:
+    conn, _ = s.accept()
+    conn.settimeout(5)
+    try:
+        data = conn.recv(65536)
+    except OSError:
+        data = b""
+    print("connection", len(data), "auth" if b"authorization" in data.lower() else "noauth", flush=True)
+    if not data:
+        break  # the installer refused to talk: leave the port to the Gate
+    conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 56\r\n\r\n{"version":"v0.2.0","commit":"x","schema_version":1}  ')
+    conn.close()
+PY
+impostor=$!
 conf_before=$(c sha256sum /etc/agent-forge/gate.json /etc/agent-forge/worker.json /etc/agent-forge/worker.env)
 # shellcheck disable=SC2046
 rc=$(fi_run upgrade.log "$forge2" $(install_args v0.2.0 "$c2" /mnt/share/a2 "$sum2") --upgrade --enable-now)
+wait "$impostor" || fail "the impostor failed: $(cat "$tmp/impostor.log")"
 [ "$rc" = 0 ] || fail "upgrade exit $rc: $(cat "$tmp/upgrade.log")"
 sed 's/^/  /' "$tmp/upgrade.log"
+grep -qx bound "$tmp/impostor.log" || fail "the impostor never held the port: $(cat "$tmp/impostor.log")"
+grep -q '^connection 0 noauth$' "$tmp/impostor.log" || fail "the installer never reached the impostor: $(cat "$tmp/impostor.log")"
+if grep -q '^connection [1-9]' "$tmp/impostor.log"; then fail "the installer sent the impostor bytes: $(cat "$tmp/impostor.log")"; fi
+echo "linux-installer-e2e: the impostor on the Gate port got: $(grep -c '^connection' "$tmp/impostor.log") connection(s), 0 bytes"
+c rm -r /etc/systemd/system/agent-forge-gate.service.d
+c systemctl daemon-reload
 grep -q "\"version\":\"v0.2.0\",\"commit\":\"$c2\"" <<<"$(owner_get /v1/version)" || fail "Gate does not report v0.2.0"
 [ "$(c sha256sum /etc/agent-forge/gate.env | cut -d' ' -f1)" = "$tok_sha" ] || fail "the upgrade rotated secrets"
 [ "$(c sha256sum /etc/agent-forge/gate.json /etc/agent-forge/worker.json /etc/agent-forge/worker.env)" = "$conf_before" ] || fail "the upgrade changed configuration"
@@ -332,5 +509,29 @@ expect 2 downgrade.log "downgrade" "downgrade: exit"
 [ "$(snapshot)" = "$before" ] || fail "the refused downgrade changed files"
 doctor 0 doctor-final.log
 doctor_has "RESULT healthy" doctor-final.log
+
+# --- K: the CI acceptance fixture on a cleaned host with GitHub's /opt 0777 ---------
+# scripts/installer-acceptance.sh is what ci.yml and release.yml run on a
+# disposable runner; here the container plays that runner: everything is
+# removed by hand, /opt is made GitHub's documented 0777, and the fixture
+# must normalise it, install v0.2.0 and pass.
+c systemctl disable --now --quiet agent-forge-worker agent-forge-gate
+c rm -rf /opt/agent-forge /opt/.agent-forge.lock /etc/agent-forge /var/lib/agent-forge \
+  /etc/systemd/system/agent-forge-gate.service /etc/systemd/system/agent-forge-worker.service
+c userdel agent-forge-worker
+c userdel agent-forge-gate
+c systemctl daemon-reload
+c chmod 0777 /opt
+# (nsenter passes this script's environment on: under GitHub Actions it
+# says "runner", so the refusal case clears it.)
+rc=$(fi_run acceptance-guard.log env -u GITHUB_ACTIONS -u RUNNER_ENVIRONMENT -u CI \
+  /mnt/share/installer-acceptance.sh /mnt/share/a2 v0.2.0 "$c2" "$sum2")
+expect 1 acceptance-guard.log "GitHub-hosted runner" "the acceptance fixture outside a GitHub runner: exit"
+rc=$(fi_run acceptance.log env GITHUB_ACTIONS=true CI=true RUNNER_ENVIRONMENT=github-hosted \
+  /mnt/share/installer-acceptance.sh /mnt/share/a2 v0.2.0 "$c2" "$sum2")
+expect 0 acceptance.log "ACCEPTANCE PASS" "the acceptance fixture: exit"
+grep -q "normalising it to 0755" "$tmp/acceptance.log" || fail "the fixture did not normalise /opt: $(cat "$tmp/acceptance.log")"
+[ "$(c stat -c %a /opt)" = 755 ] || fail "/opt is not 0755 after the fixture"
+echo "linux-installer-e2e: scripts/installer-acceptance.sh passed on the cleaned container (/opt 0777 normalised)"
 
 echo "E2E PASS"

@@ -24,7 +24,8 @@ cd "$root"
 go build -o "$work/forge-plugin-conformance" ./cmd/forge-plugin-conformance
 go build -o "$work/forge-ref-plugin" ./cmd/forge-ref-plugin
 
-# The plugins get only PATH (and CODEX_BIN/CODEX_HOME when set). System
+# The plugins get only PATH (CODEX_BIN, CODEX_HOME and CLAUDE_BIN when set,
+# and the variables named by -env). System
 # directories come first so python3 is the system interpreter, not a
 # version-manager shim that needs a shell and ~100 ms per start.
 export PATH="/usr/bin:/bin:$PATH"
@@ -66,6 +67,17 @@ cp "$root/testdata/fake-codex/codex" "$work/fake-codex"
 chmod 0755 "$work/fake-codex"
 CODEX_BIN="$work/fake-codex" run_suite "Codex plugin (workspace_edit)" \
   -operation workspace_edit "$work/forge-codex-plugin"
+
+# --- Claude Code workspace plugin ---------------------------------------------
+# forge-claude-plugin runs the deterministic fake Claude Code
+# (testdata/fake-claude, the `claude -p` flags the plugin uses); the key
+# variable reaches the plugin through -env. scripts/claude-e2e.sh runs the
+# same suite against the real Claude Code.
+go build -o "$work/forge-claude-plugin" ./cmd/forge-claude-plugin
+cp "$root/testdata/fake-claude/claude" "$work/fake-claude"
+chmod 0755 "$work/fake-claude"
+CLAUDE_BIN="$work/fake-claude" ANTHROPIC_API_KEY=sk-conformance run_suite "Claude plugin (workspace_edit)" \
+  -env ANTHROPIC_API_KEY -operation workspace_edit "$work/forge-claude-plugin"
 # ------------------------------------------------------------------------------
 
 echo "PLUGIN-CONFORMANCE PASS"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # PUBLIC-SOURCE-E2E: Gate clones and fetches public repositories from
-# https://github.com; the Worker only ever sees the prepared local path.
+# https://github.com; Workers receive bases and return candidates as git
+# bundles over the Gate's listener and never open its repositories.
 #
 # The production forge-gate, forge-worker and forge run unmodified inside a
 # private network and mount namespace (scripts/lib/netns.sh): /etc/hosts
@@ -9,12 +10,14 @@
 # `git http-backend` on 127.0.0.1:443 from $tmp/github/<owner>/<repo>.git.
 #
 # Proven:
-#  1. The Worker starts while the registered prepared path does not exist.
+#  1. The Worker ("source":"gate" registrations, no path) starts before
+#     the Gate has cloned anything.
 #  2. clone -> job -> candidate -> cleanup: the first submit clones
 #     octo/demo into <root>/<sha256 of the URL>.git (bare, origin = the URL,
 #     only refs/heads/main: no tags, no other branch); the job succeeds with
-#     a candidate ref in that bare repository; worktrees and private
-#     directories are gone.
+#     a candidate ref the Gate stored from the Worker's bundle in that bare
+#     repository; worktrees and private directories are gone (the Worker's
+#     source cache stays in runtime_root/sources).
 #  3. A hook planted in the bare repository never runs (Gate fetch, Worker
 #     git); a commit pushed upstream is fetched by the next submit, which
 #     reuses the repository (no second clone) and succeeds on that base.
@@ -28,6 +31,17 @@
 # Then it measures, in this one run: how many fetches 16 concurrent submits
 # cause (cold and warm), submit latency p50/p99 with a warm bare repository
 # and the bare `git fetch` time of the same repository.
+#  6. A second Gate with delivery and two Workers under two accounts other
+#     than the Gate's (uids 64101 and 64102 via setpriv, no groups, no
+#     capabilities, their own 0700 directories), worker-b in its own network
+#     namespace (ip netns, a veth pair) that reaches only the Gate's
+#     listener (not github.com, not loopback); neither account can read the
+#     Gate's repositories. One job on each Worker is delivered (merged)
+#     through the offline github.com; each cold cache holds exactly the
+#     base's history, and a third job on the merged main adds exactly the
+#     new objects to its Worker's cache (printed). No installation token,
+#     App key line or Worker/owner token appears in any log, the database,
+#     an API answer or the fake's request log.
 # Final line: PUBLIC-SOURCE-E2E PASS.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/e2e.sh
@@ -49,8 +63,18 @@ mkdir -p "$bin"
 e2e_build forge-gate forge-worker forge
 go build -o "$bin/edit-plugin" ./testdata/edit-plugin || fail "build edit-plugin"
 netns_setup
-# shellcheck disable=SC2119 # no extra arguments: git smart HTTP only
-netns_start_fake
+# The fake also serves the GitHub App API for part 6's deliveries.
+mkdir -m 0700 "$tmp/secrets" "$tmp/fake"
+key=$tmp/secrets/app.pem
+openssl genrsa -out "$key" 2048 2>/dev/null || fail "openssl genrsa"
+chmod 0600 "$key"
+cat >"$tmp/fake/app.json" <<EOF
+{"app_id":4242,"client_id":"Iv1.e2e","private_key_file":"$key",
+ "installations":[{"id":9,"owner":"octo","repositories":["hello"],
+   "permissions":{"contents":"write","pull_requests":"write","metadata":"read"}}],
+ "public_repositories":["octo/demo","octo/conc","octo/bench","octo/moved","octo/hello"],"runs_window_seconds":60}
+EOF
+netns_start_fake -app "$tmp/fake/app.json" -tokens "$tmp/fake/tokens"
 
 FORGE_OWNER_TOKEN=owner-$(rand)
 FORGE_WORKER_TOKEN=worker-$(rand)
@@ -70,7 +94,7 @@ upstream() { # NAME: create $tmp/github/octo/NAME.git and $tmp/work/NAME with on
   git init -q --bare "$fake_git_root/octo/$1.git"
   git -C "$w" push -q "$fake_git_root/octo/$1.git" main
 }
-for r in demo conc bench moved private; do upstream "$r"; done
+for r in demo conc bench moved private hello; do upstream "$r"; done
 w=$tmp/work/demo
 git -C "$w" tag v1
 git -C "$w" checkout -q -b feature
@@ -106,8 +130,8 @@ e2e_start_gate "$tmp/gate.log" "Gate did not start"
 # latency figures measure the Gate alone.
 cat >"$tmp/worker.json" <<EOF
 {"version":1,"gate_url":"ws://$addr","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":2,
- "repository_roots":["$pub"],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
- "repositories":[{"id":"demo","path":"$demo"},{"id":"conc","path":"$(prepared conc)"}],
+ "worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
+ "repositories":[{"id":"demo","source":"gate"},{"id":"conc","source":"gate"}],
  "plugins":[{"id":"edit","argv":["$bin/edit-plugin"]}],
  "environment_allowlist":["PATH"],"check_environment_allowlist":["PATH"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
@@ -144,7 +168,7 @@ wait_ok() { # JOB: wait for success, print the candidate
 }
 assert_clean() {
   [ -z "$(ls -A "$tmp/worktrees")" ] || fail "worktree left behind"
-  [ -z "$(ls -A "$tmp/runtime")" ] || fail "runtime directory left behind"
+  [ "$(ls -A "$tmp/runtime")" = sources ] || fail "runtime directory left behind: $(ls -A "$tmp/runtime")"
   [ "$(git --git-dir="$1" worktree list --porcelain | grep -c '^worktree ')" = 1 ] || fail "worktree registration left behind"
 }
 
@@ -298,11 +322,166 @@ echo "public-source-e2e: figures: 16 concurrent submits: cold repository 1 clone
 
 stop Worker "$worker_pid"
 stop Gate "$gate_pid"
-kill -TERM "$fake_pid" 2>/dev/null || true
-pids=()
 for f in "$tmp"/gate.log "$tmp"/worker.log; do
   if grep -q -e "$FORGE_OWNER_TOKEN" -e "$FORGE_WORKER_TOKEN" -e "$pub" "$f"; then
     fail "$(basename "$f") contains a token or a repository path"
+  fi
+done
+
+# 6. Two Workers under two accounts other than the Gate's (root), each with
+# its own directories; worker-b in its own network namespace, reaching the
+# Gate only through its listener on a veth pair. Their jobs are delivered
+# through the offline github.com; a warm cache fetches only new objects.
+ua=64101
+ub=64102
+chmod 0711 "$tmp"
+for w in a b; do mkdir -m 0700 "$tmp/w$w" "$tmp/w$w/worktrees" "$tmp/w$w/runtime"; done
+chown -R "$ua:$ua" "$tmp/wa"
+chown -R "$ub:$ub" "$tmp/wb"
+# ip netns keeps its files in /run/netns: a tmpfs private to this mount
+# namespace, so nothing is left on the host.
+mkdir -p /run/netns
+mount -t tmpfs -o mode=0755 forge-netns /run/netns || fail "mount /run/netns"
+ip netns add forge-wb || fail "ip netns add"
+ip link add fg0 type veth peer name fg1 || fail "veth pair"
+ip link set fg1 netns forge-wb
+ip addr add 10.231.0.1/30 dev fg0
+ip link set fg0 up
+ip -n forge-wb addr add 10.231.0.2/30 dev fg1
+ip -n forge-wb link set fg1 up
+ip -n forge-wb link set lo up
+pub2=$tmp/public2
+mkdir -m 0700 "$pub2" "$tmp/state2"
+FORGE_GITHUB_APP_ID=4242
+TOKEN_A=worker-a-$(rand)
+TOKEN_B=worker-b-$(rand)
+export FORGE_GITHUB_APP_ID TOKEN_A TOKEN_B
+cat >"$tmp/gate.json" <<EOF
+{"version":1,"listen":"10.231.0.1:0","database":"$tmp/state2/forge.db","owner_token_env":"FORGE_OWNER_TOKEN",
+ "recovery_interval":"200ms","lease_poll_interval":"100ms","default_pool":"local",
+ "lifecycle":{"lease_ttl":"30s","retry_base":"1s","max_attempts":1},
+ "default_execution":$exec_policy,
+ "workers":[{"id":"worker-a","pool":"local","token_env":"TOKEN_A","concurrency":1},
+            {"id":"worker-b","pool":"local","token_env":"TOKEN_B","concurrency":1}],
+ "public_repository_root":"$pub2","git_executable":"$git_exe",
+ "repositories":[$(repo_entry hello)],
+ "delivery":{"api_base":"https://api.github.com","github_app_id_env":"FORGE_GITHUB_APP_ID",
+   "github_app_private_key_path":"$key","max_attempts":3,"retry_base":"1s","poll_interval":"1s",
+   "no_runs_grace":"3s","timeout":"2m"}}
+EOF
+chmod 0600 "$tmp/gate.json"
+e2e_start_gate "$tmp/gate2.log" "second Gate did not start"
+prepared2=$pub2/$(sha hello).git
+for w in a b; do
+  cat >"$tmp/w$w/worker.json" <<EOF
+{"version":1,"gate_url":"ws://$addr","id":"worker-$w","token_env":"TOKEN","heartbeat_interval":"500ms","concurrency":1,
+ "worktree_root":"$tmp/w$w/worktrees","runtime_root":"$tmp/w$w/runtime",
+ "repositories":[{"id":"hello","source":"gate"}],
+ "plugins":[{"id":"edit","argv":["$bin/edit-plugin"]}],
+ "environment_allowlist":["PATH"],"check_environment_allowlist":["PATH"],
+ "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
+EOF
+done
+chown "$ua:$ua" "$tmp/wa/worker.json"
+chown "$ub:$ub" "$tmp/wb/worker.json"
+as_user() { # UID CMD..: run CMD as UID (no groups, no capabilities) with a clean environment
+  local u=$1
+  shift
+  setpriv --reuid="$u" --regid="$u" --clear-groups --inh-caps=-all -- env -i PATH=/usr/bin:/bin "$@"
+}
+setpriv --reuid="$ua" --regid="$ua" --clear-groups --inh-caps=-all -- \
+  env -i PATH=/usr/bin:/bin TOKEN="$TOKEN_A" "$bin/forge-worker" -config "$tmp/wa/worker.json" 2>"$tmp/worker-a.log" &
+wa_pid=$!
+pids+=("$wa_pid")
+ip netns exec forge-wb setpriv --reuid="$ub" --regid="$ub" --clear-groups --inh-caps=-all -- \
+  env -i PATH=/usr/bin:/bin TOKEN="$TOKEN_B" "$bin/forge-worker" -config "$tmp/wb/worker.json" 2>"$tmp/worker-b.log" &
+wb_pid=$!
+pids+=("$wb_pid")
+for w in a b; do
+  wait_log "$tmp/worker-$w.log" '"connected" in e.get("msg", "")' >/dev/null || fail "worker-$w did not connect"
+done
+# worker-b's namespace reaches the Gate's listener and nothing else; the
+# Workers' accounts cannot read the Gate's repositories or each other's.
+if ip netns exec forge-wb curl -s -o /dev/null --max-time 3 https://github.com/; then fail "worker-b's namespace reaches github.com"; fi
+if ip netns exec forge-wb curl -s -o /dev/null --max-time 3 "http://127.0.0.1:${addr##*:}/readyz"; then fail "worker-b's namespace reaches loopback"; fi
+if as_user "$ub" test -r "$pub2"; then fail "worker-b's account can read the public repository root"; fi
+if as_user "$ua" test -r "$tmp/wb/runtime"; then fail "worker-a's account can read worker-b's directories"; fi
+
+hold=$tmp/hold
+mkfifo -m 0644 "$hold"
+hello_base=$(git -C "$tmp/work/hello" rev-parse HEAD)
+submit_hello() { # BASE INSTRUCTION: prints the job id
+  python3 - "$FORGE_GATE_URL" "$FORGE_OWNER_TOKEN" "$1" "$2" <<'PY'
+import json, sys, urllib.request
+url, token, base, instruction = sys.argv[1:]
+task = {"repository_id": "hello", "base_sha": base, "instruction": instruction}
+req = urllib.request.Request(url + "/v1/jobs", data=json.dumps(task).encode(), method="POST",
+                             headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+with urllib.request.urlopen(req, timeout=120) as r:
+    print(json.load(r)["id"])
+PY
+}
+worker_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["attempts"][0]["worker_id"])' "$tmp/agg-$1.json"; }
+attempts() {
+  curl -fsS -H "Authorization: Bearer $FORGE_OWNER_TOKEN" "$FORGE_GATE_URL/v1/jobs/$1" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["attempt_count"])'
+}
+ja=$(submit_hello "$hello_base" "write a.txt a
+subject feat: a
+await $hold")
+for _ in $(seq 1 100); do [ "$(attempts "$ja")" -ge 1 ] && break; sleep 0.1; done
+jb=$(submit_hello "$hello_base" "write b.txt b
+subject feat: b")
+wait_ok "$jb" >/dev/null
+: >"$hold" # release the first job
+wait_ok "$ja" >/dev/null
+[ "$(worker_of "$ja")" != "$(worker_of "$jb")" ] || fail "both jobs ran on $(worker_of "$ja")"
+for j in "$ja" "$jb"; do
+  python3 - "$tmp/agg-$j.json" <<'PY' || fail "job $j was not delivered: $(head -c 1500 "$tmp/agg-$j.json")"
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["job"]["status"] == "succeeded" and a["job"]["delivery"]["phase"] == "merged", a["job"]
+PY
+done
+objects() { git --git-dir="$1" count-objects -v | awk '$1 == "count:" || $1 == "in-pack:" { n += $2 } END { print n + 0 }'; }
+cold_want=$(git --git-dir="$prepared2" rev-list --objects "$hello_base" | wc -l)
+for w in a b; do
+  got=$(objects "$tmp/w$w/runtime/sources/hello.git")
+  [ "$got" = "$cold_want" ] || fail "worker-$w's cold cache holds $got objects, the base's history $cold_want"
+done
+# A third job on upstream's main, now two merges ahead: its Worker's cache
+# receives exactly the objects that base has beyond the cached one.
+tip=$(git --git-dir="$fake_git_root/octo/hello.git" rev-parse refs/heads/main)
+before_a=$(objects "$tmp/wa/runtime/sources/hello.git")
+before_b=$(objects "$tmp/wb/runtime/sources/hello.git")
+jc=$(submit_hello "$tip" "write c.txt c
+subject feat: c")
+wait_ok "$jc" >/dev/null
+wc_=$(worker_of "$jc")
+new_want=$(git --git-dir="$prepared2" rev-list --objects "$tip" --not "$hello_base" | wc -l)
+if [ "$wc_" = worker-a ]; then
+  warm=$(($(objects "$tmp/wa/runtime/sources/hello.git") - before_a))
+else
+  warm=$(($(objects "$tmp/wb/runtime/sources/hello.git") - before_b))
+fi
+[ "$warm" = "$new_want" ] || fail "the warm fetch added $warm objects, the new history has $new_want"
+echo "public-source-e2e: worker caches: cold fetch $cold_want objects each (worker-a uid $ua, worker-b uid $ub in its own netns); warm fetch on $wc_ $warm objects (exactly the new ones)"
+for w in a b; do
+  [ -z "$(ls -A "$tmp/w$w/worktrees")" ] || fail "worker-$w left a worktree"
+done
+
+stop worker-a "$wa_pid"
+stop worker-b "$wb_pid"
+stop Gate "$gate_pid"
+kill -TERM "$fake_pid" 2>/dev/null || true
+pids=()
+[ -s "$tmp/fake/tokens" ] || fail "no installation token minted"
+grep -v -e '-----' "$key" >"$tmp/fake/keylines"
+for f in "$tmp"/gate*.log "$tmp"/worker*.log "$tmp"/state2/* "$tmp"/agg-*.json "$tmp/github-requests.log"; do
+  [ -f "$f" ] || continue
+  if grep -a -F -q -f "$tmp/fake/tokens" "$f" || grep -a -F -q -f "$tmp/fake/keylines" "$f" ||
+    grep -a -q -e "$TOKEN_A" -e "$TOKEN_B" -e "$FORGE_OWNER_TOKEN" "$f"; then
+    fail "$(basename "$f") holds a token or a key line"
   fi
 done
 echo "PUBLIC-SOURCE-E2E PASS"

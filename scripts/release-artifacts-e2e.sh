@@ -219,6 +219,33 @@ grep -qF "publication refused" "$tmp/race.out" || fail "race: unexpected message
   fail "the destination created mid-build was modified"
 if compgen -G "$tmp/.forge-release-stage.*" >/dev/null; then fail "refused publication left a staging directory"; fi
 
+step "the Homebrew Formula rendered from this build"
+# scripts/render-formula.sh reads the darwin archives and SHA256SUMS of the
+# real output; the result must be valid Ruby naming exactly those digests.
+url=https://github.com/0k-lab/homebrew-agent-forge/releases/download/$version
+"$here/scripts/render-formula.sh" "$tmp/out-a" "$url" >"$tmp/forge-worker.rb" || fail "render-formula failed"
+for arch in arm64 amd64; do
+  a=agent-forge-worker_${version}_darwin_${arch}.tar.gz
+  digest=$(awk -v n="$a" '$2 == n { print $1 }' "$tmp/out-a/SHA256SUMS")
+  grep -qxF "      url \"$url/$a\"" "$tmp/forge-worker.rb" || fail "the Formula lacks the $arch url"
+  grep -qxF "      sha256 \"$digest\"" "$tmp/forge-worker.rb" || fail "the Formula lacks the $arch digest"
+done
+grep -qxF "  version \"${version#v}\"" "$tmp/forge-worker.rb" || fail "the Formula names another version"
+grep -qF "#{name} $version $commit\\n" "$tmp/forge-worker.rb" || fail "the Formula's test does not expect the release's --version"
+if grep -q '@[A-Z0-9_]*@' "$tmp/forge-worker.rb"; then fail "the Formula has an unfilled placeholder"; fi
+ruby -c "$tmp/forge-worker.rb" >/dev/null || fail "the rendered Formula is not valid Ruby"
+# A tampered archive is refused.
+mkdir "$tmp/bad-formula"
+cp -p "$tmp/out-a"/SHA256SUMS "$tmp/out-a"/agent-forge-worker_*_darwin_*.tar.gz "$tmp/bad-formula/"
+printf x >>"$tmp/bad-formula/agent-forge-worker_${version}_darwin_amd64.tar.gz"
+if "$here/scripts/render-formula.sh" "$tmp/bad-formula" "$url" >/dev/null 2>&1; then fail "render-formula accepted a tampered archive"; fi
+if command -v brew >/dev/null; then
+  brew style --formula "$tmp/forge-worker.rb" || fail "brew style"
+  brew audit --formula --strict "$tmp/forge-worker.rb" || fail "brew audit"
+else
+  echo "release-artifacts-e2e: brew style and brew audit skipped: brew is not installed here (ruby -c checked the Formula)"
+fi
+
 if [ -n "$export_dir" ]; then
   mkdir -- "$export_dir"
   cp -p -- "$tmp/out-a"/* "$export_dir/"

@@ -9,7 +9,10 @@ command -v python3 >/dev/null || need+=(python3)
 command -v strace >/dev/null || need+=(strace)
 command -v npm >/dev/null || need+=(npm)
 # The debug viewer test drives a real headless browser.
-command -v chromium >/dev/null || command -v chromium-browser >/dev/null || [ -n "${FORGE_CHROMIUM:-}" ] || need+=(chromium)
+command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null ||
+  [ -n "${FORGE_CHROMIUM:-}" ] || need+=(chromium)
+# scripts/release-artifacts-e2e.sh checks the rendered Homebrew Formula.
+command -v ruby >/dev/null || need+=(ruby)
 # The offline-GitHub e2e scripts (scripts/lib/netns.sh) run in a private
 # network and mount namespace with a CA bundle that trusts a test CA.
 command -v unshare >/dev/null || need+=(util-linux)

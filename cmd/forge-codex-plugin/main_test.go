@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/0k-lab/agent-forge/pkg/agent"
+	"github.com/0k-lab/agent-forge/pkg/agentplugin"
 	"github.com/0k-lab/agent-forge/pkg/buildinfo"
 	"github.com/0k-lab/agent-forge/pkg/codex"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
@@ -41,7 +43,7 @@ func TestMain(m *testing.M) {
 
 // main2 is main with the marker argument removed.
 func main2(args []string) {
-	os.Exit(exitCode(run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr)))
+	os.Exit(agentplugin.ExitCode(agentplugin.Run(context.Background(), codexPlugin(), args, os.Stdin, os.Stdout, os.Stderr)))
 }
 
 // raceExitNow keeps a -race build of the plugin process from sleeping a
@@ -234,7 +236,7 @@ func TestSessionSuccessWithSubjectAndReport(t *testing.T) {
 	if i < 0 || i+3 >= len(argv) {
 		t.Fatalf("argv %q", argv)
 	}
-	if want := codex.Args(s.workspace, codex.Want{Subject: true, Report: true}, argv[i+1], argv[i+3]); !slices.Equal(argv, want) {
+	if want := codex.Args(s.workspace, agent.Want{Subject: true, Report: true}, argv[i+1], argv[i+3]); !slices.Equal(argv, want) {
 		t.Fatalf("argv\n got %q\nwant %q", argv, want)
 	}
 	prompt, err := os.ReadFile(filepath.Join(s.files, "prompt.txt"))
@@ -366,7 +368,7 @@ func inProcessArgs(t *testing.T, args, env []string, ws string) (frames []plugin
 	var errBuf bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		err := runWith(context.Background(), args, options{env: env, reaper: reapers(t)}, inR, outW, &errBuf)
+		err := agentplugin.RunWith(context.Background(), codexPlugin(), agentplugin.Setup{Env: env, Reaper: reapers(t)}, args, inR, outW, &errBuf)
 		outW.Close()
 		done <- err
 	}()
@@ -427,25 +429,57 @@ func TestExecutorOutputNeverLeavesThePlugin(t *testing.T) {
 			t.Fatalf("progress text %q is not fixed", f.Text)
 		}
 	}
-	if strings.Contains(stderr, "panicked") || strings.Contains(stderr, ws) || strings.Contains(stderr, "thread") {
-		t.Fatalf("executor output or a path reached stderr: %q", stderr)
+	// stderr (private to the Worker) holds the fixed reason, then the
+	// quoted raw tail of Codex's event stream; Codex's own stderr never.
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	if len(lines) != 2 || lines[0] != name+": codex: "+string(agent.ReasonExit) ||
+		!strings.HasPrefix(lines[1], name+": codex: raw event tail (redacted): \"") {
+		t.Fatalf("stderr %q, want the fixed diagnostic and the raw tail", stderr)
 	}
-	if want := name + ": codex: " + string(codex.ReasonExit) + "\n"; stderr != want {
-		t.Fatalf("stderr %q, want exactly the fixed diagnostic %q", stderr, want)
+	if strings.Contains(stderr, "panicked") || strings.Contains(stderr, ws) {
+		t.Fatalf("executor stderr or a path reached stderr: %q", stderr)
 	}
 }
 
-func TestUnknownEventsDiagnosedNotForwarded(t *testing.T) {
-	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_MODE=unknown-event"}
-	frames, stderr, err := inProcess(t, env, gitWorkspace(t))
+// TestCompletionRulesAreClosed: Codex's success check is a closed table
+// (issue 29): each of these streams ends in execution_failed, and nothing
+// of the stream reaches a frame.
+func TestCompletionRulesAreClosed(t *testing.T) {
+	for _, mode := range []string{"unknown-event", "no-turn-start", "second-turn", "late-unknown", "late-error"} {
+		t.Run(mode, func(t *testing.T) {
+			env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_MODE=" + mode}
+			frames, stderr, err := inProcess(t, env, gitWorkspace(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last := frames[len(frames)-1]; last.Type != plugin.TypeFailure || last.Category != plugin.CategoryExecutionFailed {
+				t.Fatalf("terminal %+v, want failure execution_failed", last)
+			}
+			if !strings.HasPrefix(stderr, name+": codex: "+string(agent.ReasonUnexpectedEvent)+"\n") {
+				t.Fatalf("stderr %q", stderr)
+			}
+		})
+	}
+}
+
+// TestRawTailRedactsTheProviderKey: the raw tail written after a failed
+// run never holds the provider key, even when Codex repeats it.
+func TestRawTailRedactsTheProviderKey(t *testing.T) {
+	dir := t.TempDir()
+	profile := filepath.Join(dir, "codex.json")
+	os.WriteFile(profile, []byte(`{"version":1,"provider":{"name":"gw","base_url":"https://llm.example.com/v1","wire_api":"responses","env_key":"LLM_KEY"}}`), 0o600)
+	const key = "sk-canary-provider-key-42"
+	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(),
+		"LLM_KEY=" + key, "FAKE_CODEX_MODE=late-error", "FAKE_CODEX_ECHO_ENV=LLM_KEY"}
+	frames, stderr, err := inProcessArgs(t, []string{"-profile", profile}, env, gitWorkspace(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last := frames[len(frames)-1]; last.Type != plugin.TypeResult || last.CommitSubject == nil {
+	if last := frames[len(frames)-1]; last.Type != plugin.TypeFailure {
 		t.Fatalf("terminal %+v", last)
 	}
-	if stderr != name+": codex: ignored 2 events of unknown type\n" {
-		t.Fatalf("stderr %q", stderr)
+	if !strings.Contains(stderr, "canary-late-error [redacted]") || strings.Contains(stderr, key) {
+		t.Fatalf("stderr %q: want the raw tail with the key redacted", stderr)
 	}
 }
 
@@ -458,7 +492,7 @@ func TestRetriedErrorsCountedNotForwarded(t *testing.T) {
 	if last := frames[len(frames)-1]; last.Type != plugin.TypeResult || last.CommitSubject == nil {
 		t.Fatalf("terminal %+v", last)
 	}
-	if stderr != name+": codex: completed after 1 error events and 1 error items (retries, fallbacks)\n" {
+	if stderr != name+": codex: completed after 2 diagnostic events (retries, tool errors, fallbacks)\n" {
 		t.Fatalf("stderr %q", stderr)
 	}
 	for _, f := range frames {
@@ -506,43 +540,54 @@ func TestProfileAndAuthReachCodexPrivately(t *testing.T) {
 	}
 }
 
-func TestInvalidProfileIsAUsageError(t *testing.T) {
+// TestInvalidProfileIsAMisconfiguration: an unusable profile does not
+// break the session (that would be retried): the plugin negotiates and
+// answers the execute with failure incompatible, which the Worker reports
+// as the terminal plugin_incompatible, after one value-free stderr line.
+func TestInvalidProfileIsAMisconfiguration(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(`{"version":1,"model":"gpt-5.5","approval_policy":"canary-never"}`), 0o600)
 	for _, path := range []string{bad, filepath.Join(dir, "missing.json")} {
-		var out, errb bytes.Buffer
-		err := runWith(context.Background(), []string{"-profile", path}, options{}, strings.NewReader(""), &out, &errb)
-		if exitCode(err) != 2 || out.Len() != 0 {
-			t.Fatalf("exit %d, stdout %q", exitCode(err), out.String())
+		record := filepath.Join(t.TempDir(), "argv.json")
+		env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_ARGV_FILE=" + record}
+		frames, stderr, err := inProcessArgs(t, []string{"-profile", path}, env, gitWorkspace(t))
+		if err != nil {
+			t.Fatalf("session: %v", err)
 		}
-		if !strings.HasPrefix(errb.String(), name+": error: codex profile: ") || strings.Contains(errb.String(), "canary") ||
-			strings.Contains(errb.String(), dir) || strings.Count(errb.String(), "\n") != 1 {
-			t.Fatalf("stderr %q", errb.String())
+		if last := frames[len(frames)-1]; last.Type != plugin.TypeFailure || last.Category != plugin.CategoryIncompatible {
+			t.Fatalf("terminal %+v, want failure incompatible", last)
+		}
+		if !strings.HasPrefix(stderr, name+": error: codex profile: ") || strings.Contains(stderr, "canary") ||
+			strings.Contains(stderr, dir) {
+			t.Fatalf("stderr %q", stderr)
+		}
+		if _, err := os.Stat(record); err == nil {
+			t.Fatal("Codex started with an invalid profile")
 		}
 	}
 }
 
 func TestVersionAndUsage(t *testing.T) {
 	var out, errb bytes.Buffer
-	if err := runWith(context.Background(), []string{"--version"}, options{}, strings.NewReader(""), &out, &errb); err != nil {
+	if err := agentplugin.RunWith(context.Background(), codexPlugin(), agentplugin.Setup{}, []string{"--version"}, strings.NewReader(""), &out, &errb); err != nil {
 		t.Fatal(err)
 	}
 	if out.String() != buildinfo.Line(name)+"\n" {
 		t.Fatalf("version %q", out.String())
 	}
 	out.Reset()
-	err := runWith(context.Background(), []string{"extra"}, options{}, strings.NewReader(""), &out, &errb)
-	if exitCode(err) != 2 || out.Len() != 0 {
-		t.Fatalf("usage error: exit %d, stdout %q", exitCode(err), out.String())
+	err := agentplugin.RunWith(context.Background(), codexPlugin(), agentplugin.Setup{}, []string{"extra"}, strings.NewReader(""), &out, &errb)
+	if agentplugin.ExitCode(err) != 2 || out.Len() != 0 {
+		t.Fatalf("usage error: exit %d, stdout %q", agentplugin.ExitCode(err), out.String())
 	}
 }
 
 func TestInvalidInitializeWritesNothing(t *testing.T) {
 	var out, errb bytes.Buffer
-	err := runWith(context.Background(), nil, options{}, strings.NewReader("{}\n"), &out, &errb)
-	if exitCode(err) != 1 || out.Len() != 0 {
-		t.Fatalf("exit %d, stdout %q", exitCode(err), out.String())
+	err := agentplugin.RunWith(context.Background(), codexPlugin(), agentplugin.Setup{}, nil, strings.NewReader("{}\n"), &out, &errb)
+	if agentplugin.ExitCode(err) != 1 || out.Len() != 0 {
+		t.Fatalf("exit %d, stdout %q", agentplugin.ExitCode(err), out.String())
 	}
 }
 
@@ -574,13 +619,15 @@ func TestPrivateWorkDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(dir)
-	if got := privateWorkDir(); got != dir {
+	if got := agentplugin.PrivateWorkDir(); got != dir {
 		t.Fatalf("private working directory: got %q", got)
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got := privateWorkDir(); got != "" {
+	if got := agentplugin.PrivateWorkDir(); got != "" {
 		t.Fatalf("shared working directory used: %q", got)
 	}
 }
+
+const name = "forge-codex-plugin"

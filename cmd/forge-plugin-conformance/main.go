@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	forge-plugin-conformance [-operation text|workspace_edit] [-timeout D] [-run REGEXP] PLUGIN [ARGS...]
+//	forge-plugin-conformance [-operation text|workspace_edit] [-timeout D] [-run REGEXP] [-env NAME]... PLUGIN [ARGS...]
 //	forge-plugin-conformance [-operation text|workspace_edit] -list
 //
 // It prints "PASS name" or "FAIL name: reason" per scenario and a summary
@@ -12,7 +12,10 @@
 // suite could not run, 2 usage error.
 //
 // The plugin gets a minimal environment: PATH (the caller's, or a default
-// system PATH), plus CODEX_BIN and CODEX_HOME when the caller has them set.
+// system PATH), plus the agent plugins' executable and home variables
+// (CODEX_BIN, CODEX_HOME, CLAUDE_BIN) when the caller has them set, plus
+// every variable named by a -env flag (for example the provider key
+// variable of an agent plugin's profile) that the caller has set.
 // One valid session runs through pkg/plugin/host, the Worker's runner. On
 // Linux every scenario runs the plugin under the Worker's child-subreaper
 // wrapper, which is this same binary started with supervise.ReaperArg as
@@ -29,10 +32,12 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/buildinfo"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/plugin/conformance"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
@@ -79,9 +84,11 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 	timeout := fs.Duration("timeout", conformance.DefaultTimeout, "bound of each scenario")
 	pattern := fs.String("run", "", "run only scenarios whose name matches this regular expression")
 	version := fs.Bool("version", false, "print the version and exit")
+	var pass envNames
+	fs.Var(&pass, "env", "pass this variable of the caller's environment to the plugin (repeatable)")
 	list := fs.Bool("list", false, "list the scenarios of the operation (name, class, expectation) and exit")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: forge-plugin-conformance [-operation text|workspace_edit] [-timeout D] [-run REGEXP] PLUGIN [ARGS...]")
+		fmt.Fprintln(stderr, "usage: forge-plugin-conformance [-operation text|workspace_edit] [-timeout D] [-run REGEXP] [-env NAME]... PLUGIN [ARGS...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -119,7 +126,7 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		Command:   fs.Args(),
 		Operation: operation,
 		Timeout:   *timeout,
-		Env:       pluginEnv(),
+		Env:       pluginEnv(pass),
 	}
 	if self, err := supervise.Self(); err == nil {
 		reapers := supervise.NewReaperPool(self)
@@ -147,18 +154,32 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 	return nil
 }
 
-// pluginEnv is the plugin's whole environment: PATH, and the Codex
-// variables when set.
-func pluginEnv() []string {
+// pluginEnv is the plugin's whole environment: PATH, the agent
+// plugins' executable and home variables, and the variables named in
+// extra, each only when set.
+func pluginEnv(extra []string) []string {
 	path, ok := os.LookupEnv("PATH")
 	if !ok || path == "" {
 		path = defaultPath
 	}
 	env := []string{"PATH=" + path}
-	for _, k := range []string{"CODEX_BIN", "CODEX_HOME"} {
-		if v, ok := os.LookupEnv(k); ok {
+	for _, k := range append([]string{"CODEX_BIN", "CODEX_HOME", "CLAUDE_BIN"}, extra...) {
+		if v, ok := os.LookupEnv(k); ok && k != "PATH" {
 			env = append(env, k+"="+v)
 		}
 	}
 	return env
+}
+
+// envNames collects -env flags: portable variable names only.
+type envNames []string
+
+func (e *envNames) String() string { return strings.Join(*e, ",") }
+
+func (e *envNames) Set(name string) error {
+	if !ident.ValidEnvName(name) {
+		return errors.New("not a portable environment variable name")
+	}
+	*e = append(*e, name)
+	return nil
 }

@@ -8,12 +8,11 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/buildinfo"
 	"github.com/0k-lab/agent-forge/pkg/install"
-	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
 // self is the running binary's release identity.
 func self() install.Self {
-	return install.Self{Version: buildinfo.Version(), Commit: buildinfo.Commit(), Schema: store.SchemaVersion}
+	return install.NewSelf(buildinfo.Version(), buildinfo.Commit())
 }
 
 // runInstall is `forge install` (pkg/install); its exit codes are

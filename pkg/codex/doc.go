@@ -7,6 +7,10 @@
 //
 // # Invocation
 //
+// The adapter stands on pkg/agent (private run directory, profile loader,
+// bounded raw-before-parse event reading, completion table, structured
+// answer, supervision); this package holds only what is Codex's.
+//
 // The executable is CODEX_BIN, or "codex" looked up in the PATH of the
 // environment Codex will get (only absolute PATH entries are searched). It
 // runs with exactly this argv (flags of codex-cli 0.169.0, checked against
@@ -48,6 +52,11 @@
 //     silently staying on. The operator's own config.toml is never read.
 //   - auth.json, copied from Config.AuthSource (the operator's CODEX_HOME)
 //     when it has one; nothing else there is read and nothing is written.
+//
+// The configuration also sets shell_environment_policy (inherit all,
+// Codex's default excludes of *KEY*, *SECRET* and *TOKEN* names kept,
+// and the profile's env_key excluded by name), so the provider key reaches
+// Codex's model client and never a command Codex runs.
 //
 // Concurrent runs (two lanes) thus share no Codex file, and the operator's
 // directory stays byte-for-byte unchanged. A provider's API key reaches
@@ -98,39 +107,38 @@
 //
 // # Events
 //
-// With --json Codex writes one JSON object per line. EventType reads only
+// With --json Codex writes one JSON object per line. Classify reads only
 // the top-level "type" (valid UTF-8, one object, unique top-level keys, no
 // trailing data, at most MaxEventBytes per line; nested values are not
 // interpreted, except that the "type" of a top-level "item" object is read
-// to count error items). The adapter acts on three kinds: turn.started
-// (progress "working"), turn.completed (provider completion) and
-// turn.failed (provider failure). An "error" event (Codex reporting a
-// dropped stream it retries, "Reconnecting... 1/5 (…)") and an
-// item.completed whose item is of type "error" (a transport fallback,
-// missing model metadata) are diagnostics: Codex goes on with the turn, so
-// they are counted and never decide the outcome; their text is never
-// forwarded. thread.started and the other item.* events are known and
-// ignored. Unknown types are counted and ignored: the adapter is never
-// asked to act on them, and the run's outcome is decided by the known
-// completion events, so an unknown event cannot make a run succeed. A line
-// that is not a JSON object with a string type, or is too long, makes the
-// whole stream untrustworthy: the run fails closed and Codex is stopped.
-// Event streams captured from the real codex-cli 0.169.0 are replayed in
-// the tests (testdata/events).
+// to tell error items) and the run feeds it through Rules, Codex's closed
+// completion table (pkg/agent): exactly one turn, turn.started (progress
+// "working") then turn.completed (provider completion) or turn.failed
+// (provider failure); thread.started and the item.* lifecycle are known;
+// an "error" event (Codex reporting a dropped stream it retries,
+// "Reconnecting... 1/5 (…)") and an item.completed whose item is of type
+// "error" (a transport fallback, missing model metadata) are diagnostics,
+// counted and never deciding the outcome. Nothing may follow
+// turn.completed; a second turn.started, a completion without a start and
+// any type not in the table fail the run closed (the raw line is kept in
+// the tail), as does a line that is not a JSON object with a string type,
+// or is too long; Codex is then stopped at once. Every line is recorded,
+// before it is parsed, in a bounded raw tail with the provider key
+// redacted, which a failed run carries for local diagnosis. Event streams
+// captured from the real codex-cli 0.169.0 are replayed in the tests
+// (testdata/events).
 //
 // # Outcome
 //
-// A run succeeds only when Codex exits 0, the stream is well formed, at
-// least one turn.completed arrived and no turn.failed did (error events and
-// error items before the completion do not matter).
-// Failures are *Error values with a fixed Reason and a protocol category:
-// the workspace is not a directory → invalid_request; Codex not found or
-// not startable, an unusable authentication file or an unset provider key
-// variable → incompatible (the plugin cannot serve in this
-// environment; a failed run is reserved for work that was attempted);
-// nonzero exit, timeout, output limit, malformed stream, provider failure
-// or missing completion → execution_failed; the caller's context ending →
-// cancelled.
+// A run succeeds only when Codex exits 0 and the stream followed the
+// table to a completion without a failure. Failures are *agent.Error
+// values with a fixed Reason and a class: the workspace is not a directory
+// → invalid_request; Codex not found or not startable, an invalid profile,
+// an unusable authentication file or an unset provider key variable →
+// incompatible (a misconfiguration: the Worker reports the terminal
+// plugin_incompatible); nonzero exit, timeout, output limit, malformed or
+// rule-breaking stream, provider failure or missing completion →
+// execution_failed (retryable); the caller's context ending → cancelled.
 //
 // Progress is fixed lifecycle text only: "codex started" (started) once
 // Codex runs, "codex editing" (working) at the first turn.started, "codex

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"unicode/utf8"
+
+	"github.com/0k-lab/agent-forge/pkg/agent"
 )
 
 // Event types of `codex exec --json` (codex-cli 0.169.0).
@@ -21,7 +23,7 @@ const (
 )
 
 // MaxEventBytes bounds one event line (without its LF).
-const MaxEventBytes = 4 << 20
+const MaxEventBytes = agent.DefaultMaxLineBytes
 
 // errMalformedEvent is returned by EventType for any line it rejects.
 var errMalformedEvent = errors.New("codex: malformed event")
@@ -29,6 +31,42 @@ var errMalformedEvent = errors.New("codex: malformed event")
 // ItemError is the item type Codex uses for a diagnostic it shows as an
 // item (a transport fallback, missing model metadata); the turn goes on.
 const ItemError = "error"
+
+// kindErrorItem is the completion-table kind of an item.completed whose
+// item is of type "error".
+const kindErrorItem = EventItemCompleted + "/" + ItemError
+
+// Rules is Codex's closed completion table: one turn, turn.started then
+// turn.completed (or turn.failed), the item lifecycle in between; error
+// events (a dropped stream Codex retries, "Reconnecting... 1/5") and error
+// items (a transport fallback) are diagnostics, before or during the turn;
+// nothing may follow turn.completed. Any other type fails the run closed.
+func Rules() agent.Rules {
+	return agent.Rules{
+		EventThreadStarted: {Effect: agent.Known},
+		EventTurnStarted:   {Effect: agent.Begin},
+		EventTurnCompleted: {Effect: agent.Complete},
+		EventTurnFailed:    {Effect: agent.Fail},
+		EventItemStarted:   {Effect: agent.Known},
+		EventItemUpdated:   {Effect: agent.Known},
+		EventItemCompleted: {Effect: agent.Known},
+		kindErrorItem:      {Effect: agent.Diagnostic},
+		EventError:         {Effect: agent.Diagnostic},
+	}
+}
+
+// Classify reads one event line into its completion-table kind: the
+// top-level type, or "item.completed/error" for an error item.
+func Classify(line []byte) (agent.Event, error) {
+	typ, itemType, err := eventKind(line)
+	if err != nil {
+		return agent.Event{}, err
+	}
+	if typ == EventItemCompleted && itemType == ItemError {
+		return agent.Event{Kind: kindErrorItem}, nil
+	}
+	return agent.Event{Kind: typ}, nil
+}
 
 // EventType returns the top-level "type" of one event line (without its
 // LF). The line must be at most MaxEventBytes of valid UTF-8 holding one
@@ -97,66 +135,4 @@ func eventKind(line []byte) (typ, itemType string, err error) {
 		return "", "", errMalformedEvent
 	}
 	return typ, itemType, nil
-}
-
-// Stream is the adapter's view of one event stream: what it acts on and
-// counts. The zero value is an empty stream.
-type Stream struct {
-	Events    int  // well-formed events seen
-	Unknown   int  // events of a type the adapter does not know
-	Turns     int  // turn.started events
-	Completed bool // a turn.completed arrived
-	Failed    bool // a turn.failed arrived
-	Malformed bool // a line was rejected; nothing after it is believed
-	// Diagnostics: Codex reports these and goes on (a retried stream, a
-	// transport fallback); they never decide the outcome.
-	Errors     int // error events
-	ErrorItems int // item.* events whose item is of type "error"
-}
-
-// Observe takes one line (without its LF) and reports whether it was the
-// first turn.started. After a malformed line it ignores everything.
-func (s *Stream) Observe(line []byte) (firstTurn bool) {
-	if s.Malformed {
-		return false
-	}
-	typ, itemType, err := eventKind(line)
-	if err != nil {
-		s.Malformed = true
-		return false
-	}
-	s.Events++
-	switch typ {
-	case EventTurnStarted:
-		s.Turns++
-		return s.Turns == 1
-	case EventTurnCompleted:
-		s.Completed = true
-	case EventTurnFailed:
-		s.Failed = true
-	case EventError:
-		s.Errors++
-	case EventItemCompleted:
-		if itemType == ItemError {
-			s.ErrorItems++
-		}
-	case EventThreadStarted, EventItemStarted, EventItemUpdated:
-	default:
-		s.Unknown++
-	}
-	return false
-}
-
-// Verdict is the stream's contribution to the run's outcome: nil only for
-// a well-formed stream with a completion and no failure.
-func (s *Stream) Verdict() error {
-	switch {
-	case s.Malformed:
-		return &Error{Reason: ReasonMalformedEvents}
-	case s.Failed:
-		return &Error{Reason: ReasonProviderFailed}
-	case !s.Completed:
-		return &Error{Reason: ReasonNoCompletion}
-	}
-	return nil
 }

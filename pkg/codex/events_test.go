@@ -1,11 +1,12 @@
 package codex
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/agent"
 )
 
 func TestEventType(t *testing.T) {
@@ -52,22 +53,25 @@ func TestEventType(t *testing.T) {
 	}
 }
 
-func observeAll(lines ...string) *Stream {
-	var s Stream
+func observeAll(lines ...string) *agent.Verdict {
+	var v agent.Verdict
+	rules := Rules()
 	for _, l := range lines {
-		s.Observe([]byte(l))
+		ev, err := Classify([]byte(l))
+		if err != nil {
+			v.Malformed = true
+			continue
+		}
+		v.Observe(rules, ev)
 	}
-	return &s
+	return &v
 }
 
-func reasonOf(err error) Reason {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Reason
-	}
-	return ""
-}
-
+// TestStreamVerdict is Codex's closed completion table: one turn, started
+// then completed, nothing but listed diagnostics around it, nothing after
+// it (issue 29: a second turn.started, an unknown event after the
+// completion, a completion without a start and an error after the
+// completion all passed before).
 func TestStreamVerdict(t *testing.T) {
 	const (
 		started   = `{"type":"thread.started","thread_id":"t"}`
@@ -80,34 +84,39 @@ func TestStreamVerdict(t *testing.T) {
 		unknown   = `{"type":"turn.mystery"}`
 	)
 	tests := []struct {
-		name    string
-		lines   []string
-		reason  Reason // "" = success
-		unknown int
+		name        string
+		lines       []string
+		reason      agent.Reason // "" = success
+		diagnostics int
 	}{
-		{"retried error then completion", []string{started, turn, errorEv, completed}, "", 0},
-		{"error item then completion", []string{started, errorItem, turn, completed}, "", 0},
-		{"error event without completion", []string{started, turn, errorEv}, ReasonNoCompletion, 0},
-		{"error event then turn failed", []string{started, turn, errorEv, failed}, ReasonProviderFailed, 0},
+		{"retried error then completion", []string{started, turn, errorEv, completed}, "", 1},
+		{"error item then completion", []string{started, errorItem, turn, completed}, "", 1},
 		{"complete", []string{started, turn, item, completed}, "", 0},
-		{"duplicate completion", []string{started, turn, completed, completed}, "", 0},
-		{"unknown events are ignored", []string{started, unknown, turn, unknown, completed}, "", 2},
-		{"unknown event cannot complete", []string{started, turn, unknown}, ReasonNoCompletion, 1},
-		{"no completion", []string{started, turn, item}, ReasonNoCompletion, 0},
-		{"empty", nil, ReasonNoCompletion, 0},
-		{"turn failed", []string{started, turn, failed}, ReasonProviderFailed, 0},
-		{"late failure after completion", []string{started, turn, completed, failed}, ReasonProviderFailed, 0},
-		{"malformed line", []string{started, turn, "garbage", completed}, ReasonMalformedEvents, 0},
-		{"nothing believed after a malformed line", []string{started, "garbage", unknown, completed}, ReasonMalformedEvents, 0},
+		{"error event without completion", []string{started, turn, errorEv}, agent.ReasonNoCompletion, 1},
+		{"error event then turn failed", []string{started, turn, errorEv, failed}, agent.ReasonProviderFailed, 1},
+		{"no completion", []string{started, turn, item}, agent.ReasonNoCompletion, 0},
+		{"empty", nil, agent.ReasonNoCompletion, 0},
+		{"turn failed", []string{started, turn, failed}, agent.ReasonProviderFailed, 0},
+		{"second turn never completes", []string{started, turn, completed, turn}, agent.ReasonUnexpectedEvent, 0},
+		{"second turn completes", []string{started, turn, completed, turn, completed}, agent.ReasonUnexpectedEvent, 0},
+		{"unknown event after completion", []string{started, turn, completed, unknown}, agent.ReasonUnexpectedEvent, 0},
+		{"unknown event before completion", []string{started, unknown, turn, completed}, agent.ReasonUnexpectedEvent, 0},
+		{"completion without a turn", []string{started, completed}, agent.ReasonUnexpectedEvent, 0},
+		{"error after completion", []string{started, turn, completed, errorEv}, agent.ReasonUnexpectedEvent, 0},
+		{"item after completion", []string{started, turn, completed, item}, agent.ReasonUnexpectedEvent, 0},
+		{"duplicate completion", []string{started, turn, completed, completed}, agent.ReasonUnexpectedEvent, 0},
+		{"late failure after completion", []string{started, turn, completed, failed}, agent.ReasonUnexpectedEvent, 0},
+		{"malformed line", []string{started, turn, "garbage", completed}, agent.ReasonMalformedEvents, 0},
+		{"nothing believed after a malformed line", []string{started, "garbage", turn, completed}, agent.ReasonMalformedEvents, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := observeAll(tc.lines...)
-			if got := reasonOf(s.Verdict()); got != tc.reason {
+			v := observeAll(tc.lines...)
+			if got := v.Reason(); got != tc.reason {
 				t.Fatalf("verdict %q, want %q", got, tc.reason)
 			}
-			if s.Unknown != tc.unknown {
-				t.Fatalf("unknown %d, want %d", s.Unknown, tc.unknown)
+			if v.Diagnostics != tc.diagnostics {
+				t.Fatalf("diagnostics %d, want %d", v.Diagnostics, tc.diagnostics)
 			}
 		})
 	}
@@ -119,14 +128,14 @@ func TestStreamVerdict(t *testing.T) {
 // model-metadata error item, and a provider answering 400.
 func TestStreamVerdictOnCapturedEvents(t *testing.T) {
 	tests := []struct {
-		file               string
-		reason             Reason
-		errors, errorItems int
+		file        string
+		reason      agent.Reason
+		diagnostics int
 	}{
-		{"completed.jsonl", "", 0, 0},
-		{"retried-stream-completed.jsonl", "", 1, 0},
-		{"error-item-completed.jsonl", "", 0, 1},
-		{"provider-400-failed.jsonl", ReasonProviderFailed, 1, 0},
+		{"completed.jsonl", "", 0},
+		{"retried-stream-completed.jsonl", "", 1},
+		{"error-item-completed.jsonl", "", 1},
+		{"provider-400-failed.jsonl", agent.ReasonProviderFailed, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
@@ -135,13 +144,12 @@ func TestStreamVerdictOnCapturedEvents(t *testing.T) {
 				t.Fatal(err)
 			}
 			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-			s := observeAll(lines...)
-			if got := reasonOf(s.Verdict()); got != tc.reason {
+			v := observeAll(lines...)
+			if got := v.Reason(); got != tc.reason {
 				t.Fatalf("verdict %q, want %q", got, tc.reason)
 			}
-			if s.Errors != tc.errors || s.ErrorItems != tc.errorItems || s.Unknown != 0 {
-				t.Fatalf("errors %d, error items %d, unknown %d; want %d, %d, 0",
-					s.Errors, s.ErrorItems, s.Unknown, tc.errors, tc.errorItems)
+			if v.Diagnostics != tc.diagnostics {
+				t.Fatalf("diagnostics %d, want %d", v.Diagnostics, tc.diagnostics)
 			}
 			// A cut anywhere before the completion leaves no completed turn.
 			if tc.reason == "" {
@@ -149,11 +157,11 @@ func TestStreamVerdictOnCapturedEvents(t *testing.T) {
 				if !strings.Contains(lines[last], `"turn.completed"`) {
 					t.Fatal("capture does not end with turn.completed")
 				}
-				if got := reasonOf(observeAll(lines[:last]...).Verdict()); got != ReasonNoCompletion {
+				if got := observeAll(lines[:last]...).Reason(); got != agent.ReasonNoCompletion {
 					t.Fatalf("truncated stream: verdict %q", got)
 				}
 				broken := append(append([]string{}, lines[:last]...), lines[last][:len(lines[last])/2])
-				if got := reasonOf(observeAll(broken...).Verdict()); got != ReasonMalformedEvents {
+				if got := observeAll(broken...).Reason(); got != agent.ReasonMalformedEvents {
 					t.Fatalf("half a completion line: verdict %q", got)
 				}
 			}
@@ -162,15 +170,23 @@ func TestStreamVerdictOnCapturedEvents(t *testing.T) {
 }
 
 func TestObserveReportsOnlyTheFirstTurn(t *testing.T) {
-	var s Stream
-	if s.Observe([]byte(`{"type":"thread.started"}`)) {
+	var v agent.Verdict
+	rules := Rules()
+	obs := func(l string) (bool, bool) {
+		ev, err := Classify([]byte(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Observe(rules, ev)
+	}
+	if first, _ := obs(`{"type":"thread.started"}`); first {
 		t.Fatal("thread.started is not a turn")
 	}
-	if !s.Observe([]byte(`{"type":"turn.started"}`)) {
+	if first, _ := obs(`{"type":"turn.started"}`); !first {
 		t.Fatal("first turn.started not reported")
 	}
-	if s.Observe([]byte(`{"type":"turn.started"}`)) {
-		t.Fatal("second turn.started reported")
+	if first, stop := obs(`{"type":"turn.started"}`); first || !stop {
+		t.Fatal("a second turn.started must stop the run, not start one")
 	}
 }
 
@@ -191,10 +207,9 @@ func FuzzEventType(f *testing.F) {
 		if typ == "" {
 			t.Fatal("accepted an event without a type")
 		}
-		var s Stream
-		s.Observe(line)
-		if s.Malformed || s.Events != 1 {
-			t.Fatal("Observe disagrees with EventType")
+		ev, err := Classify(line)
+		if err != nil || ev.Kind == "" {
+			t.Fatal("Classify disagrees with EventType")
 		}
 	})
 }

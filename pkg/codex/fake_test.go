@@ -2,6 +2,7 @@ package codex
 
 import (
 	"errors"
+	"github.com/0k-lab/agent-forge/pkg/agent"
 	"os/exec"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ var realExecFlags = map[string]bool{
 }
 
 func TestArgsUseOnlyRealFlags(t *testing.T) {
-	args := Args("/w", Want{Subject: true, Report: true}, "/d/s", "/d/l")
+	args := Args("/w", agent.Want{Subject: true, Report: true}, "/d/s", "/d/l")
 	if args[0] != "exec" || args[len(args)-1] != "-" {
 		t.Fatalf("argv must be `exec ... -`: %q", args)
 	}
@@ -39,7 +40,7 @@ func TestFakeSpeaksTheCLISurface(t *testing.T) {
 		args []string
 		code int
 	}{
-		{"plugin argv", Args(ws, Want{}, "", ""), 0},
+		{"plugin argv", Args(ws, agent.Want{}, "", ""), 0},
 		{"inline values", []string{"exec", "--cd=" + ws, "-s=workspace-write", "-cfoo=1", "--json", "-"}, 0},
 		{"alias", []string{"e", "-C", ws, "-"}, 0},
 		{"unknown flag", []string{"exec", "-C", ws, "--bogus", "-"}, 2},

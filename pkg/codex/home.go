@@ -2,12 +2,10 @@ package codex
 
 import (
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"github.com/0k-lab/agent-forge/pkg/agent"
 )
 
 // Names inside the private Codex home.
@@ -45,7 +43,9 @@ var disabledFeatures = []string{
 // ConfigTOML returns the config.toml written into every run's private
 // CODEX_HOME: the profile's model, reasoning effort and provider, and
 // everything else that reaches the network on its own switched off
-// (analytics, feedback, update checks, web search, the features above).
+// (analytics, feedback, update checks, web search, the features above),
+// and a shell environment policy that keeps the provider key out of the
+// commands Codex runs.
 // Values are validated by ParseProfile and quoted as TOML basic strings.
 func ConfigTOML(p Profile) []byte {
 	var b strings.Builder
@@ -63,6 +63,17 @@ func ConfigTOML(p Profile) []byte {
 	b.WriteString("web_search = \"disabled\"\n")
 	b.WriteString("\n[analytics]\nenabled = false\n")
 	b.WriteString("\n[feedback]\nenabled = false\n")
+	// The commands Codex runs inherit its environment minus the provider
+	// key (and, by Codex's default excludes, every *KEY*, *SECRET* and
+	// *TOKEN* name): the key reaches the model client only.
+	b.WriteString("\n[shell_environment_policy]\n")
+	b.WriteString("inherit = \"all\"\n")
+	b.WriteString("ignore_default_excludes = false\n")
+	b.WriteString("exclude = [")
+	if p.Provider != nil && p.Provider.EnvKey != "" {
+		b.WriteString(tomlString(p.Provider.EnvKey))
+	}
+	b.WriteString("]\n")
 	b.WriteString("\n[features]\n")
 	for _, f := range disabledFeatures {
 		fmt.Fprintf(&b, "%s = false\n", f)
@@ -99,83 +110,31 @@ func tomlString(s string) string {
 	return b.String()
 }
 
-// makeHome creates the private CODEX_HOME (0700) under runDir, writes the
-// configuration and copies the authentication file from authSource (the
-// operator's CODEX_HOME) read-only, when it has one. Nothing is written to
-// authSource. It returns the home's path.
-func makeHome(runDir, authSource string, p Profile) (string, error) {
-	home := filepath.Join(runDir, HomeDir)
-	if err := os.Mkdir(home, 0o700); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(home, ConfigFile), ConfigTOML(p), 0o400); err != nil {
-		return "", err
-	}
+// homeFiles returns the private CODEX_HOME's seed: the generated
+// configuration and, when the operator's CODEX_HOME (authSource) has one,
+// its auth.json (read, never written). An unusable authentication file or
+// a relative authSource fails with ReasonAuth.
+func homeFiles(authSource string, p Profile) (map[string][]byte, error) {
+	files := map[string][]byte{ConfigFile: ConfigTOML(p)}
 	if authSource == "" {
-		return home, nil
+		return files, nil
 	}
 	if !filepath.IsAbs(authSource) {
-		return "", errAuth
+		return nil, errAuth()
 	}
-	auth, err := readAuth(filepath.Join(authSource, AuthFile))
-	if err != nil || auth == nil {
-		return home, err
-	}
-	if err := os.WriteFile(filepath.Join(home, AuthFile), auth, 0o400); err != nil {
-		return "", err
-	}
-	return home, nil
-}
-
-// errAuth is returned when the operator's authentication file exists but
-// cannot be used.
-var errAuth = &Error{Reason: ReasonAuth}
-
-// readAuth returns the authentication file's content, nil when there is
-// none, or errAuth when it is not a readable regular file of at most
-// MaxAuthBytes.
-func readAuth(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
+	auth, err := agent.ReadOperatorFile(filepath.Join(authSource, AuthFile), MaxAuthBytes)
 	if err != nil {
-		return nil, errAuth
+		return nil, errAuth()
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, errAuth
+	if auth != nil {
+		files[AuthFile] = auth
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxAuthBytes+1))
-	if err != nil || len(data) > MaxAuthBytes {
-		return nil, errAuth
-	}
-	return data, nil
+	return files, nil
 }
 
-// removeAll removes the run directory even where Codex (or a tool it ran)
-// left directories without write permission.
-func removeAll(dir string) error {
-	if err := os.RemoveAll(dir); err == nil {
-		return nil
-	}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(dir)
-}
+// ReasonAuth: the operator's Codex authentication file cannot be used.
+const ReasonAuth agent.Reason = "codex authentication source is not an absolute directory with a readable auth.json of at most 1 MiB"
 
-// withEnv returns env with key set to value (every earlier binding of key
-// removed).
-func withEnv(env []string, key, value string) []string {
-	out := make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); k != key {
-			out = append(out, kv)
-		}
-	}
-	return append(out, key+"="+value)
+func errAuth() error {
+	return &agent.Error{Agent: Name, Reason: ReasonAuth, Class: agent.ClassMisconfigured}
 }

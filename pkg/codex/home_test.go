@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"github.com/0k-lab/agent-forge/pkg/agent"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -169,7 +170,7 @@ func TestRunHomeSetupFailures(t *testing.T) {
 		f := homeFixture(t)
 		f.cfg.Profile.Provider = &Provider{Name: "gw", BaseURL: "https://a/v1", WireAPI: "responses", EnvKey: "LLM_KEY"}
 		_, err := f.run(context.Background())
-		requireReason(t, err, ReasonProviderKey, plugin.CategoryIncompatible)
+		requireReason(t, err, agent.ReasonProviderKey, plugin.CategoryIncompatible)
 	})
 	t.Run("auth.json is a directory", func(t *testing.T) {
 		f := homeFixture(t)

@@ -1,16 +1,9 @@
 package codex
 
 import (
-	"errors"
-	"io"
-	"net"
-	"net/url"
-	"os"
-	"strconv"
 	"strings"
 
-	"github.com/0k-lab/agent-forge/pkg/ident"
-	"github.com/0k-lab/agent-forge/pkg/strictjson"
+	"github.com/0k-lab/agent-forge/pkg/agent"
 )
 
 // Profile is the operator's choice of model and provider for every run
@@ -31,13 +24,10 @@ type Provider struct {
 	EnvKey  string // name of the environment variable holding the API key; "" for none
 }
 
-// Profile file limits.
+// Profile limits and values.
 const (
-	MaxProfileBytes  = 16 << 10
-	maxModelBytes    = 128
-	maxNameBytes     = 64
-	maxBaseURLBytes  = 2048
-	ProfileVersion   = 1
+	MaxProfileBytes  = agent.MaxProfileBytes
+	ProfileVersion   = agent.ProfileVersion
 	wireAPIResponses = "responses"
 )
 
@@ -48,15 +38,7 @@ var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhi
 // never be a provider key.
 var reservedEnvKeys = []string{"PATH", "HOME", "TMPDIR", "XDG_CACHE_HOME", "CODEX_HOME", "CODEX_BIN"}
 
-// ProfileError is a rejected profile. Its text names the field and the
-// rule, never a value.
-type ProfileError struct {
-	Reason string
-}
-
-func (e *ProfileError) Error() string { return "codex profile: " + e.Reason }
-
-func profileErr(reason string) error { return &ProfileError{Reason: reason} }
+func profileErr(reason string) error { return agent.ProfileErr(Name, reason) }
 
 // profileFile is the strict shape of the file. Pointers tell a missing
 // field from an empty one.
@@ -77,22 +59,11 @@ type providerFile struct {
 // LoadProfile reads and checks the operator profile at path: a regular
 // file of at most MaxProfileBytes.
 func LoadProfile(path string) (Profile, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Profile{}, profileErr("file cannot be opened")
+	var pf profileFile
+	if err := agent.LoadProfile(Name, path, &pf); err != nil {
+		return Profile{}, err
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return Profile{}, profileErr("not a regular file")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxProfileBytes+1))
-	if err != nil {
-		return Profile{}, profileErr("file cannot be read")
-	}
-	if len(data) > MaxProfileBytes {
-		return Profile{}, profileErr("file is larger than 16 KiB")
-	}
-	return ParseProfile(data)
+	return checkProfile(&pf)
 }
 
 // ParseProfile checks one profile document:
@@ -111,29 +82,26 @@ func LoadProfile(path string) (Profile, error) {
 // a portable environment variable name other than PATH, HOME, TMPDIR,
 // XDG_CACHE_HOME, CODEX_HOME and CODEX_BIN.
 func ParseProfile(data []byte) (Profile, error) {
-	if len(data) > MaxProfileBytes {
-		return Profile{}, profileErr("file is larger than 16 KiB")
-	}
 	var pf profileFile
-	if err := strictjson.Decode(data, &pf); err != nil {
-		var se *strictjson.Error
-		if errors.As(err, &se) {
-			return Profile{}, profileErr(se.Error())
-		}
-		return Profile{}, profileErr("not a strict JSON object")
+	if err := agent.DecodeProfile(Name, data, &pf); err != nil {
+		return Profile{}, err
 	}
-	if pf.Version == nil || *pf.Version != ProfileVersion {
-		return Profile{}, profileErr("version must be 1")
+	return checkProfile(&pf)
+}
+
+func checkProfile(pf *profileFile) (Profile, error) {
+	if err := agent.CheckVersion(Name, pf.Version); err != nil {
+		return Profile{}, err
 	}
 	var p Profile
 	if pf.Model != nil {
-		if !validModel(*pf.Model) {
-			return Profile{}, profileErr("model must be 1 to 128 bytes of [A-Za-z0-9._:/-], not starting with -")
+		if !agent.ValidModel(*pf.Model) {
+			return Profile{}, profileErr("model " + agent.ModelRule)
 		}
 		p.Model = *pf.Model
 	}
 	if pf.ReasoningEffort != nil {
-		if !oneOf(*pf.ReasoningEffort, ReasoningEfforts) {
+		if !agent.OneOf(*pf.ReasoningEffort, ReasoningEfforts) {
 			return Profile{}, profileErr("reasoning_effort must be one of " + strings.Join(ReasoningEfforts, ", "))
 		}
 		p.ReasoningEffort = *pf.ReasoningEffort
@@ -149,13 +117,13 @@ func ParseProfile(data []byte) (Profile, error) {
 }
 
 func checkProvider(pf *providerFile) (*Provider, error) {
-	if pf.Name == nil || !validName(*pf.Name) {
+	if pf.Name == nil || !agent.ValidName(*pf.Name) {
 		return nil, profileErr("provider.name must be 1 to 64 bytes of [A-Za-z0-9 ._-]")
 	}
 	if pf.BaseURL == nil {
 		return nil, profileErr("provider.base_url is required")
 	}
-	if reason := checkBaseURL(*pf.BaseURL); reason != "" {
+	if reason := agent.CheckBaseURL(*pf.BaseURL); reason != "" {
 		return nil, profileErr("provider.base_url " + reason)
 	}
 	if pf.WireAPI == nil || *pf.WireAPI != wireAPIResponses {
@@ -163,95 +131,10 @@ func checkProvider(pf *providerFile) (*Provider, error) {
 	}
 	prov := &Provider{Name: *pf.Name, BaseURL: *pf.BaseURL, WireAPI: *pf.WireAPI}
 	if pf.EnvKey != nil {
-		if !ident.ValidEnvName(*pf.EnvKey) || oneOf(*pf.EnvKey, reservedEnvKeys) {
+		if !agent.ValidKeyVar(*pf.EnvKey, reservedEnvKeys) {
 			return nil, profileErr("provider.env_key must be a portable environment variable name, not one the run sets up itself")
 		}
 		prov.EnvKey = *pf.EnvKey
 	}
 	return prov, nil
-}
-
-func validModel(s string) bool {
-	if len(s) == 0 || len(s) > maxModelBytes || s[0] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(isAlnum(c) || strings.IndexByte("._:/-", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
-func validName(s string) bool {
-	if len(s) == 0 || len(s) > maxNameBytes || s[0] == ' ' || s[len(s)-1] == ' ' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(isAlnum(c) || strings.IndexByte(" ._-", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
-func isAlnum(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
-
-func oneOf(s string, set []string) bool {
-	for _, v := range set {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
-
-// checkBaseURL returns "" for an acceptable base URL, else the rule it
-// breaks (value-free).
-func checkBaseURL(s string) string {
-	if len(s) == 0 || len(s) > maxBaseURLBytes {
-		return "must be 1 to 2048 bytes"
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] >= 0x7f || s[i] == '\\' || s[i] == '"' {
-			return "must be printable ASCII without spaces, quotes or backslashes"
-		}
-	}
-	u, err := url.Parse(s)
-	switch {
-	case err != nil || !u.IsAbs() || u.Opaque != "" || u.Host == "":
-		return "must be an absolute http(s) URL"
-	case u.User != nil:
-		return "must not carry user information"
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#"):
-		return "must not carry a query or fragment"
-	case u.Scheme == "https":
-	case u.Scheme == "http":
-		if !loopbackHost(u.Hostname()) {
-			return "may use http only for a loopback host"
-		}
-	default:
-		return "must be an absolute http(s) URL"
-	}
-	if strings.HasSuffix(u.Host, ":") {
-		return "has an invalid port"
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 || p[0] == '0' {
-			return "has an invalid port"
-		}
-	}
-	return ""
-}
-
-func loopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }

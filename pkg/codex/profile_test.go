@@ -3,6 +3,7 @@ package codex
 import (
 	"bytes"
 	"errors"
+	"github.com/0k-lab/agent-forge/pkg/agent"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,7 +92,7 @@ func TestParseProfileRejects(t *testing.T) {
 	for name, doc := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseProfile([]byte(doc))
-			var pe *ProfileError
+			var pe *agent.ProfileError
 			if !errors.As(err, &pe) {
 				t.Fatalf("accepted or wrong error type: %v", err)
 			}
@@ -168,19 +169,19 @@ func FuzzParseProfile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParseProfile(data)
 		if err != nil {
-			var pe *ProfileError
+			var pe *agent.ProfileError
 			if !errors.As(err, &pe) {
 				t.Fatalf("error of type %T", err)
 			}
 			return
 		}
-		if p.Model != "" && !validModel(p.Model) {
+		if p.Model != "" && !agent.ValidModel(p.Model) {
 			t.Fatalf("model %q accepted", p.Model)
 		}
-		if p.ReasoningEffort != "" && !oneOf(p.ReasoningEffort, ReasoningEfforts) {
+		if p.ReasoningEffort != "" && !agent.OneOf(p.ReasoningEffort, ReasoningEfforts) {
 			t.Fatalf("effort %q accepted", p.ReasoningEffort)
 		}
-		if pr := p.Provider; pr != nil && (checkBaseURL(pr.BaseURL) != "" || !validName(pr.Name) || pr.WireAPI != "responses") {
+		if pr := p.Provider; pr != nil && (agent.CheckBaseURL(pr.BaseURL) != "" || !agent.ValidName(pr.Name) || pr.WireAPI != "responses") {
 			t.Fatalf("provider %+v accepted", pr)
 		}
 		// model and effort each add exactly one line; nothing a value

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/0k-lab/agent-forge/pkg/agent"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,7 +60,7 @@ func gitWorkspace(t *testing.T) string {
 type fixture struct {
 	t       *testing.T
 	cfg     Config
-	req     Request
+	req     agent.Request
 	files   string // where the fake records argv, prompt, env names, pids
 	mu      sync.Mutex
 	stages  []plugin.Stage
@@ -67,7 +68,7 @@ type fixture struct {
 	once    sync.Once
 }
 
-func newFixture(t *testing.T, want Want, env ...string) *fixture {
+func newFixture(t *testing.T, want agent.Want, env ...string) *fixture {
 	t.Helper()
 	files := t.TempDir()
 	self, err := os.Executable()
@@ -85,7 +86,7 @@ func newFixture(t *testing.T, want Want, env ...string) *fixture {
 	return &fixture{
 		t:       t,
 		cfg:     Config{Bin: fakeCodex(t), Env: append(base, env...), Reaper: reapers, TempDir: t.TempDir()},
-		req:     Request{Workspace: gitWorkspace(t), Instruction: conformanceInstruction, Timeout: time.Minute, Want: want},
+		req:     agent.Request{Workspace: gitWorkspace(t), Instruction: conformanceInstruction, Timeout: time.Minute, Want: want},
 		files:   files,
 		working: make(chan struct{}),
 	}
@@ -132,12 +133,12 @@ func (f *fixture) requireNoRunDir() {
 	}
 }
 
-func requireReason(t *testing.T, err error, want Reason, cat plugin.Category) {
+func requireReason(t *testing.T, err error, want agent.Reason, cat plugin.Category) {
 	t.Helper()
-	if got := reasonOf(err); got != want {
+	if got := agent.ReasonOf(err); got != want {
 		t.Fatalf("reason %q (%v), want %q", got, err, want)
 	}
-	if got := CategoryOf(err); got != cat {
+	if got := agent.CategoryOf(err); got != cat {
 		t.Fatalf("category %s, want %s", got, cat)
 	}
 	if strings.Contains(err.Error(), "/") || strings.Contains(err.Error(), "panicked") {
@@ -158,7 +159,7 @@ func TestRunSuccessWithDescription(t *testing.T) {
 		!slices.Equal(out.Changes, []string{"CONFORMANCE.md: new file with one line"}) {
 		t.Fatalf("description %+v", out.Description)
 	}
-	if out.SubjectDropped || out.ReportDropped || out.UnknownEvents != 0 {
+	if out.SubjectDropped || out.ReportDropped || out.Diagnostics != 0 {
 		t.Fatalf("diagnostics %+v", out)
 	}
 	if want := []plugin.Stage{plugin.StageStarted, plugin.StageWorking, plugin.StageFinalizing}; !slices.Equal(f.stages, want) {
@@ -181,8 +182,8 @@ func TestRunSuccessWithDescription(t *testing.T) {
 	if want := Args(f.req.Workspace, both, schema, last); !slices.Equal(argv, want) {
 		t.Fatalf("argv\n got %q\nwant %q", argv, want)
 	}
-	if got := f.file("prompt.txt"); got != Prompt(conformanceInstruction, both) {
-		t.Fatalf("prompt on stdin differs from Prompt():\n%s", got)
+	if got := f.file("prompt.txt"); got != agent.Prompt(conformanceInstruction, both) {
+		t.Fatalf("prompt on stdin differs from agent.Prompt():\n%s", got)
 	}
 	if names := f.file("env.txt"); !strings.Contains(names, "\nPATH\n") && !strings.HasPrefix(names, "PATH\n") {
 		t.Fatalf("Codex did not get the configured environment: %q", names)
@@ -191,7 +192,7 @@ func TestRunSuccessWithDescription(t *testing.T) {
 }
 
 func TestRunWithoutDescriptionAsksForNone(t *testing.T) {
-	f := newFixture(t, Want{})
+	f := newFixture(t, agent.Want{})
 	out, err := f.run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -203,7 +204,7 @@ func TestRunWithoutDescriptionAsksForNone(t *testing.T) {
 	if err := json.Unmarshal([]byte(f.file("argv.json")), &argv); err != nil {
 		t.Fatal(err)
 	}
-	if want := Args(f.req.Workspace, Want{}, "", ""); !slices.Equal(argv, want) {
+	if want := Args(f.req.Workspace, agent.Want{}, "", ""); !slices.Equal(argv, want) {
 		t.Fatalf("argv\n got %q\nwant %q", argv, want)
 	}
 	if _, ok := f.workspaceFile("CONFORMANCE.md"); !ok {
@@ -265,16 +266,21 @@ func TestRunFailures(t *testing.T) {
 		mode   string
 		env    []string
 		limit  int64
-		reason Reason
+		reason agent.Reason
 	}{
-		{mode: "crash", reason: ReasonExit},
-		{mode: "turn-failed", reason: ReasonExit},
-		{mode: "turn-failed-exit0", reason: ReasonProviderFailed},
-		{mode: "no-completion", reason: ReasonNoCompletion},
-		{mode: "malformed-event", reason: ReasonMalformedEvents},
-		{mode: "long-line", reason: ReasonMalformedEvents},
-		{mode: "huge-output", limit: 1 << 20, env: []string{"FAKE_CODEX_HUGE_BYTES=16777216"}, reason: ReasonOutputLimit},
-		{mode: "huge-stderr", limit: 1 << 20, env: []string{"FAKE_CODEX_HUGE_BYTES=16777216"}, reason: ReasonOutputLimit},
+		{mode: "crash", reason: agent.ReasonExit},
+		{mode: "turn-failed", reason: agent.ReasonExit},
+		{mode: "turn-failed-exit0", reason: agent.ReasonProviderFailed},
+		{mode: "no-completion", reason: agent.ReasonNoCompletion},
+		{mode: "unknown-event", reason: agent.ReasonUnexpectedEvent},
+		{mode: "no-turn-start", reason: agent.ReasonUnexpectedEvent},
+		{mode: "second-turn", reason: agent.ReasonUnexpectedEvent},
+		{mode: "late-unknown", reason: agent.ReasonUnexpectedEvent},
+		{mode: "late-error", reason: agent.ReasonUnexpectedEvent},
+		{mode: "malformed-event", reason: agent.ReasonMalformedEvents},
+		{mode: "long-line", reason: agent.ReasonMalformedEvents},
+		{mode: "huge-output", limit: 1 << 20, env: []string{"FAKE_CODEX_HUGE_BYTES=16777216"}, reason: agent.ReasonOutputLimit},
+		{mode: "huge-stderr", limit: 1 << 20, env: []string{"FAKE_CODEX_HUGE_BYTES=16777216"}, reason: agent.ReasonOutputLimit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {
@@ -302,25 +308,41 @@ func TestRunPromptDirectiveSelectsMode(t *testing.T) {
 	f := newFixture(t, both)
 	f.req.Instruction = "Do something.\nfake-codex-mode: crash"
 	_, err := f.run(context.Background())
-	requireReason(t, err, ReasonExit, plugin.CategoryExecutionFailed)
-}
-
-func TestRunUnknownEventsAreCountedNotActedOn(t *testing.T) {
-	f := newFixture(t, both, "FAKE_CODEX_MODE=unknown-event")
-	out, err := f.run(context.Background())
-	if err != nil || out.UnknownEvents != 2 || out.CommitSubject == "" {
-		t.Fatalf("outcome %+v, %v; want success with 2 unknown events", out, err)
-	}
+	requireReason(t, err, agent.ReasonExit, plugin.CategoryExecutionFailed)
 }
 
 func TestRunRetriedErrorsAreDiagnosticsNotFailures(t *testing.T) {
 	f := newFixture(t, both, "FAKE_CODEX_MODE=retried-error")
 	out, err := f.run(context.Background())
-	if err != nil || out.ErrorEvents != 1 || out.ErrorItems != 1 || out.CommitSubject == "" {
-		t.Fatalf("outcome %+v, %v; want success with 1 error event and 1 error item", out, err)
+	if err != nil || out.Diagnostics != 2 || out.CommitSubject == "" {
+		t.Fatalf("outcome %+v, %v; want success with an error event and an error item as diagnostics", out, err)
 	}
 	if got, ok := f.workspaceFile("CONFORMANCE.md"); !ok || got != "plugin conformance check\n" {
 		t.Fatalf("edit %q, %v", got, ok)
+	}
+}
+
+// TestRunFailureKeepsARedactedRawTail: a failed run carries the bounded end of the raw event
+// stream, recorded before it was parsed, with the provider key replaced.
+func TestRunFailureKeepsARedactedRawTail(t *testing.T) {
+	const key = "sk-canary-provider-key-0123456789"
+	f := newFixture(t, both, "FAKE_CODEX_MODE=late-error", "FAKE_CODEX_ECHO_ENV=LLM_API_KEY", "LLM_API_KEY="+key)
+	f.cfg.Profile = Profile{Provider: &Provider{Name: "p", BaseURL: "http://127.0.0.1:1/v1", WireAPI: "responses", EnvKey: "LLM_API_KEY"}}
+	_, err := f.run(context.Background())
+	requireReason(t, err, agent.ReasonUnexpectedEvent, plugin.CategoryExecutionFailed)
+	var e *agent.Error
+	if !errors.As(err, &e) {
+		t.Fatal("not a run error")
+	}
+	tail := string(e.Tail)
+	if !strings.Contains(tail, `"turn.completed"`) || !strings.Contains(tail, "canary-late-error [redacted]") {
+		t.Fatalf("tail lacks the raw events: %q", tail)
+	}
+	if strings.Contains(tail, key) || strings.Contains(err.Error(), key) {
+		t.Fatal("the provider key reached the raw tail or the error")
+	}
+	if len(e.Tail) > agent.DefaultTailBytes {
+		t.Fatalf("tail of %d bytes", len(e.Tail))
 	}
 }
 
@@ -375,7 +397,7 @@ func TestRunCancelKillsTheProcessGroup(t *testing.T) {
 				cancel()
 			}()
 			_, err := f.run(ctx)
-			requireReason(t, err, ReasonCancelled, plugin.CategoryCancelled)
+			requireReason(t, err, agent.ReasonCancelled, plugin.CategoryCancelled)
 			requireGone(t, filepath.Join(f.files, "pids"))
 			f.requireNoRunDir()
 		})
@@ -386,7 +408,7 @@ func TestRunTimeout(t *testing.T) {
 	f := newFixture(t, both, "FAKE_CODEX_MODE=hang")
 	f.req.Timeout = time.Second
 	_, err := f.run(context.Background())
-	requireReason(t, err, ReasonTimeout, plugin.CategoryExecutionFailed)
+	requireReason(t, err, agent.ReasonTimeout, plugin.CategoryExecutionFailed)
 	f.requireNoRunDir()
 }
 
@@ -395,14 +417,14 @@ func TestRunSetupFailures(t *testing.T) {
 		f := newFixture(t, both)
 		f.cfg.Bin = filepath.Join(t.TempDir(), "codex")
 		_, err := f.run(context.Background())
-		requireReason(t, err, ReasonUnavailable, plugin.CategoryIncompatible)
+		requireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible)
 	})
 	t.Run("codex not on PATH", func(t *testing.T) {
 		f := newFixture(t, both)
 		f.cfg.Bin = ""
 		f.cfg.Env = []string{"PATH=" + t.TempDir()}
 		_, err := f.run(context.Background())
-		requireReason(t, err, ReasonUnavailable, plugin.CategoryIncompatible)
+		requireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible)
 	})
 	t.Run("not executable", func(t *testing.T) {
 		f := newFixture(t, both)
@@ -412,26 +434,26 @@ func TestRunSetupFailures(t *testing.T) {
 		}
 		f.cfg.Bin = p
 		_, err := f.run(context.Background())
-		requireReason(t, err, ReasonUnavailable, plugin.CategoryIncompatible)
+		requireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible)
 	})
 	t.Run("workspace missing", func(t *testing.T) {
 		f := newFixture(t, both)
 		f.req.Workspace = filepath.Join(t.TempDir(), "gone")
 		_, err := f.run(context.Background())
-		requireReason(t, err, ReasonWorkspace, plugin.CategoryInvalidRequest)
+		requireReason(t, err, agent.ReasonWorkspace, plugin.CategoryInvalidRequest)
 	})
 	t.Run("workspace outside Git", func(t *testing.T) {
 		f := newFixture(t, both)
 		f.req.Workspace = t.TempDir()
 		_, err := f.run(context.Background())
-		requireReason(t, err, ReasonExit, plugin.CategoryExecutionFailed)
+		requireReason(t, err, agent.ReasonExit, plugin.CategoryExecutionFailed)
 	})
 	t.Run("already cancelled", func(t *testing.T) {
 		f := newFixture(t, both)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := f.run(ctx)
-		requireReason(t, err, ReasonCancelled, plugin.CategoryCancelled)
+		requireReason(t, err, agent.ReasonCancelled, plugin.CategoryCancelled)
 		if _, err := os.Stat(filepath.Join(f.files, "argv.json")); err == nil {
 			t.Fatal("Codex started after cancellation")
 		}
@@ -444,11 +466,11 @@ func TestResolveFindsCodexOnPath(t *testing.T) {
 	if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Resolve("", []string{"PATH=relative/dir::" + dir})
+	got, err := agent.Resolve(Name, "", DefaultBin, []string{"PATH=relative/dir::" + dir})
 	if err != nil || got != p {
 		t.Fatalf("Resolve: %q, %v", got, err)
 	}
-	if _, err := Resolve("", []string{"PATH=" + filepath.Base(dir)}); err == nil {
+	if _, err := agent.Resolve(Name, "", DefaultBin, []string{"PATH=" + filepath.Base(dir)}); err == nil {
 		t.Fatal("a relative PATH entry was searched")
 	}
 }
@@ -459,8 +481,14 @@ func TestCodexTimeoutKeepsAMargin(t *testing.T) {
 		{15 * time.Minute, 15*time.Minute - 5*time.Second},
 		{time.Millisecond, 900 * time.Microsecond},
 	} {
-		if got := codexTimeout(tc.in); got != tc.want {
-			t.Errorf("codexTimeout(%v) = %v, want %v", tc.in, got, tc.want)
+		if got := agent.AgentTimeout(tc.in); got != tc.want {
+			t.Errorf("agent.AgentTimeout(%v) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
 }
+
+var (
+	both        = agent.Want{Subject: true, Report: true}
+	subjectOnly = agent.Want{Subject: true}
+	reportOnly  = agent.Want{Report: true}
+)

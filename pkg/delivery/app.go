@@ -6,12 +6,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/github"
 	"github.com/0k-lab/agent-forge/pkg/gitx"
 	"github.com/0k-lab/agent-forge/pkg/ident"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 var _ GitHub = (*App)(nil)
@@ -27,47 +29,125 @@ type App struct {
 	AppID string
 	Key   *rsa.PrivateKey
 	Now   func() time.Time
-	// Git is the git executable; GitTimeout and GitOutputBytes bound each
-	// command.
-	Git            string
-	GitTimeout     time.Duration
-	GitOutputBytes int64
+	// Git is the git executable.
+	Git string
+	// Reaper, when set, runs every git under the Gate's reapers, so that a
+	// Gate killed mid-push leaves no git (holding a token) running.
+	Reaper *supervise.ReaperPool
 	// TempDir is a private directory where each push makes (and removes)
 	// its own mirror and git home.
 	TempDir string
 	// Local returns the local bare repository holding repo's candidates.
-	Local func(repo Repo) (string, bool)
+	Local func(repo Repo) (LocalRepo, bool)
 }
 
-// mint asks for an installation token for repo with exactly perms. The
-// client signs a fresh App JWT for every request it sends, so waiting out
-// GitHub's limits can never outlast the JWT.
-func (a *App) mint(ctx context.Context, repo Repo, perms github.Permissions) (*github.Token, error) {
-	app := github.App{ID: a.AppID, Key: a.Key}
-	inst, err := a.API.InstallationAs(ctx, app, repo.Owner, repo.Name)
+// LocalRepo is the Gate's bare repository of one delivered repository:
+// where it is, its default branch (copied into the push mirror so that
+// the push finds what GitHub already has), and the repository's bounds
+// of one git command.
+type LocalRepo struct {
+	Dir            string
+	DefaultBranch  string
+	GitTimeout     time.Duration
+	GitOutputBytes int64
+}
+
+// runner is a git runner for local with its own private home under tmp.
+func (a *App) runner(tmp string, local LocalRepo) (*gitx.Runner, error) {
+	home := filepath.Join(tmp, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return nil, err
+	}
+	return &gitx.Runner{Git: a.Git, Home: home, Timeout: local.GitTimeout, OutputBytes: local.GitOutputBytes, Reaper: a.Reaper}, nil
+}
+
+// installation finds the App's installation on repo. The client signs a
+// fresh App JWT for every request it sends, so waiting out GitHub's
+// limits can never outlast the JWT.
+func (a *App) installation(ctx context.Context, repo Repo) (*github.Installation, error) {
+	inst, err := a.API.InstallationAs(ctx, github.App{ID: a.AppID, Key: a.Key}, repo.Owner, repo.Name)
 	if err != nil {
 		if github.IsClass(err, github.ClassNotFound) {
 			return nil, &Error{Kind: KindNotInstalled}
 		}
 		return nil, a.classify(err)
 	}
-	tok, err := a.API.CreateTokenAs(ctx, app, inst.ID, repo.Name, perms)
-	if err != nil {
-		if errors.Is(err, github.ErrPermissionsMismatch) || github.IsClass(err, github.ClassValidation) {
-			return nil, &Error{Kind: KindPermission}
-		}
-		return nil, a.classify(err)
-	}
-	return tok, nil
+	return inst, nil
 }
 
-// MintToken mints a token for repo with contents and pull_requests write.
-func (a *App) MintToken(ctx context.Context, repo Repo) (Token, error) {
-	tok, err := a.mint(ctx, repo, github.DerivePermissions(nil))
+// mint asks installation inst for a token for repo with exactly perms.
+func (a *App) mint(ctx context.Context, inst *github.Installation, repo Repo, perms github.Permissions) (Token, error) {
+	tok, err := a.API.CreateTokenAs(ctx, github.App{ID: a.AppID, Key: a.Key}, inst.ID, repo.Name, perms)
+	if err != nil {
+		if errors.Is(err, github.ErrPermissionsMismatch) || github.IsClass(err, github.ClassValidation) {
+			return Token{}, &Error{Kind: KindPermission}
+		}
+		return Token{}, a.classify(err)
+	}
+	return Token{Secret: tok, ExpiresAt: tok.ExpiresAt, Budget: "installation:" + strconv.FormatInt(inst.ID, 10)}, nil
+}
+
+// MintToken mints a token for repo with contents and pull_requests
+// write, and workflows write when workflows is set.
+func (a *App) MintToken(ctx context.Context, repo Repo, workflows bool) (Token, error) {
+	inst, err := a.installation(ctx, repo)
 	if err != nil {
 		return Token{}, err
 	}
-	return Token{Secret: tok, ExpiresAt: tok.ExpiresAt}, nil
+	perms := github.DerivePermissions(nil)
+	if workflows {
+		perms[github.PermWorkflows] = github.Write
+	}
+	tok, err := a.mint(ctx, inst, repo, perms)
+	if e := (*Error)(nil); workflows && errors.As(err, &e) && e.Kind == KindPermission {
+		return Token{}, &Error{Kind: KindWorkflowPermission}
+	}
+	return tok, err
+}
+
+// runsRecheck is how long a Gate reads runs unauthenticated before it
+// asks again whether the installation grants actions: read.
+const runsRecheck = time.Hour
+
+// RunsToken mints a token holding only actions: read when repo's
+// installation grants Actions read (or write), else returns the
+// unauthenticated credential, to be asked for again after runsRecheck.
+func (a *App) RunsToken(ctx context.Context, repo Repo) (Token, error) {
+	inst, err := a.installation(ctx, repo)
+	if err != nil {
+		return Token{}, err
+	}
+	if lvl := inst.Permissions[github.PermActions]; lvl != github.Read && lvl != github.Write {
+		return Token{ExpiresAt: a.Now().Add(runsRecheck)}, nil
+	}
+	return a.mint(ctx, inst, repo, github.Permissions{github.PermActions: github.Read})
+}
+
+// TouchesWorkflows asks the local repository whether candidate sha
+// changes anything under .github/workflows against its parent.
+func (a *App) TouchesWorkflows(ctx context.Context, repo Repo, sha string) (bool, error) {
+	local, ok := a.Local(repo)
+	if !ok {
+		return false, &Error{Kind: KindNotFound}
+	}
+	tmp, err := os.MkdirTemp(a.TempDir, "inspect-")
+	if err != nil {
+		return false, &Error{Kind: KindTransient}
+	}
+	defer os.RemoveAll(tmp)
+	git, err := a.runner(tmp, local)
+	if err != nil {
+		return false, &Error{Kind: KindTransient}
+	}
+	c, err := github.ReadCommit(ctx, git, local.Dir, sha)
+	if err != nil || len(c.Parents) != 1 {
+		return false, &Error{Kind: KindPushRejected}
+	}
+	yes, err := github.WorkflowsChanged(ctx, git, local.Dir, c.Parents[0], sha)
+	if err != nil {
+		return false, &Error{Kind: KindTransient}
+	}
+	return yes, nil
 }
 
 func secret(t Token) (*github.Token, error) {
@@ -105,10 +185,11 @@ func (a *App) classify(err error) error {
 	return &Error{Kind: KindTransient}
 }
 
-// Push copies the candidate from the local repository into a fresh
-// mirror and creates the branch at it; the branch already at the
-// candidate is success. A candidate touching .github/workflows is pushed
-// with its own token that adds workflows write, revoked afterwards.
+// Push copies the candidate, and the local default branch (what GitHub
+// had when the Gate last fetched: the push negotiates from it), from the
+// local repository into a fresh mirror and creates the branch at it with
+// tok (which holds workflows write when the candidate needs it); the
+// branch already at the candidate is success.
 func (a *App) Push(ctx context.Context, tok Token, repo Repo, branch, sha string) error {
 	gt, err := secret(tok)
 	if err != nil {
@@ -123,20 +204,25 @@ func (a *App) Push(ctx context.Context, tok Token, repo Repo, branch, sha string
 		return &Error{Kind: KindTransient}
 	}
 	defer os.RemoveAll(tmp)
-	home := filepath.Join(tmp, "home")
-	if os.Mkdir(home, 0o700) != nil {
+	git, err := a.runner(tmp, local)
+	if err != nil {
 		return &Error{Kind: KindTransient}
 	}
-	git := &gitx.Runner{Git: a.Git, Home: home, Timeout: a.GitTimeout, OutputBytes: a.GitOutputBytes}
-	ref, err := candidateRef(ctx, git, local, sha)
+	ref, err := candidateRef(ctx, git, local.Dir, sha)
 	if err != nil {
 		return err
+	}
+	refs := []string{ref}
+	if def := "refs/heads/" + local.DefaultBranch; local.DefaultBranch != "" {
+		if _, ok, err := github.ResolveRef(ctx, git, local.Dir, def); err == nil && ok {
+			refs = append(refs, def)
+		}
 	}
 	m, err := github.NewMirror(ctx, git, filepath.Join(tmp, "candidate.git"))
 	if err != nil {
 		return &Error{Kind: KindTransient}
 	}
-	if err := m.Copy(ctx, local, ref); err != nil {
+	if err := m.Copy(ctx, local.Dir, refs...); err != nil {
 		return &Error{Kind: KindTransient}
 	}
 	c, err := github.ReadCommit(ctx, git, m.Dir, sha)
@@ -152,31 +238,13 @@ func (a *App) Push(ctx context.Context, tok Token, repo Repo, branch, sha string
 	case exists:
 		return &Error{Kind: KindPushRejected}
 	}
-	pushTok := gt
-	changed, err := m.ChangedPaths(ctx, c.Parents[0], sha)
-	if err != nil {
-		return &Error{Kind: KindTransient}
-	}
-	if perms := github.DerivePermissions(changed); len(perms) > len(github.DerivePermissions(nil)) {
-		wt, err := a.mint(ctx, repo, perms)
-		if err != nil {
-			if e := (*Error)(nil); errors.As(err, &e) && e.Kind == KindPermission {
-				return &Error{Kind: KindWorkflowPermission}
-			}
-			return err
-		}
-		defer func() {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			a.API.Revoke(rctx, wt)
-			cancel()
-		}()
-		pushTok = wt
-	}
-	switch err := m.PushNew(ctx, pushTok, repo.Owner, repo.Name, branch, sha); {
+	switch err := m.PushNew(ctx, gt, repo.Owner, repo.Name, branch, sha); {
 	case err == nil:
 		return nil
 	case errors.Is(err, github.ErrWorkflowsRefused):
 		return &Error{Kind: KindWorkflowPermission}
+	case errors.Is(err, github.ErrPushRejected):
+		return &Error{Kind: KindPushRejected}
 	case errors.Is(err, github.ErrBranchConflict):
 		remote, exists, rerr := m.RemoteBranch(ctx, gt, repo.Owner, repo.Name, branch)
 		if rerr == nil && exists && remote == sha {
@@ -240,12 +308,15 @@ func (a *App) CreatePullRequest(ctx context.Context, tok Token, repo Repo, p New
 	}
 	pr, err := a.API.CreatePull(ctx, gt, repo.Owner, repo.Name, p.Head, p.Base, p.Title, p.Body)
 	if err != nil {
-		var e *github.APIError
 		switch {
 		case github.PRExists(err):
 			return PullRequest{}, &Error{Kind: KindPRExists}
-		case errors.As(err, &e) && e.Class == github.ClassValidation:
+		case github.NoCommits(err):
 			return PullRequest{}, &Error{Kind: KindNoCommits}
+		case github.IsClass(err, github.ClassValidation):
+			// "head invalid" right after the push (GitHub has not seen
+			// the branch yet), or another refusal: retried, bounded.
+			return PullRequest{}, &Error{Kind: KindPRInvalid}
 		}
 		return PullRequest{}, a.classify(err)
 	}
@@ -265,8 +336,25 @@ func (a *App) PullRequest(ctx context.Context, tok Token, repo Repo, n int) (Pul
 	return pull(*pr), nil
 }
 
+// PullRequestIfChanged reads pull request n conditionally.
+func (a *App) PullRequestIfChanged(ctx context.Context, tok Token, repo Repo, n int, etag string) (PullRequest, string, bool, error) {
+	gt, err := secret(tok)
+	if err != nil {
+		return PullRequest{}, "", false, err
+	}
+	pr, tag, same, err := a.API.GetPullIfChanged(ctx, gt, repo.Owner, repo.Name, n, etag)
+	if err != nil {
+		return PullRequest{}, "", false, a.classify(err)
+	}
+	if same {
+		return PullRequest{}, tag, true, nil
+	}
+	return pull(*pr), tag, false, nil
+}
+
 // Merge merges pull request n at exactly sha. 409 is KindHeadMoved;
-// 405 and 422 are KindNotMergeable (final).
+// 405 "Base branch was modified" KindBaseModified (retried); any other
+// 405, a 422 and 200 with merged false are KindNotMergeable (final).
 func (a *App) Merge(ctx context.Context, tok Token, repo Repo, n int, sha string) (MergeResult, error) {
 	gt, err := secret(tok)
 	if err != nil {
@@ -278,6 +366,10 @@ func (a *App) Merge(ctx context.Context, tok Token, repo Repo, n int, sha string
 		switch {
 		case errors.As(err, &e) && e.Class == github.ClassConflict:
 			return MergeResult{}, &Error{Kind: KindHeadMoved}
+		case github.BaseModified(err):
+			return MergeResult{}, &Error{Kind: KindBaseModified}
+		case errors.As(err, &e) && e.Class == github.ClassNotMerged:
+			return MergeResult{Merged: false}, nil
 		case errors.As(err, &e) && (e.Status == 405 || e.Class == github.ClassValidation):
 			// 405: not mergeable, protection, review, merge queue; 422:
 			// GitHub refused the request itself. Neither is retried.
@@ -301,9 +393,17 @@ func (a *App) Merged(ctx context.Context, tok Token, repo Repo, n int) (bool, er
 	return ok, nil
 }
 
-// ListRuns reads the candidate's Actions runs without a token.
-func (a *App) ListRuns(ctx context.Context, repo Repo, headSHA, etag string) (Runs, error) {
-	p, err := a.API.ListRuns(ctx, repo.Owner, repo.Name, headSHA, etag)
+// ListRuns reads the candidate's Actions runs with tok's token, or
+// unauthenticated when it has none.
+func (a *App) ListRuns(ctx context.Context, tok Token, repo Repo, headSHA, etag string) (Runs, error) {
+	var gt *github.Token
+	if tok.Authenticated() {
+		var err error
+		if gt, err = secret(tok); err != nil {
+			return Runs{}, err
+		}
+	}
+	p, err := a.API.ListRuns(ctx, gt, repo.Owner, repo.Name, headSHA, etag)
 	if err != nil {
 		return Runs{}, a.classify(err)
 	}

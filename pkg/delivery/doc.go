@@ -11,8 +11,11 @@
 //	push          push the candidate to refs/heads/forge/job-<id>
 //	pull_request  find the branch's pull request (head owner:branch,
 //	              state all) or create it
-//	ci            poll GET /actions/runs?head_sha=<candidate> until the
-//	              verdict of DECISIONS 12
+//	ci            read the pull request (closed or merged by a person
+//	              ends it) and poll GET /actions/runs?head_sha=<candidate>
+//	              until the verdict of DECISIONS 12: a failure at once, a
+//	              success only with the pull request no_runs_grace old and
+//	              the same runs on two consecutive polls
 //	merge         PUT /pulls/{n}/merge {sha: candidate, merge_method: merge}
 //	merged        terminal: the job succeeded, MergeSHA recorded
 //	failed        terminal: the job failed with one Code of the closed table
@@ -40,12 +43,19 @@
 //
 // Installation tokens are minted per repository on demand, held in memory
 // only (never in State) and replaced before their expires_at (tokenMargin).
-// Actions runs are read without a token.
+// Every token of a delivery whose candidate changes .github/workflows
+// carries workflows write (GitHub refuses the merge otherwise); whether it
+// does is asked once per delivery and kept in memory (State.Workflows).
+// Actions runs are read with a token holding only actions: read when the
+// installation grants it (DECISIONS 16), else unauthenticated; the polls
+// are paced per rate-limit budget (Token.Budget) from the x-ratelimit-*
+// headers, and a free 304 of an authorized read reserves nothing.
 //
 // # Failure codes
 //
 // The closed table is Codes; docs/delivery.md says what each means and
-// what the operator does next. A merge refused because the head moved
-// (409) or for any 405 reason is final: it is never retried as another
-// merge.
+// what the operator does next. A merge answered 405 "Base branch was
+// modified" is retried after re-reading the pull request; any other
+// refusal (409, another 405, 422, merged false) is final, after one more
+// look at whether the pull request is merged.
 package delivery

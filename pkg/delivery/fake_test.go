@@ -60,13 +60,24 @@ type fakeGitHub struct {
 	loseCreate, loseMerge                                                     bool
 	lastIfNoneMatch                                                           string
 	rate                                                                      RateLimit
+	// touches: the candidate changes .github/workflows; wfGranted: the
+	// installation holds workflows write; actionsRead: it grants actions
+	// read (runs are read with a token then).
+	touches, wfGranted, actionsRead bool
+	// mintedWF: the workflows flag of every token minted, by value;
+	// runsAuth: whether each runs read carried a token.
+	mintedWF map[string]bool
+	runsAuth []bool
+	// notMerged: merges answer merged=false; mergedBehind: the next merge
+	// is carried out but answered as refused (the PR is merged).
+	notMerged, mergedBehind bool
 	// issued tokens by value, for the expiry check
 	issued map[string]time.Time
 }
 
 func newFake(t *testing.T, clock *fakeClock) *fakeGitHub {
 	return &fakeGitHub{t: t, clock: clock, branches: map[string]string{}, base: "b0", tokenTTL: time.Hour,
-		issued: map[string]time.Time{}}
+		issued: map[string]time.Time{}, mintedWF: map[string]bool{}}
 }
 
 func (f *fakeGitHub) use(tok Token, op string) {
@@ -80,9 +91,12 @@ func (f *fakeGitHub) use(tok Token, op string) {
 	if !f.clock.Now().Before(exp) {
 		f.t.Errorf("%s with a token past its expires_at", op)
 	}
+	if f.touches && op != "runs-auth" && !f.mintedWF[v] {
+		f.t.Errorf("%s of a workflow-changing candidate with a token without workflows write", op)
+	}
 }
 
-func (f *fakeGitHub) MintToken(ctx context.Context, repo Repo) (Token, error) {
+func (f *fakeGitHub) MintToken(ctx context.Context, repo Repo, workflows bool) (Token, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failMint != nil {
@@ -90,11 +104,41 @@ func (f *fakeGitHub) MintToken(ctx context.Context, repo Repo) (Token, error) {
 			return Token{}, err
 		}
 	}
+	if workflows && !f.wfGranted {
+		return Token{}, &Error{Kind: KindWorkflowPermission}
+	}
 	f.mints++
 	v := "ghs_fake" + strconv.Itoa(f.mints)
-	tok := Token{Secret: v, ExpiresAt: f.clock.Now().Add(f.tokenTTL)}
+	tok := Token{Secret: v, ExpiresAt: f.clock.Now().Add(f.tokenTTL), Budget: "installation:1"}
+	f.issued[v] = tok.ExpiresAt
+	f.mintedWF[v] = workflows
+	return tok, nil
+}
+
+func (f *fakeGitHub) RunsToken(ctx context.Context, repo Repo) (Token, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.actionsRead {
+		return Token{ExpiresAt: f.clock.Now().Add(time.Hour)}, nil
+	}
+	f.mints++
+	v := "ghs_runs" + strconv.Itoa(f.mints)
+	tok := Token{Secret: v, ExpiresAt: f.clock.Now().Add(f.tokenTTL), Budget: "installation:1"}
 	f.issued[v] = tok.ExpiresAt
 	return tok, nil
+}
+
+func (f *fakeGitHub) TouchesWorkflows(ctx context.Context, repo Repo, sha string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "touches")
+	return f.touches, nil
+}
+
+// wfToken reports whether the token tok was minted with workflows write.
+func (f *fakeGitHub) wfToken(tok Token) bool {
+	v, _ := tok.Secret.(string)
+	return f.mintedWF[v]
 }
 
 func (f *fakeGitHub) Push(ctx context.Context, tok Token, repo Repo, branch, sha string) error {
@@ -169,6 +213,21 @@ func (f *fakeGitHub) PullRequest(ctx context.Context, tok Token, repo Repo, n in
 	return f.prs[n-1], nil
 }
 
+func (f *fakeGitHub) PullRequestIfChanged(ctx context.Context, tok Token, repo Repo, n int, etag string) (PullRequest, string, bool, error) {
+	pr, err := f.PullRequest(ctx, tok, repo, n)
+	if err != nil {
+		return PullRequest{}, "", false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	tag := fmt.Sprintf("%q", fmt.Sprint(pr))
+	if etag == tag {
+		f.calls = append(f.calls, "get-304")
+		return PullRequest{}, tag, true, nil
+	}
+	return pr, tag, false, nil
+}
+
 func (f *fakeGitHub) Merge(ctx context.Context, tok Token, repo Repo, n int, sha string) (MergeResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -183,6 +242,9 @@ func (f *fakeGitHub) Merge(ctx context.Context, tok Token, repo Repo, n int, sha
 	if pr.Merged {
 		return MergeResult{}, &Error{Kind: KindNotMergeable}
 	}
+	if f.notMerged {
+		return MergeResult{Merged: false}, nil
+	}
 	if pr.HeadSHA != sha {
 		return MergeResult{}, &Error{Kind: KindHeadMoved}
 	}
@@ -192,6 +254,10 @@ func (f *fakeGitHub) Merge(ctx context.Context, tok Token, repo Repo, n int, sha
 	if f.loseMerge {
 		f.loseMerge = false
 		return MergeResult{}, &Error{Kind: KindTransient}
+	}
+	if f.mergedBehind {
+		f.mergedBehind = false
+		return MergeResult{}, &Error{Kind: KindNotMergeable}
 	}
 	return MergeResult{Merged: true, SHA: f.base}, nil
 }
@@ -208,10 +274,14 @@ func (f *fakeGitHub) Merged(ctx context.Context, tok Token, repo Repo, n int) (b
 	return n >= 1 && n <= len(f.prs) && f.prs[n-1].Merged, nil
 }
 
-func (f *fakeGitHub) ListRuns(ctx context.Context, repo Repo, headSHA, etag string) (Runs, error) {
+func (f *fakeGitHub) ListRuns(ctx context.Context, tok Token, repo Repo, headSHA, etag string) (Runs, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "runs")
+	f.runsAuth = append(f.runsAuth, tok.Authenticated())
+	if tok.Authenticated() {
+		f.use(tok, "runs-auth")
+	}
 	f.lastIfNoneMatch = etag
 	if f.failRuns != nil {
 		if err := f.failRuns(); err != nil {

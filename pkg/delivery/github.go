@@ -18,7 +18,15 @@ type Repo struct {
 type Token struct {
 	Secret    any
 	ExpiresAt time.Time
+	// Budget names the rate-limit budget requests with this token spend
+	// from: "" for unauthenticated requests (GitHub's 60 an hour per
+	// address, shared by the whole Gate), otherwise the installation's.
+	Budget string
 }
+
+// Authenticated reports whether t carries a credential (a runs token
+// without one reads unauthenticated).
+func (t Token) Authenticated() bool { return t.Secret != nil }
 
 // String hides the token.
 func (Token) String() string { return "[token]" }
@@ -84,8 +92,18 @@ type MergeResult struct {
 // error is treated as transient.
 type GitHub interface {
 	// MintToken mints an installation token scoped to repo with the
-	// permissions delivery needs (contents and pull_requests write).
-	MintToken(ctx context.Context, repo Repo) (Token, error)
+	// permissions delivery needs: contents and pull_requests write, and
+	// workflows write when workflows is set (KindWorkflowPermission when
+	// the installation lacks it).
+	MintToken(ctx context.Context, repo Repo, workflows bool) (Token, error)
+	// RunsToken returns the credential for reading repo's Actions runs:
+	// a token holding only actions: read when the App's installation
+	// grants it (DECISIONS 16), else a Token without Secret (read
+	// unauthenticated). ExpiresAt says when to ask again.
+	RunsToken(ctx context.Context, repo Repo) (Token, error)
+	// TouchesWorkflows reports whether the candidate sha changes
+	// anything under .github/workflows against its parent.
+	TouchesWorkflows(ctx context.Context, repo Repo, sha string) (bool, error)
 	// Push pushes sha to refs/heads/branch without force. The branch
 	// already at sha is success; at another commit it is KindPushRejected.
 	Push(ctx context.Context, tok Token, repo Repo, branch, sha string) error
@@ -96,13 +114,17 @@ type GitHub interface {
 	CreatePullRequest(ctx context.Context, tok Token, repo Repo, p NewPullRequest) (PullRequest, error)
 	// PullRequest reads pull request n.
 	PullRequest(ctx context.Context, tok Token, repo Repo, n int) (PullRequest, error)
+	// PullRequestIfChanged reads pull request n with If-None-Match: etag
+	// (when set); notModified is GitHub's 304 (pr is then empty).
+	PullRequestIfChanged(ctx context.Context, tok Token, repo Repo, n int, etag string) (pr PullRequest, newETag string, notModified bool, err error)
 	// Merge merges pull request n with merge_method "merge" and sha.
 	Merge(ctx context.Context, tok Token, repo Repo, n int, sha string) (MergeResult, error)
 	// Merged asks GET …/pulls/{n}/merge: true on 204, false on 404.
 	Merged(ctx context.Context, tok Token, repo Repo, n int) (bool, error)
-	// ListRuns reads the Actions runs of head_sha without a token, with
-	// If-None-Match: etag when etag is not empty.
-	ListRuns(ctx context.Context, repo Repo, headSHA, etag string) (Runs, error)
+	// ListRuns reads the Actions runs of head_sha with tok (from
+	// RunsToken; unauthenticated without Secret), with If-None-Match:
+	// etag when etag is not empty.
+	ListRuns(ctx context.Context, tok Token, repo Repo, headSHA, etag string) (Runs, error)
 }
 
 // Kind classifies a GitHub failure.
@@ -119,9 +141,11 @@ const (
 	KindPRExists                       // 422 "A pull request already exists"
 	KindNoCommits                      // 422 "No commits between"
 	KindHeadMoved                      // 409 on merge
-	KindNotMergeable                   // 405 on merge (any class)
+	KindNotMergeable                   // 405 (but base modified), 422 or merged=false on merge
+	KindBaseModified                   // 405 "Base branch was modified": re-read and retry the merge
 	KindNotFound                       // 404 of a resource that should exist
 	KindTokenRejected                  // 401 to an installation token: mint a fresh one and retry
+	KindPRInvalid                      // another 422 on PR creation (head invalid right after the push): retry, bounded
 )
 
 // Error is a classified GitHub failure. It carries no GitHub text.
@@ -156,6 +180,10 @@ func (e *Error) Error() string {
 		return "github: not found"
 	case KindTokenRejected:
 		return "github: token rejected"
+	case KindBaseModified:
+		return "github: base branch modified during the merge"
+	case KindPRInvalid:
+		return "github: pull request refused"
 	}
 	return "github: transient failure"
 }

@@ -36,16 +36,23 @@ type Machine struct {
 	clock Clock
 
 	mu     sync.Mutex
-	tokens map[Repo]Token
+	tokens map[tokenKey]Token
 
 	mutMu   sync.Mutex
 	lastMut time.Time
 
-	// pollMu guards nextPoll: the earliest time any delivery may poll the
-	// runs list again, so that all of them together keep to the shared
-	// unauthenticated budget.
+	// pollMu guards nextPoll: per rate-limit budget (Token.Budget), the
+	// earliest time any delivery may poll the runs list again, so that
+	// all of them together keep to the budget they share.
 	pollMu   sync.Mutex
-	nextPoll time.Time
+	nextPoll map[string]time.Time
+}
+
+// tokenKey names a cached token: the repository and what it may do.
+type tokenKey struct {
+	repo      Repo
+	workflows bool // a delivery token adding workflows: write
+	runs      bool // the runs token (RunsToken)
 }
 
 // NewMachine returns a Machine using gh.
@@ -53,7 +60,7 @@ func NewMachine(gh GitHub, cfg Config, clock Clock) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Machine{gh: gh, cfg: cfg, clock: clock, tokens: map[Repo]Token{}}, nil
+	return &Machine{gh: gh, cfg: cfg, clock: clock, tokens: map[tokenKey]Token{}, nextPoll: map[string]time.Time{}}, nil
 }
 
 // Step runs s's phase once (the caller waits until s.NextAt first) and
@@ -114,13 +121,22 @@ func (m *Machine) timedOut(ctx context.Context, s State) (State, error) {
 			return next, nil
 		}
 	case PhaseCI:
-		if s.CIState == CIPending {
-			return fail(s, CodeCITimedOut), nil
+		// A person may have merged it meanwhile (best effort).
+		if next, done := m.mergedByPerson(ctx, s); done {
+			return next, nil
 		}
+		if ctx.Err() != nil {
+			return s, ctx.Err()
+		}
+		if s.CIState == CIWaiting || s.CIState == "" {
+			s.CIState = CINoRuns
+			return fail(s, CodeCINoRuns), nil
+		}
+		return fail(s, CodeCITimedOut), nil
 	case PhasePullRequest:
 		// A creation whose answer was lost may have left one: name it
 		// for the operator (best effort, nothing is created).
-		if tok, err := m.token(ctx, s.Repo); err == nil {
+		if tok, err := m.token(ctx, &s); err == nil {
 			if pr, found, err := m.gh.FindPullRequest(ctx, tok, s.Repo, s.Branch); err == nil && found {
 				s.PRNumber, s.PRURL = pr.Number, pr.URL
 			}
@@ -164,10 +180,20 @@ func (m *Machine) onError(s State, err error) State {
 		return s
 	case KindTransient, KindPRExists:
 		return m.retry(s, CodeUnavailable)
+	case KindBaseModified:
+		// The next try re-reads the pull request (its head must still be
+		// the candidate) before it merges again.
+		return m.retry(s, CodeMergeRefused)
+	case KindPRInvalid:
+		return m.retry(s, CodePRRefused)
 	case KindTokenRejected:
-		// The cached token is dropped; the retry mints a fresh one.
+		// The cached tokens are dropped; the retry mints fresh ones.
 		m.mu.Lock()
-		delete(m.tokens, s.Repo)
+		for k := range m.tokens {
+			if k.repo == s.Repo {
+				delete(m.tokens, k)
+			}
+		}
 		m.mu.Unlock()
 		return m.retry(s, CodePermissionDenied)
 	}
@@ -209,25 +235,62 @@ func (m *Machine) retry(s State, code string) State {
 	return s
 }
 
-// token returns a token for repo valid for at least tokenMargin, minting a
-// fresh one when the cached one is missing or too close to expiry.
-func (m *Machine) token(ctx context.Context, repo Repo) (Token, error) {
+// workflows reports whether s's candidate changes .github/workflows,
+// asking GitHub's implementation once per delivery (and again after a
+// restart, which forgets it).
+func (m *Machine) workflows(ctx context.Context, s *State) (bool, error) {
+	if s.Workflows == workflowsUnknown {
+		yes, err := m.gh.TouchesWorkflows(ctx, s.Repo, s.CandidateSHA)
+		if err != nil {
+			return false, err
+		}
+		s.Workflows = workflowsNo
+		if yes {
+			s.Workflows = workflowsYes
+		}
+	}
+	return s.Workflows == workflowsYes, nil
+}
+
+// token returns the delivery token of s (with workflows: write when its
+// candidate changes a workflow: GitHub refuses an App's push and merge of
+// it otherwise), valid for at least tokenMargin.
+func (m *Machine) token(ctx context.Context, s *State) (Token, error) {
+	wf, err := m.workflows(ctx, s)
+	if err != nil {
+		return Token{}, err
+	}
+	return m.cached(ctx, tokenKey{repo: s.Repo, workflows: wf}, func() (Token, error) {
+		return m.gh.MintToken(ctx, s.Repo, wf)
+	})
+}
+
+// runsToken returns the credential for reading repo's runs.
+func (m *Machine) runsToken(ctx context.Context, repo Repo) (Token, error) {
+	return m.cached(ctx, tokenKey{repo: repo, runs: true}, func() (Token, error) {
+		return m.gh.RunsToken(ctx, repo)
+	})
+}
+
+// cached returns the token under k while it is valid for at least
+// tokenMargin, else a fresh one from mint.
+func (m *Machine) cached(ctx context.Context, k tokenKey, mint func() (Token, error)) (Token, error) {
 	now := m.clock.Now()
 	m.mu.Lock()
-	t, ok := m.tokens[repo]
+	t, ok := m.tokens[k]
 	m.mu.Unlock()
 	if ok && now.Before(t.ExpiresAt.Add(-tokenMargin)) {
 		return t, nil
 	}
-	t, err := m.gh.MintToken(ctx, repo)
+	t, err := mint()
 	if err != nil {
 		return Token{}, err
 	}
-	if t.Secret == nil || !now.Before(t.ExpiresAt.Add(-tokenMargin)) {
+	if (t.Secret == nil && !k.runs) || !now.Before(t.ExpiresAt.Add(-tokenMargin)) {
 		return Token{}, &Error{Kind: KindTransient}
 	}
 	m.mu.Lock()
-	m.tokens[repo] = t
+	m.tokens[k] = t
 	m.mu.Unlock()
 	return t, nil
 }
@@ -247,7 +310,7 @@ func (m *Machine) mutation(ctx context.Context) error {
 }
 
 func (m *Machine) push(ctx context.Context, s State) (State, error) {
-	tok, err := m.token(ctx, s.Repo)
+	tok, err := m.token(ctx, &s)
 	if err != nil {
 		return s, err
 	}
@@ -263,7 +326,7 @@ func (m *Machine) push(ctx context.Context, s State) (State, error) {
 // pullRequest adopts the branch's pull request or creates it; a creation
 // whose answer was lost (or a concurrent one) is found by the next look.
 func (m *Machine) pullRequest(ctx context.Context, s State) (State, error) {
-	tok, err := m.token(ctx, s.Repo)
+	tok, err := m.token(ctx, &s)
 	if err != nil {
 		return s, err
 	}
@@ -302,109 +365,14 @@ func (m *Machine) pullRequest(ctx context.Context, s State) (State, error) {
 		return fail(s, CodePRClosed), nil
 	}
 	s = m.advance(s, PhaseCI)
-	s.CIStartedAt, s.CIState, s.ETag = s.NextAt, CIWaiting, ""
+	s.CIStartedAt, s.CIState, s.ETag, s.RunsKey, s.RunsVerdict = s.NextAt, CIWaiting, "", "", ""
 	return s, nil
-}
-
-// ci polls the candidate's Actions runs once and applies DECISIONS 12.
-func (m *Machine) ci(ctx context.Context, s State) (State, error) {
-	runs, err := m.gh.ListRuns(ctx, s.Repo, s.CandidateSHA, s.ETag)
-	if err != nil {
-		return s, err
-	}
-	now := m.clock.Now()
-	s.PhaseAttempts = 0
-	if !runs.NotModified {
-		s.ETag = runs.ETag
-		s.CIState = Verdict(s.CandidateSHA, runs)
-	}
-	switch s.CIState {
-	case CISuccess:
-		return m.advance(s, PhaseMerge), nil
-	case CIFailure:
-		return fail(s, CodeCIFailed), nil
-	case CIWaiting:
-		if !now.Before(s.CIStartedAt.Add(m.cfg.NoRunsGrace)) {
-			s.CIState = CINoRuns
-			return fail(s, CodeCINoRuns), nil
-		}
-	}
-	s.NextAt = m.reservePoll(runs.Rate, now)
-	return s, nil
-}
-
-// reservePoll schedules the next runs poll of one delivery: no earlier
-// than pollAfter says, and after the polls other deliveries reserved,
-// each reservation taking its share (reset time / remaining) of the
-// budget every delivery of this Gate spends from.
-func (m *Machine) reservePoll(r RateLimit, now time.Time) time.Time {
-	at := now.Add(m.pollAfter(r, now))
-	var share time.Duration
-	if left := r.Reset.Sub(now); r.Limit > 0 && r.Remaining > 0 && left > 0 {
-		share = left / time.Duration(r.Remaining)
-	}
-	m.pollMu.Lock()
-	defer m.pollMu.Unlock()
-	if m.nextPoll.After(at) {
-		at = m.nextPoll
-	}
-	m.nextPoll = at.Add(share)
-	return at
-}
-
-// pollAfter sizes the wait before the next runs poll: poll_interval, but
-// never faster than the remaining unauthenticated budget spread evenly
-// until its reset, and not before the reset once nothing remains.
-func (m *Machine) pollAfter(r RateLimit, now time.Time) time.Duration {
-	d := m.cfg.PollInterval
-	if r.Limit <= 0 {
-		return d
-	}
-	left := r.Reset.Sub(now)
-	if left <= 0 {
-		return d
-	}
-	if r.Remaining <= 0 {
-		return max(d, left)
-	}
-	return max(d, left/time.Duration(r.Remaining))
-}
-
-// Verdict is the CI state of DECISIONS 12 for one runs answer: failure
-// once any run of the candidate completed with another conclusion than
-// success, neutral or skipped; success when at least one run exists and
-// every run (all of them listed) completed with one of those; waiting when
-// there is none; pending otherwise.
-func Verdict(candidate string, runs Runs) string {
-	seen, done := 0, true
-	for _, r := range runs.Runs {
-		if r.HeadSHA != candidate {
-			continue
-		}
-		seen++
-		if r.Status != "completed" {
-			done = false
-			continue
-		}
-		switch r.Conclusion {
-		case "success", "neutral", "skipped":
-		default:
-			return CIFailure
-		}
-	}
-	switch {
-	case seen == 0:
-		return CIWaiting
-	case done && runs.TotalCount <= len(runs.Runs):
-		return CISuccess
-	}
-	return CIPending
 }
 
 // reconcileMerge asks whether s's pull request is merged; done is true
 // with the final state when it is.
 func (m *Machine) reconcileMerge(ctx context.Context, s State) (State, bool, error) {
-	tok, err := m.token(ctx, s.Repo)
+	tok, err := m.token(ctx, &s)
 	if err != nil {
 		return s, false, err
 	}
@@ -430,12 +398,14 @@ func (m *Machine) reconcileMerge(ctx context.Context, s State) (State, bool, err
 }
 
 // merge merges the pull request at exactly the candidate, after checking
-// it is not merged already (a lost answer of an earlier try).
+// it is not merged already (a lost answer of an earlier try). After any
+// refusal it asks once more whether the pull request is merged, so a
+// merge whose first answer was lost is never reported merge_refused.
 func (m *Machine) merge(ctx context.Context, s State) (State, error) {
 	if next, done, err := m.reconcileMerge(ctx, s); err != nil || done {
 		return next, err
 	}
-	tok, err := m.token(ctx, s.Repo)
+	tok, err := m.token(ctx, &s)
 	if err != nil {
 		return s, err
 	}
@@ -455,12 +425,18 @@ func (m *Machine) merge(ctx context.Context, s State) (State, error) {
 		return s, err
 	}
 	res, err := m.gh.Merge(ctx, tok, s.Repo, s.PRNumber, s.CandidateSHA)
-	if err != nil {
+	var e *Error
+	switch {
+	case err == nil && res.Merged && res.SHA != "":
+		s.MergeSHA = res.SHA
+		return m.advance(s, PhaseMerged), nil
+	case err == nil:
+		err = &Error{Kind: KindNotMergeable}
+	case !errors.As(err, &e) || (e.Kind != KindNotMergeable && e.Kind != KindHeadMoved):
 		return s, err
 	}
-	if !res.Merged || res.SHA == "" {
-		return fail(s, CodeMergeRefused), nil
+	if next, done, rerr := m.reconcileMerge(ctx, s); rerr == nil && done {
+		return next, nil
 	}
-	s.MergeSHA = res.SHA
-	return m.advance(s, PhaseMerged), nil
+	return s, err
 }

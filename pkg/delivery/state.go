@@ -103,7 +103,25 @@ type State struct {
 	ETag     string // of the last runs answer
 	MergeSHA string
 	Code     string // failure code when Phase is failed
+
+	// Kept in memory only (a restarted Gate recomputes them):
+	// Workflows is whether the candidate changes .github/workflows
+	// (workflowsUnknown until asked); RunsKey and RunsVerdict are the ids
+	// and states of the last runs answer and its verdict, for the two
+	// consecutive equal polls a success needs (DECISIONS 12).
+	// PRETag is the ETag of the ci phase's last pull request read.
+	Workflows   int8
+	RunsKey     string
+	RunsVerdict string
+	PRETag      string
 }
+
+// State.Workflows values.
+const (
+	workflowsUnknown int8 = iota
+	workflowsNo
+	workflowsYes
+)
 
 // New is the initial state of a delivery started at now.
 func New(jobID string, repo Repo, baseBranch, candidate string, now time.Time) State {

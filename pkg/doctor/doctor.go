@@ -12,9 +12,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 
 	"github.com/0k-lab/agent-forge/pkg/install"
-	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
 // Exit codes (DECISIONS 13).
@@ -31,6 +31,7 @@ var Checks = []string{
 	"ancestors",
 	"immutable-files",
 	"mutable-paths",
+	"account-separation",
 	"gate-unit",
 	"worker-unit",
 	"gate-release",
@@ -68,6 +69,9 @@ type doctor struct {
 	self    install.Self
 	receipt *install.Receipt
 	client  *install.GateClient
+	// gateActive is set by the gate-unit check: the authenticated checks
+	// run only against an active Gate unit.
+	gateActive bool
 }
 
 func (d *doctor) check(id string) string {
@@ -82,12 +86,25 @@ func (d *doctor) check(id string) string {
 		if d.self.Version != r.Version || d.self.Commit != r.Commit {
 			return "this forge binary is not the installed release"
 		}
+		// Nothing is executed before it is verified: the ancestors and the
+		// installed forge's digest against the receipt come first, and a
+		// file that differs is never run.
+		if p := first(install.CheckAncestors(d.f)); p != "" {
+			return "not run: " + p
+		}
+		for _, fr := range r.Files {
+			if fr.Path == install.BinDir+"/forge" {
+				if p := install.CheckRecord(d.f, fr); p != "" {
+					return "not run: " + p
+				}
+			}
+		}
 		out, err := d.f.Run(d.ctx, install.BinDir+"/forge", "--version")
 		if err != nil || string(out) != "forge "+r.Version+" "+r.Commit+"\n" {
 			return "the installed forge does not report the installed release"
 		}
 	case "ancestors":
-		return first(install.CheckAncestors(d.f))
+		return first(append(install.CheckAncestors(d.f), install.CheckStateRoot(d.f)...))
 	case "immutable-files":
 		if p := first(install.CheckImmutable(d.f, d.receipt)); p != "" {
 			return p
@@ -98,11 +115,16 @@ func (d *doctor) check(id string) string {
 			return p
 		}
 		return d.checkState()
+	case "account-separation":
+		return first(append(install.CheckServiceAccounts(d.h.Accounts(), d.receipt), install.CheckSeparation(d.f, d.receipt)...))
 	case "gate-unit":
 		return d.checkUnit(install.GateUnit)
 	case "worker-unit":
 		return d.checkUnit(install.WorkerUnit)
 	case "gate-release":
+		if !d.gateActive {
+			return "not checked: the Gate unit is not active (the owner token is only sent to its main process)"
+		}
 		c, err := d.gate()
 		if err != nil {
 			return err.Error()
@@ -116,6 +138,9 @@ func (d *doctor) check(id string) string {
 			return "the running Gate is not the installed release"
 		}
 	case "worker-connected":
+		if !d.gateActive {
+			return "not checked: the Gate unit is not active (the owner token is only sent to its main process)"
+		}
 		c, err := d.gate()
 		if err != nil {
 			return err.Error()
@@ -182,19 +207,21 @@ func (d *doctor) checkReceipt() string {
 // service's own, private.
 func (d *doctor) checkState() string {
 	r := d.receipt
-	dirs := []string{install.GateStateDir, install.WorkerState, install.WorktreeRoot, install.RuntimeRoot, install.RepoRoot}
-	for _, p := range dirs {
-		if s := d.owned(p, true, 0o700, r.UID, r.GID); s != "" {
+	if s := d.owned(install.GateStateDir, true, 0o700, r.Gate.UID, r.Gate.GID); s != "" {
+		return s
+	}
+	for _, p := range []string{install.WorkerState, install.WorktreeRoot, install.RuntimeRoot, install.RepoRoot} {
+		if s := d.owned(p, true, 0o700, r.Worker.UID, r.Worker.GID); s != "" {
 			return s
 		}
 	}
-	if s := d.owned(install.Database, false, 0o600, r.UID, r.GID); s != "" {
+	if s := d.owned(install.Database, false, 0o600, r.Gate.UID, r.Gate.GID); s != "" {
 		return s
 	}
 	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
 		p := install.Database + suffix
 		if _, err := d.f.Lstat(p); err == nil {
-			if s := d.owned(p, false, 0o600, r.UID, r.GID); s != "" {
+			if s := d.owned(p, false, 0o600, r.Gate.UID, r.Gate.GID); s != "" {
 				return s
 			}
 		}
@@ -220,8 +247,16 @@ func (d *doctor) owned(p string, dir bool, perm fs.FileMode, uid, gid int) strin
 	return ""
 }
 
+// checkUnit requires the unit enabled and active, without drop-ins (they
+// change the unit past its receipt digest), its main process executing
+// the installed binary.
 func (d *doctor) checkUnit(unit string) string {
 	s := d.h.Services()
+	if unit == install.GateUnit {
+		if active, err := s.IsActive(d.ctx, unit); err == nil && active {
+			d.gateActive = true
+		}
+	}
 	enabled, err := s.IsEnabled(d.ctx, unit)
 	if err != nil {
 		return unit + ": " + err.Error()
@@ -236,6 +271,24 @@ func (d *doctor) checkUnit(unit string) string {
 	if !active {
 		return unit + " is not active"
 	}
+	dropIns, err := s.DropIns(d.ctx, unit)
+	if err != nil {
+		return unit + ": " + err.Error()
+	}
+	if len(dropIns) > 0 {
+		return unit + " has drop-ins: " + strings.Join(dropIns, " ")
+	}
+	want := install.BinDir + "/forge-worker"
+	if unit == install.GateUnit {
+		want = install.BinDir + "/forge-gate"
+	}
+	exe, err := s.MainExe(d.ctx, unit)
+	if err != nil {
+		return unit + ": " + err.Error()
+	}
+	if exe != want {
+		return unit + "'s main process does not execute " + want
+	}
 	return ""
 }
 
@@ -247,7 +300,7 @@ func (d *doctor) gate() (*install.GateClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.client = install.NewGateClient(d.receipt.Listen, token)
+	d.client = install.NewGateClient(d.receipt.Listen, token, d.h.Services())
 	return d.client, nil
 }
 
@@ -255,9 +308,9 @@ func (d *doctor) checkSchema() string {
 	if d.receipt.SchemaVersion != d.self.Schema {
 		return "the receipt's schema version is not this release's"
 	}
-	v, err := store.ReadSchemaVersion(d.ctx, install.RealPath(d.f, install.Database))
+	v, err := readSchemaCopy(d.ctx, d.f)
 	if err != nil {
-		return "the database schema version cannot be read"
+		return err.Error()
 	}
 	if v != d.receipt.SchemaVersion {
 		return "the database schema version is not the installed one"

@@ -31,6 +31,8 @@ func (g *Gate) Handler() http.Handler {
 	mux.HandleFunc("/v1/jobs/{id}/events", g.owner(http.MethodGet, g.handleEvents))
 	mux.HandleFunc("/v1/jobs/{id}/aggregate", g.owner(http.MethodGet, g.handleAggregate))
 	mux.HandleFunc(wire.Path, g.handleWorker)
+	mux.HandleFunc(wire.SourcePath, g.handleSource)
+	mux.HandleFunc(wire.CandidatePath, g.handleCandidate)
 	// The debug viewer: a public static shell under /debug/ and owner-only
 	// JSON reads under /v1/debug/ (the same owner check as the API, and
 	// not_ready until the startup sweep is done). Its store reads take the

@@ -47,6 +47,9 @@ type Config struct {
 	// repository has a repository_url.
 	PublicRepositoryRoot string `json:"public_repository_root,omitempty"`
 	GitExecutable        string `json:"git_executable,omitempty"`
+	// CandidateBundleBytes bounds one candidate bundle a Worker uploads
+	// (0: DefaultCandidateBundleBytes).
+	CandidateBundleBytes int64 `json:"candidate_bundle_bytes,omitempty"`
 	// Delivery, when present, turns on automatic delivery of public-source
 	// candidates; nil leaves jobs candidate-only.
 	Delivery *DeliveryConfig `json:"delivery,omitempty"`

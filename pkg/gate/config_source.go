@@ -35,6 +35,9 @@ func (c *Config) validateSources() error {
 	if c.GitExecutable != "" && !source.ValidPath(c.GitExecutable) {
 		return cfgErr("git_executable", "must be a canonical absolute path")
 	}
+	if c.CandidateBundleBytes != 0 && (c.CandidateBundleBytes < MinCandidateBundleBytes || c.CandidateBundleBytes > MaxCandidateBundleBytes) {
+		return cfgErr("candidate_bundle_bytes", "must be %d..%d", MinCandidateBundleBytes, int64(MaxCandidateBundleBytes))
+	}
 	if public && c.PublicRepositoryRoot == "" {
 		return cfgErr("public_repository_root", "required when a repository has repository_url")
 	}
@@ -69,4 +72,18 @@ func (c *Config) hasPublicSources() bool {
 		}
 	}
 	return false
+}
+
+// Bounds of candidate_bundle_bytes.
+const (
+	MinCandidateBundleBytes = 4096
+	MaxCandidateBundleBytes = 16 << 30
+)
+
+// candidateBundleBytes is the configured candidate bundle bound.
+func (c *Config) candidateBundleBytes() int64 {
+	if c.CandidateBundleBytes == 0 {
+		return DefaultCandidateBundleBytes
+	}
+	return c.CandidateBundleBytes
 }

@@ -35,20 +35,21 @@ func (g *Gate) EnableDelivery(gh delivery.GitHub) error {
 
 // gitHubApp is the real GitHub for delivery: pkg/github's client with the
 // App credentials read at load, pushing from the public-source bare
-// repositories with git_executable; tmp is a private directory for the
-// push mirrors.
+// repositories with git_executable under the Gate's reapers (like the
+// fetches); tmp is a private directory for the push mirrors.
 func (g *Gate) gitHubApp(tmp string) *delivery.App {
 	return &delivery.App{
 		API: github.New(nil, g.now, github.Options{}), AppID: g.sec.app.appID, Key: g.sec.app.key, Now: g.now,
-		Git: g.cfg.GitExecutable, GitTimeout: g.cfg.DefaultExecution.GitTimeout.Std(),
-		GitOutputBytes: g.cfg.DefaultExecution.GitOutputBytes, TempDir: tmp,
-		Local: func(repo delivery.Repo) (string, bool) {
+		Git: g.cfg.GitExecutable, Reaper: g.reaper, TempDir: tmp,
+		Local: func(repo delivery.Repo) (delivery.LocalRepo, bool) {
 			for _, r := range g.repos {
 				if owner, name, ok := r.gitHubRepository(); ok && owner == repo.Owner && name == repo.Name && g.preparedDir(r) != "" {
-					return g.preparedDir(r), true
+					// The repository's own git bounds, as for its fetches.
+					return delivery.LocalRepo{Dir: g.preparedDir(r), DefaultBranch: r.DefaultBranch,
+						GitTimeout: r.Execution.GitTimeout.Std(), GitOutputBytes: r.Execution.GitOutputBytes}, true
 				}
 			}
-			return "", false
+			return delivery.LocalRepo{}, false
 		},
 	}
 }

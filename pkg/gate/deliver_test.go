@@ -25,8 +25,16 @@ type happyGitHub struct {
 	url                     string // the html_url CreatePullRequest answers (default canonical)
 }
 
-func (h *happyGitHub) MintToken(context.Context, delivery.Repo) (delivery.Token, error) {
+func (h *happyGitHub) MintToken(context.Context, delivery.Repo, bool) (delivery.Token, error) {
 	return delivery.Token{Secret: "t", ExpiresAt: time.Now().Add(time.Hour)}, nil
+}
+
+func (h *happyGitHub) RunsToken(context.Context, delivery.Repo) (delivery.Token, error) {
+	return delivery.Token{ExpiresAt: time.Now().Add(time.Hour)}, nil
+}
+
+func (h *happyGitHub) TouchesWorkflows(context.Context, delivery.Repo, string) (bool, error) {
+	return false, nil
 }
 
 func (h *happyGitHub) Push(context.Context, delivery.Token, delivery.Repo, string, string) error {
@@ -64,6 +72,11 @@ func (h *happyGitHub) PullRequest(context.Context, delivery.Token, delivery.Repo
 	return *h.pr, nil
 }
 
+func (h *happyGitHub) PullRequestIfChanged(ctx context.Context, tok delivery.Token, repo delivery.Repo, n int, _ string) (delivery.PullRequest, string, bool, error) {
+	pr, err := h.PullRequest(ctx, tok, repo, n)
+	return pr, "", false, err
+}
+
 func (h *happyGitHub) Merge(context.Context, delivery.Token, delivery.Repo, int, string) (delivery.MergeResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -78,7 +91,7 @@ func (h *happyGitHub) Merged(context.Context, delivery.Token, delivery.Repo, int
 	return h.pr.Merged, nil
 }
 
-func (h *happyGitHub) ListRuns(context.Context, delivery.Repo, string, string) (delivery.Runs, error) {
+func (h *happyGitHub) ListRuns(context.Context, delivery.Token, delivery.Repo, string, string) (delivery.Runs, error) {
 	return delivery.Runs{TotalCount: 1, Runs: []delivery.Run{{ID: 1, HeadSHA: deliverCandidate, Status: "completed", Conclusion: "success"}}}, nil
 }
 
@@ -96,7 +109,11 @@ func TestDeliveryResumesAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, sec := testConfig(t, func(m map[string]any) { withDelivery(t, m, deliverySection(key)) })
+	// A success needs no_runs_grace and two equal polls (DECISIONS 12):
+	// short ones keep the test quick.
+	section := deliverySection(key)
+	section["no_runs_grace"], section["poll_interval"] = "1s", "1s"
+	cfg, sec := testConfig(t, func(m map[string]any) { withDelivery(t, m, section) })
 	now := time.Now()
 	if _, err := st.Submit(context.Background(), store.NewJob{ID: "j1", Kind: store.KindCoding, Task: []byte(`{}`),
 		Pool: "coding", RepositoryID: "agent-forge", Policy: mustRepoPolicy(t, cfg),

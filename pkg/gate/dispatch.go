@@ -2,6 +2,7 @@ package gate
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/wire"
@@ -111,7 +112,10 @@ func (g *Gate) leaseLoop(l *lane) {
 // meanwhile, goes back to the queue; otherwise it becomes idle, unless a
 // wake arrived meanwhile, in which case afterLease reports true and the
 // caller must ask the store once more. A store failure stops the Gate;
-// typed refusals (a fenced generation, a busy lane) only idle it.
+// typed refusals (a fenced generation, a busy lane) only idle it, and drop
+// a wake that arrived meanwhile: a lane refused as busy still holds an
+// attempt in the store, and its expiry or recorded result wakes the lane
+// (a latency-only cost in a rare case, kept deliberately).
 func (g *Gate) afterLease(l *lane, ls *store.Lease, err error) (again bool) {
 	g.lanes.mu.Lock()
 	step := stepNone
@@ -131,8 +135,11 @@ func (g *Gate) afterLease(l *lane, ls *store.Lease, err error) (again bool) {
 		// lease until it expires and is retried.
 		l.sendLease(ls)
 	case stepRelease:
-		g.release(l, ls.JobID, ls.AttemptID)
+		returned := g.release(l, ls.JobID, ls.AttemptID)
 		g.lanes.mu.Lock()
+		if !returned {
+			l.releaseFailed()
+		}
 		l.callDone()
 		g.lanes.mu.Unlock()
 	case stepAskAgain:
@@ -150,12 +157,34 @@ func (g *Gate) cancelExpired(e store.Expiry) {
 	if e.JobStatus == store.JobRetryWait {
 		g.noteDue(e.RetryAt)
 	}
+	now := g.now()
 	g.lanes.mu.Lock()
 	l := g.lanes.lanes[e.Lane]
-	hit := l != nil && l.generation == e.Generation && l.withdraw(e.AttemptID)
+	hit := l != nil && l.generation == e.Generation && l.withdraw(e.AttemptID, now)
 	g.lanes.mu.Unlock()
 	if hit {
+		g.noteDue(now.Add(windingLimit)) // a sweep then checks the wind-down (dropWinding)
 		l.send(wire.Envelope{Type: wire.TypeCancel, Cancel: &wire.Cancel{JobID: e.JobID, AttemptID: e.AttemptID, Reason: wire.CancelExpired}})
+	}
+}
+
+// dropWinding closes every lane that has wound down for windingLimit or
+// longer at now and drops its connection: its Worker never said idle for
+// the cancelled attempt (nor sent a result), so it would never be leased
+// again. The connection's reader then forgets the lane as for any
+// disconnect.
+func (g *Gate) dropWinding(now time.Time) {
+	g.lanes.mu.Lock()
+	var drop []*lane
+	for _, l := range g.lanes.order {
+		if l.overdue(now) {
+			drop = append(drop, l)
+		}
+	}
+	g.lanes.mu.Unlock()
+	for _, l := range drop {
+		g.log.Warn("lane closed: no idle after cancel", "lane", l.name, "limit", windingLimit.String())
+		l.conn.Close()
 	}
 }
 

@@ -19,8 +19,9 @@
 // (compare-and-clear) never marks the newcomer offline. A lane's dispatch
 // state changes only through the named transitions of lanestate.go: idle,
 // reserved (one store Lease call in flight), busy (one attempt), recording
-// (its result being stored), winding (cancelled, until the Worker's idle),
-// closed; and draining once the Worker said goodbye, after which nothing is
+// (its result being stored; every answer to it, ack or reject, ends busy),
+// winding (cancelled, until the Worker's idle; closed, connection dropped,
+// after windingLimit), closed; and draining once the Worker said goodbye, after which nothing is
 // leased to it and a lease it holds but does not run goes back to the
 // queue (store.Release) without consuming an attempt. Each
 // connection costs one goroutine: the WebSocket is taken over from the HTTP

@@ -330,6 +330,7 @@ func (g *Gate) sweeper() {
 			for _, e := range res.Expired {
 				g.cancelExpired(e)
 			}
+			g.dropWinding(now)
 			if dueWake || len(res.Expired) > 0 {
 				g.wakeAll()
 			}

@@ -299,6 +299,9 @@ func TestGenerationTakeover(t *testing.T) {
 	old := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), noRepos())
 	tg.submit(`{"input":"x"}`)
 	l1 := old.lease()
+	// Started, so the takeover leaves it leased to the old generation (an
+	// unstarted one goes back to the queue: TestTakeoverReturnsUnstartedLease).
+	wantAck(t, old.heartbeat(l1))
 
 	repl := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), noRepos())
 	if repl.welcome.Lane != "worker-1" || repl.welcome.Generation == old.welcome.Generation {

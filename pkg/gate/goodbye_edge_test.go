@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
+	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 	_ "modernc.org/sqlite"
 )
@@ -160,4 +161,72 @@ func TestGoodbyeKeepsLeaseWithActivity(t *testing.T) {
 		t.Fatalf("a started lease was given back: %+v", j)
 	}
 	wantAck(t, w.textResult(l, "ok"))
+}
+
+// noSweeps keeps the sweeper from reading a store a test closes.
+func noSweeps(m map[string]any) { m["recovery_interval"] = "1h" }
+
+// A goodbye whose unstarted lease could not be returned (the store fails)
+// is not acknowledged: the ack would say that nothing is left leased to
+// the lane. It is answered reject unavailable.
+func TestGoodbyeNotAckedWhenReleaseFails(t *testing.T) {
+	cfg, sec := testConfig(t, noSweeps)
+	tg := startGate(t, cfg, sec, "", nil)
+	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), noRepos())
+	tg.submit(`{"input":"x"}`)
+	w.lease()
+	tg.st.Close() // every store call now fails
+	wantReject(t, w.goodbye(nil), wire.RejectUnavailable)
+}
+
+// The same when the lease being granted at the goodbye could not be
+// returned by the Lease call the goodbye waits for.
+func TestGoodbyeNotAckedWhenInFlightReleaseFails(t *testing.T) {
+	cfg, sec := testConfig(t, noSweeps)
+	tg := startGate(t, cfg, sec, "", nil)
+	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), noRepos())
+	reg := &tg.g.lanes
+	var l *lane
+	for deadline := time.Now().Add(waitLimit); ; {
+		reg.mu.Lock()
+		if l = reg.lanes[w.welcome.Lane]; l != nil && l.state == laneIdle {
+			l.wake() // a Lease call is in flight for it (this test plays it)
+			reg.mu.Unlock()
+			break
+		}
+		reg.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("lane never idle")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	w.seq++
+	seq := w.seq
+	if err := w.c.Send(wire.Envelope{Type: wire.TypeGoodbye, Seq: seq, Goodbye: &wire.Goodbye{}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(waitLimit); ; {
+		reg.mu.Lock()
+		draining := l.draining
+		reg.mu.Unlock()
+		if draining {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("goodbye not seen")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	tg.st.Close()
+	// The call's grant, which it must give back: the store fails.
+	tg.g.afterLease(l, &store.Lease{JobID: "j1", AttemptID: "a1"}, nil)
+	select {
+	case r := <-w.replies:
+		if r.Seq != seq {
+			t.Fatalf("reply seq %d", r.Seq)
+		}
+		wantReject(t, r, wire.RejectUnavailable)
+	case <-time.After(waitLimit):
+		t.Fatal("goodbye unanswered")
+	}
 }

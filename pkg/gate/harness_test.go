@@ -98,6 +98,12 @@ func startGateClock(t testing.TB, cfg *Config, sec *Secrets, now func() time.Tim
 
 func startGateAt(t testing.TB, cfg *Config, sec *Secrets, db string, now func() time.Time) *testGate {
 	t.Helper()
+	return startGateLogging(t, cfg, sec, db, now, io.Discard)
+}
+
+// startGateLogging is startGateAt with the Gate's JSON log written to logw.
+func startGateLogging(t testing.TB, cfg *Config, sec *Secrets, db string, now func() time.Time, logw io.Writer) *testGate {
+	t.Helper()
 	if db == "" {
 		db = filepath.Join(t.TempDir(), "state", "forge.db")
 	}
@@ -105,7 +111,7 @@ func startGateAt(t testing.TB, cfg *Config, sec *Secrets, db string, now func() 
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	log := slog.New(slog.NewJSONHandler(logw, nil))
 	g, err := New(cfg, sec, st, log, now)
 	if err != nil {
 		t.Fatal(err)

@@ -44,6 +44,13 @@ type lane struct {
 	jobID     string
 	attemptID string
 	call      chan struct{} // open while a Lease call for the lane is in flight
+	// callFailed: a Lease call could not give back what it had to
+	// (releaseFailed); a goodbye that waited for it is not acknowledged.
+	callFailed bool
+	// running: the Worker's goodbye named the held attempt as running.
+	running bool
+	// windingSince is when the lane started winding down (withdraw).
+	windingSince time.Time
 }
 
 // leaseRequest names this lane to the store's Lease.
@@ -85,18 +92,19 @@ func (r *registry) untrack(c *wire.Conn) {
 }
 
 // install makes l the live connection for its lane and returns the one it
-// replaced (nil if none).
-func (r *registry) install(l *lane) *lane {
+// replaced (nil if none) with the attempt that one holds but may not have
+// started (supersede; nil if none).
+func (r *registry) install(l *lane) (old *lane, unstarted *attemptRef) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	old := r.lanes[l.name]
+	old = r.lanes[l.name]
 	if old != nil {
-		old.close()
+		unstarted = old.supersede()
 		r.dropOrder(old)
 	}
 	r.lanes[l.name] = l
 	r.order = append(r.order, l)
-	return old
+	return old, unstarted
 }
 
 // remove forgets l if it is still the live connection of its lane.
@@ -259,11 +267,18 @@ func (g *Gate) serveLane(c *wire.Conn, worker int) {
 		g.storeFailed(err)
 		return
 	}
-	old := g.lanes.install(l)
+	old, unstarted := g.lanes.install(l)
 	g.lanes.connectMu.Unlock()
 	if old != nil {
 		old.conn.Close()
 		g.log.Info("lane taken over", "lane", l.name)
+		// The old connection's lease that may never have started (e.g.
+		// the one written after its result's ack to the socket just
+		// closed) goes back to the queue before the newcomer's first
+		// Lease call, as for a goodbye: it costs no TTL and no attempt.
+		if unstarted != nil && !g.reportedActivity(unstarted.jobID, unstarted.attemptID) {
+			g.release(old, unstarted.jobID, unstarted.attemptID)
+		}
 	}
 	defer g.disconnect(l)
 	if !l.send(wire.Envelope{Type: wire.TypeWelcome, Welcome: &wire.Welcome{Lane: l.name, Generation: l.generation}}) {
@@ -393,16 +408,25 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		// Live activity for the held attempt proves it was started, like
 		// a heartbeat or evidence (which the store checks): it keeps its
 		// lease until its result or deadline.
+		returned := true
 		if release != nil && !g.reportedActivity(release.jobID, release.attemptID) {
-			g.release(l, release.jobID, release.attemptID)
+			returned = g.release(l, release.jobID, release.attemptID)
 		}
 		if inFlight != nil {
 			// A lease being granted to the lane right now is returned
 			// by that call (afterLease) before the ack.
 			select {
 			case <-inFlight:
+				g.lanes.mu.Lock()
+				returned = returned && !l.callFailed
+				g.lanes.mu.Unlock()
 			case <-g.ctx.Done():
+				returned = false // the Gate stops before that call ended
 			}
+		}
+		if !returned {
+			// The ack would say nothing is left leased to the lane.
+			return reply(false, nil, wire.RejectUnavailable)
 		}
 		return reply(true, &wire.Ack{}, "")
 	}
@@ -418,13 +442,31 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 // result (a replay, another attempt) is recorded or refused on its own.
 func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
 	f := store.Fence{JobID: r.JobID, AttemptID: r.AttemptID, Lane: l.name, Generation: l.generation}
-	out, err := outcome(r)
-	if err != nil {
-		return reply(false, nil, wire.RejectInvalid)
-	}
 	g.lanes.mu.Lock()
 	kind := l.beginResult(r.JobID, r.AttemptID)
 	g.lanes.mu.Unlock()
+	out, err := outcome(r)
+	if err != nil {
+		// Unusable (a code outside the failure table): nothing is
+		// recorded, but the Worker is done with the attempt all the same.
+		return g.refuseResult(l, seq, kind, wire.RejectInvalid)
+	}
+	// A public-source candidate counts only once the Gate stored it from
+	// the attempt's bundle (bundles.go); otherwise the result is invalid.
+	if out.Succeeded && out.CandidateSHA != "" {
+		stored, err := g.candidateStored(g.ctx, r.JobID, r.AttemptID, out.CandidateSHA)
+		if err != nil {
+			code, ok := rejectCode(err)
+			sent := g.refuseResult(l, seq, kind, code)
+			if !ok {
+				g.storeFailed(err)
+			}
+			return sent && ok
+		}
+		if !stored {
+			return g.refuseResult(l, seq, kind, wire.RejectInvalid)
+		}
+	}
 	if kind == resultAndLease {
 		return g.recordAndLease(l, seq, f, out, now, reply)
 	}
@@ -469,17 +511,12 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 func (g *Gate) recordAndLease(l *lane, seq uint64, f store.Fence, out store.Outcome, now time.Time, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
 	c, next, err := g.st.CompleteAndLease(g.ctx, f, out, l.leaseRequest(), now)
 	if err != nil {
-		// Nothing was recorded, but the Worker is done with the attempt:
-		// the lane is idle. The store keeps it from leasing while the
-		// attempt stays leased; the sweep's expiry wakes it.
-		var code wire.RejectCode
-		ok := g.rejectStoreErr(err, func(_ bool, _ *wire.Ack, c wire.RejectCode) bool { code = c; return true })
-		b, encErr := wire.Encode(wire.Envelope{Type: wire.TypeReject, Seq: seq, Reject: &wire.Reject{Code: code}})
-		step, sent := g.idleThenSend(l, encErr, b)
-		if ok && sent && step == stepAskAgain {
-			g.startLeasing(l)
+		code, ok := rejectCode(err)
+		sent := g.refuseResult(l, seq, resultAndLease, code)
+		if !ok {
+			g.storeFailed(err)
 		}
-		return ok && sent
+		return sent && ok
 	}
 	g.act.End(f.AttemptID)
 	if c.JobStatus == store.JobRetryWait {
@@ -521,6 +558,27 @@ func (g *Gate) recordAndLease(l *lane, seq uint64, f store.Fence, out store.Outc
 	return l.sendEncoded(nil, ack, lease)
 }
 
+// refuseResult answers a result that recorded nothing with reject code. A
+// result ends the lane's attempt on the Worker whatever the answer: a lane
+// that was running or winding it down (kind) is idle from here on, so no
+// answer leaves it busy. The store keeps it from leasing while the attempt
+// stays leased (the sweep's expiry wakes it); a withdrawn attempt is
+// already expired, so that lane asks for work at once.
+func (g *Gate) refuseResult(l *lane, seq uint64, kind resultKind, code wire.RejectCode) bool {
+	b, encErr := wire.Encode(wire.Envelope{Type: wire.TypeReject, Seq: seq, Reject: &wire.Reject{Code: code}})
+	if kind == resultOther {
+		return l.sendEncoded(encErr, b)
+	}
+	step, sent := g.idleThenSend(l, encErr, b)
+	switch {
+	case sent && step == stepAskAgain:
+		g.startLeasing(l)
+	case sent && kind == resultEndsWinding:
+		g.wakeLane(l)
+	}
+	return sent
+}
+
 // idleThenSend ends the recording of the lane's result with nothing
 // leased next (resultDone) and writes the answer msgs, holding the lane's
 // send lock across both: the lane is leasable again at once, but a lease
@@ -536,22 +594,24 @@ func (g *Gate) idleThenSend(l *lane, encErr error, msgs ...[]byte) (leaseStep, b
 	return step, l.writeHeld(encErr, msgs...)
 }
 
-// release returns a lease l holds but will not run (the lane is draining
-// or gone) to the queue at once, without consuming an attempt, and wakes a
-// lane that fits its job. A refusal (the attempt ran, was recorded or
-// expired meanwhile) leaves it to the store's usual course.
-func (g *Gate) release(l *lane, jobID, attemptID string) {
+// release returns a lease l holds but will not run (the lane is draining,
+// gone or taken over) to the queue at once, without consuming an attempt,
+// and wakes a lane that fits its job. A refusal (the attempt ran, was
+// recorded or expired meanwhile) leaves it to the store's usual course.
+// It reports false only when the store failed: the lease may still be
+// leased to the lane although it will not run there.
+func (g *Gate) release(l *lane, jobID, attemptID string) bool {
 	g.act.End(attemptID)
 	// A fresh context: a lease must be returned even while the Gate stops.
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	r, err := g.st.Release(ctx, store.Fence{JobID: jobID, AttemptID: attemptID, Lane: l.name, Generation: l.generation}, g.now())
 	if err != nil {
-		g.storeFailed(err)
-		return
+		return !g.storeFailed(err)
 	}
 	g.log.Info("lease returned unstarted", "lane", l.name)
 	g.wakeFor(r.Pool, r.PluginID, r.RepositoryID)
+	return true
 }
 
 // sendLease pushes a lease the store handed to l.
@@ -578,20 +638,34 @@ func (l *lane) encodeLease(ls *store.Lease) ([]byte, error) {
 	return l.leases.Encode(lease)
 }
 
-// rejectStoreErr maps a store rejection to a wire reject code; an
-// unexpected store error stops the Gate and closes the connection.
+// rejectStoreErr answers a request the store refused or failed
+// (rejectCode); it reports whether the connection stays open. After the
+// answer, a store failure stops the Gate.
 func (g *Gate) rejectStoreErr(err error, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
+	code, ok := rejectCode(err)
+	sent := reply(false, nil, code)
+	if !ok {
+		g.storeFailed(err)
+	}
+	return sent && ok
+}
+
+// rejectCode maps a store rejection to a wire reject code (ok). Any other
+// error is a store failure: unavailable, and the caller stops the Gate
+// (storeFailed) and closes the connection (!ok).
+func rejectCode(err error) (code wire.RejectCode, ok bool) {
 	switch {
 	case errors.Is(err, store.ErrExpired):
-		return reply(false, nil, wire.RejectExpired)
+		return wire.RejectExpired, true
 	case errors.Is(err, store.ErrStale), errors.Is(err, store.ErrNotFound):
-		return reply(false, nil, wire.RejectStale)
+		return wire.RejectStale, true
 	case errors.Is(err, store.ErrConflict):
-		return reply(false, nil, wire.RejectConflict)
+		return wire.RejectConflict, true
 	case errors.Is(err, store.ErrInvalid):
-		return reply(false, nil, wire.RejectInvalid)
+		return wire.RejectInvalid, true
 	}
-	reply(false, nil, wire.RejectUnavailable)
-	g.storeFailed(err)
-	return false
+	// ErrLaneBusy never reaches here: only Lease returns it, and no
+	// request's store call (Heartbeat, AddEvidence, Complete,
+	// CompleteAndLease) does.
+	return wire.RejectUnavailable, false
 }

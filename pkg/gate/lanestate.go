@@ -1,17 +1,28 @@
 package gate
 
-import "github.com/0k-lab/agent-forge/pkg/store"
+import (
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/store"
+)
 
 // A lane's dispatch state. Every change of it is one of the transitions
 // below, each called with registry.mu held; nothing else writes the
-// fields they guard (lane.state, again, draining, jobID, attemptID, call).
+// fields they guard (lane.state, again, draining, jobID, attemptID,
+// running, call, callFailed, windingSince).
 //
 //	idle ──wake──▶ reserved ──lease──▶ busy ──result──▶ recording ──▶ busy (next lease) | idle
 //	  ▲              │ nothing            │ cancel{expired}
 //	  │              ▼                    ▼
 //	  └──────────── idle               winding ──idle msg──▶ idle; ──result──▶ recording ──▶ idle
+//	                                      │ windingLimit
+//	                                      ▼
+//	                                    closed
 //
-// closed is final (the connection ended or was taken over). draining (the
+// Every answer to a result ends busy: recording → idle when nothing was
+// recorded (refused, or unusable), as when nothing was leased next.
+// closed is final (the connection ended or was taken over, or the lane
+// wound down longer than windingLimit). draining (the
 // Worker's goodbye) is a flag, not a state: a draining lane finishes what
 // it runs and is never leased again; a lease that reaches a draining or
 // closed lane, or that it holds but did not start, is returned to the
@@ -39,7 +50,7 @@ func (l *lane) holding(job, attempt string) bool {
 }
 
 func (l *lane) hold(job, attempt string, s laneState) {
-	l.state, l.jobID, l.attemptID = s, job, attempt
+	l.state, l.jobID, l.attemptID, l.running = s, job, attempt, false
 }
 
 // reserveAtConnect makes a new lane, not yet registered, reserved: its
@@ -58,6 +69,13 @@ func (l *lane) callDone() {
 		close(l.call)
 		l.call = nil
 	}
+}
+
+// releaseFailed records that a lease the lane's Lease call had to give back
+// could not be returned (a store failure): the goodbye waiting for that
+// call must not be acknowledged. Call it before callDone.
+func (l *lane) releaseFailed() {
+	l.callFailed = true
 }
 
 func (l *lane) becomeIdle() {
@@ -197,13 +215,23 @@ func (l *lane) resultDone(next *store.Lease) leaseStep {
 }
 
 // withdraw moves a lane running an attempt the sweep expired to winding
-// (true: send it cancel). A lane recording that attempt's result is
+// at now (true: send it cancel). A lane recording that attempt's result is
 // already done with it.
-func (l *lane) withdraw(attempt string) bool {
+func (l *lane) withdraw(attempt string, now time.Time) bool {
 	if l.state != laneBusy || l.attemptID != attempt {
 		return false
 	}
-	l.state = laneWinding
+	l.state, l.windingSince = laneWinding, now
+	return true
+}
+
+// overdue reports whether the lane has wound down for windingLimit or
+// longer at now; such a lane is closed (the caller drops its connection).
+func (l *lane) overdue(now time.Time) bool {
+	if l.state != laneWinding || now.Sub(l.windingSince) < windingLimit {
+		return false
+	}
+	l.close()
 	return true
 }
 
@@ -237,6 +265,7 @@ func (l *lane) goodbye(running attemptRef) (release *attemptRef, inFlight <-chan
 		return nil, inFlight
 	}
 	if l.holding(running.jobID, running.attemptID) {
+		l.running = true // started, by the Worker's word: never returned
 		return nil, inFlight
 	}
 	held := attemptRef{l.jobID, l.attemptID}
@@ -253,8 +282,32 @@ func (l *lane) close() {
 	l.state, l.again = laneClosed, false
 }
 
+// supersede closes a lane taken over by a newer connection of its slot
+// and returns the attempt it holds but may not have started (nil: none),
+// which the caller returns to the queue as a goodbye does: the store
+// refuses one the Worker heartbeated or sent evidence for, and the caller
+// keeps one it reported live activity for. An attempt a goodbye named as
+// running is kept. A lease being granted to the lane or recorded with its
+// result right now is returned by that call (leaseDone and resultDone see
+// the lane closed); a withdrawn attempt is already expired.
+func (l *lane) supersede() *attemptRef {
+	var held *attemptRef
+	if l.state == laneBusy && !l.running {
+		held = &attemptRef{l.jobID, l.attemptID}
+	}
+	l.close()
+	return held
+}
+
 // holds reports whether the lane runs (job, attempt) (evidence is taken
 // only for it).
 func (l *lane) holds(job, attempt string) bool {
 	return l.state == laneBusy && l.holding(job, attempt)
 }
+
+// windingLimit bounds how long a lane may wind down: a Worker that has not
+// said idle (or sent a result) this long after the cancel is not going to.
+// The sweeper then closes the lane and drops its connection (dropWinding);
+// the Worker's lane reconnects only once its executor has returned, so the
+// limit never lets two attempts overlap on one Worker lane.
+const windingLimit = time.Minute

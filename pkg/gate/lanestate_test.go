@@ -2,9 +2,12 @@ package gate
 
 import (
 	"testing"
+	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/store"
 )
+
+var at0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 func fitLane() *lane {
 	return &lane{pool: "p", pluginSet: map[string]bool{"x": true}, repoSet: map[string]bool{}}
@@ -24,7 +27,7 @@ func TestLaneTransitions(t *testing.T) {
 		t.Fatal("a busy lane was woken or reserved")
 	}
 	// Expiry winds it down; nothing leases it until the Worker's idle.
-	if !l.withdraw("a1") || l.state != laneWinding || l.wake() || l.reserve("p", "x", "") {
+	if !l.withdraw("a1", at0) || l.state != laneWinding || l.wake() || l.reserve("p", "x", "") {
 		t.Fatalf("winding lane: %+v", l)
 	}
 	if l.workerIdle("j1", "other") || l.state != laneWinding {
@@ -38,7 +41,7 @@ func TestLaneTransitions(t *testing.T) {
 	l = fitLane()
 	l.wake()
 	l.leaseDone(ls)
-	l.withdraw("a1")
+	l.withdraw("a1", at0)
 	if k := l.beginResult("j1", "a1"); k != resultEndsWinding || l.state != laneRecording || l.reserve("p", "x", "") {
 		t.Fatalf("result while winding: %v %+v", k, l)
 	}
@@ -51,7 +54,7 @@ func TestLaneTransitions(t *testing.T) {
 	l = fitLane()
 	l.wake()
 	l.leaseDone(ls)
-	if l.beginResult("j1", "a1") != resultAndLease || l.withdraw("a1") {
+	if l.beginResult("j1", "a1") != resultAndLease || l.withdraw("a1", at0) {
 		t.Fatal("recording lane")
 	}
 	if l.resultDone(next) != stepSend || !l.holds("j2", "a2") {
@@ -137,5 +140,63 @@ func TestGoodbyeWaitsForTheLeaseCall(t *testing.T) {
 	}
 	if r, w := l.goodbye(attemptRef{}); r != nil || w != nil || !l.holds("j1", "a1") {
 		t.Fatalf("a second goodbye released the running attempt: %v %+v", r, l)
+	}
+}
+
+// A lane winding down is closed once it has done so for windingLimit; one
+// that said idle in time, or is busy, is not.
+func TestWindingLaneOverdue(t *testing.T) {
+	ls := &store.Lease{JobID: "j1", AttemptID: "a1"}
+	l := fitLane()
+	l.wake()
+	l.leaseDone(ls)
+	if l.overdue(at0.Add(2 * windingLimit)) {
+		t.Fatal("a busy lane was overdue")
+	}
+	l.withdraw("a1", at0)
+	if l.overdue(at0.Add(windingLimit-time.Nanosecond)) || l.state != laneWinding {
+		t.Fatalf("closed before the limit: %+v", l)
+	}
+	if !l.overdue(at0.Add(windingLimit)) || l.state != laneClosed || l.wake() || l.workerIdle("j1", "a1") {
+		t.Fatalf("overdue lane not closed: %+v", l)
+	}
+}
+
+// A takeover hands back the attempt the old lane holds but may not have
+// started; it keeps one its goodbye named as running, and leaves what is
+// being leased or recorded, and what was withdrawn, to their own paths.
+func TestSupersede(t *testing.T) {
+	ls := &store.Lease{JobID: "j1", AttemptID: "a1"}
+	l := fitLane()
+	l.wake()
+	l.leaseDone(ls)
+	if r := l.supersede(); r == nil || *r != (attemptRef{"j1", "a1"}) || l.state != laneClosed {
+		t.Fatalf("busy lane taken over: %v %+v", r, l)
+	}
+	l = fitLane()
+	l.wake()
+	l.leaseDone(ls)
+	l.goodbye(attemptRef{"j1", "a1"})
+	if r := l.supersede(); r != nil {
+		t.Fatalf("the attempt the goodbye named was handed back: %v", r)
+	}
+	l = fitLane()
+	l.wake()
+	l.leaseDone(ls)
+	l.beginResult("j1", "a1")
+	if r := l.supersede(); r != nil || l.resultDone(&store.Lease{JobID: "j2", AttemptID: "a2"}) != stepRelease {
+		t.Fatalf("recording lane taken over: %v %+v", r, l)
+	}
+	l = fitLane()
+	l.wake()
+	l.leaseDone(ls)
+	l.withdraw("a1", at0)
+	if r := l.supersede(); r != nil {
+		t.Fatalf("withdrawn attempt handed back: %v", r)
+	}
+	l = fitLane()
+	l.wake()
+	if r := l.supersede(); r != nil || l.leaseDone(ls) != stepRelease {
+		t.Fatalf("reserved lane taken over: %v %+v", r, l)
 	}
 }

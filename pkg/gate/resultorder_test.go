@@ -70,7 +70,7 @@ func TestNoLeaseOvertakesWindingResultAnswer(t *testing.T) {
 	g := tg.g
 	g.lanes.mu.Lock()
 	l := g.lanes.lanes[w.welcome.Lane]
-	withdrawn := l.withdraw(ls.AttemptID) // as cancelExpired does
+	withdrawn := l.withdraw(ls.AttemptID, time.Now()) // as cancelExpired does
 	g.lanes.mu.Unlock()
 	if !withdrawn {
 		t.Fatal("lane not winding")

@@ -61,13 +61,14 @@ func (g *Gate) prepareSource(ctx context.Context, r *RepositoryConfig, base stri
 	return g.sources.Prepare(ctx, publicSource(r), base)
 }
 
-// leaseSource fills a coding lease of a job prepared at submit with the
-// prepared path and the base the Gate checked there (the job's base_sha).
+// leaseSource marks a coding lease of a job prepared at submit with the
+// base the Gate checked there (the job's base_sha); the path stays in the
+// Gate, which serves the base to the lane (bundles.go).
 func leaseSource(prepared, base string, l *wire.Lease) {
 	if prepared == "" || l.Kind != wire.KindCoding {
 		return
 	}
-	l.RepositoryPath, l.BaseSHA = prepared, base
+	l.BaseSHA = base
 }
 
 // codeSourceFailed is the API error of a failed preparation; its body

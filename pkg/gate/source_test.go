@@ -19,7 +19,7 @@ import (
 // https://github.com/ from a local directory instead (the Gate cannot
 // tell); fail makes every fetch fail as a server asking for credentials.
 // It returns the Gate, the upstream work tree and its first commit.
-func publicGate(t *testing.T, fail bool) (*testGate, string, string) {
+func publicGate(t *testing.T, fail bool, more ...func(map[string]any)) (*testGate, string, string) {
 	t.Helper()
 	sysGit, err := exec.LookPath("git")
 	if err != nil {
@@ -53,6 +53,9 @@ func publicGate(t *testing.T, fail bool) (*testGate, string, string) {
 		m["public_repository_root"] = root
 		m["git_executable"] = wrapper
 		repo0(m)["repository_url"] = testPublicURL
+		for _, f := range more {
+			f(m)
+		}
 	})
 	return startGate(t, cfg, sec, "", nil), work, first
 }
@@ -79,14 +82,14 @@ func (tg *testGate) jobCount() int {
 }
 
 // A public-source submit prepares the bare repository before the job
-// exists, and the lease names it and the checked base.
-func TestSubmitPublicSourceLeasesPreparedPath(t *testing.T) {
+// exists, and the lease carries the checked base and no path.
+func TestSubmitPublicSourceLeasesBase(t *testing.T) {
 	tg, _, first := publicGate(t, false)
 	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), []string{"agent-forge"})
 	job := tg.submit(`{"repository_id":"agent-forge","base_sha":"` + first + `","instruction":"Fix it."}`)
 	l := w.lease()
 	want := filepath.Join(tg.cfg.PublicRepositoryRoot, source.DirName(testPublicURL))
-	if l.JobID != job.ID || l.RepositoryPath != want || l.BaseSHA != first || l.DefaultBranch != "main" {
+	if l.JobID != job.ID || l.BaseSHA != first || l.DefaultBranch != "main" {
 		t.Fatalf("lease %+v", l)
 	}
 	if got := runGit(t, want, "rev-parse", "refs/heads/main"); got != first {
@@ -138,25 +141,25 @@ func TestLeaseSource(t *testing.T) {
 	sha := strings.Repeat("a", 40)
 	l := &wire.Lease{Kind: wire.KindCoding, Task: json.RawMessage(`{"repository_id":"a","base_sha":"` + sha + `","instruction":"x"}`)}
 	leaseSource(prepared, sha, l)
-	if l.RepositoryPath != prepared || l.BaseSHA != sha {
+	if l.BaseSHA != sha {
 		t.Fatalf("lease %+v", l)
 	}
 	static := &wire.Lease{Kind: wire.KindCoding, Task: l.Task}
 	leaseSource("", sha, static)
-	if static.RepositoryPath != "" || static.BaseSHA != "" {
+	if static.BaseSHA != "" {
 		t.Fatalf("static lease %+v", static)
 	}
 }
 
-// The lease names the repository prepared at submit, whatever the
-// configuration says when it is leased (the job keeps it, like its policy).
-func TestPublicLeaseKeepsSubmitPath(t *testing.T) {
+// A job prepared at submit stays a public-source job whatever the
+// configuration says when it is leased (the job keeps its prepared
+// repository, like its policy).
+func TestPublicLeaseKeepsSubmitSource(t *testing.T) {
 	tg, _, first := publicGate(t, false)
 	job := tg.submit(`{"repository_id":"agent-forge","base_sha":"` + first + `","instruction":"Fix it."}`)
-	want := filepath.Join(tg.cfg.PublicRepositoryRoot, source.DirName(testPublicURL))
 	tg.cfg.Repositories[0].RepositoryURL = "" // the configuration no longer names a public source
 	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), []string{"agent-forge"})
-	if l := w.lease(); l.JobID != job.ID || l.RepositoryPath != want || l.BaseSHA != first {
+	if l := w.lease(); l.JobID != job.ID || l.BaseSHA != first {
 		t.Fatalf("lease %+v", l)
 	}
 }

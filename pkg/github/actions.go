@@ -69,21 +69,23 @@ func boundedToken(s string, max int) bool {
 	return true
 }
 
-// ListRuns reads the Actions runs of headSHA in a public repository
-// without any credential (GET /repos/{o}/{r}/actions/runs?head_sha=…,
-// pages of 100), sending If-None-Match: etag when etag is set. When
+// ListRuns reads the Actions runs of headSHA (GET
+// /repos/{o}/{r}/actions/runs?head_sha=…, pages of 100): with token, an
+// installation token holding actions: read (the installation's own
+// budget); with a nil token unauthenticated, as anyone may read a public
+// repository (60 requests an hour per address), sending If-None-Match: etag when etag is set. When
 // total_count exceeds the first page, the further pages are read too and
 // the answer carries no ETag (a 304 of the first page would say nothing
 // about the others); a run seen on two pages (the list shifted while it
 // was read) is kept once. A rate limit is not waited out here: it fails
 // at once as ClassRateLimited with RetryAfter, and the caller schedules
 // the next poll.
-func (c *Client) ListRuns(ctx context.Context, owner, repo, headSHA, etag string) (*RunsPage, error) {
+func (c *Client) ListRuns(ctx context.Context, token *Token, owner, repo, headSHA, etag string) (*RunsPage, error) {
 	const op = "list_runs"
 	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || !ident.ValidSHA(headSHA) || !boundedToken(etag, maxETagBytes) {
 		return nil, &APIError{Op: op, Class: ClassMalformed}
 	}
-	first, err := c.runsPage(ctx, owner, repo, headSHA, etag, 1)
+	first, err := c.runsPage(ctx, token, owner, repo, headSHA, etag, 1)
 	if err != nil || first.NotModified || first.TotalCount <= len(first.Runs) {
 		return first, err
 	}
@@ -100,7 +102,7 @@ func (c *Client) ListRuns(ctx context.Context, owner, repo, headSHA, etag string
 	add(first)
 	out := &RunsPage{TotalCount: first.TotalCount, Rate: first.Rate}
 	for page := 2; page <= maxRunPages && len(runs) < out.TotalCount; page++ {
-		p, err := c.runsPage(ctx, owner, repo, headSHA, "", page)
+		p, err := c.runsPage(ctx, token, owner, repo, headSHA, "", page)
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +118,7 @@ func (c *Client) ListRuns(ctx context.Context, owner, repo, headSHA, etag string
 }
 
 // runsPage reads one page of the runs list.
-func (c *Client) runsPage(ctx context.Context, owner, repo, headSHA, etag string, page int) (*RunsPage, error) {
+func (c *Client) runsPage(ctx context.Context, token *Token, owner, repo, headSHA, etag string, page int) (*RunsPage, error) {
 	const op = "list_runs"
 	q := url.Values{"head_sha": {headSHA}, "per_page": {strconv.Itoa(runsPerPage)}}
 	if page > 1 {
@@ -125,6 +127,9 @@ func (c *Client) runsPage(ctx context.Context, owner, repo, headSHA, etag string
 	k := call{op: op, method: http.MethodGet, path: "/repos/" + owner + "/" + repo + "/actions/runs", query: q}
 	if etag != "" {
 		k.header = http.Header{"If-None-Match": {etag}}
+	}
+	if token != nil {
+		k.auth = token.value
 	}
 	resp, err := c.send(ctx, k, nil)
 	if err != nil {

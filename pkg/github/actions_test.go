@@ -31,7 +31,7 @@ func TestListRunsConditionalAndUnauthenticated(t *testing.T) {
 		}})
 	})
 	_ = clk
-	p, err := c.ListRuns(context.Background(), "octo", "hello", runSHA, "")
+	p, err := c.ListRuns(context.Background(), nil, "octo", "hello", runSHA, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestListRunsConditionalAndUnauthenticated(t *testing.T) {
 		p.Runs[1].Conclusion != "" || p.Rate != (RateLimit{Limit: 60, Remaining: 58, Reset: time.Unix(1700003600, 0)}) {
 		t.Fatalf("page %+v", p)
 	}
-	p, err = c.ListRuns(context.Background(), "octo", "hello", runSHA, p.ETag)
+	p, err = c.ListRuns(context.Background(), nil, "octo", "hello", runSHA, p.ETag)
 	if err != nil || !p.NotModified || p.ETag != `W/"v1"` || p.Rate.Remaining != 58 {
 		t.Fatalf("conditional: %+v %v", p, err)
 	}
@@ -60,7 +60,7 @@ func TestListRunsRateLimitIsNotWaited(t *testing.T) {
 		w.Header().Set("X-RateLimit-Reset", "1700000600")
 		writeJSON(w, 403, map[string]string{"message": "API rate limit exceeded for 127.0.0.1."})
 	})
-	_, err := c.ListRuns(context.Background(), "octo", "hello", runSHA, "")
+	_, err := c.ListRuns(context.Background(), nil, "octo", "hello", runSHA, "")
 	var e *APIError
 	if !errorsAs(err, &e) || e.Class != ClassRateLimited || e.RetryAfter < 10*time.Minute || e.RetryAfter > 11*time.Minute {
 		t.Fatalf("%v (retry after %v)", err, e.RetryAfter)
@@ -78,12 +78,12 @@ func TestListRunsRefusesMalformed(t *testing.T) {
 		"not json":      "[",
 	} {
 		c, _ := newTestClient(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, body) })
-		if _, err := c.ListRuns(context.Background(), "octo", "hello", runSHA, ""); !IsClass(err, ClassMalformed) {
+		if _, err := c.ListRuns(context.Background(), nil, "octo", "hello", runSHA, ""); !IsClass(err, ClassMalformed) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 	c, _ := newTestClient(func(w http.ResponseWriter, r *http.Request) { t.Error("request sent") })
-	if _, err := c.ListRuns(context.Background(), "octo", "hello", runSHA, "a\nb"); !IsClass(err, ClassMalformed) {
+	if _, err := c.ListRuns(context.Background(), nil, "octo", "hello", runSHA, "a\nb"); !IsClass(err, ClassMalformed) {
 		t.Fatalf("etag with a newline: %v", err)
 	}
 }

@@ -16,7 +16,9 @@ const (
 	PermContents     = "contents"
 	PermPullRequests = "pull_requests"
 	PermWorkflows    = "workflows"
+	PermActions      = "actions"
 	Write            = "write"
+	Read             = "read"
 	// WorkflowsDir is the directory whose changes need workflows: write.
 	WorkflowsDir = ".github/workflows"
 	// MaxTokenBytes bounds an installation token (the stateless format

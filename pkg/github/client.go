@@ -342,8 +342,15 @@ func errorMessage(body []byte) string {
 		}
 		var x struct {
 			Message json.RawMessage `json:"message"`
+			Field   json.RawMessage `json:"field"`
+			Code    json.RawMessage `json:"code"`
 		}
 		if json.Unmarshal(raw, &x) == nil {
+			// A field error names no message, only the field and its
+			// code ("head" "invalid"): keep them as "head invalid".
+			if f, c := text(x.Field), text(x.Code); f != "" && c != "" {
+				parts = append(parts, f+" "+c)
+			}
 			parts = append(parts, text(x.Message))
 			continue
 		}

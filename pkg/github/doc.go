@@ -51,11 +51,15 @@
 // # Push
 //
 // A Mirror is a fresh private bare repository. Copy fetches exactly the
-// named refs into it from the local repository; RemoteBranch and PushNew
-// run git there with the token only in the environment
-// (GIT_CONFIG_COUNT: an Authorization header scoped to GitBase, HTTPS
-// allowed for that command, redirects off), never in argv, a remote URL
-// or a file. PushNew creates the branch with a lease that requires it
-// to be absent. GitHub's refusal of a workflow change without the
-// workflows permission is ErrWorkflowsRefused.
+// named refs into it from the local repository; RemoteBranch, Fetch and
+// PushNew run git there with the token handed to git's one credential
+// helper through a FIFO inside the mirror (credentialed): never in argv,
+// the environment (/proc/<pid>/cmdline and environ), a remote URL or a
+// file at rest; HTTPS allowed for that command, redirects off. PushNew
+// creates the branch with a lease that requires it to be absent, over
+// protocol v2 with push.negotiate (only what GitHub lacks is sent).
+// GitHub's refusal of a workflow change without the workflows permission
+// is ErrWorkflowsRefused; a refusal by branch protection or a ruleset is
+// ErrPushRejected. WorkflowsChanged asks git whether a commit changes
+// .github/workflows without listing paths.
 package github

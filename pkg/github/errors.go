@@ -23,6 +23,7 @@ const (
 	ClassServer       Class = "server"             // 5xx
 	ClassTransport    Class = "transport"          // no response (the server may still have acted)
 	ClassMalformed    Class = "malformed_response" // a response this client cannot believe
+	ClassNotMerged    Class = "not_merged"         // a merge answered 200 with "merged": false
 	ClassUnexpected   Class = "unexpected_status"  // any other status
 )
 

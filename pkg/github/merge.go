@@ -2,6 +2,7 @@ package github
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -12,7 +13,9 @@ import (
 // head is exactly sha (PUT …/pulls/{n}/merge). It is never retried after
 // an uncertain outcome: the caller asks Merged before trying again. A 409
 // (the head is no longer sha) is ClassConflict; a 405 (not mergeable,
-// protection, review, merge queue) is Status 405, ClassUnexpected.
+// protection, review, merge queue) is Status 405, ClassUnexpected, and
+// BaseModified tells the one 405 that is worth a retry; 200 with
+// "merged": false is ClassNotMerged.
 func (c *Client) Merge(ctx context.Context, token *Token, owner, repo string, number int, sha string) (mergeSHA string, err error) {
 	const op = "merge_pull"
 	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || number <= 0 || !ident.ValidSHA(sha) || token == nil {
@@ -35,7 +38,12 @@ func (c *Client) Merge(ctx context.Context, token *Token, owner, repo string, nu
 	if err := decode(op, r, &body); err != nil {
 		return "", err
 	}
-	if !body.Merged || !ident.ValidSHA(body.SHA) {
+	if !body.Merged {
+		// GitHub answered, and did not merge: a refusal, never a
+		// malformed answer to retry.
+		return "", &APIError{Op: op, Status: r.status, Class: ClassNotMerged}
+	}
+	if !ident.ValidSHA(body.SHA) {
 		return "", &APIError{Op: op, Status: r.status, Class: ClassMalformed}
 	}
 	return body.SHA, nil
@@ -55,4 +63,12 @@ func (c *Client) Merged(ctx context.Context, token *Token, owner, repo string, n
 		return false, err
 	}
 	return r.status == http.StatusNoContent, nil
+}
+
+// BaseModified reports whether err is GitHub's 405 "Base branch was
+// modified": the base moved while GitHub merged, and a new try (after
+// re-reading the pull request) may succeed. Every other 405 is final.
+func BaseModified(err error) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.Status == http.StatusMethodNotAllowed && e.MessageContains("Base branch was modified")
 }

@@ -184,6 +184,42 @@ func (c *Client) GetPull(ctx context.Context, token *Token, owner, repo string, 
 	return p, nil
 }
 
+// GetPullIfChanged reads one pull request conditionally: with etag set,
+// GitHub's 304 (notModified, nothing else set; it costs no rate limit for
+// an authorized request) says it is as when etag was given.
+func (c *Client) GetPullIfChanged(ctx context.Context, token *Token, owner, repo string, number int, etag string) (*PullRequest, string, bool, error) {
+	const op = "get_pull"
+	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || number <= 0 || token == nil || !boundedToken(etag, maxETagBytes) {
+		return nil, "", false, &APIError{Op: op, Class: ClassMalformed}
+	}
+	k := call{op: op, method: http.MethodGet, auth: token.value,
+		path: "/repos/" + owner + "/" + repo + "/pulls/" + strconv.Itoa(number), want: []int{http.StatusOK}, retryUncertain: true}
+	if etag != "" {
+		k.header = http.Header{"If-None-Match": {etag}}
+		k.want = append(k.want, http.StatusNotModified)
+	}
+	r, err := c.do(ctx, k)
+	if err != nil {
+		return nil, "", false, err
+	}
+	if r.status == http.StatusNotModified {
+		return nil, etag, true, nil
+	}
+	var j pullJSON
+	if err := decode(op, r, &j); err != nil {
+		return nil, "", false, err
+	}
+	p, ok := j.pull(owner, repo)
+	if !ok || p.Number != number {
+		return nil, "", false, &APIError{Op: op, Status: r.status, Class: ClassMalformed}
+	}
+	tag := r.header.Get("Etag")
+	if !boundedToken(tag, maxETagBytes) {
+		tag = ""
+	}
+	return p, tag, false, nil
+}
+
 // PRExists reports whether err is GitHub's 422 for a second open PR on
 // the same head.
 func PRExists(err error) bool {
@@ -213,4 +249,19 @@ func hasNextPage(links []string) bool {
 		}
 	}
 	return false
+}
+
+// NoCommits reports whether err is GitHub's 422 for a pull request whose
+// head adds nothing to its base ("No commits between …").
+func NoCommits(err error) bool {
+	var e *APIError
+	return errorsAs(err, &e) && e.Class == ClassValidation && e.MessageContains("No commits between")
+}
+
+// HeadInvalid reports whether err is GitHub's 422 naming the head field
+// invalid, which it answers for a branch pushed moments ago that it has
+// not caught up with yet.
+func HeadInvalid(err error) bool {
+	var e *APIError
+	return errorsAs(err, &e) && e.Class == ClassValidation && e.MessageContains("head invalid")
 }

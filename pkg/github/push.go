@@ -3,7 +3,6 @@ package github
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
@@ -21,6 +20,9 @@ var (
 	// ErrWorkflowsRefused: GitHub refused a workflow change without the
 	// workflows permission.
 	ErrWorkflowsRefused = errors.New("github: push refused: workflow changes need the workflows permission")
+	// ErrPushRejected: GitHub's pre-receive checks refused the push
+	// (branch protection, a ruleset); repeating it cannot help.
+	ErrPushRejected = errors.New("github: push rejected by the repository's rules")
 	// ErrPushFailed: any other push or ls-remote failure.
 	ErrPushFailed = errors.New("github: push failed")
 	// ErrMirror: the private copy could not be made or does not match.
@@ -136,37 +138,26 @@ func (m *Mirror) Copy(ctx context.Context, gitDir string, refs ...string) error 
 	return nil
 }
 
-// ChangedPaths lists the paths that differ between two commits of the
-// mirror.
-func (m *Mirror) ChangedPaths(ctx context.Context, from, to string) ([]string, error) {
-	if !ident.ValidSHA(from) || !ident.ValidSHA(to) {
-		return nil, ErrMirror
-	}
-	out, err := m.git.Run(ctx, gitx.Cmd{GitDir: m.Dir, Args: []string{"diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-ext-diff", from, to}})
+// credentialed runs one git command of the mirror with the token t:
+// git's only credential helper reads it from a private FIFO
+// (serveCredential), so the token is in no argv, environment or file of
+// git or its helpers (/proc/<pid>/environ and cmdline hold only the FIFO's
+// path). HTTPS is allowed for this command only, without redirects (which
+// could carry the credential elsewhere).
+func (m *Mirror) credentialed(ctx context.Context, t *Token, c gitx.Cmd) ([]byte, error) {
+	cs, err := serveCredential(m.Dir, []byte("username=x-access-token\npassword="+t.value+"\n"))
 	if err != nil {
-		return nil, ErrMirror
+		return nil, ErrPushFailed
 	}
-	changes, err := gitx.ParseRaw(out)
-	if err != nil {
-		return nil, ErrMirror
-	}
-	paths := make([]string, len(changes))
-	for i, c := range changes {
-		paths[i] = c.Path
-	}
-	return paths, nil
+	defer cs.Close()
+	c.GitDir, c.HTTPS, c.CredentialHelper = m.Dir, true, credentialHelper(cs.path)
+	return m.git.Run(ctx, c)
 }
 
-// authEnv carries the token to git only through the environment: an
-// Authorization header scoped to GitBase, HTTPS allowed for this command
-// only, and no redirects (which could carry the header elsewhere).
-func authEnv(t *Token) []string {
-	basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + t.value))
-	return configEnv(
-		"protocol.https.allow", "always",
-		"http."+GitBase+"/.extraheader", "Authorization: Basic "+basic,
-		"http.followRedirects", "false",
-	)
+// credentialHelper is the shell helper that answers git's "get" with
+// what the FIFO at path serves, and ignores "store" and "erase".
+func credentialHelper(path string) string {
+	return `!f() { if test "$1" = get; then cat '` + strings.ReplaceAll(path, "'", `'\''`) + `'; fi; }; f`
 }
 
 // configEnv builds GIT_CONFIG_COUNT/KEY/VALUE entries from key, value pairs.
@@ -187,8 +178,7 @@ func (m *Mirror) RemoteBranch(ctx context.Context, t *Token, owner, repo, branch
 		return "", false, ErrPushFailed
 	}
 	ref := "refs/heads/" + branch
-	out, err := m.git.Run(ctx, gitx.Cmd{GitDir: m.Dir, Env: authEnv(t),
-		Args: []string{"ls-remote", "--refs", "--", RemoteURL(owner, repo), ref}})
+	out, err := m.credentialed(ctx, t, gitx.Cmd{Args: []string{"ls-remote", "--refs", "--", RemoteURL(owner, repo), ref}})
 	if err != nil {
 		return "", false, ErrPushFailed
 	}
@@ -221,24 +211,98 @@ func parseRemoteBranch(out []byte, ref string) (string, bool, error) {
 }
 
 // PushNew creates branch on GitHub at sha with a lease that requires the
-// branch to be absent, so a concurrent creation is never overwritten.
+// branch to be absent, so a concurrent creation is never overwritten. It
+// pushes with protocol v2 and push.negotiate, so that the commits the
+// mirror shares with GitHub (the base branch Copy brought along) are
+// found even when GitHub's branches moved past them, and only what is
+// new is sent. A refusal by GitHub's pre-receive checks (branch
+// protection, a ruleset: "[remote rejected] … (… declined)", GH006,
+// GH013) is ErrPushRejected; the workflows refusal ErrWorkflowsRefused.
 func (m *Mirror) PushNew(ctx context.Context, t *Token, owner, repo, branch, sha string) error {
 	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || !SafeBranch(branch) || !ident.ValidSHA(sha) || t == nil {
 		return ErrPushFailed
 	}
 	ref := "refs/heads/" + branch
-	_, err := m.git.Run(ctx, gitx.Cmd{GitDir: m.Dir, Env: authEnv(t),
+	_, err := m.credentialed(ctx, t, gitx.Cmd{Env: configEnv("protocol.version", "2", "push.negotiate", "true"),
 		Args: []string{"push", "--porcelain", "--quiet", "--no-verify", "--no-follow-tags",
 			"--force-with-lease=" + ref + ":", "--", RemoteURL(owner, repo), sha + ":" + ref}})
 	if err == nil {
 		return nil
 	}
+	return pushRefusal(err)
+}
+
+// pushRefusal classifies a failed push by git's fixed words.
+func pushRefusal(err error) error {
 	var ge *gitx.Error
-	if errors.As(err, &ge) && ge.OutputContains(workflowsRefusal) {
-		return ErrWorkflowsRefused
+	if !errors.As(err, &ge) {
+		return ErrPushFailed
 	}
-	if errors.As(err, &ge) && (ge.OutputContains("stale info") || ge.OutputContains("[rejected]")) {
+	switch {
+	case ge.OutputContains(workflowsRefusal):
+		return ErrWorkflowsRefused
+	case ge.OutputContains("stale info") || ge.OutputContains("[rejected]"):
 		return ErrBranchConflict
+	case ge.OutputContains("[remote rejected]") || ge.OutputContains("hook declined") ||
+		ge.OutputContains("GH006") || ge.OutputContains("GH013"):
+		return ErrPushRejected
 	}
 	return ErrPushFailed
+}
+
+// Fetch copies the branch of owner/repo on GitHub into the mirror as
+// refs/remotes/github/<branch> and returns its commit (false when GitHub
+// has no such branch).
+func (m *Mirror) Fetch(ctx context.Context, t *Token, owner, repo, branch string) (string, bool, error) {
+	if _, ok, err := m.RemoteBranch(ctx, t, owner, repo, branch); err != nil || !ok {
+		return "", false, err
+	}
+	dst := "refs/remotes/github/" + branch
+	if _, err := m.credentialed(ctx, t, gitx.Cmd{Env: configEnv("protocol.version", "2"),
+		Args: []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
+			"--", RemoteURL(owner, repo), "+refs/heads/" + branch + ":" + dst}}); err != nil {
+		return "", false, ErrPushFailed
+	}
+	got, ok, err := ResolveRef(ctx, m.git, m.Dir, dst)
+	if err != nil || !ok {
+		return "", false, ErrMirror
+	}
+	// The branch may have moved between the two reads: what was fetched
+	// is what counts.
+	return got, true, nil
+}
+
+// IsAncestor reports whether commit a is an ancestor of (or equal to) b
+// in the mirror.
+func (m *Mirror) IsAncestor(ctx context.Context, a, b string) (bool, error) {
+	if !ident.ValidSHA(a) || !ident.ValidSHA(b) {
+		return false, ErrMirror
+	}
+	_, err := m.git.Run(ctx, gitx.Cmd{GitDir: m.Dir, Args: []string{"merge-base", "--is-ancestor", a, b}})
+	if err == nil {
+		return true, nil
+	}
+	if code, ok := gitx.ExitCode(err); ok && code == 1 {
+		return false, nil
+	}
+	return false, ErrMirror
+}
+
+// WorkflowsChanged reports whether commit sha of the repository gitDir
+// changes anything under .github/workflows against its parent. git is
+// asked only about that directory (exit status, no listing), so a commit
+// touching many paths never meets the output bound.
+func WorkflowsChanged(ctx context.Context, r *gitx.Runner, gitDir, from, to string) (bool, error) {
+	if !ident.ValidSHA(from) || !ident.ValidSHA(to) {
+		return false, ErrMirror
+	}
+	_, err := r.Run(ctx, gitx.Cmd{GitDir: gitDir, Args: []string{"diff-tree", "--quiet", "-r", "--no-renames", "--no-ext-diff",
+		from, to, "--", ":(literal)" + WorkflowsDir}})
+	if err == nil {
+		return false, nil
+	}
+	if code, ok := gitx.ExitCode(err); ok && code == 1 {
+		return true, nil
+	}
+	return false, ErrMirror
 }

@@ -38,7 +38,7 @@ func TestListRunsReadsEveryPage(t *testing.T) {
 		w.Header().Set("ETag", `W/"p`+strconv.Itoa(page)+`"`)
 		writeJSON(w, 200, map[string]any{"total_count": total, "workflow_runs": runs})
 	})
-	p, err := c.ListRuns(context.Background(), "octo", "hello", runSHA, "")
+	p, err := c.ListRuns(context.Background(), nil, "octo", "hello", runSHA, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestListRunsCountsARunOnce(t *testing.T) {
 		}
 		writeJSON(w, 200, map[string]any{"total_count": 101, "workflow_runs": runs})
 	})
-	p, err := c.ListRuns(context.Background(), "octo", "hello", runSHA, "")
+	p, err := c.ListRuns(context.Background(), nil, "octo", "hello", runSHA, "")
 	if err != nil {
 		t.Fatal(err)
 	}

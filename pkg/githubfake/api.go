@@ -25,10 +25,14 @@ type AppConfig struct {
 	// PublicRepositories ("owner/repo") may be cloned and fetched without
 	// credentials, like public repositories on GitHub.
 	PublicRepositories []string
-	// RunsWindow is the window of the unauthenticated limit (60 requests)
-	// the Actions runs list reports; zero means GitHub's hour. A shorter
-	// one lets e2e scripts observe the pacing without waiting an hour.
+	// RunsWindow is the window of every rate limit (60 requests an hour
+	// unauthenticated, 5,000 per installation and for the App); zero
+	// means GitHub's hour. A shorter one lets e2e scripts and benchmarks
+	// scale time and keep GitHub's ratios.
 	RunsWindow time.Duration
+	// PushLog, when set, is the file the pre-receive hook appends each
+	// accepted push's object count to.
+	PushLog string
 }
 
 // InstallationConfig is one installation: an account, the repositories
@@ -69,6 +73,9 @@ type API struct {
 	used      int
 	resetAt   time.Time
 	apiFaults map[string]int // fault -> how many requests it still hits
+	protected map[string][]string
+	budgets   map[string]*budget // rate-limit budget name -> use
+	overLimit int                // requests refused because their budget was spent
 
 	ciOnce sync.Once
 	ciSt   *ciState // api_delivery.go
@@ -109,7 +116,7 @@ func (t *liveToken) covers(owner, repo string) bool {
 func NewAPI(cfg AppConfig, gitRoot, git string, now func() time.Time, tokenLog io.Writer) *API {
 	a := &API{cfg: cfg, gitRoot: gitRoot, git: git, now: now, tokenLog: tokenLog,
 		installs: map[int64]*InstallationConfig{}, tokens: map[string]*liveToken{},
-		pulls: map[string][]*pull{}, apiFaults: map[string]int{}}
+		pulls: map[string][]*pull{}, apiFaults: map[string]int{}, protected: map[string][]string{}, budgets: map[string]*budget{}}
 	for i := range cfg.Installations {
 		in := cfg.Installations[i]
 		a.installs[in.ID] = &in
@@ -128,6 +135,7 @@ func (a *API) Attach(s *Server) {
 	s.GitEnv = a.gitEnv
 	s.Control.HandleFunc("POST /api-fault", a.handleAPIFault)
 	s.Control.HandleFunc("POST /installation", a.handleSetPermissions)
+	s.OnPush = a.onPush
 	a.attachDelivery(s)
 }
 
@@ -197,37 +205,120 @@ func (a *API) takeFault(mode string) bool {
 	return false
 }
 
-// rateHeaders sets GitHub's rate-limit headers, counting this request.
-func (a *API) rateHeaders(w http.ResponseWriter, remainingZero bool) {
+// budget is one rate-limit budget: the requests used in the current
+// window, which ends at reset.
+type budget struct {
+	used  int
+	reset time.Time
+}
+
+// Budgets: each installation's, the App's (JWT requests) and the
+// address's (unauthenticated requests), as GitHub keeps them.
+const (
+	budgetApp = "app"
+	budgetIP  = "ip"
+)
+
+// window is the length of every rate-limit window.
+func (a *API) window() time.Duration {
+	if a.cfg.RunsWindow > 0 {
+		return a.cfg.RunsWindow
+	}
+	return time.Hour
+}
+
+// bucket names the budget r spends from and its limit: a live
+// installation token's installation, the App for a JWT, else the
+// address (60).
+func (a *API) bucket(r *http.Request) (string, int) {
+	cred := bearer(r)
+	if cred == "" {
+		return budgetIP, unauthLimit
+	}
+	if t := a.lookupToken(cred); t != nil {
+		return "installation:" + strconv.FormatInt(t.installation, 10), rateLimit
+	}
+	if strings.Count(cred, ".") == 2 {
+		return budgetApp, rateLimit
+	}
+	return budgetIP, unauthLimit
+}
+
+// spend counts one request on budget name unless free (a 304 to an
+// authorized conditional request), and sets GitHub's x-ratelimit-*
+// headers. over reports a request past the limit: it is refused, and
+// counted in OverLimit.
+func (a *API) spend(w http.ResponseWriter, name string, limit int, free bool) (over bool) {
 	a.mu.Lock()
 	now := a.now()
-	if !a.resetAt.After(now) {
-		a.resetAt, a.used = now.Add(time.Hour), 0
+	b := a.budgets[name]
+	if b == nil || !b.reset.After(now) {
+		b = &budget{reset: now.Add(a.window())}
+		a.budgets[name] = b
 	}
-	a.used++
-	used, reset := a.used, a.resetAt
+	over = b.used >= limit
+	if over {
+		a.overLimit++
+	} else if !free {
+		b.used++
+	}
+	used, reset := b.used, b.reset
 	a.mu.Unlock()
-	remaining := rateLimit - used
-	if remainingZero {
-		remaining, reset = 0, now.Add(time.Second)
-	}
+	rateHeaders(w, limit, used, reset)
+	return over
+}
+
+// OverLimit is how many requests arrived after their budget was spent.
+func (a *API) OverLimit() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.overLimit
+}
+
+func rateHeaders(w http.ResponseWriter, limit, used int, reset time.Time) {
 	h := w.Header()
-	h.Set("X-RateLimit-Limit", strconv.Itoa(rateLimit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
+	h.Set("X-RateLimit-Limit", strconv.Itoa(limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(max(limit-used, 0)))
 	h.Set("X-RateLimit-Used", strconv.Itoa(used))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
 	h.Set("X-RateLimit-Resource", "core")
 }
 
+// limitExceeded is GitHub's answer to a request over its primary limit.
+func limitExceeded(w http.ResponseWriter, name string) {
+	w.Header().Set("X-RateLimit-Remaining", "0")
+	if name == budgetIP {
+		WriteError(w, http.StatusForbidden, "API rate limit exceeded for 127.0.0.1. (But here's the good news: Authenticated requests get a higher rate limit.)")
+		return
+	}
+	WriteError(w, http.StatusForbidden, "API rate limit exceeded for installation. If you reach out to GitHub Support for help, please include the request ID.")
+}
+
 // ServeHTTP routes api.github.com.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mutation := r.Method != http.MethodGet && r.Method != http.MethodHead
-	primary := a.takeFault(APIFaultPrimary)
-	a.rateHeaders(w, primary)
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	w.Header().Set("X-GitHub-Api-Version-Selected", "2022-11-28")
+	name, limit := a.bucket(r)
+	if len(parts) == 5 && parts[0] == "repos" && parts[3] == "actions" && parts[4] == "runs" && r.Method == http.MethodGet {
+		// Its own accounting: a 304 is free only when authorized.
+		a.listRuns(w, r, parts[1], parts[2], name, limit)
+		return
+	}
+	if len(parts) == 5 && parts[0] == "repos" && parts[3] == "pulls" && r.Method == http.MethodGet {
+		a.getPull(w, r, parts[1], parts[2], parts[4], name, limit)
+		return
+	}
+	primary := a.takeFault(APIFaultPrimary)
+	over := a.spend(w, name, limit, false)
 	switch {
 	case primary:
+		w.Header().Set("X-RateLimit-Remaining", "0")
+		w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(a.now().Add(time.Second).Unix(), 10))
 		WriteError(w, http.StatusForbidden, "API rate limit exceeded for installation. If you reach out to GitHub Support for help, please include the request ID.")
+		return
+	case over:
+		limitExceeded(w, name)
 		return
 	case a.takeFault(APIFaultServerError):
 		WriteError(w, http.StatusBadGateway, "Server Error")
@@ -240,7 +331,6 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusForbidden, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.")
 		return
 	}
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
 	case len(parts) == 4 && parts[0] == "repos" && parts[3] == "installation" && r.Method == http.MethodGet:
 		a.getInstallation(w, r, parts[1], parts[2])
@@ -252,8 +342,6 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.listPulls(w, r, parts[1], parts[2])
 	case len(parts) == 4 && parts[0] == "repos" && parts[3] == "pulls" && r.Method == http.MethodPost:
 		a.createPull(w, r, parts[1], parts[2])
-	case len(parts) == 5 && parts[0] == "repos" && parts[3] == "pulls" && r.Method == http.MethodGet:
-		a.getPull(w, r, parts[1], parts[2], parts[4])
 	case a.serveDelivery(w, r, parts):
 	default:
 		WriteError(w, http.StatusNotFound, "Not Found")
@@ -469,44 +557,88 @@ func (a *API) public(owner, repo string) bool {
 	return false
 }
 
-// WorkflowsEnv is the variable the pre-receive hook written by
-// WriteWorkflowHook reads: "write" when the pusher holds workflows: write.
-const WorkflowsEnv = "FAKE_GITHUB_WORKFLOWS"
+// Variables the pre-receive hook written by WriteWorkflowHook reads.
+const (
+	// WorkflowsEnv: "write" when the pusher holds workflows: write.
+	WorkflowsEnv = "FAKE_GITHUB_WORKFLOWS"
+	// ProtectedEnv: space-separated glob patterns of the branches a
+	// ruleset forbids the App to create or update.
+	ProtectedEnv = "FAKE_GITHUB_PROTECTED"
+	// PushLogEnv: a file the hook appends "<repo dir> <ref> <objects>" to
+	// for every accepted push: how many objects the pack carried.
+	PushLogEnv = "FAKE_GITHUB_PUSH_LOG"
+)
 
 func (a *API) gitEnv(r *http.Request, owner, repo string, push bool) []string {
 	level := ""
 	if t := a.gitToken(r); t != nil {
 		level = t.perms["workflows"]
 	}
-	return []string{WorkflowsEnv + "=" + level}
+	a.mu.Lock()
+	protected := strings.Join(a.protected[repoKey(owner, repo)], " ")
+	a.mu.Unlock()
+	return []string{WorkflowsEnv + "=" + level, ProtectedEnv + "=" + protected, PushLogEnv + "=" + a.cfg.PushLog}
 }
 
-// workflowHook refuses, like GitHub, any pushed commit that creates or
-// changes a file under .github/workflows/ unless the pusher holds
-// workflows: write.
-func workflowHook() string {
+// SetProtected makes a ruleset of owner/repo refuse the App's pushes to
+// branches matching any of patterns (shell globs, "forge/*"), as GitHub
+// does with GH013 in the push's output.
+func (a *API) SetProtected(owner, repo string, patterns []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.protected[repoKey(owner, repo)] = append([]string(nil), patterns...)
+}
+
+// prereceiveHook is GitHub's server-side checks for a push: a ruleset's
+// refusal of protected branches (GH013, "push declined due to repository
+// rule violations"), then, like GitHub, any pushed commit that creates or
+// changes a file under .github/workflows/ is refused unless the pusher
+// holds workflows: write. An accepted push logs how many objects its pack
+// carried (loose objects and packs of the quarantine).
+func prereceiveHook() string {
 	return `#!/bin/sh
-[ "$` + WorkflowsEnv + `" = write ] && exit 0
-while read -r old new ref; do
-  case $new in 0000000000000000000000000000000000000000) continue ;; esac
-  for c in $(git rev-list "$new" --not --all); do
-    f=$(git diff-tree --no-commit-id -r --name-only --root "$c" | grep -m1 '^\.github/workflows/')
-    if [ -n "$f" ]; then
-      printf 'refusing to allow a GitHub App to create or update workflow ` + "`%s`" + ` without ` + "`workflows`" + ` permission\n' "$f" >&2
-      exit 1
-    fi
+refs=$(cat)
+printf '%s\n' "$refs" | while read -r old new ref; do
+  [ -n "$ref" ] || continue
+  b=${ref#refs/heads/}
+  for p in $` + ProtectedEnv + `; do
+    case $b in $p)
+      printf 'error: GH013: Repository rule violations found for %s.\n- Cannot create ref due to creations being restricted.\n' "$ref" >&2
+      exit 1 ;;
+    esac
   done
-done
+done || exit 1
+if [ "$` + WorkflowsEnv + `" != write ]; then
+  printf '%s\n' "$refs" | while read -r old new ref; do
+    case $new in 0000000000000000000000000000000000000000|'') continue ;; esac
+    for c in $(git rev-list "$new" --not --all); do
+      f=$(git diff-tree --no-commit-id -r --name-only --root "$c" | grep -m1 '^\.github/workflows/')
+      if [ -n "$f" ]; then
+        printf 'refusing to allow a GitHub App to create or update workflow ` + "`%s`" + ` without ` + "`workflows`" + ` permission\n' "$f" >&2
+        exit 1
+      fi
+    done
+  done || exit 1
+fi
+if [ -n "$` + PushLogEnv + `" ] && [ -n "$GIT_QUARANTINE_PATH" ]; then
+  n=$(find "$GIT_QUARANTINE_PATH" -type f -path '*/[0-9a-f][0-9a-f]/*' | wc -l)
+  for idx in "$GIT_QUARANTINE_PATH"/pack/*.idx; do
+    [ -f "$idx" ] && n=$((n + $(git show-index <"$idx" | wc -l)))
+  done
+  printf '%s\n' "$refs" | while read -r old new ref; do
+    [ -n "$ref" ] && printf '%s %s %s\n' "$PWD" "$ref" "$n" >>"$` + PushLogEnv + `"
+  done
+fi
 exit 0
 `
 }
 
-// WriteWorkflowHook installs the workflows guard as the pre-receive hook
-// of the bare repository dir.
+// WriteWorkflowHook installs GitHub's push checks (prereceiveHook) as the
+// pre-receive hook of the bare repository dir.
 func WriteWorkflowHook(dir string) error {
 	hooks := filepath.Join(dir, "hooks")
 	if err := os.MkdirAll(hooks, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(hooks, "pre-receive"), []byte(workflowHook()), 0o755)
+	return os.WriteFile(filepath.Join(hooks, "pre-receive"), []byte(prereceiveHook()), 0o755)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,6 +49,15 @@ const (
 	// ("Validation Failed", which GitHub also sends when the endpoint has
 	// been spammed).
 	DeliveryFaultMergeUnprocessable = "merge-unprocessable"
+	// DeliveryFaultBaseModified: the next merge answers 405 "Base branch
+	// was modified. Review and try the merge again." without merging.
+	DeliveryFaultBaseModified = "base-modified"
+	// DeliveryFaultMergedFalse: the next merge answers 200 with "merged":
+	// false and does not merge.
+	DeliveryFaultMergedFalse = "merged-false"
+	// DeliveryFaultHeadInvalid: the next PR creation answers 422 with the
+	// head field invalid (GitHub has not caught up with the push yet).
+	DeliveryFaultHeadInvalid = "head-invalid"
 )
 
 // Unauthenticated limit the runs list reports.
@@ -67,6 +77,8 @@ type ciState struct {
 	counts map[string]int            // repoKey -> runs per commit (default 1)
 	// started: repoKey + sha whose runs were listed once (they stay)
 	started map[string]bool
+	timed   map[string]*timed // repoKey -> scripted workflows (workflows.go)
+	nextRun int64
 }
 
 // Bounds of the runs list (GitHub's documented per_page default and
@@ -80,7 +92,8 @@ const (
 func (a *API) ci() *ciState {
 	a.ciOnce.Do(func() {
 		a.ciSt = &ciState{modes: map[string]string{}, polls: map[string]int{}, faults: map[string]int{},
-			merges: map[string]map[int]string{}, counts: map[string]int{}, started: map[string]bool{}}
+			merges: map[string]map[int]string{}, counts: map[string]int{}, started: map[string]bool{},
+			timed: map[string]*timed{}}
 	})
 	return a.ciSt
 }
@@ -115,7 +128,8 @@ func (a *API) SetCIRuns(owner, repo string, n int) error {
 // SetDeliveryFault arms a delivery fault for the next count merges.
 func (a *API) SetDeliveryFault(mode string, count int) error {
 	switch mode {
-	case DeliveryFaultLoseMerge, DeliveryFaultNotMergeable, DeliveryFaultMergeUnprocessable:
+	case DeliveryFaultLoseMerge, DeliveryFaultNotMergeable, DeliveryFaultMergeUnprocessable,
+		DeliveryFaultBaseModified, DeliveryFaultMergedFalse, DeliveryFaultHeadInvalid:
 	default:
 		return fmt.Errorf("unknown delivery fault %q", mode)
 	}
@@ -151,6 +165,52 @@ func (a *API) attachDelivery(s *Server) {
 		}
 		http.Error(w, "bad ci request", http.StatusBadRequest)
 	})
+	s.Control.HandleFunc("POST /workflows", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Owner, Repo string
+			// Workflows with Start and Duration in milliseconds.
+			Workflows []struct {
+				Name, Event, Conclusion string
+				StartMS, DurationMS     int64
+			}
+		}
+		if decodeControl(w, r, &req) {
+			var wfs []Workflow
+			for _, x := range req.Workflows {
+				wfs = append(wfs, Workflow{Name: x.Name, Event: x.Event, Conclusion: x.Conclusion,
+					Start: time.Duration(x.StartMS) * time.Millisecond, Duration: time.Duration(x.DurationMS) * time.Millisecond})
+			}
+			if a.SetWorkflows(req.Owner, req.Repo, wfs) == nil {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+		http.Error(w, "bad workflows request", http.StatusBadRequest)
+	})
+	s.Control.HandleFunc("POST /protect", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Owner, Repo string
+			Patterns    []string
+		}
+		if decodeControl(w, r, &req) && validName(req.Owner) && validName(req.Repo) {
+			a.SetProtected(req.Owner, req.Repo, req.Patterns)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		http.Error(w, "bad protect request", http.StatusBadRequest)
+	})
+	s.Control.HandleFunc("POST /pull-act", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Owner, Repo string
+			Number      int
+			Act         string
+		}
+		if decodeControl(w, r, &req) && a.PersonAct(req.Owner, req.Repo, req.Number, req.Act) == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		http.Error(w, "bad pull-act request", http.StatusBadRequest)
+	})
 	s.Control.HandleFunc("POST /delivery-fault", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Mode  string
@@ -167,8 +227,6 @@ func (a *API) attachDelivery(s *Server) {
 // serveDelivery answers the delivery routes; false when parts is none.
 func (a *API) serveDelivery(w http.ResponseWriter, r *http.Request, parts []string) bool {
 	switch {
-	case len(parts) == 5 && parts[0] == "repos" && parts[3] == "actions" && parts[4] == "runs" && r.Method == http.MethodGet:
-		a.listRuns(w, r, parts[1], parts[2])
 	case len(parts) == 6 && parts[0] == "repos" && parts[3] == "pulls" && parts[5] == "merge" && r.Method == http.MethodPut:
 		a.mergePull(w, r, parts[1], parts[2], parts[4])
 	case len(parts) == 6 && parts[0] == "repos" && parts[3] == "pulls" && parts[5] == "merge" && r.Method == http.MethodGet:
@@ -179,12 +237,65 @@ func (a *API) serveDelivery(w http.ResponseWriter, r *http.Request, parts []stri
 	return true
 }
 
-// listRuns is GET /repos/{o}/{r}/actions/runs?head_sha=…: public, no
-// token wanted (one is ignored), 60 requests an hour, a 304 to a matching
-// If-None-Match not counted.
-func (a *API) listRuns(w http.ResponseWriter, r *http.Request, owner, repo string) {
+// listRuns is GET /repos/{o}/{r}/actions/runs?head_sha=…: public, so it
+// may be read unauthenticated (the address's 60 an hour); with an
+// installation token that token must reach the repository and hold
+// actions read, and spends its installation's budget. A 304 to a
+// matching If-None-Match is free only when authorized, as GitHub
+// documents. Budget name and limit come from ServeHTTP.
+func (a *API) listRuns(w http.ResponseWriter, r *http.Request, owner, repo, name string, limit int) {
+	if bearer(r) != "" {
+		if _, ok := a.requireToken(w, r, owner, repo, "actions", "read"); !ok {
+			return
+		}
+	}
 	c := a.ci()
 	sha := r.URL.Query().Get("head_sha")
+	key := repoKey(owner, repo)
+	perPage, page := runsPage(r.URL.Query())
+	all, timedRepo := a.timedRuns(owner, repo, sha)
+	if !timedRepo {
+		all = a.polledRuns(owner, repo, sha)
+	}
+	total := len(all)
+	runs := []map[string]any{}
+	for i := (page - 1) * perPage; i < total && i < page*perPage; i++ {
+		runs = append(runs, all[i])
+	}
+	body, _ := json.Marshal(map[string]any{"total_count": total, "workflow_runs": runs})
+	sum := sha256.Sum256(body)
+	etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
+	notModified := r.Header.Get("If-None-Match") == etag
+	over := a.spend(w, name, limit, notModified && name != budgetIP)
+	if !over && !timedRepo {
+		c.mu.Lock()
+		c.polls[key+" "+sha]++ // polled runs progress with every answered poll
+		c.mu.Unlock()
+	}
+	h := w.Header()
+	h.Set("ETag", etag)
+	if last := (total + perPage - 1) / perPage; page < last {
+		u := "https://api.github.com/repos/" + owner + "/" + repo + "/actions/runs?head_sha=" + sha + "&per_page=" + strconv.Itoa(perPage)
+		h.Set("Link", "<"+u+"&page="+strconv.Itoa(page+1)+`>; rel="next", <`+u+"&page="+strconv.Itoa(last)+`>; rel="last"`)
+	}
+	switch {
+	case over:
+		limitExceeded(w, name)
+	case notModified:
+		w.WriteHeader(http.StatusNotModified)
+	default:
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		w.Write(body)
+	}
+}
+
+// polledRuns are the runs of a repository without scripted workflows
+// (SetCI, SetCIRuns): one pull_request run per workflow for the head of
+// an open pull request, in_progress for RunPolls answered polls, then
+// completed with the repository's mode.
+func (a *API) polledRuns(owner, repo, sha string) []map[string]any {
+	c := a.ci()
 	key := repoKey(owner, repo)
 	a.mu.Lock()
 	open := false
@@ -194,8 +305,8 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request, owner, repo strin
 		}
 	}
 	a.mu.Unlock()
-
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	// Runs once started stay listed, as on GitHub, after their pull
 	// request closes.
 	open = open || c.started[key+" "+sha]
@@ -203,66 +314,22 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request, owner, repo strin
 	if mode == "" {
 		mode = CISuccess
 	}
-	count := max(c.counts[key], 1)
 	total := 0
 	if open && mode != CINone {
-		total = count
+		total = max(c.counts[key], 1)
 		c.started[key+" "+sha] = true
 	}
-	perPage, page := runsPage(r.URL.Query())
-	runs := []map[string]any{}
 	n := c.polls[key+" "+sha]
-	for i := (page - 1) * perPage; i < total && i < page*perPage; i++ {
+	out := make([]map[string]any, 0, total)
+	for i := 0; i < total; i++ {
 		run := map[string]any{"id": 1000 + len(sha)%7 + 10*i, "head_sha": sha, "status": "in_progress", "conclusion": nil,
 			"event": "pull_request", "run_attempt": 1, "name": "CI " + strconv.Itoa(i+1)}
 		if n >= RunPolls {
 			run["status"], run["conclusion"] = "completed", mode
 		}
-		runs = append(runs, run)
+		out = append(out, run)
 	}
-	body, _ := json.Marshal(map[string]any{"total_count": total, "workflow_runs": runs})
-	sum := sha256.Sum256(body)
-	etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
-	now := a.now()
-	if !c.reset.After(now) {
-		window := a.cfg.RunsWindow
-		if window <= 0 {
-			window = time.Hour
-		}
-		c.reset, c.used = now.Add(window), 0
-	}
-	notModified := r.Header.Get("If-None-Match") == etag
-	limited := !notModified && c.used >= unauthLimit
-	if !limited {
-		c.polls[key+" "+sha]++ // runs progress with every answered poll
-	}
-	if !notModified && !limited {
-		c.used++
-	}
-	used, reset := c.used, c.reset
-	c.mu.Unlock()
-
-	h := w.Header()
-	h.Set("X-RateLimit-Limit", strconv.Itoa(unauthLimit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(unauthLimit-used))
-	h.Set("X-RateLimit-Used", strconv.Itoa(used))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
-	h.Set("X-RateLimit-Resource", "core")
-	h.Set("ETag", etag)
-	if last := (total + perPage - 1) / perPage; page < last {
-		u := "https://api.github.com/repos/" + owner + "/" + repo + "/actions/runs?head_sha=" + sha + "&per_page=" + strconv.Itoa(perPage)
-		h.Set("Link", "<"+u+"&page="+strconv.Itoa(page+1)+`>; rel="next", <`+u+"&page="+strconv.Itoa(last)+`>; rel="last"`)
-	}
-	switch {
-	case limited:
-		WriteError(w, http.StatusForbidden, "API rate limit exceeded for 127.0.0.1. (But here's the good news: Authenticated requests get a higher rate limit.)")
-	case notModified:
-		w.WriteHeader(http.StatusNotModified)
-	default:
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		w.Write(body)
-	}
+	return out
 }
 
 // runsPage reads per_page and page as GitHub does: per_page defaults to 30
@@ -290,7 +357,8 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 	if _, ok := a.requireToken(w, r, owner, repo, "pull_requests", "write"); !ok {
 		return
 	}
-	if _, ok := a.requireToken(w, r, owner, repo, "contents", "write"); !ok {
+	tok, ok := a.requireToken(w, r, owner, repo, "contents", "write")
+	if !ok {
 		return
 	}
 	var req struct {
@@ -332,6 +400,17 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 	case c.take(DeliveryFaultMergeUnprocessable):
 		WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
 		return
+	case tok.perms["workflows"] != "write" && a.changesWorkflows(owner, repo, p.Base, head):
+		// GitHub refuses an App's merge of a workflow change without
+		// the workflows permission.
+		WriteError(w, http.StatusForbidden, msgNotAccessible)
+		return
+	case c.take(DeliveryFaultBaseModified):
+		WriteError(w, http.StatusMethodNotAllowed, "Base branch was modified. Review and try the merge again.")
+		return
+	case c.take(DeliveryFaultMergedFalse):
+		writeJSON(w, http.StatusOK, map[string]any{"sha": nil, "merged": false, "message": "Pull Request could not be merged"})
+		return
 	}
 	merge, err := a.mergeCommit(owner, repo, p, head)
 	if err != nil {
@@ -350,6 +429,17 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sha": merge, "merged": true, "message": "Pull Request successfully merged"})
+}
+
+// changesWorkflows reports whether merging head into base changes
+// anything under .github/workflows (the diff from their merge base).
+func (a *API) changesWorkflows(owner, repo, base, head string) bool {
+	gitDir := a.gitRoot + "/" + owner + "/" + repo + ".git"
+	cmd := exec.Command(a.git, "--git-dir="+gitDir, "diff", "--quiet", "refs/heads/"+base+"..."+head, "--", ".github/workflows")
+	cmd.Env = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "PATH=/usr/bin:/bin"}
+	err := cmd.Run()
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == 1
 }
 
 // MergeSHA is the merge commit of PR n of owner/repo ("" when not merged

@@ -3,6 +3,7 @@ package githubfake
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -29,6 +30,8 @@ func (l *localPush) Push(ctx context.Context, tok delivery.Token, repo delivery.
 	if _, err := l.f.git(l.t, l.work, "push", "-q", bare, sha+":refs/heads/"+branch); err != nil {
 		return &delivery.Error{Kind: delivery.KindPushRejected}
 	}
+	// What the fake's git side tells the API after a push over HTTPS.
+	l.f.api.onPush(repo.Owner, repo.Name, map[string]string{branch: sha})
 	return nil
 }
 
@@ -55,8 +58,14 @@ type deliveryFixture struct {
 }
 
 func newDeliveryFixture(t *testing.T) *deliveryFixture {
+	return newDeliveryFixtureWith(t, basePerms, "change.txt")
+}
+
+// newDeliveryFixtureWith serves an installation holding perms and a
+// candidate that adds the file path.
+func newDeliveryFixtureWith(t *testing.T, perms map[string]string, path string) *deliveryFixture {
 	t.Helper()
-	a := newAPIFixture(t, basePerms)
+	a := newAPIFixture(t, perms)
 	base := a.seed(t, "octo/app")
 	work := t.TempDir()
 	mustGit := func(args ...string) string {
@@ -67,14 +76,21 @@ func newDeliveryFixture(t *testing.T) *deliveryFixture {
 		return strings.TrimSpace(out)
 	}
 	mustGit("clone", "-q", filepath.Join(a.root, "octo", "app.git"), ".")
-	if err := os.WriteFile(filepath.Join(work, "change.txt"), []byte("candidate\n"), 0o644); err != nil {
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(work, path)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	mustGit("add", "change.txt")
+	if err := os.WriteFile(filepath.Join(work, path), []byte("candidate\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustGit("add", path)
 	mustGit("commit", "-q", "-m", "candidate")
 	sha := mustGit("rev-parse", "HEAD")
 	clock := &virtualClock{t: time.Now()}
-	app := &delivery.App{API: a.client, AppID: "12345", Key: a.key, Now: time.Now}
+	mustGit("update-ref", "refs/agent-forge/candidates/"+strings.Repeat("a", 32)+"/"+strings.Repeat("b", 32), sha)
+	app := &delivery.App{API: a.client, AppID: "12345", Key: a.key, Now: time.Now, Git: gitPath(t), TempDir: t.TempDir(),
+		Local: func(delivery.Repo) (delivery.LocalRepo, bool) {
+			return delivery.LocalRepo{Dir: filepath.Join(work, ".git"), DefaultBranch: "main", GitTimeout: time.Minute}, true
+		}}
 	gh := &localPush{App: app, t: t, f: a, work: work}
 	m, err := delivery.NewMachine(gh, delivery.Config{MaxAttempts: 3, RetryBase: time.Second, PollInterval: 10 * time.Second,
 		NoRunsGrace: 2 * time.Minute, Timeout: 30 * time.Minute}, clock)
@@ -180,18 +196,29 @@ func TestDeliveryAgainstTheFake(t *testing.T) {
 func TestRunsListConditionalAndLimited(t *testing.T) {
 	d := newDeliveryFixture(t)
 	ctx := context.Background()
-	p, err := d.client.ListRuns(ctx, "octo", "app", d.sha, "")
+	p, err := d.client.ListRuns(ctx, nil, "octo", "app", d.sha, "")
 	if err != nil || p.TotalCount != 0 || p.Rate.Limit != unauthLimit || p.Rate.Remaining != unauthLimit-1 || p.ETag == "" {
 		t.Fatalf("%+v %v", p, err)
 	}
-	again, err := d.client.ListRuns(ctx, "octo", "app", d.sha, p.ETag)
-	if err != nil || !again.NotModified || again.Rate.Remaining != unauthLimit-1 {
+	again, err := d.client.ListRuns(ctx, nil, "octo", "app", d.sha, p.ETag)
+	// Unauthenticated, a 304 still counts (GitHub frees only authorized
+	// conditional requests).
+	if err != nil || !again.NotModified || again.Rate.Remaining != unauthLimit-2 {
 		t.Fatalf("conditional: %+v %v", again, err)
 	}
-	for i := 0; i < unauthLimit; i++ {
-		_, err = d.client.ListRuns(ctx, "octo", "app", d.sha, "")
+	for i := 0; i < unauthLimit-1; i++ {
+		_, err = d.client.ListRuns(ctx, nil, "octo", "app", d.sha, "")
 	}
 	if err == nil || !strings.Contains(err.Error(), "rate_limited") {
 		t.Fatalf("61st request: %v", err)
 	}
+}
+
+func gitPath(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal("git is required")
+	}
+	return p
 }

@@ -1,10 +1,13 @@
 package githubfake
 
 import (
-	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -26,19 +29,29 @@ type pull struct {
 
 func repoKey(owner, repo string) string { return strings.ToLower(owner + "/" + repo) }
 
-// branchSHA reads refs/heads/<branch> of the served bare repository.
+// branchSHA reads refs/heads/<branch> of the served bare repository from
+// its ref files (loose, then packed-refs), as cheap as GitHub's answer.
 func (a *API) branchSHA(owner, repo, branch string) (string, bool) {
-	if !validName(owner) || !validName(repo) || branch == "" || strings.HasPrefix(branch, "-") {
+	if !validName(owner) || !validName(repo) || branch == "" || strings.HasPrefix(branch, "-") ||
+		strings.Contains(branch, "..") || strings.HasPrefix(branch, "/") {
 		return "", false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, a.git, "--git-dir="+a.gitRoot+"/"+owner+"/"+repo+".git",
-		"rev-parse", "--verify", "--quiet", "--end-of-options", "refs/heads/"+branch+"^{commit}")
-	cmd.Env = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "PATH=/usr/bin:/bin"}
-	out, err := cmd.Output()
-	sha := strings.TrimSpace(string(out))
-	return sha, err == nil && len(sha) == 40
+	dir := a.gitRoot + "/" + owner + "/" + repo + ".git"
+	ref := "refs/heads/" + branch
+	if b, err := os.ReadFile(dir + "/" + ref); err == nil {
+		sha := strings.TrimSpace(string(b))
+		return sha, len(sha) == 40
+	}
+	packed, err := os.ReadFile(dir + "/packed-refs")
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(string(packed), "\n") {
+		if sha, name, ok := strings.Cut(line, " "); ok && name == ref && len(sha) == 40 {
+			return sha, true
+		}
+	}
+	return "", false
 }
 
 // isAncestor reports whether a is an ancestor of (or equal to) b.
@@ -123,20 +136,42 @@ func (a *API) listPulls(w http.ResponseWriter, r *http.Request, owner, repo stri
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (a *API) getPull(w http.ResponseWriter, r *http.Request, owner, repo, num string) {
+// getPull is GET /repos/{o}/{r}/pulls/{n}, with an ETag: a 304 to a
+// matching If-None-Match is free for an authorized request. Budget name
+// and limit come from ServeHTTP.
+func (a *API) getPull(w http.ResponseWriter, r *http.Request, owner, repo, num, name string, limit int) {
 	if _, ok := a.requireToken(w, r, owner, repo, "pull_requests", "read"); !ok {
 		return
 	}
 	n, _ := strconv.Atoi(num)
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	var body []byte
 	for _, p := range a.pulls[repoKey(owner, repo)] {
 		if p.Number == n {
-			writeJSON(w, http.StatusOK, a.pullJSON(owner, repo, p))
-			return
+			body, _ = json.Marshal(a.pullJSON(owner, repo, p))
 		}
 	}
-	WriteError(w, http.StatusNotFound, "Not Found")
+	a.mu.Unlock()
+	if body == nil {
+		a.spend(w, name, limit, false)
+		WriteError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	sum := sha256.Sum256(body)
+	etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
+	notModified := r.Header.Get("If-None-Match") == etag
+	if a.spend(w, name, limit, notModified) {
+		limitExceeded(w, name)
+		return
+	}
+	w.Header().Set("ETag", etag)
+	if notModified {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
 }
 
 // createPull is POST /repos/{o}/{r}/pulls {title, head, base, body}: 201;
@@ -155,6 +190,10 @@ func (a *API) createPull(w http.ResponseWriter, r *http.Request, owner, repo str
 	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxAPIBody)).Decode(&req); err != nil {
 		WriteError(w, http.StatusBadRequest, "Problems parsing JSON")
+		return
+	}
+	if a.ci().take(DeliveryFaultHeadInvalid) {
+		pullValidation(w, "field", "head", "invalid", "")
 		return
 	}
 	head := req.Head
@@ -198,11 +237,23 @@ func (a *API) createPull(w http.ResponseWriter, r *http.Request, owner, repo str
 	a.pulls[key] = append(a.pulls[key], p)
 	body := a.pullJSON(owner, repo, p)
 	a.mu.Unlock()
+	// A pull request that conflicts with its base gets no pull_request
+	// runs at all.
+	if !a.conflicts(owner, repo, baseSHA, headSHA) {
+		a.event(owner, repo, "pull_request", headSHA)
+	}
 	if a.takeFault(APIFaultLosePRCreate) {
 		dropConnection(w)
 		return
 	}
 	writeJSON(w, http.StatusCreated, body)
+}
+
+// conflicts reports whether merging head into base conflicts.
+func (a *API) conflicts(owner, repo, base, head string) bool {
+	cmd := exec.Command(a.git, "--git-dir="+a.gitRoot+"/"+owner+"/"+repo+".git", "merge-tree", "--write-tree", base, head)
+	cmd.Env = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "PATH=/usr/bin:/bin"}
+	return cmd.Run() != nil
 }
 
 // SetPullState closes (or merges) PR number of owner/repo, as a person
@@ -217,6 +268,47 @@ func (a *API) SetPullState(owner, repo string, number int, state string, merged 
 		}
 	}
 	return false
+}
+
+// PersonAct does to PR number of owner/repo what a person on GitHub's
+// page would: "close" closes it, "merge" merges it (a real merge commit
+// on its base, as the merge button makes).
+func (a *API) PersonAct(owner, repo string, number int, act string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var p *pull
+	for _, q := range a.pulls[repoKey(owner, repo)] {
+		if q.Number == number {
+			p = q
+		}
+	}
+	if p == nil || p.State != "open" {
+		return fmt.Errorf("no open pull request %d", number)
+	}
+	switch act {
+	case "close":
+		p.State = "closed"
+		return nil
+	case "merge":
+		head, ok := a.branchSHA(owner, repo, p.Head)
+		if !ok {
+			return fmt.Errorf("no head")
+		}
+		merge, err := a.mergeCommit(owner, repo, p, head)
+		if err != nil {
+			return err
+		}
+		p.State, p.Merged, p.HeadSHA = "closed", true, head
+		c := a.ci()
+		c.mu.Lock()
+		if c.merges[repoKey(owner, repo)] == nil {
+			c.merges[repoKey(owner, repo)] = map[int]string{}
+		}
+		c.merges[repoKey(owner, repo)][number] = merge
+		c.mu.Unlock()
+		return nil
+	}
+	return fmt.Errorf("unknown act %q", act)
 }
 
 // pullValidation answers GitHub's 422 "Validation Failed" for PRs.

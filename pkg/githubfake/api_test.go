@@ -30,7 +30,7 @@ type apiFixture struct {
 	tokens *strings.Builder
 }
 
-func newAPIFixture(t *testing.T, perms map[string]string) *apiFixture {
+func newAPIFixture(t testing.TB, perms map[string]string) *apiFixture {
 	t.Helper()
 	f := newFixture(t)
 	pemBytes, err := os.ReadFile("../github/testdata/app-key-pkcs1.pem")

@@ -1,12 +1,15 @@
 package githubfake
 
 import (
+	"context"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // serveGit answers github.com: only git's smart HTTP routes of an existing
@@ -72,12 +75,58 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 		env = append(env, s.GitEnv(r, owner, repo, push)...)
 	}
 	h := &cgi.Handler{Path: s.Git, Args: []string{"http-backend"}, Env: env, InheritEnv: []string{"PATH"}}
-	if push && r.Method == http.MethodPost && s.fault(owner+"/"+repo) == FaultLosePush {
+	if !push || r.Method != http.MethodPost {
+		h.ServeHTTP(w, r)
+		return
+	}
+	if s.fault(owner+"/"+repo) == FaultStallPush {
+		select {
+		case <-time.After(StallPush):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	before := s.branches(dir)
+	if s.fault(owner+"/"+repo) == FaultLosePush {
 		h.ServeHTTP(httptest.NewRecorder(), r)
+		s.pushed(owner, repo, dir, before)
 		dropConnection(w)
 		return
 	}
 	h.ServeHTTP(w, r)
+	s.pushed(owner, repo, dir, before)
+}
+
+// branches reads the branch heads of the bare repository dir.
+func (s *Server) branches(dir string) map[string]string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.Git, "--git-dir="+dir, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/")
+	cmd.Env = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "PATH=/usr/bin:/bin"}
+	out, _ := cmd.Output()
+	refs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if sha, ref, ok := strings.Cut(line, " "); ok {
+			refs[strings.TrimPrefix(ref, "refs/heads/")] = sha
+		}
+	}
+	return refs
+}
+
+// pushed tells OnPush which branches a push created or moved.
+func (s *Server) pushed(owner, repo, dir string, before map[string]string) {
+	if s.OnPush == nil {
+		return
+	}
+	moved := map[string]string{}
+	for b, sha := range s.branches(dir) {
+		if before[b] != sha {
+			moved[b] = sha
+		}
+	}
+	if len(moved) > 0 {
+		s.OnPush(owner, repo, moved)
+	}
 }
 
 func challenge(w http.ResponseWriter) {

@@ -25,7 +25,7 @@ type fixture struct {
 	home    string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	git, err := exec.LookPath("git")
 	if err != nil {
@@ -65,7 +65,7 @@ func newFixture(t *testing.T) *fixture {
 
 // git runs git as a client that resolves github.com to the fixture and
 // trusts its CA, with no user or system config and no prompts.
-func (f *fixture) git(t *testing.T, dir string, args ...string) (string, error) {
+func (f *fixture) git(t testing.TB, dir string, args ...string) (string, error) {
 	t.Helper()
 	full := append([]string{"-c", "http.curloptResolve=github.com:" + f.port + ":127.0.0.1", "-c", "http.followRedirects=false", "-c", "protocol.allow=always"}, args...)
 	cmd := exec.Command("git", full...)
@@ -82,7 +82,7 @@ func (f *fixture) url(repo string) string {
 }
 
 // seed makes <root>/o/r.git with one commit on main and returns its SHA.
-func (f *fixture) seed(t *testing.T, repo string) string {
+func (f *fixture) seed(t testing.TB, repo string) string {
 	t.Helper()
 	work := t.TempDir()
 	mustGit := func(dir string, args ...string) string {

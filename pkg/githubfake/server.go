@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Host names the server answers.
@@ -25,7 +26,13 @@ const (
 	// FaultLosePush: every push is carried out, then the connection is
 	// dropped before git hears the outcome.
 	FaultLosePush = "lose-push"
+	// FaultStallPush: every push waits StallPush before it is served (a
+	// slow upstream; lets a test look at the pushing processes).
+	FaultStallPush = "stall-push"
 )
+
+// StallPush is how long FaultStallPush holds a push.
+const StallPush = 4 * time.Second
 
 // Server is the fake. Create it with New; set API, Auth and GitEnv before
 // serving.
@@ -45,6 +52,9 @@ type Server struct {
 	// http-backend process of one request, for example to let a
 	// repository's pre-receive hook know what the pusher may do.
 	GitEnv func(r *http.Request, owner, repo string, push bool) []string
+	// OnPush, when set, hears every push that changed branches of
+	// owner/repo: the branches created or moved, with their new commits.
+	OnPush func(owner, repo string, moved map[string]string)
 	// Control is the plain-HTTP control mux (faults, and whatever tests
 	// register); serve it on its own loopback listener.
 	Control *http.ServeMux
@@ -67,7 +77,7 @@ func New(gitRoot, git string, log *RequestLog) *Server {
 // (FaultNone restores normal service).
 func (s *Server) SetFault(ownerRepo, mode string) error {
 	switch mode {
-	case FaultNone, FaultRedirect, FaultAuth, FaultError, FaultLosePush:
+	case FaultNone, FaultRedirect, FaultAuth, FaultError, FaultLosePush, FaultStallPush:
 	default:
 		return fmt.Errorf("unknown fault mode %q", mode)
 	}

@@ -32,6 +32,11 @@
 // once. Its failure is classified from git's private stderr into a fixed
 // Error.Transport word (redirect, credentials_required, not_found, …).
 //
+// A command that sets Cmd.Bundle (reading a bundle file the caller wrote:
+// a base sent to a Worker, a candidate sent to the Gate) carries
+// protocol.file.allow=always instead, and nothing else. ReadBundleHeader
+// parses such a file's header strictly before git ever sees it.
+//
 // Errors are *Error values holding only the fixed subcommand name, a
 // fixed reason and the exit code: never argv values, paths, environment
 // values or git's output.

@@ -41,6 +41,14 @@ var httpsOverrides = [...]string{
 	"http.followRedirects=false",
 }
 
+// bundleOverrides open the file transport for a command that sets
+// Cmd.Bundle: reading a bundle file is git's file transport. The caller
+// names the bundle by an absolute path it created; no other location is
+// ever given to such a command.
+var bundleOverrides = [...]string{
+	"protocol.file.allow=always",
+}
+
 // Runner runs git commands. Its zero value is not usable: Git and Home
 // are required.
 type Runner struct {
@@ -169,8 +177,17 @@ type Cmd struct {
 	// HTTPS opens the https transport for this command only (everything
 	// else stays closed), with HTTP redirects refused. A failure then
 	// carries Error.Transport. Only the Gate's public-source fetches set
-	// it; credentials are never configured, and prompts stay disabled.
+	// it without CredentialHelper; prompts stay disabled.
 	HTTPS bool
+	// Bundle opens the file transport for this command only, so that
+	// fetch can read a bundle file the caller wrote (a base or candidate
+	// crossing the Gate/Worker boundary). Everything else stays closed.
+	Bundle bool
+	// CredentialHelper, when set, is the one credential.helper of this
+	// command (after the override that clears every other). It must name
+	// where the credential comes from, never hold it: argv is readable in
+	// /proc.
+	CredentialHelper string
 }
 
 // Env returns the isolated base environment for home.
@@ -198,7 +215,7 @@ func (r *Runner) Env() []string {
 
 // Argv returns the full argument list (after the program name) for c.
 func (r *Runner) Argv(c Cmd) []string {
-	args := make([]string, 0, 2*(len(overrides)+len(httpsOverrides))+4+len(c.Args))
+	args := make([]string, 0, 2*(len(overrides)+len(httpsOverrides)+len(bundleOverrides))+6+len(c.Args))
 	args = append(args, "--no-pager")
 	for _, o := range overrides {
 		args = append(args, "-c", o)
@@ -207,6 +224,14 @@ func (r *Runner) Argv(c Cmd) []string {
 		for _, o := range httpsOverrides {
 			args = append(args, "-c", o)
 		}
+	}
+	if c.Bundle {
+		for _, o := range bundleOverrides {
+			args = append(args, "-c", o)
+		}
+	}
+	if c.CredentialHelper != "" {
+		args = append(args, "-c", "credential.helper="+c.CredentialHelper)
 	}
 	if c.GitDir != "" {
 		args = append(args, "--git-dir="+c.GitDir)

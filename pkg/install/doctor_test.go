@@ -3,14 +3,17 @@ package install_test
 import (
 	"bytes"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/0k-lab/agent-forge/pkg/doctor"
 	"github.com/0k-lab/agent-forge/pkg/install"
+	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
 // forge doctor's tests live here, beside the fake machine they need.
@@ -91,13 +94,13 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 		}, failing: []string{"immutable-files"}},
 		"secret readable": {break_: func(e *install.TestEnv) {
 			os.Chmod(filepath.Join(e.RootDir(), install.GateEnv), 0o644)
-		}, failing: []string{"mutable-paths"}},
+		}, failing: []string{"mutable-paths", "account-separation"}},
 		"database owner": {break_: func(e *install.TestEnv) {
 			os.Chown(filepath.Join(e.RootDir(), install.Database), 0, 0)
 		}, failing: []string{"mutable-paths"}},
 		"writable ancestor": {break_: func(e *install.TestEnv) {
 			os.Chmod(filepath.Join(e.RootDir(), "etc"), 0o777)
-		}, failing: []string{"ancestors"}},
+		}, failing: []string{"cli-identity", "ancestors"}},
 		"stopped gate": {break_: func(e *install.TestEnv) { e.SetActive(install.GateUnit, false) },
 			failing: []string{"gate-unit", "gate-release", "worker-connected"}},
 		"missing worker": {break_: func(e *install.TestEnv) { e.SetActive(install.WorkerUnit, false) },
@@ -111,7 +114,7 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 			b[i] = "01"[map[bool]int{true: 1}[b[i] == '0']]
 			os.Remove(p)
 			os.WriteFile(p, b, 0o644)
-		}, failing: []string{"immutable-files"}},
+		}, failing: []string{"cli-identity", "immutable-files"}},
 		"unit and receipt changed together": {break_: func(e *install.TestEnv) {
 			unit := filepath.Join(e.RootDir(), install.UnitPath(install.GateUnit))
 			old, _ := os.ReadFile(unit)
@@ -153,7 +156,7 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 			p := filepath.Join(e.RootDir(), install.Database+"-wal")
 			os.WriteFile(p, nil, 0o644)
 			os.Chmod(p, 0o644)
-		}, failing: []string{"mutable-paths", "sqlite-schema"}},
+		}, failing: []string{"mutable-paths", "account-separation", "sqlite-schema"}},
 		"lone wal": {break_: func(e *install.TestEnv) {
 			p := filepath.Join(e.RootDir(), install.Database+"-wal")
 			os.WriteFile(p, nil, 0o600)
@@ -161,6 +164,33 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 			uid, gid := install.Owner(fi)
 			os.Chown(p, uid, gid)
 		}, failing: []string{"sqlite-schema"}},
+		"tampered forge never runs": {break_: func(e *install.TestEnv) {
+			p := filepath.Join(e.RootDir(), install.BinDir, "forge")
+			os.WriteFile(p, []byte("#!/bin/sh\ntouch "+filepath.Join(e.RootDir(), "ran")+"\necho 'forge v1.0.0 "+commitA+"'\n"), 0o755)
+		}, failing: []string{"cli-identity", "immutable-files"}},
+		"state root 0777": {break_: func(e *install.TestEnv) {
+			os.Chmod(filepath.Join(e.RootDir(), install.StateRoot), 0o777)
+		}, failing: []string{"ancestors"}},
+		"state root owned by the gate": {break_: func(e *install.TestEnv) {
+			os.Chown(filepath.Join(e.RootDir(), install.StateRoot), 990, 990)
+		}, failing: []string{"ancestors"}},
+		"state root symlink": {break_: func(e *install.TestEnv) {
+			p := filepath.Join(e.RootDir(), install.StateRoot)
+			os.Rename(p, p+".real")
+			os.Symlink(p+".real", p)
+		}, failing: []string{"ancestors"}},
+		"gate state readable by the worker": {break_: func(e *install.TestEnv) {
+			os.Chmod(filepath.Join(e.RootDir(), install.GateStateDir), 0o755)
+		}, failing: []string{"mutable-paths", "account-separation"}},
+		"worker account replaced": {break_: func(e *install.TestEnv) {
+			e.SetAccount(install.WorkerAccount, install.AccountInfo{UID: 991, GID: 991, Group: install.WorkerAccount, Members: []string{install.GateAccount}})
+		}, failing: []string{"account-separation"}},
+		"gate drop-in": {break_: func(e *install.TestEnv) {
+			e.SetDropIns(install.GateUnit, []string{"/etc/systemd/system/agent-forge-gate.service.d/x.conf"})
+		}, failing: []string{"gate-unit"}},
+		"worker runs another binary": {break_: func(e *install.TestEnv) {
+			e.SetMainExe(install.WorkerUnit, install.BinDir+"/forge-worker (deleted)")
+		}, failing: []string{"worker-unit"}},
 		"no receipt": {break_: func(e *install.TestEnv) {
 			os.Remove(filepath.Join(e.RootDir(), install.ReceiptPath))
 		}, failing: doctor.Checks},
@@ -192,6 +222,70 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 			if e.Digest() != before {
 				t.Fatal("doctor changed the machine")
 			}
+			if _, err := os.Stat(filepath.Join(e.RootDir(), "ran")); err == nil {
+				t.Fatal("doctor executed a tampered forge")
+			}
 		})
+	}
+}
+
+// Doctor sends the owner token only to the Gate unit's main process: an
+// impostor on the port fails the authenticated checks and never sees it.
+func TestDoctorNeverSendsTheTokenToAnImpostor(t *testing.T) {
+	e := installedMachine(t)
+	sleep := exec.Command("sleep", "60")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	e.SetImpostor(sleep.Process.Pid)
+	code, out, errOut := runDoctor(t, e, self())
+	if code != doctor.ExitUnhealthy || out != report("gate-release", "worker-connected") || !strings.Contains(errOut, "not the Gate unit's main process") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if e.AuthSeen() != 0 {
+		t.Fatal("the owner token reached the impostor")
+	}
+}
+
+// With the Gate's database open (a running Gate: -wal and -shm exist),
+// doctor leaves every file as it was, the -shm wal-index included.
+func TestDoctorLeavesALiveDatabaseAlone(t *testing.T) {
+	e := installedMachine(t)
+	db := filepath.Join(e.RootDir(), install.Database)
+	dir := filepath.Dir(db)
+	fi, _ := os.Stat(db)
+	uid, gid := install.Owner(fi)
+	// The store opens only a database its own user owns: open it as root,
+	// then hand everything back to the Gate account.
+	os.Chown(dir, 0, 0)
+	os.Chown(db, 0, 0)
+	st, err := store.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// A second connection leaves frames in the WAL (no checkpoint), as a
+	// busy Gate does.
+	raw, err := sql.Open("sqlite", db+"?_pragma=wal_autocheckpoint(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec("CREATE TABLE doctor_probe(x); INSERT INTO doctor_probe VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, db, db + "-wal", db + "-shm"} {
+		if err := os.Chown(p, uid, gid); err != nil {
+			t.Fatalf("with the store open: %v", err)
+		}
+	}
+	before := e.Digest()
+	code, out, errOut := runDoctor(t, e, self())
+	if code != doctor.ExitHealthy {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if e.Digest() != before {
+		t.Fatal("doctor changed the live database's files")
 	}
 }

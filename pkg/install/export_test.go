@@ -29,3 +29,21 @@ func (e *env) SetActive(unit string, active bool) {
 		delete(e.h.svc.active, unit)
 	}
 }
+
+func (e *env) SetImpostor(pid int) { e.h.svc.mu.Lock(); e.h.svc.impostor = pid; e.h.svc.mu.Unlock() }
+func (e *env) AuthSeen() int       { e.h.svc.mu.Lock(); defer e.h.svc.mu.Unlock(); return e.h.svc.authSeen }
+func (e *env) SetDropIns(unit string, paths []string) {
+	e.h.svc.mu.Lock()
+	defer e.h.svc.mu.Unlock()
+	e.h.svc.dropIns = map[string][]string{unit: paths}
+}
+func (e *env) SetMainExe(unit, exe string) {
+	e.h.svc.mu.Lock()
+	defer e.h.svc.mu.Unlock()
+	e.h.svc.exe = map[string]string{unit: exe}
+}
+func (e *env) SetAccount(name string, a AccountInfo) {
+	e.h.acc.mu.Lock()
+	defer e.h.acc.mu.Unlock()
+	e.h.acc.users[name] = a
+}

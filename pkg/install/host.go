@@ -54,12 +54,20 @@ type FS interface {
 	Real(name string) string
 }
 
-// Accounts manages the dedicated system account.
+// Accounts manages the dedicated system accounts.
 type Accounts interface {
-	// Lookup returns the account's uid and gid, found=false when absent.
-	Lookup(name string) (uid, gid int, found bool, err error)
+	// Lookup returns the account, found=false when absent.
+	Lookup(name string) (a AccountInfo, found bool, err error)
 	CreateSystem(name string) error
 	Remove(name string) error
+}
+
+// AccountInfo is what the installer needs to know of an account: its ids,
+// the name of its primary group and the other accounts in that group.
+type AccountInfo struct {
+	UID, GID int
+	Group    string
+	Members  []string
 }
 
 // Services is the service manager (systemd).
@@ -71,6 +79,13 @@ type Services interface {
 	Stop(ctx context.Context, unit string) error
 	IsActive(ctx context.Context, unit string) (bool, error)
 	IsEnabled(ctx context.Context, unit string) (bool, error)
+	// MainPID is the unit's main process (0 when it has none).
+	MainPID(ctx context.Context, unit string) (int, error)
+	// MainExe is the executable path of the unit's main process ("" when
+	// it has none; a replaced file reads "<path> (deleted)").
+	MainExe(ctx context.Context, unit string) (string, error)
+	// DropIns lists the unit's drop-in files.
+	DropIns(ctx context.Context, unit string) ([]string, error)
 }
 
 // SystemHost is the real machine: root "/", useradd/userdel and systemctl.
@@ -244,48 +259,93 @@ func owner(fi fs.FileInfo) (int, int) {
 // Owner is exported for forge doctor.
 func Owner(fi fs.FileInfo) (uid, gid int) { return owner(fi) }
 
+// System tools run by absolute path with a fixed environment, like the
+// release's own binaries: nothing of the caller's PATH, locale or
+// SYSTEMD_* variables reaches them.
+const (
+	toolUseradd   = "/usr/sbin/useradd"
+	toolUserdel   = "/usr/sbin/userdel"
+	toolSystemctl = "/usr/bin/systemctl"
+)
+
+var toolEnv = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", "SYSTEMD_PAGER=", "SYSTEMD_COLORS=0"}
+
 type systemAccounts struct{}
 
-func (systemAccounts) Lookup(name string) (int, int, bool, error) {
+func (systemAccounts) Lookup(name string) (AccountInfo, bool, error) {
+	var a AccountInfo
 	u, err := user.Lookup(name)
 	var unknown user.UnknownUserError
 	if errors.As(err, &unknown) {
-		return 0, 0, false, nil
+		return a, false, nil
 	}
 	if err != nil {
-		return 0, 0, false, errors.New("account database cannot be read")
+		return a, false, errors.New("account database cannot be read")
 	}
 	uid, err1 := strconv.Atoi(u.Uid)
 	gid, err2 := strconv.Atoi(u.Gid)
 	if err1 != nil || err2 != nil {
-		return 0, 0, false, errors.New("account has a non-numeric id")
+		return a, false, errors.New("account has a non-numeric id")
 	}
-	return uid, gid, true, nil
+	a.UID, a.GID = uid, gid
+	g, err := user.LookupGroupId(u.Gid)
+	if err != nil {
+		return a, false, errors.New("the account's primary group cannot be read")
+	}
+	a.Group = g.Name
+	a.Members, err = groupMembers(g.Name)
+	if err != nil {
+		return a, false, err
+	}
+	return a, true, nil
+}
+
+// groupMembers reads the group's supplementary members from /etc/group.
+func groupMembers(group string) ([]string, error) {
+	b, err := osFS{root: "/"}.ReadFile("/etc/group", 4<<20)
+	if err != nil {
+		return nil, errors.New("/etc/group cannot be read")
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) == 4 && f[0] == group {
+			var m []string
+			for _, n := range strings.Split(f[3], ",") {
+				if n != "" {
+					m = append(m, n)
+				}
+			}
+			return m, nil
+		}
+	}
+	return nil, nil
 }
 
 func (systemAccounts) CreateSystem(name string) error {
-	return runTool("useradd", "--system", "--user-group", "--no-create-home",
+	return runTool(context.Background(), toolUseradd, "--system", "--user-group", "--no-create-home",
 		"--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name)
 }
 
-func (systemAccounts) Remove(name string) error { return runTool("userdel", name) }
+func (systemAccounts) Remove(name string) error {
+	return runTool(context.Background(), toolUserdel, name)
+}
 
 type systemctl struct{}
 
 func (systemctl) DaemonReload(ctx context.Context) error {
-	return runToolCtx(ctx, "systemctl", "daemon-reload")
+	return runTool(ctx, toolSystemctl, "daemon-reload")
 }
 func (systemctl) Enable(ctx context.Context, unit string) error {
-	return runToolCtx(ctx, "systemctl", "enable", "--quiet", unit)
+	return runTool(ctx, toolSystemctl, "enable", "--quiet", unit)
 }
 func (systemctl) Disable(ctx context.Context, unit string) error {
-	return runToolCtx(ctx, "systemctl", "disable", "--quiet", unit)
+	return runTool(ctx, toolSystemctl, "disable", "--quiet", unit)
 }
 func (systemctl) Start(ctx context.Context, unit string) error {
-	return runToolCtx(ctx, "systemctl", "start", unit)
+	return runTool(ctx, toolSystemctl, "start", unit)
 }
 func (systemctl) Stop(ctx context.Context, unit string) error {
-	return runToolCtx(ctx, "systemctl", "stop", unit)
+	return runTool(ctx, toolSystemctl, "stop", unit)
 }
 func (systemctl) IsActive(ctx context.Context, unit string) (bool, error) {
 	return query(ctx, "is-active", unit, "active")
@@ -294,17 +354,52 @@ func (systemctl) IsEnabled(ctx context.Context, unit string) (bool, error) {
 	return query(ctx, "is-enabled", unit, "enabled")
 }
 
+func (systemctl) MainPID(ctx context.Context, unit string) (int, error) {
+	out, err := show(ctx, unit, "MainPID")
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(out)
+	if err != nil || pid < 0 {
+		return 0, errors.New("systemctl show MainPID gave no number")
+	}
+	return pid, nil
+}
+
+func (s systemctl) MainExe(ctx context.Context, unit string) (string, error) {
+	pid, err := s.MainPID(ctx, unit)
+	if err != nil || pid == 0 {
+		return "", err
+	}
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		return "", errors.New("the unit's main process cannot be inspected")
+	}
+	return exe, nil
+}
+
+func (systemctl) DropIns(ctx context.Context, unit string) ([]string, error) {
+	out, err := show(ctx, unit, "DropInPaths")
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}
+
+// show returns one unit property's value.
+func show(ctx context.Context, unit, property string) (string, error) {
+	out, err := capture(ctx, 4096, toolSystemctl, "show", "--property", property, "--value", unit)
+	if err != nil {
+		return "", fmt.Errorf("systemctl show %s failed", property)
+	}
+	return strings.TrimSpace(out), nil
+}
+
 // query runs `systemctl VERB UNIT` and compares its one-word answer; a
 // non-zero exit with an answer is "no", no answer at all is an error.
 func query(ctx context.Context, verb, unit, yes string) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "systemctl", verb, unit)
-	var out limitedBuffer
-	out.max = 256
-	cmd.Stdout = &out
-	err := cmd.Run()
-	answer := strings.TrimSpace(out.b.String())
+	out, err := capture(ctx, 256, toolSystemctl, verb, unit)
+	answer := strings.TrimSpace(out)
 	if answer == "" {
 		if err != nil {
 			return false, fmt.Errorf("systemctl %s failed", verb)
@@ -314,18 +409,28 @@ func query(ctx context.Context, verb, unit, yes string) (bool, error) {
 	return answer == yes, nil
 }
 
-func runTool(name string, args ...string) error {
-	return runToolCtx(context.Background(), name, args...)
+// capture runs a system tool and returns at most max bytes of its stdout.
+func capture(ctx context.Context, max int, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env, cmd.Dir = toolEnv, "/"
+	var out limitedBuffer
+	out.max = max
+	cmd.Stdout = &out
+	err := cmd.Run()
+	return out.b.String(), err
 }
 
-// runToolCtx runs a system tool with a bounded time; its output is
-// discarded so nothing it prints reaches forge's output.
-func runToolCtx(ctx context.Context, name string, args ...string) error {
+// runTool runs a system tool with a bounded time; its output is discarded
+// so nothing it prints reaches forge's output.
+func runTool(ctx context.Context, name string, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env, cmd.Dir = toolEnv, "/"
 	if err := cmd.Run(); err != nil {
-		verb := name
+		verb := filepath.Base(name)
 		if len(args) > 0 {
 			verb += " " + args[0]
 		}

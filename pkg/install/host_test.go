@@ -109,27 +109,31 @@ func (x faultFS) Lock(n string) (func(), bool, error) {
 
 type fakeAccounts struct {
 	mu    sync.Mutex
-	users map[string][2]int
+	users map[string]AccountInfo
 	f     *faults
 }
 
-func (a *fakeAccounts) Lookup(name string) (int, int, bool, error) {
+func (a *fakeAccounts) Lookup(name string) (AccountInfo, bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	u, ok := a.users[name]
-	return u[0], u[1], ok, nil
+	return u, ok, nil
 }
+
+// fakeIDs are the ids useradd --system --user-group gives each account.
+var fakeIDs = map[string]int{GateAccount: 990, WorkerAccount: 991}
+
 func (a *fakeAccounts) CreateSystem(name string) error {
-	if err := a.f.call("useradd"); err != nil {
+	if err := a.f.call("useradd " + name); err != nil {
 		return err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.users[name] = [2]int{990, 990}
+	a.users[name] = AccountInfo{UID: fakeIDs[name], GID: fakeIDs[name], Group: name}
 	return nil
 }
 func (a *fakeAccounts) Remove(name string) error {
-	if err := a.f.call("userdel"); err != nil {
+	if err := a.f.call("userdel " + name); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -152,9 +156,69 @@ type fakeServices struct {
 	reloads  int
 	loaded   map[string]uint64 // unit files systemd loaded (nil: never reloaded)
 	badReady map[string]bool   // Gate versions that never become ready
+	// impostor, when set, is the MainPID systemd reports for the Gate (a
+	// process that does not hold the listener's sockets).
+	impostor int
+	// onStart, when set, runs after a unit has started.
+	onStart func(unit string)
+	// authSeen counts requests carrying an Authorization header that
+	// reached the listener while an impostor was the Gate's MainPID.
+	authSeen int
+	dropIns  map[string][]string
+	exe      map[string]string // MainExe overrides
+	// failActive units fail their start while staying active.
+	failActive map[string]bool
 }
 
-func (s *fakeServices) DaemonReload(context.Context) error {
+// interrupted is what systemctl run under a cancelled context does.
+func interrupted(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return errors.New("systemctl killed: " + ctx.Err().Error())
+	}
+	return nil
+}
+
+func (s *fakeServices) MainPID(ctx context.Context, u string) (int, error) {
+	if err := interrupted(ctx); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.active[u] {
+		return 0, nil
+	}
+	if u == GateUnit && s.impostor != 0 {
+		return s.impostor, nil
+	}
+	// The fake Gate is this test process's listener.
+	return os.Getpid(), nil
+}
+
+func (s *fakeServices) MainExe(ctx context.Context, u string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.active[u] {
+		return "", nil
+	}
+	if e, ok := s.exe[u]; ok {
+		return e, nil
+	}
+	if u == GateUnit {
+		return BinDir + "/forge-gate", nil
+	}
+	return BinDir + "/forge-worker", nil
+}
+
+func (s *fakeServices) DropIns(ctx context.Context, u string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropIns[u], nil
+}
+
+func (s *fakeServices) DaemonReload(ctx context.Context) error {
+	if err := interrupted(ctx); err != nil {
+		return err
+	}
 	if err := s.f.call("daemon-reload"); err != nil {
 		return err
 	}
@@ -189,7 +253,10 @@ func (s *fakeServices) stale() []string {
 	}
 	return out
 }
-func (s *fakeServices) Enable(_ context.Context, u string) error {
+func (s *fakeServices) Enable(ctx context.Context, u string) error {
+	if err := interrupted(ctx); err != nil {
+		return err
+	}
 	if err := s.f.call("enable " + u); err != nil {
 		return err
 	}
@@ -201,7 +268,10 @@ func (s *fakeServices) Enable(_ context.Context, u string) error {
 	s.enabled[u] = true
 	return nil
 }
-func (s *fakeServices) Disable(_ context.Context, u string) error {
+func (s *fakeServices) Disable(ctx context.Context, u string) error {
+	if err := interrupted(ctx); err != nil {
+		return err
+	}
 	if err := s.f.call("disable " + u); err != nil {
 		return err
 	}
@@ -210,10 +280,29 @@ func (s *fakeServices) Disable(_ context.Context, u string) error {
 	delete(s.enabled, u)
 	return nil
 }
-func (s *fakeServices) Start(_ context.Context, u string) error {
+func (s *fakeServices) Start(ctx context.Context, u string) error {
+	if err := interrupted(ctx); err != nil {
+		return err
+	}
 	if err := s.f.call("start " + u); err != nil {
 		return err
 	}
+	if err := s.start(u); err != nil {
+		return err
+	}
+	if s.onStart != nil {
+		s.onStart(u)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failActive[u] {
+		// systemctl start failed, but the Restart=on-failure unit cycles on.
+		return errors.New("systemctl start failed")
+	}
+	return nil
+}
+
+func (s *fakeServices) start(u string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := os.Stat(filepath.Join(s.root, UnitPath(u))); err != nil {
@@ -249,15 +338,15 @@ func (s *fakeServices) stateDirectories(u string) error {
 	if err != nil {
 		return err
 	}
-	dirs := []string{WorkerState, WorktreeRoot, RuntimeRoot, RepoRoot}
+	dirs, id := []string{WorkerState, WorktreeRoot, RuntimeRoot, RepoRoot}, r.Worker
 	if u == GateUnit {
-		dirs = []string{GateStateDir}
+		dirs, id = []string{GateStateDir}, r.Gate
 	}
 	os.Mkdir(filepath.Join(s.root, StateRoot), 0o755)
 	for _, d := range dirs {
 		p := filepath.Join(s.root, d)
 		os.Mkdir(p, 0o700)
-		if err := os.Chown(p, r.UID, r.GID); err != nil {
+		if err := os.Chown(p, id.UID, id.GID); err != nil {
 			return err
 		}
 	}
@@ -277,13 +366,16 @@ func (s *fakeServices) stateDirectories(u string) error {
 	st.Close()
 	matches, _ := filepath.Glob(db + "*")
 	for _, p := range append(matches, dir) {
-		if err := os.Chown(p, r.UID, r.GID); err != nil {
+		if err := os.Chown(p, id.UID, id.GID); err != nil {
 			return err
 		}
 	}
 	return nil
 }
-func (s *fakeServices) Stop(_ context.Context, u string) error {
+func (s *fakeServices) Stop(ctx context.Context, u string) error {
+	if err := interrupted(ctx); err != nil {
+		return err
+	}
 	if err := s.f.call("stop " + u); err != nil {
 		return err
 	}
@@ -295,12 +387,18 @@ func (s *fakeServices) Stop(_ context.Context, u string) error {
 	}
 	return nil
 }
-func (s *fakeServices) IsActive(_ context.Context, u string) (bool, error) {
+func (s *fakeServices) IsActive(ctx context.Context, u string) (bool, error) {
+	if err := interrupted(ctx); err != nil {
+		return false, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.active[u], nil
 }
-func (s *fakeServices) IsEnabled(_ context.Context, u string) (bool, error) {
+func (s *fakeServices) IsEnabled(ctx context.Context, u string) (bool, error) {
+	if err := interrupted(ctx); err != nil {
+		return false, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.enabled[u], nil
@@ -311,6 +409,9 @@ func (s *fakeServices) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	gate, worker, serving, token := s.active[GateUnit], s.active[WorkerUnit], s.serving, s.token
 	v, _, _ := strings.Cut(serving, " ")
 	ready := gate && !s.badReady[v]
+	if r.Header.Get("Authorization") != "" && s.impostor != 0 {
+		s.authSeen++
+	}
 	s.mu.Unlock()
 	if !ready {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -399,7 +500,7 @@ func newEnv(t *testing.T) *env {
 	srv := &http.Server{Handler: svc}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	h := &testHost{fs: faultFS{osFS{root: root}, f}, acc: &fakeAccounts{users: map[string][2]int{}, f: f}, svc: svc, f: f}
+	h := &testHost{fs: faultFS{osFS{root: root}, f}, acc: &fakeAccounts{users: map[string]AccountInfo{}, f: f}, svc: svc, f: f}
 	return &env{t: t, root: root, h: h, layout: Layout{Listen: ln.Addr().String()}}
 }
 
@@ -522,8 +623,9 @@ func (e *env) state() string {
 	s := e.h.svc
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, _, acct, _ := e.h.acc.Lookup(Account)
-	return fmt.Sprintf("account=%v enabled=%v active=%v serving=%q stale=%v", acct, s.enabled, s.active, s.serving, s.stale())
+	_, gate, _ := e.h.acc.Lookup(GateAccount)
+	_, worker, _ := e.h.acc.Lookup(WorkerAccount)
+	return fmt.Sprintf("accounts=%v,%v enabled=%v active=%v serving=%q stale=%v", gate, worker, s.enabled, s.active, s.serving, s.stale())
 }
 
 func wantCode(t *testing.T, err error, code int) *Error {

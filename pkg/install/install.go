@@ -35,7 +35,10 @@ func Run(ctx context.Context, h Host, l Layout, self Self, req Request, out io.W
 	if problems := CheckAncestors(f); len(problems) > 0 {
 		return refused("preflight", "untrusted ancestor directory: "+problems[0])
 	}
-	r := &run{ctx: ctx, h: h, f: f, l: l, self: self, req: req, rel: rel, out: out}
+	// Rollback never reuses the run's context: an interrupt (Ctrl-C,
+	// SIGTERM) cancels the forward path, never the undo steps, which have
+	// their own bounds (each tool call, each proof's deadline).
+	r := &run{ctx: ctx, undoCtx: context.WithoutCancel(ctx), h: h, f: f, l: l, self: self, req: req, rel: rel, out: out}
 	defer func() {
 		if r.unlock != nil {
 			r.unlock()
@@ -43,6 +46,9 @@ func Run(ctx context.Context, h Host, l Layout, self Self, req Request, out io.W
 	}()
 	if _, err := f.Lstat(ReceiptPath); err == nil {
 		old, err := ReadReceipt(f)
+		if errors.Is(err, ErrOneAccount) {
+			return refused("receipt", err.Error())
+		}
 		if err != nil {
 			return refused("receipt", "the installed receipt is invalid: "+err.Error())
 		}
@@ -63,15 +69,17 @@ func Run(ctx context.Context, h Host, l Layout, self Self, req Request, out io.W
 }
 
 type run struct {
-	ctx  context.Context
-	h    Host
-	f    FS
-	l    Layout
-	self Self
-	req  Request
-	rel  *release
-	out  io.Writer
-	tx   tx
+	// ctx is cancelled by an interrupt; undoCtx never is.
+	ctx     context.Context
+	undoCtx context.Context
+	h       Host
+	f       FS
+	l       Layout
+	self    Self
+	req     Request
+	rel     *release
+	out     io.Writer
+	tx      tx
 	// unlock releases the installer lock once taken.
 	unlock func()
 }
@@ -101,11 +109,11 @@ func (r *run) digests(runAsRoot bool) map[string]string {
 	return d
 }
 
-func (r *run) receipt(runAsRoot bool, uid, gid int, listen string) *Receipt {
+func (r *run) receipt(runAsRoot bool, gate, worker Identity, listen string) *Receipt {
 	return &Receipt{
 		Format: ReceiptFormat, Version: r.rel.version, Commit: r.rel.commit, SchemaVersion: r.self.Schema,
-		Arch: r.rel.arch, RunAsRoot: runAsRoot, UID: uid, GID: gid, Listen: listen,
-		Files: expectedFiles(uid, gid, r.digests(runAsRoot)),
+		Arch: r.rel.arch, RunAsRoot: runAsRoot, Gate: gate, Worker: worker, Listen: listen,
+		Files: expectedFiles(gate, worker, r.digests(runAsRoot)),
 	}
 }
 
@@ -115,15 +123,44 @@ func (r *run) validate(old *Receipt) error {
 	if r.req.RunAsRoot != old.RunAsRoot {
 		return refused("preflight", "the installed service identity differs from --run-as-root")
 	}
-	want := r.receipt(old.RunAsRoot, old.UID, old.GID, old.Listen)
+	want := r.receipt(old.RunAsRoot, old.Gate, old.Worker, old.Listen)
 	if string(want.Encode()) != string(old.Encode()) || old.SchemaVersion != r.self.Schema {
 		return refused("preflight", "the installed receipt does not describe this release")
 	}
 	if problems := CheckImmutable(r.f, old); len(problems) > 0 {
 		return refused("preflight", "the installed files differ from the receipt (no repair): "+problems[0])
 	}
+	// The mutable paths are compared too (type, owner, mode): a
+	// configuration directory or secret that drifted is not "matching".
+	if problems := append(CheckMutable(r.f, old), CheckStateRoot(r.f)...); len(problems) > 0 {
+		return refused("preflight", "the installed configuration differs from the receipt (no repair): "+problems[0])
+	}
 	if e := checkIdentity(r.ctx, r.f, BinDir, r.rel.version, r.rel.commit); e != nil {
 		return e
+	}
+	if r.req.EnableNow {
+		// Validation-only still: the running services are re-proved, never
+		// started or changed.
+		s := r.h.Services()
+		for _, u := range []string{GateUnit, WorkerUnit} {
+			enabled, err1 := s.IsEnabled(r.ctx, u)
+			active, err2 := s.IsActive(r.ctx, u)
+			if err1 != nil || err2 != nil || !enabled || !active {
+				return refused("preflight", "--enable-now on a same-version re-run only re-proves running services, and "+u+" is not enabled and active; start them with systemctl enable --now "+GateUnit+" "+WorkerUnit)
+			}
+		}
+		client, err := r.client(old)
+		if err != nil {
+			return refused("preflight", err.Error())
+		}
+		if err := proveGate(r.ctx, r.h, client, old.Version, old.Commit, old.SchemaVersion); err != nil {
+			return refused("readiness", err.Error())
+		}
+		if err := proveWorker(r.ctx, r.h, client); err != nil {
+			return refused("readiness", err.Error())
+		}
+		r.say("%s (%s) is installed, matches the release and serves; nothing changed", old.Version, old.Commit)
+		return nil
 	}
 	r.say("%s (%s) is installed and matches the release; nothing changed", old.Version, old.Commit)
 	return nil
@@ -270,33 +307,19 @@ func (r *run) fresh() error {
 			return r.fail("preflight", p+" already exists without an install receipt (no repair or takeover)")
 		}
 	}
-	uid, gid := 0, 0
+	var ids [2]Identity
 	if !r.req.RunAsRoot {
-		a := r.h.Accounts()
-		u, g, found, err := a.Lookup(Account)
-		if err != nil {
+		var err error
+		if ids, err = r.accounts(true); err != nil {
 			return r.fail("account", err.Error())
 		}
-		if !found {
-			if err := a.CreateSystem(Account); err != nil {
-				return r.fail("account", "cannot create the "+Account+" system account")
-			}
-			r.tx.push("the "+Account+" account", func() error { return a.Remove(Account) })
-			if u, g, found, err = a.Lookup(Account); err != nil || !found {
-				return r.fail("account", "the created "+Account+" account cannot be found")
-			}
-		}
-		if u == 0 || g == 0 {
-			return r.fail("account", "the "+Account+" account has uid or gid 0")
-		}
-		uid, gid = u, g
 	}
-	rc := r.receipt(r.req.RunAsRoot, uid, gid, r.l.Listen)
+	rc := r.receipt(r.req.RunAsRoot, ids[0], ids[1], r.l.Listen)
 	tree, err := r.stageTree(rc)
 	if err != nil {
 		return r.fail("stage", err.Error())
 	}
-	etc, err := r.stageConfig(gid)
+	etc, err := r.stageConfig(rc)
 	if err != nil {
 		return r.fail("stage", err.Error())
 	}
@@ -319,7 +342,7 @@ func (r *run) fresh() error {
 	}
 	if r.req.EnableNow {
 		r.tx.push(StateRoot, func() error { return r.f.RemoveAll(StateRoot) })
-		if err := r.activate(rc, true); err != nil {
+		if err := r.activate(rc, map[string]bool{GateUnit: true, WorkerUnit: true}); err != nil {
 			return err
 		}
 	}
@@ -334,14 +357,14 @@ func (r *run) fresh() error {
 
 // stageConfig writes gate.json, worker.json and the two environment files
 // with fresh tokens into a staging directory beside ConfigDir.
-func (r *run) stageConfig(gid int) (string, error) {
+func (r *run) stageConfig(rc *Receipt) (string, error) {
 	dir, err := r.f.MkdirTemp("/etc", ".agent-forge.stage-")
 	if err != nil {
 		return "", errors.New("cannot create the configuration staging directory")
 	}
 	r.tx.temporary(dir, func() error { return r.f.RemoveAll(dir) })
 	tree := dir + "/tree"
-	if err := r.mkdir(tree, 0o750, 0, gid); err != nil {
+	if err := r.mkdir(tree, 0o755, 0, 0); err != nil {
 		return "", err
 	}
 	owner, err := newToken()
@@ -358,8 +381,8 @@ func (r *run) stageConfig(gid int) (string, error) {
 		perm fs.FileMode
 		gid  int
 	}{
-		{"gate.json", gateConfig(r.l), 0o640, gid},
-		{"worker.json", workerConfig(r.l), 0o640, gid},
+		{"gate.json", gateConfig(r.l), 0o640, rc.Gate.GID},
+		{"worker.json", workerConfig(r.l), 0o640, rc.Worker.GID},
 		{"gate.env", envFile(OwnerTokenEnv, owner, WorkerTokenEnv, worker), 0o600, 0},
 		{"worker.env", envFile(WorkerTokenEnv, worker), 0o600, 0},
 	}
@@ -395,12 +418,15 @@ func (r *run) reloadAfterUndo() error {
 	if !r.tx.reloaded {
 		return nil
 	}
-	return r.h.Services().DaemonReload(r.ctx)
+	return r.h.Services().DaemonReload(r.undoCtx)
 }
 
-// activate reloads systemd, enables (fresh only) and starts the Gate,
-// proves its readiness and identity, then the same for the Worker.
-func (r *run) activate(rc *Receipt, enable bool) error {
+// activate reloads systemd, enables the units named in enable and starts
+// the Gate, proves its readiness and identity, then the same for the
+// Worker. Every undo step is pushed before the call it undoes (a failed
+// start of a Restart=on-failure unit still needs its stop) and runs on the
+// uncancellable context.
+func (r *run) activate(rc *Receipt, enable map[string]bool) error {
 	s := r.h.Services()
 	// Even a failed daemon-reload may have loaded the new units: rollback
 	// reloads the restored ones.
@@ -413,25 +439,33 @@ func (r *run) activate(rc *Receipt, enable bool) error {
 		return r.fail("activate", err.Error())
 	}
 	for _, u := range []string{GateUnit, WorkerUnit} {
-		if enable {
+		if enable[u] {
+			r.tx.push("enablement of "+u, func() error { return s.Disable(r.undoCtx, u) })
 			if err := s.Enable(r.ctx, u); err != nil {
 				return r.fail("activate", err.Error())
 			}
-			r.tx.push("enablement of "+u, func() error { return s.Disable(r.ctx, u) })
 		}
+		r.tx.push("the running "+u, func() error { return s.Stop(r.undoCtx, u) })
 		if err := s.Start(r.ctx, u); err != nil {
-			return r.fail("activate", err.Error())
+			return r.fail("activate", r.interrupted(err.Error()))
 		}
-		r.tx.push("the running "+u, func() error { return s.Stop(r.ctx, u) })
 		if u == GateUnit {
 			if err := proveGate(r.ctx, r.h, client, rc.Version, rc.Commit, rc.SchemaVersion); err != nil {
-				return r.fail("readiness", err.Error())
+				return r.fail("readiness", r.interrupted(err.Error()))
 			}
 		} else if err := proveWorker(r.ctx, r.h, client); err != nil {
-			return r.fail("readiness", err.Error())
+			return r.fail("readiness", r.interrupted(err.Error()))
 		}
 	}
 	return nil
+}
+
+// interrupted names an interrupt as the cause when the run was cancelled.
+func (r *run) interrupted(msg string) string {
+	if r.ctx.Err() != nil {
+		return "interrupted (" + msg + ")"
+	}
+	return msg
 }
 
 func (r *run) client(rc *Receipt) (*GateClient, error) {
@@ -439,7 +473,60 @@ func (r *run) client(rc *Receipt) (*GateClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewGateClient(rc.Listen, token), nil
+	return NewGateClient(rc.Listen, token, r.h.Services()), nil
+}
+
+// accounts looks up the Gate and Worker accounts, creating the missing
+// ones when create is set (undone on rollback), and checks each is a
+// system account with its own primary group that no one else is in, and
+// that the two share nothing.
+func (r *run) accounts(create bool) ([2]Identity, error) {
+	var ids [2]Identity
+	a := r.h.Accounts()
+	for i, name := range ServiceAccounts {
+		info, found, err := a.Lookup(name)
+		if err != nil {
+			return ids, err
+		}
+		if !found {
+			if !create {
+				return ids, errors.New("the " + name + " account is missing")
+			}
+			if err := a.CreateSystem(name); err != nil {
+				return ids, errors.New("cannot create the " + name + " system account")
+			}
+			r.tx.push("the "+name+" account", func() error { return a.Remove(name) })
+			if info, found, err = a.Lookup(name); err != nil || !found {
+				return ids, errors.New("the created " + name + " account cannot be found")
+			}
+		}
+		if err := checkAccount(name, info); err != nil {
+			return ids, err
+		}
+		ids[i] = Identity{UID: info.UID, GID: info.GID}
+	}
+	if ids[0].UID == ids[1].UID || ids[0].GID == ids[1].GID {
+		return ids, errors.New("the " + GateAccount + " and " + WorkerAccount + " accounts share a uid or gid")
+	}
+	return ids, nil
+}
+
+// SystemIDMax is the largest uid and gid of a system account (Debian's
+// SYS_UID_MAX and SYS_GID_MAX).
+const SystemIDMax = 999
+
+// checkAccount requires a system account (uid and gid 1..SystemIDMax)
+// whose primary group has the account's name and no other members.
+func checkAccount(name string, a AccountInfo) error {
+	switch {
+	case a.UID < 1 || a.UID > SystemIDMax || a.GID < 1 || a.GID > SystemIDMax:
+		return errors.New("the " + name + " account is not a system account (uid and gid 1-999)")
+	case a.Group != name:
+		return errors.New("the " + name + " account's primary group is not its own group")
+	case len(a.Members) > 0:
+		return errors.New("the " + name + " group has other members")
+	}
+	return nil
 }
 
 // commit ends a successful run: staging leftovers (and, after an upgrade,

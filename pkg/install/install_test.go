@@ -25,7 +25,7 @@ func TestFreshInstallLayoutAndValidationOnlyRerun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Version != "v1.0.0" || r.UID != 990 || r.GID != 990 || r.RunAsRoot {
+	if r.Version != "v1.0.0" || r.Gate != (Identity{990, 990}) || r.Worker != (Identity{991, 991}) || r.RunAsRoot {
 		t.Fatalf("receipt %+v", r)
 	}
 	if p := append(CheckImmutable(e.h.fs, r), CheckMutable(e.h.fs, r)...); len(p) > 0 {
@@ -71,10 +71,10 @@ func TestRunAsRootInstallsWithoutAnAccount(t *testing.T) {
 	req.RunAsRoot = true
 	e.mustRun(req)
 	r, err := ReadReceipt(e.h.fs)
-	if err != nil || !r.RunAsRoot || r.UID != 0 {
+	if err != nil || !r.RunAsRoot || r.Gate.UID != 0 || r.Worker.UID != 0 {
 		t.Fatalf("receipt %+v %v", r, err)
 	}
-	if _, _, found, _ := e.h.acc.Lookup(Account); found {
+	if len(e.h.acc.users) != 0 {
 		t.Fatal("--run-as-root created the account")
 	}
 	unit, _ := os.ReadFile(filepath.Join(e.root, UnitPath(GateUnit)))

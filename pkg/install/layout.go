@@ -10,22 +10,25 @@ const (
 	// LockPath is the root-owned installer lock beside the prefix.
 	LockPath = "/opt/.agent-forge.lock"
 
-	ConfigDir      = "/etc/agent-forge"
-	GateConfig     = ConfigDir + "/gate.json"
-	WorkerConfig   = ConfigDir + "/worker.json"
-	GateEnv        = ConfigDir + "/gate.env"
-	WorkerEnv      = ConfigDir + "/worker.env"
-	UnitDir        = "/etc/systemd/system"
-	GateUnit       = "agent-forge-gate.service"
-	WorkerUnit     = "agent-forge-worker.service"
-	StateRoot      = "/var/lib/agent-forge"
-	GateStateDir   = StateRoot + "/gate"
-	Database       = GateStateDir + "/forge.db"
-	WorkerState    = StateRoot + "/worker"
-	WorktreeRoot   = WorkerState + "/worktrees"
-	RuntimeRoot    = WorkerState + "/runtime"
-	RepoRoot       = WorkerState + "/repositories"
-	Account        = "agent-forge"
+	ConfigDir    = "/etc/agent-forge"
+	GateConfig   = ConfigDir + "/gate.json"
+	WorkerConfig = ConfigDir + "/worker.json"
+	GateEnv      = ConfigDir + "/gate.env"
+	WorkerEnv    = ConfigDir + "/worker.env"
+	UnitDir      = "/etc/systemd/system"
+	GateUnit     = "agent-forge-gate.service"
+	WorkerUnit   = "agent-forge-worker.service"
+	StateRoot    = "/var/lib/agent-forge"
+	GateStateDir = StateRoot + "/gate"
+	Database     = GateStateDir + "/forge.db"
+	WorkerState  = StateRoot + "/worker"
+	WorktreeRoot = WorkerState + "/worktrees"
+	RuntimeRoot  = WorkerState + "/runtime"
+	RepoRoot     = WorkerState + "/repositories"
+	// GateAccount owns the Gate's state, configuration and keys;
+	// WorkerAccount the Worker's runtime. Neither can read the other's.
+	GateAccount    = "agent-forge-gate"
+	WorkerAccount  = "agent-forge-worker"
 	OwnerTokenEnv  = "FORGE_OWNER_TOKEN"
 	WorkerTokenEnv = "FORGE_WORKER_TOKEN"
 	WorkerID       = "worker-1"
@@ -58,3 +61,6 @@ func UnitPath(unit string) string { return path.Join(UnitDir, unit) }
 // TrustedAncestors are the directories every installed path hangs from;
 // each must be a root-owned directory that no one else can write.
 var TrustedAncestors = []string{"/", "/opt", "/etc", "/etc/systemd", UnitDir, "/var", "/var/lib"}
+
+// ServiceAccounts are the two service accounts in creation order.
+var ServiceAccounts = []string{GateAccount, WorkerAccount}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -34,18 +35,46 @@ func OwnerToken(f FS) (string, error) {
 	return "", errors.New("the Gate environment file holds no owner token")
 }
 
-// GateClient talks to the installed Gate on its loopback address.
+// GateClient talks to the installed Gate on its loopback address. Every
+// connection is proved to reach the Gate unit before a byte is written:
+// the server side of the new TCP connection must be a socket open in the
+// unit's main process (any local account can bind the port while the Gate
+// is stopped, and would otherwise receive the owner token and answer the
+// proofs).
 type GateClient struct {
 	base  string
 	token string
 	http  *http.Client
 }
 
-// NewGateClient returns a client for the Gate listening on listen.
-func NewGateClient(listen, token string) *GateClient {
+// ErrNotTheGate is a connection whose server side is not the Gate unit's
+// main process; nothing was sent on it.
+var ErrNotTheGate = errors.New("the process answering on the Gate's address is not the Gate unit's main process (nothing was sent)")
+
+// NewGateClient returns a client for the Gate unit of s listening on
+// listen.
+func NewGateClient(listen, token string, s Services) *GateClient {
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d := net.Dialer{Timeout: 5 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp4", listen)
+		if err != nil {
+			return nil, err
+		}
+		pid, err := s.MainPID(ctx, GateUnit)
+		if err == nil && pid > 0 {
+			err = servedBy(ctx, conn, pid)
+		} else if err == nil {
+			err = ErrNotTheGate
+		}
+		if err != nil {
+			conn.Close()
+			return nil, ErrNotTheGate
+		}
+		return conn, nil
+	}
 	return &GateClient{base: "http://" + listen, token: token, http: &http.Client{
 		Timeout:   5 * time.Second,
-		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true, DialContext: dial},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return errors.New("redirects are refused")
 		},
@@ -61,6 +90,9 @@ func (c *GateClient) get(ctx context.Context, path string, auth bool) (int, []by
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
+	if errors.Is(err, ErrNotTheGate) {
+		return 0, nil, ErrNotTheGate
+	}
 	if err != nil {
 		return 0, nil, errors.New("the Gate does not answer")
 	}
@@ -70,12 +102,6 @@ func (c *GateClient) get(ctx context.Context, path string, auth bool) (int, []by
 		return 0, nil, errors.New("the Gate's answer was cut off")
 	}
 	return resp.StatusCode, b, nil
-}
-
-// Ready reports whether /readyz answers 200.
-func (c *GateClient) Ready(ctx context.Context) bool {
-	code, _, err := c.get(ctx, "/readyz", false)
-	return err == nil && code == http.StatusOK
 }
 
 // Release is the Gate's GET /v1/version answer.
@@ -158,7 +184,15 @@ func until(ctx context.Context, h Host, timeout time.Duration, cond func() bool)
 
 // proveGate waits for /readyz and checks the running Gate's identity.
 func proveGate(ctx context.Context, h Host, c *GateClient, version, commit string, schema int) error {
-	if !until(ctx, h, ReadyTimeout, func() bool { return c.Ready(ctx) }) {
+	var impostor bool
+	if !until(ctx, h, ReadyTimeout, func() bool {
+		code, _, err := c.get(ctx, "/readyz", false)
+		impostor = errors.Is(err, ErrNotTheGate)
+		return err == nil && code == http.StatusOK
+	}) {
+		if impostor {
+			return errors.New("the Gate did not become ready: " + ErrNotTheGate.Error())
+		}
 		return errors.New("the Gate did not become ready")
 	}
 	r, err := c.Release(ctx)

@@ -12,8 +12,14 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
-// ReceiptFormat is the receipt layout version.
-const ReceiptFormat = 1
+// ReceiptFormat is the receipt layout version. Format 1 was the
+// single-account installation (both services as agent-forge), which this
+// release refuses to upgrade (docs/install.md).
+const ReceiptFormat = 2
+
+// ErrOneAccount is a format-1 receipt: an installation whose Gate and
+// Worker share one account.
+var ErrOneAccount = errors.New("the installation runs the Gate and the Worker as one account (receipt format 1); this release runs them as two accounts and does not migrate an installation: follow \"Upgrading a one-account installation\" in docs/install.md")
 
 // maxReceipt bounds the receipt file.
 const maxReceipt = 64 << 10
@@ -28,11 +34,23 @@ type Receipt struct {
 	SchemaVersion int          `json:"schema_version"`
 	Arch          string       `json:"arch"`
 	RunAsRoot     bool         `json:"run_as_root"`
-	UID           int          `json:"uid"`
-	GID           int          `json:"gid"`
+	Gate          Identity     `json:"gate"`
+	Worker        Identity     `json:"worker"`
 	Listen        string       `json:"listen"`
 	Files         []FileRecord `json:"files"`
 }
+
+// Identity is a service's uid and gid (0 and 0 with --run-as-root).
+type Identity struct {
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+}
+
+func (i Identity) valid() bool {
+	return i.UID >= 0 && i.GID >= 0 && i.UID <= 1<<31-2 && i.GID <= 1<<31-2
+}
+
+func (i Identity) root() bool { return i.UID == 0 && i.GID == 0 }
 
 // File kinds. Immutable: KindDir, KindFile (with digest). Mutable (owner
 // and mode only; the content is the operator's): KindConfigDir,
@@ -70,7 +88,7 @@ func rec(path, kind string, uid, gid int, mode fs.FileMode, digest string) FileR
 
 // expectedFiles lists the installation's paths in receipt order; digests
 // maps immutable file paths to their SHA-256.
-func expectedFiles(uid, gid int, digests map[string]string) []FileRecord {
+func expectedFiles(gate, worker Identity, digests map[string]string) []FileRecord {
 	files := []FileRecord{
 		rec(Prefix, KindDir, 0, 0, 0o755, ""),
 		rec(BinDir, KindDir, 0, 0, 0o755, ""),
@@ -83,9 +101,9 @@ func expectedFiles(uid, gid int, digests map[string]string) []FileRecord {
 		files = append(files, rec(UnitPath(u), KindFile, 0, 0, 0o644, digests[UnitPath(u)]))
 	}
 	return append(files,
-		rec(ConfigDir, KindConfigDir, 0, gid, 0o750, ""),
-		rec(GateConfig, KindConfig, 0, gid, 0o640, ""),
-		rec(WorkerConfig, KindConfig, 0, gid, 0o640, ""),
+		rec(ConfigDir, KindConfigDir, 0, 0, 0o755, ""),
+		rec(GateConfig, KindConfig, 0, gate.GID, 0o640, ""),
+		rec(WorkerConfig, KindConfig, 0, worker.GID, 0o640, ""),
 		rec(GateEnv, KindSecret, 0, 0, 0o600, ""),
 		rec(WorkerEnv, KindSecret, 0, 0, 0o600, ""),
 	)
@@ -107,6 +125,12 @@ func DecodeReceipt(data []byte) (*Receipt, error) {
 	if len(data) > maxReceipt {
 		return nil, errors.New("receipt is too large")
 	}
+	var probe struct {
+		Format int `json:"format"`
+	}
+	if err := json.Unmarshal(data, &probe); err == nil && probe.Format == 1 {
+		return nil, ErrOneAccount
+	}
 	var r Receipt
 	if err := strictjson.Decode(data, &r); err != nil {
 		return nil, errors.New("receipt is not strict JSON of the receipt format")
@@ -126,8 +150,9 @@ func DecodeReceipt(data []byte) (*Receipt, error) {
 	if r.Arch != "amd64" && r.Arch != "arm64" {
 		return nil, errors.New("receipt arch is not amd64 or arm64")
 	}
-	if r.UID < 0 || r.GID < 0 || r.UID > 1<<31-2 || r.GID > 1<<31-2 || r.RunAsRoot != (r.UID == 0 && r.GID == 0) {
-		return nil, errors.New("receipt service identity is inconsistent")
+	if !r.Gate.valid() || !r.Worker.valid() || r.RunAsRoot != r.Gate.root() || r.RunAsRoot != r.Worker.root() ||
+		(!r.RunAsRoot && (r.Gate.UID == r.Worker.UID || r.Gate.GID == r.Worker.GID || r.Gate.UID == 0 || r.Worker.UID == 0 || r.Gate.GID == 0 || r.Worker.GID == 0)) {
+		return nil, errors.New("receipt service identities are inconsistent")
 	}
 	if host, port, err := net.SplitHostPort(r.Listen); err != nil || host != "127.0.0.1" || port == "" || port == "0" {
 		return nil, errors.New("receipt listen address is not a loopback port")
@@ -140,7 +165,7 @@ func DecodeReceipt(data []byte) (*Receipt, error) {
 			digests[f.Path] = f.SHA256
 		}
 	}
-	want := expectedFiles(r.UID, r.GID, digests)
+	want := expectedFiles(r.Gate, r.Worker, digests)
 	if len(r.Files) != len(want) {
 		return nil, errors.New("receipt does not list exactly the installed paths")
 	}

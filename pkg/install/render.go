@@ -93,11 +93,11 @@ IPAddressAllow=localhost
 `
 
 // identity renders the User=/Group= lines (none when running as root).
-func identity(runAsRoot bool) string {
+func identity(runAsRoot bool, account string) string {
 	if runAsRoot {
 		return ""
 	}
-	return "User=" + Account + "\nGroup=" + Account + "\n"
+	return "User=" + account + "\nGroup=" + account + "\n"
 }
 
 // landlockSyscalls are the Worker's sandbox calls (DECISIONS 14): systemd
@@ -113,7 +113,7 @@ After=network.target
 
 [Service]
 Type=simple
-` + identity(runAsRoot) + `EnvironmentFile=` + GateEnv + `
+` + identity(runAsRoot, GateAccount) + `EnvironmentFile=` + GateEnv + `
 ExecStart=` + BinDir + `/forge-gate -config ` + GateConfig + `
 Restart=on-failure
 RestartSec=2s
@@ -132,7 +132,7 @@ After=network.target ` + GateUnit + `
 
 [Service]
 Type=simple
-` + identity(runAsRoot) + `EnvironmentFile=` + WorkerEnv + `
+` + identity(runAsRoot, WorkerAccount) + `EnvironmentFile=` + WorkerEnv + `
 ExecStart=` + BinDir + `/forge-worker -config ` + WorkerConfig + `
 Restart=on-failure
 RestartSec=2s

@@ -1,6 +1,7 @@
 package install
 
 import (
+	"errors"
 	"io/fs"
 	"sort"
 )
@@ -129,6 +130,105 @@ func CheckAncestors(f FS) []string {
 			problems = append(problems, d+" is not owned by root")
 		case fi.Mode().Perm()&0o022 != 0:
 			problems = append(problems, d+" is writable by group or others")
+		}
+	}
+	return problems
+}
+
+// CheckStateRoot checks /var/lib/agent-forge like every trusted ancestor
+// (a root-owned directory, not a symlink, that group and others cannot
+// write): the Gate refuses to start under anything else. Absent is fine
+// (nothing started yet).
+func CheckStateRoot(f FS) []string {
+	fi, err := f.Lstat(StateRoot)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return []string{StateRoot + " cannot be inspected"}
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return []string{StateRoot + " is a symlink"}
+	case !fi.IsDir():
+		return []string{StateRoot + " is not a directory"}
+	case !ownedBy(fi, 0, -1):
+		return []string{StateRoot + " is not owned by root"}
+	case fi.Mode().Perm()&0o022 != 0:
+		return []string{StateRoot + " is writable by group or others"}
+	}
+	return nil
+}
+
+// ReadableBy reports whether an account (uid, gid, no other groups) can
+// read fi by its owner and mode bits (root is not an account here).
+func ReadableBy(fi fs.FileInfo, id Identity) bool {
+	uid, gid := owner(fi)
+	perm := fi.Mode().Perm()
+	// A directory is reachable when it can be listed or traversed.
+	mask := fs.FileMode(0o4)
+	if fi.IsDir() {
+		mask = 0o5
+	}
+	switch {
+	case uid == id.UID:
+		return perm&(mask<<6) != 0
+	case gid == id.GID:
+		return perm&(mask<<3) != 0
+	}
+	return perm&mask != 0
+}
+
+// CheckSeparation requires the Gate's state, configuration and secrets to
+// be unreadable to the Worker account and the Worker's to the Gate's
+// (DECISIONS 14). Paths that do not exist (a never-started installation's
+// state) are not reported here.
+func CheckSeparation(f FS, r *Receipt) []string {
+	if r.RunAsRoot {
+		return []string{"both services run as root (--run-as-root): the Worker can read the Gate's state and secrets"}
+	}
+	if r.Gate.UID == r.Worker.UID || r.Gate.GID == r.Worker.GID {
+		return []string{"the Gate and Worker accounts share a uid or gid"}
+	}
+	var problems []string
+	check := func(p string, other Identity, who string) {
+		fi, err := f.Lstat(p)
+		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+			return // absent, or a symlink that mutable-paths reports
+		}
+		if ReadableBy(fi, other) {
+			problems = append(problems, p+" is readable by the "+who+" account")
+		}
+	}
+	for _, p := range []string{GateStateDir, Database, Database + "-wal", Database + "-shm", GateEnv, GateConfig} {
+		check(p, r.Worker, WorkerAccount)
+	}
+	for _, p := range []string{WorkerState, WorkerEnv, WorkerConfig} {
+		check(p, r.Gate, GateAccount)
+	}
+	return problems
+}
+
+// CheckServiceAccounts requires both service accounts to exist with the
+// receipt's ids, each a system account with its own memberless primary
+// group.
+func CheckServiceAccounts(a Accounts, r *Receipt) []string {
+	if r.RunAsRoot {
+		return nil
+	}
+	var problems []string
+	for i, name := range ServiceAccounts {
+		want := []Identity{r.Gate, r.Worker}[i]
+		info, found, err := a.Lookup(name)
+		switch {
+		case err != nil:
+			problems = append(problems, "the "+name+" account cannot be looked up")
+		case !found:
+			problems = append(problems, "the "+name+" account is missing")
+		case (Identity{info.UID, info.GID}) != want:
+			problems = append(problems, "the "+name+" account does not have the receipt's uid and gid")
+		default:
+			if err := checkAccount(name, info); err != nil {
+				problems = append(problems, err.Error())
+			}
 		}
 	}
 	return problems

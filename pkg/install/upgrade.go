@@ -7,6 +7,13 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
+// NewSelf is the identity of a forge binary of version and commit: an
+// installer installs only its own release, whose Gate schema version is
+// this build's store schema.
+func NewSelf(version, commit string) Self {
+	return Self{Version: version, Commit: commit, Schema: store.SchemaVersion}
+}
+
 // upgrade replaces the binaries, units and receipt of the installation
 // described by old with this release, keeping configuration, secrets,
 // SQLite, repositories and Worker state, then re-proves both services.
@@ -32,6 +39,9 @@ func (r *run) upgrade(old *Receipt) error {
 	if old.Arch != r.rel.arch {
 		return refused("preflight", "the installation is for another architecture")
 	}
+	if problems := CheckStateRoot(r.f); len(problems) > 0 {
+		return refused("preflight", "untrusted state directory: "+problems[0])
+	}
 	if _, err := r.f.Lstat(Database); err == nil {
 		v, err := store.ReadSchemaVersion(r.ctx, RealPath(r.f, Database))
 		if err != nil || v != old.SchemaVersion {
@@ -54,12 +64,15 @@ func (r *run) upgrade(old *Receipt) error {
 		return r.fail("preflight", "unsafe configuration path: "+problems[0])
 	}
 	if !old.RunAsRoot {
-		uid, gid, found, err := r.h.Accounts().Lookup(Account)
-		if err != nil || !found || uid != old.UID || gid != old.GID {
-			return r.fail("account", "the "+Account+" account does not match the receipt")
+		ids, err := r.accounts(false)
+		if err != nil {
+			return r.fail("account", err.Error())
+		}
+		if ids[0] != old.Gate || ids[1] != old.Worker {
+			return r.fail("account", "the "+GateAccount+" and "+WorkerAccount+" accounts do not match the receipt")
 		}
 	}
-	rc := r.receipt(old.RunAsRoot, old.UID, old.GID, old.Listen)
+	rc := r.receipt(old.RunAsRoot, old.Gate, old.Worker, old.Listen)
 	tree, err := r.stageTree(rc)
 	if err != nil {
 		return r.fail("stage", err.Error())
@@ -75,32 +88,46 @@ func (r *run) upgrade(old *Receipt) error {
 
 	// Stop the Worker, then the Gate; their undo restarts whichever was
 	// running (after the previous files are back) and re-proves it.
+	// A never-started installation has no state directory yet: the new
+	// Gate's first start creates it and its database, so rollback removes
+	// them again (after the new services are stopped).
 	s := r.h.Services()
+	if _, err := r.f.Lstat(StateRoot); errors.Is(err, fs.ErrNotExist) {
+		r.tx.push(StateRoot, func() error { return r.f.RemoveAll(StateRoot) })
+	} else if err != nil {
+		return r.fail("preflight", StateRoot+" cannot be inspected")
+	}
+	enable := map[string]bool{}
 	for _, u := range []string{WorkerUnit, GateUnit} {
+		enabled, err := s.IsEnabled(r.ctx, u)
+		if err != nil {
+			return r.fail("activate", err.Error())
+		}
+		// --enable-now enables what was never enabled (undone on rollback).
+		enable[u] = !enabled
 		active, err := s.IsActive(r.ctx, u)
 		if err != nil {
 			return r.fail("activate", err.Error())
 		}
+		if active {
+			if u == WorkerUnit {
+				r.tx.push("the previous "+u, func() error {
+					if err := s.Start(r.undoCtx, u); err != nil {
+						return err
+					}
+					return proveWorker(r.undoCtx, r.h, client)
+				})
+			} else {
+				r.tx.push("the previous "+u, func() error {
+					if err := s.Start(r.undoCtx, u); err != nil {
+						return err
+					}
+					return proveGate(r.undoCtx, r.h, client, old.Version, old.Commit, old.SchemaVersion)
+				})
+			}
+		}
 		if err := s.Stop(r.ctx, u); err != nil {
 			return r.fail("activate", err.Error())
-		}
-		if !active {
-			continue
-		}
-		if u == WorkerUnit {
-			r.tx.push("the previous "+u, func() error {
-				if err := s.Start(r.ctx, u); err != nil {
-					return err
-				}
-				return proveWorker(r.ctx, r.h, client)
-			})
-		} else {
-			r.tx.push("the previous "+u, func() error {
-				if err := s.Start(r.ctx, u); err != nil {
-					return err
-				}
-				return proveGate(r.ctx, r.h, client, old.Version, old.Commit, old.SchemaVersion)
-			})
 		}
 	}
 
@@ -119,7 +146,7 @@ func (r *run) upgrade(old *Receipt) error {
 			return r.fail("publish", err.Error())
 		}
 	}
-	if err := r.activate(rc, false); err != nil {
+	if err := r.activate(rc, enable); err != nil {
 		return err
 	}
 	r.commit()

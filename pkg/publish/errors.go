@@ -51,6 +51,8 @@ const (
 	CodeAPIFailed         Code = "api_failed"
 	CodeWorkflowsRefused  Code = "push_workflows_refused"
 	CodePushFailed        Code = "push_failed"
+	CodePushRejected      Code = "push_rejected"
+	CodeFetchFailed       Code = "fetch_failed"
 	CodePRRefused         Code = "pr_refused"
 )
 
@@ -82,7 +84,7 @@ func (c Code) Description() string {
 	case CodeWorktreeDirty:
 		return "the local worktree has changes or untracked files"
 	case CodeBaseDrift:
-		return "expected_parent_sha is not the local base branch"
+		return "expected_parent_sha is not the local base branch, or GitHub's base branch does not contain it"
 	case CodeCandidateMismatch:
 		return "candidate_ref does not point to candidate_sha (locally or in the private copy)"
 	case CodeTreeMismatch:
@@ -113,6 +115,10 @@ func (c Code) Description() string {
 		return "GitHub refused the push: workflow changes need the workflows permission"
 	case CodePushFailed:
 		return "the push to GitHub failed"
+	case CodePushRejected:
+		return "GitHub's branch protection or rulesets refused the push"
+	case CodeFetchFailed:
+		return "reading the base branch from GitHub failed"
 	case CodePRRefused:
 		return "GitHub refused to create the pull request"
 	}

@@ -87,11 +87,14 @@ func (pb *Publisher) Run(ctx context.Context, p *Publication) (*Result, error) {
 	if err := verifyCandidate(ctx, git, mirror.Dir, p); err != nil {
 		return nil, err
 	}
-	changed, err := mirror.ChangedPaths(ctx, p.ExpectedParentSHA, p.CandidateSHA)
+	workflows, err := github.WorkflowsChanged(ctx, git, mirror.Dir, p.ExpectedParentSHA, p.CandidateSHA)
 	if err != nil {
 		return nil, fail(StageConfig, CodeGitFailed)
 	}
-	perms := github.DerivePermissions(changed)
+	perms := github.DerivePermissions(nil)
+	if workflows {
+		perms[github.PermWorkflows] = github.Write
+	}
 
 	tok, err := pb.token(ctx, perms)
 	if err != nil {
@@ -103,7 +106,32 @@ func (pb *Publisher) Run(ctx context.Context, p *Publication) (*Result, error) {
 		pb.gh.Revoke(rctx, tok)
 		cancel()
 	}()
+	if err := pb.checkRemoteBase(ctx, mirror, tok, p); err != nil {
+		return nil, err
+	}
 	return pb.publish(ctx, mirror, tok, p)
+}
+
+// checkRemoteBase refuses to publish local base commits GitHub has not
+// seen: expected_parent_sha must be GitHub's base branch or one of its
+// ancestors (the base branch is fetched into the mirror to know), else
+// the pull request would carry unreviewed commits along.
+func (pb *Publisher) checkRemoteBase(ctx context.Context, m *github.Mirror, tok *github.Token, p *Publication) error {
+	remote, ok, err := m.Fetch(ctx, tok, pb.cfg.Owner, pb.cfg.Repository, p.BaseBranch)
+	if err != nil {
+		return fail(StageGitHub, CodeFetchFailed)
+	}
+	if !ok {
+		return fail(StageRefused, CodeBaseDrift)
+	}
+	in, err := m.IsAncestor(ctx, p.ExpectedParentSHA, remote)
+	if err != nil {
+		return fail(StageConfig, CodeGitFailed)
+	}
+	if !in {
+		return fail(StageRefused, CodeBaseDrift)
+	}
+	return nil
 }
 
 // checkLocal: a clean worktree whose base branch is the expected parent

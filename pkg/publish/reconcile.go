@@ -55,6 +55,9 @@ func (pb *Publisher) push(ctx context.Context, m *github.Mirror, tok *github.Tok
 		return nil
 	case errors.Is(err, github.ErrWorkflowsRefused):
 		return fail(StageGitHub, CodeWorkflowsRefused)
+	case errors.Is(err, github.ErrPushRejected):
+		// A rule of the repository: repeating cannot help.
+		return fail(StageRefused, CodePushRejected)
 	}
 	// Someone created the branch meanwhile, or GitHub carried out a push
 	// whose answer was lost: read the branch before deciding. It counts
@@ -104,6 +107,15 @@ func (pb *Publisher) createPR(ctx context.Context, tok *github.Token, p *Publica
 			return pr, true, nil
 		}
 		exists := github.PRExists(err)
+		if github.HeadInvalid(err) {
+			// GitHub has not caught up with the push yet: try again,
+			// bounded like every round.
+			if round+1 >= reconcileRounds || pb.sleep(ctx, wait) != nil {
+				return nil, false, fail(StageGitHub, CodePRRefused)
+			}
+			wait *= 2
+			continue
+		}
 		if !exists && !github.IsClass(err, github.ClassTransport) && !github.IsClass(err, github.ClassServer) {
 			if github.IsClass(err, github.ClassValidation) {
 				return nil, false, fail(StageGitHub, CodePRRefused)

@@ -59,6 +59,10 @@ func (s *scriptedGitHub) RoundTrip(r *http.Request) (*http.Response, error) {
 			reply(502, map[string]string{"message": "Server Error"})
 		case "exists":
 			reply(422, map[string]any{"message": "Validation Failed", "errors": []map[string]string{{"message": "A pull request already exists for o:forge/b."}}})
+		case "head-invalid":
+			reply(422, map[string]any{"message": "Validation Failed", "errors": []map[string]string{{"resource": "PullRequest", "field": "head", "code": "invalid"}}})
+		case "invalid-title":
+			reply(422, map[string]any{"message": "Validation Failed", "errors": []map[string]string{{"resource": "PullRequest", "field": "title", "code": "missing_field"}}})
 		case "no-commits":
 			reply(422, map[string]any{"message": "Validation Failed", "errors": []map[string]string{{"message": "No commits between main and forge/b"}}})
 		}
@@ -84,6 +88,10 @@ func TestCreatePRReconciles(t *testing.T) {
 		{"5xx, nothing made, retried", []string{"5xx", "ok"}, nil, 12, true, 2, ""},
 		{"5xx every time", []string{"5xx", "5xx", "5xx", "5xx"}, nil, 0, false, 4, CodeAPIFailed},
 		{"no commits", []string{"no-commits"}, nil, 0, false, 1, CodePRRefused},
+		// GitHub not yet caught up with the push: retried, bounded.
+		{"head invalid once", []string{"head-invalid", "ok"}, nil, 12, true, 2, ""},
+		{"head invalid every time", []string{"head-invalid", "head-invalid", "head-invalid", "head-invalid"}, nil, 0, false, 4, CodePRRefused},
+		{"other 422", []string{"invalid-title"}, nil, 0, false, 1, CodePRRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gh := &scriptedGitHub{creates: tc.creates, made: tc.made, sha: sha}

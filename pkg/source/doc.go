@@ -1,13 +1,16 @@
 // Package source prepares the Gate's public-source repositories: local
 // bare repositories holding one branch of a public GitHub repository,
-// which Workers on the same host use like any other registered repository
-// (DECISIONS 9 and 11). The Worker never clones or fetches; this package
-// is the only place that does, and only over https.
+// which only the Gate opens (DECISIONS 15). This package is the only
+// place that fetches from GitHub, and only over https. Workers receive a
+// lease's base as a git bundle made here (bundle.go) and return their
+// candidate as a bundle this package verifies in a scratch repository
+// before it stores the candidate ref.
 //
 // Layout. A repository_url (exactly https://github.com/<owner>/<repo>.git,
 // ident.ParsePublicURL) maps to <root>/<sha256 hex of the URL bytes>.git.
-// The root also holds the Preparer's private git home (.forge-git-home) and
-// temporary clones (.forge-clone-*, removed by New).
+// The root also holds the Preparer's private git home (.forge-git-home),
+// temporary clones (.forge-clone-*) and bundle scratch repositories
+// (.forge-scratch-*), the last two removed by New.
 //
 // Preparation, on every coding submit for such a repository and before any
 // job exists (Preparer.Prepare):

@@ -23,6 +23,7 @@ const (
 	PhaseValidate = "validate" // reuse: the existing bare repository's checks
 	PhaseFetch    = "fetch"    // reuse: fetching the default branch
 	PhaseBase     = "base"     // the requested base against the fetched branch
+	PhaseBundle   = "bundle"   // a base or candidate bundle for a Worker (bundle.go)
 )
 
 // Reasons besides the gitx.Transport* words a failed fetch reports.

@@ -65,8 +65,8 @@ const tempPrefix = ".forge-clone-"
 
 // New returns a Preparer for root (checked by CheckRoot) using the git
 // executable git (checked by CheckGit). It creates the private git home
-// under root afresh and removes temporary clones an earlier run left
-// behind.
+// under root afresh and removes temporary clones and bundle scratch
+// repositories an earlier run left behind.
 // reaper, when not nil, runs every git under a reaper, so that a Gate
 // killed mid-fetch leaves no git running (the binary dispatches
 // supervise.ReaperArg); it stays the caller's to close, after Close.
@@ -94,7 +94,7 @@ func New(root, git string, log *slog.Logger, reaper *supervise.ReaperPool) (*Pre
 		return nil, errors.New("source: cannot list the public repository root")
 	}
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), tempPrefix) {
+		if strings.HasPrefix(e.Name(), tempPrefix) || strings.HasPrefix(e.Name(), scratchPrefix) {
 			if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
 				return nil, errors.New("source: cannot remove an earlier temporary clone")
 			}

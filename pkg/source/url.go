@@ -31,7 +31,7 @@ func ParseURL(s string) (URL, error) {
 }
 
 // DirName is the bare repository's name for the exact URL bytes: the
-// lowercase hex SHA-256 of the URL followed by ".git" (DECISIONS 11).
+// lowercase hex SHA-256 of the URL followed by ".git".
 func DirName(url string) string {
 	sum := sha256.Sum256([]byte(url))
 	return hex.EncodeToString(sum[:]) + ".git"

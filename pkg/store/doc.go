@@ -137,7 +137,7 @@
 //	Complete(ctx, Fence, Outcome, now) (Completion, error)
 //	CompleteAndLease(ctx, Fence, Outcome, LeaseRequest, now) (Completion, *Lease, error)
 //	  the result and the same lane's next lease in one transaction (one
-//	  commit per job per lane instead of two).
+//	  commit per job per lane instead of two); never ErrLaneBusy.
 //	Sweep(ctx, now) (SweepResult, error)   expiry + next due time
 //	Stats() Stats                         commits and operations so far
 //
@@ -161,8 +161,10 @@
 // or the generation is no longer live), ErrExpired (attempt expired or now
 // >= deadline), then per method ErrConflict (different replay) and
 // ErrInvalid. Wire mapping: ErrStale/ErrNotFound -> stale, ErrExpired ->
-// expired, ErrConflict -> conflict, ErrInvalid/ErrLaneBusy -> invalid,
-// anything else -> unavailable (and the Gate should stop on store failure).
+// expired, ErrConflict -> conflict, ErrInvalid -> invalid, anything else
+// -> unavailable (and the Gate should stop on store failure). ErrLaneBusy
+// is never the answer to a Worker request: only Lease returns it (and
+// SubmitAndLease as its leaseErr), and those answer no request.
 //
 // # Reads
 //

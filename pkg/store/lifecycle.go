@@ -577,7 +577,8 @@ func (s *Store) Complete(ctx context.Context, f Fence, o Outcome, now time.Time)
 // commit instead of two), by Lease for the lane that sent the result: the
 // lane is idle once its result is recorded. next must name the fence's
 // lane and generation. The lease is attempted only when the result was
-// recorded or replayed; a nil *Lease means nothing was eligible.
+// recorded or replayed; a nil *Lease means nothing was eligible, or (a
+// replay) the lane holds another attempt. It never returns ErrLaneBusy.
 func (s *Store) CompleteAndLease(ctx context.Context, f Fence, o Outcome, next LeaseRequest, now time.Time) (Completion, *Lease, error) {
 	if err := validFence(f); err != nil {
 		return Completion{}, nil, err
@@ -600,8 +601,14 @@ func (s *Store) CompleteAndLease(ctx context.Context, f Fence, o Outcome, next L
 			return err
 		}
 		if c.Replayed {
-			// Nothing was recorded: check the lane as Lease does.
+			// Nothing was recorded: check the lane as Lease does. A
+			// lane that holds another attempt is leased nothing; the
+			// replay is still answered, so no request is ever refused
+			// ErrLaneBusy.
 			l, err = t.lease(next, us)
+			if errors.Is(err, ErrLaneBusy) {
+				l, err = nil, nil
+			}
 			return err
 		}
 		// The result was recorded for the lane's live generation (checked

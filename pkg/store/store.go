@@ -27,7 +27,8 @@ var (
 	// ErrInvalid: the request is well-formed Go but breaks a store rule (bad
 	// id, wrong result kind, out-of-order evidence batch, ...).
 	ErrInvalid = errors.New("store: invalid request")
-	// ErrLaneBusy: the lane's live generation already holds a leased attempt.
+	// ErrLaneBusy: the lane's live generation already holds a leased
+	// attempt. Only Lease returns it (SubmitAndLease as its leaseErr).
 	ErrLaneBusy = errors.New("store: lane already holds a lease")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store: closed")

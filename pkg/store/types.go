@@ -112,8 +112,9 @@ type NewJob struct {
 	// it, whatever the configuration says later.
 	DefaultBranch string
 	// PreparedPath is the bare repository Gate prepared for a public-source
-	// coding job at submit ("" for static registrations); every lease of
-	// the job names it.
+	// coding job at submit ("" for static registrations). It stays in the
+	// Gate: a lease carries only the base, and the Gate serves the base
+	// from, and stores the candidate into, this repository.
 	PreparedPath string
 	// BaseSHA and TestArgCounts, for a coding job, are the task's
 	// base_sha and the argv length of each of its tests, in order, as

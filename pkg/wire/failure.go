@@ -36,6 +36,9 @@ const (
 	FailureCommitIdentity         = "commit_identity_mismatch"  // coding: git would alter the requested author identity
 	FailureInvalidActivity        = "invalid_activity"          // the lease selects an unknown activity version or carries an activity payload
 	FailureRepositoryOutOfService = "repository_out_of_service" // coding: a change to the operator's repository could not be undone
+	FailurePluginIncompatible     = "plugin_incompatible"       // the plugin answered failure incompatible: its agent is misconfigured here (missing executable, invalid profile, refused credentials)
+	FailureCandidateTooLarge      = "candidate_too_large"       // coding: the candidate bundle is past the Gate's candidate_bundle_bytes
+	FailureCandidateRefused       = "candidate_refused"         // coding: the Gate's verification of the candidate bundle refused it
 )
 
 // DispositionOf returns the fixed disposition of a Worker failure code and
@@ -50,7 +53,7 @@ func DispositionOf(code string) (Disposition, bool) {
 		FailureEnvironmentNotAllowed, FailureUnknownPlugin, FailureInvalidPolicy, FailureUnsupportedKind,
 		FailureRepositoryUnavailable, FailureDefaultBranchMismatch, FailureInvalidBase,
 		FailureWorkspaceViolation, FailureEmptyChange, FailureCommitIdentity, FailureInvalidActivity,
-		FailureRepositoryOutOfService:
+		FailureRepositoryOutOfService, FailurePluginIncompatible, FailureCandidateTooLarge, FailureCandidateRefused:
 		return DispositionTerminal, true
 	}
 	return "", false
@@ -67,7 +70,7 @@ func FailureCodes() []string {
 		FailureEnvironmentNotAllowed, FailureUnknownPlugin, FailureInvalidPolicy, FailureUnsupportedKind,
 		FailureRepositoryUnavailable, FailureDefaultBranchMismatch, FailureInvalidBase,
 		FailureWorkspaceViolation, FailureEmptyChange, FailureCommitIdentity, FailureInvalidActivity,
-		FailureRepositoryOutOfService,
+		FailureRepositoryOutOfService, FailurePluginIncompatible, FailureCandidateTooLarge, FailureCandidateRefused,
 	}
 }
 

@@ -88,7 +88,7 @@ func encodeLease(l *Lease, e *LeaseEncoder) ([]byte, error) {
 	// Room for every key, the ordinal and the deadline (at most 256
 	// bytes together) and the values: one allocation.
 	b := make([]byte, 0, 256+len(l.JobID)+len(l.AttemptID)+len(l.Policy)+len(l.Task)+len(l.DefaultBranch)+
-		len(l.RepositoryPath)+len(l.BaseSHA)+len(l.ActivityVersion))
+		len(l.BaseSHA)+len(l.ActivityVersion))
 	b = append(b, `{"type":"lease","lease":{"job_id":"`...)
 	b = append(b, l.JobID...) // ident.ValidRef: nothing to escape
 	b = append(b, `","attempt_id":"`...)
@@ -122,11 +122,9 @@ func encodeLease(l *Lease, e *LeaseEncoder) ([]byte, error) {
 		b = append(b, l.DefaultBranch...) // ident.ValidBranch: nothing to escape
 		b = append(b, '"')
 	}
-	if l.RepositoryPath != "" {
-		b = append(b, `,"repository_path":"`...)
-		b = append(b, l.RepositoryPath...) // ident.ValidRepositoryPath: nothing to escape
-		b = append(b, `","base_sha":"`...)
-		b = append(b, l.BaseSHA...)
+	if l.BaseSHA != "" {
+		b = append(b, `,"base_sha":"`...)
+		b = append(b, l.BaseSHA...) // ident.ValidSHA: nothing to escape
 		b = append(b, '"')
 	}
 	if l.ActivityVersion != "" {

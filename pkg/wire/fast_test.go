@@ -52,15 +52,14 @@ func TestEncodeLeaseMatchesEncode(t *testing.T) {
 	live := testLease()
 	live.ActivityVersion = "live_activity/v1"
 	public := coding
-	public.DefaultBranch, public.RepositoryPath, public.BaseSHA = "main", "/srv/forge/public/"+strings.Repeat("b", 64)+".git", sha
+	public.DefaultBranch, public.BaseSHA = "main", sha
 	for _, l := range []Lease{testLease(), coding, spaced, live, public} {
 		got, err := EncodeLease(&l)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The message is the one allocation (a public-source path's
-		// check may take more).
-		if a := testing.AllocsPerRun(10, func() { EncodeLease(&l) }); a > 1 && l.RepositoryPath == "" {
+		// The message is the one allocation.
+		if a := testing.AllocsPerRun(10, func() { EncodeLease(&l) }); a > 1 {
 			t.Errorf("EncodeLease %s: %v allocations, want 1", l.Policy, a)
 		}
 		want, err := Encode(Envelope{Type: TypeLease, Lease: &l})
@@ -76,7 +75,7 @@ func TestEncodeLeaseMatchesEncode(t *testing.T) {
 		}
 		if e.Lease.JobID != l.JobID || e.Lease.AttemptID != l.AttemptID || !e.Lease.DeadlineAt.Equal(l.DeadlineAt) ||
 			e.Lease.Ordinal != l.Ordinal || e.Lease.ActivityVersion != l.ActivityVersion ||
-			e.Lease.RepositoryPath != l.RepositoryPath || e.Lease.BaseSHA != l.BaseSHA {
+			e.Lease.BaseSHA != l.BaseSHA {
 			t.Fatalf("round trip %+v", e.Lease)
 		}
 	}
@@ -97,20 +96,9 @@ func TestEncodeLeaseRejects(t *testing.T) {
 		"task scalar":    func(l *Lease) { l.Task = json.RawMessage(`"x"`) },
 		"task broken":    func(l *Lease) { l.Task = json.RawMessage(`{"input":"x"} {}`) },
 		"task too large": func(l *Lease) { l.Task = json.RawMessage(`{"input":"` + strings.Repeat("x", MaxMessageBytes) + `"}`) },
-		"path on text":   func(l *Lease) { l.RepositoryPath, l.BaseSHA = "/srv/r.git", strings.Repeat("a", 40) },
-		"path alone":     func(l *Lease) { l.Kind, l.RepositoryPath = KindCoding, "/srv/r.git" },
-		"base alone":     func(l *Lease) { l.Kind, l.BaseSHA = KindCoding, strings.Repeat("a", 40) },
-		"path relative":  func(l *Lease) { l.Kind, l.RepositoryPath, l.BaseSHA = KindCoding, "srv/r.git", strings.Repeat("a", 40) },
-		"path unclean": func(l *Lease) {
-			l.Kind, l.RepositoryPath, l.BaseSHA = KindCoding, "/srv/../r.git", strings.Repeat("a", 40)
-		},
-		"path quote": func(l *Lease) {
-			l.Kind, l.RepositoryPath, l.BaseSHA = KindCoding, `/srv/"r.git`, strings.Repeat("a", 40)
-		},
-		"path html": func(l *Lease) {
-			l.Kind, l.RepositoryPath, l.BaseSHA = KindCoding, `/srv/<r>.git`, strings.Repeat("a", 40)
-		},
-		"base short": func(l *Lease) { l.Kind, l.RepositoryPath, l.BaseSHA = KindCoding, "/srv/r.git", "abc" },
+		"base on text":   func(l *Lease) { l.BaseSHA = strings.Repeat("a", 40) },
+		"base short":     func(l *Lease) { l.Kind, l.BaseSHA = KindCoding, "abc" },
+		"base upper":     func(l *Lease) { l.Kind, l.BaseSHA = KindCoding, strings.Repeat("A", 40) },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -127,7 +115,7 @@ func TestEncodeLeaseRejects(t *testing.T) {
 // there (and to TestEncodeLeaseMatchesEncode) before this count changes.
 func TestEncodeLeaseKnowsEveryField(t *testing.T) {
 	known := []string{"JobID", "AttemptID", "Ordinal", "DeadlineAt", "Kind", "Policy", "Task",
-		"DefaultBranch", "RepositoryPath", "BaseSHA", "ActivityVersion", "Activity"}
+		"DefaultBranch", "BaseSHA", "ActivityVersion", "Activity"}
 	typ := reflect.TypeOf(Lease{})
 	if typ.NumField() != len(known) {
 		t.Fatalf("Lease has %d fields, EncodeLease knows %d: update EncodeLease", typ.NumField(), len(known))

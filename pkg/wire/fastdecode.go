@@ -151,8 +151,6 @@ func (r *checked) lease(l *Lease) bool {
 			return r.raw(&l.Task)
 		case "default_branch":
 			return textTo(r, &l.DefaultBranch)
-		case "repository_path":
-			return textTo(r, &l.RepositoryPath)
 		case "base_sha":
 			return textTo(r, &l.BaseSHA)
 		case "activity_version":

@@ -107,12 +107,12 @@ type Lease struct {
 	// (coding leases only; optional). The Worker requires it to equal the
 	// registered repository's HEAD branch and the base to be its ancestor.
 	DefaultBranch string `json:"default_branch,omitempty"`
-	// RepositoryPath and BaseSHA come together, on coding leases of a
-	// public-source repository only: the bare repository Gate prepared and
-	// the base it checked there. The Worker requires the path to be its
-	// registration for the repository and the base to be the task's.
-	RepositoryPath string `json:"repository_path,omitempty"`
-	BaseSHA        string `json:"base_sha,omitempty"`
+	// BaseSHA is set on coding leases of a public-source repository only:
+	// the base the Gate checked on its prepared repository at submit (the
+	// task's base_sha). It names no path: the Worker fetches exactly this
+	// commit from the Gate (SourcePath) into its own cache and returns the
+	// candidate as a bundle (CandidatePath), DECISIONS 15.
+	BaseSHA string `json:"base_sha,omitempty"`
 	// ActivityVersion is the live-activity version Gate selected from the
 	// lane's offer; empty disables activity for this attempt. The decoder
 	// checks only its shape: a Worker refuses a version it does not know
@@ -218,10 +218,11 @@ type Reject struct {
 // CancelReason says why a lease was withdrawn.
 type CancelReason string
 
-// Cancel reasons.
+// Cancel reasons: one, the sweep expired the lease. A takeover sends no
+// cancel: it closes the superseded connection, which a Worker lane already
+// treats as the loss of what it runs.
 const (
-	CancelExpired    CancelReason = "expired"
-	CancelSuperseded CancelReason = "superseded"
+	CancelExpired CancelReason = "expired"
 )
 
 // Idle tells the Gate that the named attempt, whose lease the lane lost

@@ -285,27 +285,23 @@ func (c *Cancel) Validate() error {
 	if err := validateRefs("cancel", c.JobID, c.AttemptID); err != nil {
 		return err
 	}
-	switch c.Reason {
-	case CancelExpired, CancelSuperseded:
+	if c.Reason == CancelExpired {
 		return nil
 	}
 	return fieldErr("cancel.reason", "unknown reason")
 }
 
-// checkSource checks a lease's public-source fields: both or neither, on
-// coding leases only, a repository path and a full SHA.
+// checkSource checks a lease's public-source field: on coding leases
+// only, a full SHA.
 func (l *Lease) checkSource() error {
-	if l.RepositoryPath == "" && l.BaseSHA == "" {
+	if l.BaseSHA == "" {
 		return nil
 	}
 	if l.Kind != KindCoding {
-		return fieldErr("lease.repository_path", "on coding leases only")
-	}
-	if !ident.ValidRepositoryPath(l.RepositoryPath) {
-		return fieldErr("lease.repository_path", "must be a canonical absolute path, with base_sha")
+		return fieldErr("lease.base_sha", "on coding leases only")
 	}
 	if !ident.ValidSHA(l.BaseSHA) {
-		return fieldErr("lease.base_sha", "must be 40 lowercase hex digits, with repository_path")
+		return fieldErr("lease.base_sha", "must be 40 lowercase hex digits")
 	}
 	return nil
 }

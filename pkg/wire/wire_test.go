@@ -90,6 +90,8 @@ func TestDecodeRejects(t *testing.T) {
 		"bad outcome":      `{"type":"result","seq":1,"result":{"job_id":"j","attempt_id":"a","outcome":"maybe"}}`,
 		"reject code":      `{"type":"reject","seq":1,"reject":{"code":"nope"}}`,
 		"cancel reason":    `{"type":"cancel","cancel":{"job_id":"j","attempt_id":"a","reason":"bored"}}`,
+		// A takeover closes the old socket; no cancel is ever sent for it.
+		"cancel superseded": `{"type":"cancel","cancel":{"job_id":"j","attempt_id":"a","reason":"superseded"}}`,
 	}
 	for name, msg := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -362,7 +364,8 @@ func TestFailureTable(t *testing.T) {
 	terminal := []string{"invalid_task", "scoped_test_failed", "plugin_identity_mismatch", "policy_exceeds_ceiling",
 		"environment_not_allowed", "unknown_plugin", "invalid_policy", "unsupported_kind",
 		"repository_unavailable", "default_branch_mismatch", "invalid_base", "workspace_violation",
-		"empty_change", "commit_identity_mismatch", "invalid_activity", "repository_out_of_service"}
+		"empty_change", "commit_identity_mismatch", "invalid_activity", "repository_out_of_service",
+		"plugin_incompatible", "candidate_too_large", "candidate_refused"}
 	want := map[string]Disposition{}
 	for _, c := range retryable {
 		want[c] = DispositionRetryable

@@ -24,7 +24,12 @@ import (
 //     base commit exists and is an ancestor of the default branch (the
 //     repository's HEAD branch); a private worktree is added, detached at
 //     the base, in a fresh 0700 directory under worktree_root. Nothing is
-//     ever fetched, cloned or pushed.
+//     ever fetched, cloned or pushed from anywhere but the Gate: a
+//     public-source lease (a Gate registration) instead gets its base
+//     from the Gate as a bundle into the Worker's source cache
+//     (coding_cache.go) and runs in its own repository borrowing the
+//     cache's objects (coding_attempt.go); its candidate goes back to the
+//     Gate as a bundle before the attempt claims it (coding_commit.go).
 //  2. plugin: workspace_edit in a fresh plugin process, offered progress,
 //     cancel, commit_subject and agent_report.
 //  3. workspace validation: the worktree's HEAD is still detached at the
@@ -63,8 +68,8 @@ import (
 
 // Git identities and defaults of candidate commits.
 const (
-	ForgeName       = "Agent Forge"
-	ForgeEmail      = "forge@example.invalid"
+	ForgeName       = wire.CommitterName
+	ForgeEmail      = wire.CommitterEmail
 	DefaultSubject  = "chore: apply coding task"
 	CandidatePrefix = "refs/agent-forge/candidates/"
 )
@@ -123,6 +128,8 @@ type repoGuard struct {
 	// worktrees serialises git worktree add, remove and prune: concurrent
 	// adds race inside git (one reads another's half-written entry).
 	worktrees sync.Mutex
+	// cache serialises fetches into a Gate registration's source cache.
+	cache sync.Mutex
 	// refs serialises the Worker's own reads and writes of the shared
 	// refs: saving the baseline, snapshots, restores and candidate
 	// creation (coding_restore.go). Lock order: refs, then x.mu.
@@ -186,6 +193,14 @@ func (x *CodingExecutor) worktreeLock(id string) *sync.Mutex {
 	return &x.guard(id).worktrees
 }
 
+// cacheLock returns the lock that serialises fetches into repository id's
+// source cache.
+func (x *CodingExecutor) cacheLock(id string) *sync.Mutex {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return &x.guard(id).cache
+}
+
 // outOfService reports whether a restore on repository id failed.
 func (x *CodingExecutor) outOfService(id string) bool {
 	x.mu.Lock()
@@ -242,6 +257,12 @@ type codingJob struct {
 	admin     string // the worktree's administrative git dir
 	branch    string
 	boxDirs   sandboxDirs // the attempt's directories inside the sandbox
+	// gate: an attempt on a Gate registration, in its own repository
+	// (gateDirs) borrowing the source cache's objects; fetch is what its
+	// preparation transferred.
+	gate     bool
+	gateDirs AttemptDirs
+	fetch    baseFetch
 
 	records []evidence.Record
 }
@@ -302,6 +323,14 @@ func (j *codingJob) work(ctx context.Context) outcome {
 	if o, ok := j.prepare(ctx); !ok {
 		return o
 	}
+	boxDirs, err := j.sandboxDirs()
+	if err != nil {
+		return j.fail(evidence.PhasePreparation, evidence.ReasonWorktreeFailed, codeCodingRetryable)
+	}
+	j.boxDirs = boxDirs
+	if j.gate {
+		return j.workGate(ctx)
+	}
 	saved, err := j.x.acquireBaseline(ctx, j)
 	if err != nil {
 		return j.fail(evidence.PhasePreparation, evidence.ReasonGitFailed, codeCodingRetryable)
@@ -328,9 +357,35 @@ func (j *codingJob) work(ctx context.Context) outcome {
 	if !ok {
 		return o
 	}
+	return j.finish(ctx, res, tree, checks)
+}
+
+// workGate runs an attempt on a Gate registration: nothing to save or
+// restore (its repository is its own and goes with its container); the
+// candidate goes to the Gate as a bundle before the attempt claims it.
+func (j *codingJob) workGate(ctx context.Context) outcome {
+	before, err := j.snapshot(ctx)
+	if err != nil {
+		return j.fail(evidence.PhasePreparation, evidence.ReasonGitFailed, codeCodingRetryable)
+	}
+	res, tree, checks, o, ok := j.edit(ctx, before)
+	if !ok {
+		return o
+	}
+	return j.finish(ctx, res, tree, checks)
+}
+
+// finish makes the candidate commit (and, on a Gate registration, hands
+// it to the Gate) and the success records.
+func (j *codingJob) finish(ctx context.Context, res host.Outcome, tree string, checks []evidence.Check) outcome {
 	sha, o, ok := j.commit(ctx, tree, res.CommitSubject)
 	if !ok {
 		return o
+	}
+	if j.gate {
+		if o, ok := j.sendCandidate(ctx, sha, tree); !ok {
+			return o
+		}
 	}
 	for i := range checks {
 		checks[i].SHA = sha

@@ -2,21 +2,23 @@ package worker
 
 import (
 	"context"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/0k-lab/agent-forge/pkg/evidence"
 	"github.com/0k-lab/agent-forge/pkg/gitx"
 	"github.com/0k-lab/agent-forge/pkg/ident"
+	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
 // zeroSHA as update-ref's old value means "the ref must not exist".
 const zeroSHA = "0000000000000000000000000000000000000000"
 
 // CandidateRef is the deterministic ref of an attempt's candidate.
-func CandidateRef(jobID, attemptID string) string {
-	return CandidatePrefix + jobID + "/" + attemptID
-}
+func CandidateRef(jobID, attemptID string) string { return wire.CandidateRef(jobID, attemptID) }
 
 // commit makes the candidate commit from the staged tree and pins it with
 // the candidate ref (created only if absent).
@@ -51,7 +53,11 @@ func (j *codingJob) commit(ctx context.Context, tree string, subject *string) (s
 		return "", j.fail(P, evidence.ReasonCommitFailed, codeCodingTerminal), false
 	}
 	ref := CandidateRef(j.lease.JobID, j.lease.AttemptID)
-	if err := j.createCandidate(ctx, ref, sha); err != nil {
+	create := j.createCandidate
+	if j.gate {
+		create = j.createOwnCandidate
+	}
+	if err := create(ctx, ref, sha); err != nil {
 		return "", j.fail(P, evidence.ReasonRefFailed, codeCodingRetryable), false
 	}
 	return sha, outcome{}, true
@@ -77,4 +83,41 @@ func identitiesExact(raw []byte, author, committer string) bool {
 		}
 	}
 	return a == 1 && c == 1
+}
+
+// createOwnCandidate creates the candidate ref in the attempt's own
+// repository (a Gate registration), only if absent: the bundle the Gate
+// receives names it.
+func (j *codingJob) createOwnCandidate(ctx context.Context, ref, sha string) error {
+	_, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Args: []string{"update-ref", "--no-deref", ref, sha, zeroSHA}})
+	return err
+}
+
+// sendCandidate bundles the candidate (its ref, the base its only
+// prerequisite) and uploads it to the Gate, which verifies and stores it.
+// A refusal fails the attempt: too large or refused terminally, a lost
+// lease or an unreachable Gate as retryable.
+func (j *codingJob) sendCandidate(ctx context.Context, sha, tree string) (outcome, bool) {
+	const P = evidence.PhaseCandidateCommit
+	ref := CandidateRef(j.lease.JobID, j.lease.AttemptID)
+	file := filepath.Join(j.gitHome, "candidate.bundle")
+	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common,
+		Args: []string{"bundle", "create", "--quiet", file, ref, "^" + j.task.BaseSHA}}); err != nil {
+		return j.fail(P, evidence.ReasonRefFailed, codeCodingRetryable), false
+	}
+	defer os.Remove(file)
+	if j.attempt.Gate == nil {
+		return j.fail(P, evidence.ReasonRefFailed, codeCodingRetryable), false
+	}
+	err := j.attempt.Gate.PutCandidate(ctx, sha, tree, file)
+	switch status := linkStatus(err); {
+	case err == nil:
+		return outcome{}, true
+	case status == http.StatusRequestEntityTooLarge:
+		return j.fail(P, evidence.ReasonRefFailed, wire.FailureCandidateTooLarge), false
+	case status == http.StatusUnprocessableEntity:
+		return j.fail(P, evidence.ReasonRefFailed, wire.FailureCandidateRefused), false
+	default:
+		return j.fail(P, evidence.ReasonRefFailed, codeCodingRetryable), false
+	}
 }

@@ -42,10 +42,10 @@ func (j *codingJob) prepare(ctx context.Context) (outcome, bool) {
 	}
 	j.inv = inv
 	cfg := j.x.cfg
-	if len(cfg.RepositoryRoots) == 0 {
+	i := slices.IndexFunc(cfg.Repositories, func(r Repository) bool { return r.ID == task.RepositoryID })
+	if len(cfg.RepositoryRoots) == 0 && (i < 0 || !cfg.Repositories[i].Gate) {
 		return j.fail(P, evidence.ReasonNoRepositoryRoots, codeCodingTerminal), false
 	}
-	i := slices.IndexFunc(cfg.Repositories, func(r Repository) bool { return r.ID == task.RepositoryID })
 	if i < 0 {
 		return j.fail(P, evidence.ReasonUnknownRepository, codeCodingTerminal), false
 	}
@@ -57,9 +57,18 @@ func (j *codingJob) prepare(ctx context.Context) (outcome, bool) {
 	if j.lease.BaseSHA != "" && j.lease.BaseSHA != task.BaseSHA {
 		return j.fail(P, evidence.ReasonInvalidTask, CodeInvalidTask), false
 	}
-	rp, ok := locateRepo(cfg, cfg.Repositories[i].Path)
-	if !ok || !leasedSourceFits(j.lease, cfg.Repositories[i], rp) {
+	reg := cfg.Repositories[i]
+	// A public-source lease (it carries the base) fits a Gate registration
+	// only, and a static lease a static one.
+	if reg.Gate != (j.lease.BaseSHA != "") {
 		return j.fail(P, evidence.ReasonRepositoryPathDrift, codeCodingTerminal), false
+	}
+	var rp repoPaths
+	if !reg.Gate {
+		var ok bool
+		if rp, ok = locateRepo(cfg, reg.Path); !ok {
+			return j.fail(P, evidence.ReasonRepositoryPathDrift, codeCodingTerminal), false
+		}
 	}
 	j.repo = rp
 	home, err := os.MkdirTemp(cfg.RuntimeRoot, "git-")
@@ -71,6 +80,9 @@ func (j *codingJob) prepare(ctx context.Context) (outcome, bool) {
 		Git: j.x.opt.Git, Home: home,
 		Timeout: inv.exec.GitTimeout.Std(), OutputBytes: inv.exec.GitOutputBytes,
 		KillGrace: inv.exec.CleanupTimeout.Std(),
+	}
+	if reg.Gate {
+		return j.prepareGate(ctx)
 	}
 	head, err := j.git.Line(ctx, gitx.Cmd{GitDir: rp.common, Args: []string{"symbolic-ref", "-q", "HEAD"}})
 	if err != nil {
@@ -110,15 +122,22 @@ func (j *codingJob) prepare(ctx context.Context) (outcome, bool) {
 // repository's HEAD branch; when Gate names one they must agree.
 func leaseDefaultBranch(l *wire.Lease) string { return l.DefaultBranch }
 
-// leasedSourceFits applies a public-source lease's rules (one that names
-// the prepared repository): the leased path is exactly this Worker's
-// registration of the repository, and a bare repository. Static leases
-// name no path and always fit.
-func leasedSourceFits(l *wire.Lease, reg Repository, rp repoPaths) bool {
-	if l.RepositoryPath == "" {
-		return true
+// prepareGate prepares an attempt on a Gate registration: the base into
+// the Worker's source cache (fetched from the Gate when it is not there),
+// then the attempt's own repository (coding_attempt.go). The Gate checked
+// the base against the default branch at submit.
+func (j *codingJob) prepareGate(ctx context.Context) (outcome, bool) {
+	const P = evidence.PhasePreparation
+	j.gate = true
+	cache, fetch, err := j.ensureBase(ctx)
+	if err != nil {
+		return j.fail(P, evidence.ReasonGitFailed, codeCodingRetryable), false
 	}
-	return l.RepositoryPath == reg.Path && rp.common == rp.path
+	j.fetch = fetch
+	if err := j.addAttemptRepo(ctx, cache); err != nil {
+		return j.fail(P, evidence.ReasonWorktreeFailed, codeCodingRetryable), false
+	}
+	return outcome{}, true
 }
 
 // locateRepo requires the configured path to be canonical now (no symlink
@@ -177,9 +196,6 @@ func (j *codingJob) addWorktree(ctx context.Context) bool {
 		return false
 	}
 	j.admin = admin
-	if j.boxDirs, err = j.attemptDirs(); err != nil {
-		return false
-	}
 	// The plugin may rewrite the worktree's index; staging uses a
 	// private copy taken now (coding_index.go).
 	return j.savePrivateIndex() == nil
@@ -205,8 +221,8 @@ func worktreeAdmin(wt, common string) (string, bool) {
 // removeWorktree removes the worktree and its administrative entry. It is
 // idempotent: a worktree already gone is success.
 func (j *codingJob) removeWorktree(ctx context.Context) error {
-	if j.wt == "" {
-		return nil
+	if j.wt == "" || j.gate {
+		return nil // an attempt repository goes with its container
 	}
 	lock := j.x.worktreeLock(j.task.RepositoryID)
 	lock.Lock()

@@ -25,6 +25,9 @@ func (x *CodingExecutor) SweepLeftovers(ctx context.Context) error {
 	defer os.RemoveAll(home)
 	g := &gitx.Runner{Git: x.opt.Git, Home: home, Timeout: time.Minute}
 	for _, r := range x.cfg.Repositories {
+		if r.Gate {
+			continue // attempts on it keep everything in their container
+		}
 		rp, ok := locateRepo(x.cfg, r.Path)
 		if !ok {
 			continue // reported per job (repository_unavailable)

@@ -386,6 +386,7 @@ func TestCodingPipeline(t *testing.T) {
 		{"hook added", "write a.txt a\ngitfile hooks/pre-commit #!/bin/sh", wire.FailureWorkspaceViolation, evidence.PhaseWorkspaceValidation, evidence.ReasonConfigChanged},
 		{"plugin failure", "fail", CodePluginFailed, evidence.PhasePlugin, evidence.ReasonPluginFailed},
 		{"plugin rejects the request", "unknown-command", CodePluginFailed, evidence.PhasePlugin, evidence.ReasonPluginFailed},
+		{"plugin misconfigured", "incompatible", CodePluginIncompatible, evidence.PhasePlugin, evidence.ReasonPluginFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newCodingFixture(t, plugin)

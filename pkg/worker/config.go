@@ -60,8 +60,9 @@ type fileConfig struct {
 }
 
 type fileRepo struct {
-	ID   string `json:"id"`
-	Path string `json:"path"`
+	ID     string `json:"id"`
+	Path   string `json:"path"`
+	Source string `json:"source"`
 }
 
 type filePlugin struct {
@@ -113,11 +114,18 @@ const (
 	SandboxNone     = "none"
 )
 
-// Repository is a static repository registration.
+// Repository is a repository registration: a static one has a local
+// Path; a Gate one (worker.json "source":"gate", no path) is a
+// public-source repository whose bases this Worker fetches from the Gate
+// into its own cache (coding_cache.go).
 type Repository struct {
 	ID   string
 	Path string
+	Gate bool
 }
+
+// SourceGate is the worker.json "source" of a Gate registration.
+const SourceGate = "gate"
 
 // Plugin is a configured plugin executable. SHA256 is empty or 64
 // lowercase hex digits that the executable must match before each run.
@@ -285,6 +293,21 @@ func parseLayout(c *Config, fc *fileConfig) error {
 		if !ident.ValidID(r.ID) {
 			return fieldErr(field+".id", "missing or not a safe id")
 		}
+		if r.Source != "" {
+			if r.Source != SourceGate {
+				return fieldErr(field+".source", `must be "gate" when present`)
+			}
+			if r.Path != "" {
+				return fieldErr(field+".path", "not allowed with source")
+			}
+			for j, prev := range c.Repositories {
+				if prev.ID == r.ID {
+					return fieldErr(field+".id", fmt.Sprintf("duplicates repositories[%d]", j))
+				}
+			}
+			c.Repositories = append(c.Repositories, Repository{ID: r.ID, Gate: true})
+			continue
+		}
 		if !canonicalAbs(r.Path) {
 			return fieldErr(field+".path", "not a canonical absolute path")
 		}
@@ -301,7 +324,7 @@ func parseLayout(c *Config, fc *fileConfig) error {
 			if prev.ID == r.ID {
 				return fieldErr(field+".id", fmt.Sprintf("duplicates repositories[%d]", j))
 			}
-			if prev.Path == r.Path {
+			if !prev.Gate && prev.Path == r.Path {
 				return fieldErr(field+".path", fmt.Sprintf("duplicates repositories[%d]", j))
 			}
 		}

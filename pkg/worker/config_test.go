@@ -64,6 +64,20 @@ func TestParseConfigSpecExample(t *testing.T) {
 	}
 }
 
+// A Gate registration ("source":"gate") needs no path and no repository
+// root.
+func TestParseConfigGateSource(t *testing.T) {
+	doc := strings.Replace(specExample, `"repository_roots":["/srv/forge/repos"],`, "", 1)
+	doc = strings.Replace(doc, `{"id":"agent-forge","path":"/srv/forge/repos/agent-forge"}`, `{"id":"agent-forge","source":"gate"}`, 1)
+	c, err := ParseConfig([]byte(doc))
+	if err != nil {
+		t.Fatalf("gate registration rejected: %v", err)
+	}
+	if len(c.Repositories) != 1 || c.Repositories[0] != (Repository{ID: "agent-forge", Gate: true}) || len(c.RepositoryRoots) != 0 {
+		t.Fatalf("parsed %+v", c.Repositories)
+	}
+}
+
 func TestParseConfigRejects(t *testing.T) {
 	set := func(k string, v any) func(map[string]any) { return func(m map[string]any) { m[k] = v } }
 	del := func(k string) func(map[string]any) { return func(m map[string]any) { delete(m, k) } }
@@ -131,6 +145,12 @@ func TestParseConfigRejects(t *testing.T) {
 			map[string]any{"id": "b", "path": "/srv/forge/repos/a"},
 		}), "repositories[1].path"},
 		{"repo unknown field", set("repositories", []any{map[string]any{"id": "a", "path": "/srv/forge/repos/a", "url": "x"}}), "repositories[0]"},
+		{"repo source unknown", set("repositories", []any{map[string]any{"id": "a", "source": "github"}}), "repositories[0].source"},
+		{"repo source with path", set("repositories", []any{map[string]any{"id": "a", "source": "gate", "path": "/srv/forge/repos/a"}}), "repositories[0].path"},
+		{"repo source duplicate id", set("repositories", []any{
+			map[string]any{"id": "a", "path": "/srv/forge/repos/a"},
+			map[string]any{"id": "a", "source": "gate"},
+		}), "repositories[1].id"},
 		{"plugins missing", del("plugins"), "plugins"},
 		{"plugins empty", set("plugins", []any{}), "plugins"},
 		{"plugin bad id", plugin(0, "id", "Codex"), "plugins[0].id"},
@@ -324,13 +344,13 @@ func TestCheckHost(t *testing.T) {
 			}
 		})
 	}
-	// A public-source registration may name a bare repository the Gate
-	// has not cloned yet; the lease checks it.
-	t.Run("prepared repository not yet cloned", func(t *testing.T) {
-		c, dir := hostFixture(t)
-		c.Repositories[0].Path = filepath.Join(dir, "repos", source.DirName("https://github.com/o/r.git"))
+	// A Gate registration names no path: its cache lives under
+	// runtime_root, so nothing of it is checked on the host.
+	t.Run("gate registration", func(t *testing.T) {
+		c, _ := hostFixture(t)
+		c.Repositories[0] = Repository{ID: c.Repositories[0].ID, Gate: true}
 		if _, err := CheckHost(c, goodEnv); err != nil {
-			t.Fatalf("missing prepared repository refused: %v", err)
+			t.Fatalf("gate registration refused: %v", err)
 		}
 	})
 	t.Run("digest match", func(t *testing.T) {

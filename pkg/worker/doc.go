@@ -30,7 +30,10 @@
 // Run starts Concurrency lanes (slot 0..N-1). Each lane dials Gate
 // (wire.Dial, Authorization: Bearer), sends hello (worker id, slot, plugin
 // ids, repository ids), and waits for welcome. An idle lane accepts only
-// lease (a stray cancel is ignored; anything else closes the connection).
+// lease and cancel (anything else closes the connection); a cancel for an
+// attempt the lane does not run, idle or busy, is answered with idle for
+// that attempt, so the Gate never waits for the lane to wind down
+// something it is not running.
 // A lease runs in its executor while the lane heartbeats every
 // heartbeat_interval. The lease is lost, and the executor's context is
 // cancelled, when a heartbeat is rejected (any code but unavailable), when

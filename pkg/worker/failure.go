@@ -28,6 +28,7 @@ const (
 	CodeInvalidTask            = wire.FailureInvalidTask            // the lease's task does not decode
 	CodeUnsupportedKind        = wire.FailureUnsupportedKind        // a job kind this Worker cannot run yet
 	CodeInvalidActivity        = wire.FailureInvalidActivity        // the lease selects an unknown activity version or carries an activity payload
+	CodePluginIncompatible     = wire.FailurePluginIncompatible     // the plugin answered failure incompatible (its agent is misconfigured)
 )
 
 // wireFailure returns the disposition and code a failed result carries for
@@ -75,6 +76,9 @@ func codingCode(p evidence.Phase, r evidence.Reason, class string) string {
 			}
 			return wire.FailureCommit
 		case evidence.ReasonRefFailed:
+			if class == wire.FailureCandidateTooLarge || class == wire.FailureCandidateRefused {
+				return class // the Gate refused the candidate bundle
+			}
 			return wire.FailureCommit
 		}
 	}

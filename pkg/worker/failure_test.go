@@ -19,6 +19,7 @@ func TestWorkerCodesAreWireCodes(t *testing.T) {
 		CodeEnvironmentNotAllowed: wire.DispositionTerminal, CodeUnknownPlugin: wire.DispositionTerminal,
 		CodeInvalidPolicy: wire.DispositionTerminal, CodeInvalidTask: wire.DispositionTerminal,
 		CodeUnsupportedKind: wire.DispositionTerminal, CodeScopedTestFailed: wire.DispositionTerminal,
+		CodePluginIncompatible: wire.DispositionTerminal,
 	}
 	for code, want := range codes {
 		d, sent := wireFailure(code)

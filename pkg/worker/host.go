@@ -9,8 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
 // CheckHost checks everything about a parsed config that depends on this
@@ -62,7 +60,10 @@ func CheckHost(c *Config, getenv func(string) string) (string, error) {
 		}
 	}
 	for i, r := range c.Repositories {
-		if err := checkRepositoryDir(r.Path); err != nil {
+		if r.Gate {
+			continue // its cache lives under runtime_root (coding_cache.go)
+		}
+		if err := checkRealDir(r.Path); err != nil {
 			return "", fieldErr(fmt.Sprintf("repositories[%d].path", i), err.Error())
 		}
 	}
@@ -114,21 +115,6 @@ func checkRealDir(path string) error {
 		return errors.New("path is not canonical (symlink in path)")
 	}
 	return nil
-}
-
-// checkRepositoryDir requires a registered repository to be a canonical
-// directory, except that a public-source registration (a path named like
-// a Gate-prepared bare repository, <64 hex>.git) may be missing while its
-// parent directory exists: the Gate clones it on the first submit, and the
-// lease checks it then.
-func checkRepositoryDir(path string) error {
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) && ident.ValidPreparedName(filepath.Base(path)) {
-		if err := checkRealDir(filepath.Dir(path)); err != nil {
-			return errors.New("missing, and its parent is " + err.Error())
-		}
-		return nil
-	}
-	return checkRealDir(path)
 }
 
 // ensurePrivateDir creates path (one level, mode 0700) when it is missing,

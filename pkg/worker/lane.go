@@ -21,6 +21,8 @@ type lane struct {
 	// none yet), byeDone whether the Gate has answered it.
 	bye     uint64
 	byeDone bool
+	// generation is the current connection's (its welcome's).
+	generation string
 }
 
 // loop connects, serves, and reconnects with backoff until ctx ends.
@@ -86,6 +88,7 @@ func (l *lane) session(ctx context.Context) bool {
 		log.Warn("no welcome", "type", string(first.Type))
 		return false
 	}
+	l.generation = first.Welcome.Generation
 	log.Info("connected")
 	l.w.opt.Observe(Event{Slot: l.slot, Kind: EventConnected})
 	defer l.w.opt.Observe(Event{Slot: l.slot, Kind: EventDisconnected})
@@ -126,9 +129,13 @@ func (l *lane) session(ctx context.Context) bool {
 				return true
 			}
 			if e.Type != wire.TypeLease {
-				// Only a lease may arrive on an idle lane; a stray cancel
-				// for an attempt already over is harmless.
+				// Only a lease may arrive on an idle lane, or a cancel for
+				// an attempt this lane does not run (any more): say idle
+				// for it, or the Gate may never lease the lane again.
 				if e.Type == wire.TypeCancel {
+					if sendIdle(conn, e.Cancel.JobID, e.Cancel.AttemptID) != nil {
+						return true
+					}
 					continue
 				}
 				log.Warn("unexpected message on idle lane", "type", string(e.Type))
@@ -234,6 +241,10 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 		e.Slot = l.slot
 		w.opt.Observe(e)
 	}}
+	if lease.BaseSHA != "" {
+		attempt.Gate = newGateLink(w.opt.Config.GateURL, w.opt.Token, w.opt.HTTPClient,
+			wire.AttemptBinding{Lane: l.name, Generation: l.generation, JobID: lease.JobID, AttemptID: lease.AttemptID})
+	}
 	go func() { done <- w.execute(execCtx, attempt) }()
 
 	ticker := time.NewTicker(w.opt.Config.HeartbeatInterval)
@@ -276,8 +287,7 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 			if lost {
 				// The Gate leases this lane again only once it hears
 				// the attempt has stopped.
-				idle := wire.Envelope{Type: wire.TypeIdle, Idle: &wire.Idle{JobID: lease.JobID, AttemptID: lease.AttemptID}}
-				return conn.SendDeadline(idle, time.Now().Add(sendTimeout)) == nil
+				return sendIdle(conn, lease.JobID, lease.AttemptID) == nil
 			}
 			if r.Cancelled && stopping && !r.Succeeded {
 				r = Report{Code: CodeWorkerShutdown}
@@ -341,6 +351,8 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 			case e.Type == wire.TypeCancel:
 				if e.Cancel.JobID == lease.JobID && e.Cancel.AttemptID == lease.AttemptID {
 					loseLease("cancel_" + string(e.Cancel.Reason))
+				} else if connOK && sendIdle(conn, e.Cancel.JobID, e.Cancel.AttemptID) != nil {
+					dropConn() // not this lane's attempt: it is not running here
 				}
 			default:
 				log.Warn("unexpected message while executing", "type", string(e.Type))
@@ -403,14 +415,26 @@ func (l *lane) report(conn *wire.Conn, msgs <-chan wire.Envelope, lease *wire.Le
 				log.Warn("result rejected", "reason", string(e.Reject.Code))
 				w.opt.Observe(Event{Slot: l.slot, Kind: EventRejected, JobID: lease.JobID, Code: string(e.Reject.Code)})
 				return true
-			case e.Type == wire.TypeAck || e.Type == wire.TypeReject || e.Type == wire.TypeCancel:
-				// a late heartbeat reply or a cancel racing the result
+			case e.Type == wire.TypeCancel:
+				// A cancel racing the result: the attempt has stopped.
+				if sendIdle(conn, e.Cancel.JobID, e.Cancel.AttemptID) != nil {
+					return false
+				}
+			case e.Type == wire.TypeAck || e.Type == wire.TypeReject:
+				// a late heartbeat reply
 			default:
 				log.Warn("unexpected message while reporting", "type", string(e.Type))
 				return false
 			}
 		}
 	}
+}
+
+// sendIdle tells the Gate the attempt (job, attempt) is not running on this
+// lane: it stopped after a lost lease, or it never ran here.
+func sendIdle(conn *wire.Conn, job, attempt string) error {
+	idle := wire.Envelope{Type: wire.TypeIdle, Idle: &wire.Idle{JobID: job, AttemptID: attempt}}
+	return conn.SendDeadline(idle, time.Now().Add(sendTimeout))
 }
 
 // execute dispatches an attempt to the executor of its kind.

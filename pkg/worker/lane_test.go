@@ -202,12 +202,12 @@ func TestGateCancelCancelsAttempt(t *testing.T) {
 	c := g.accept()
 	c.lease(t, textLease("j_c", "a_1", testPolicy("reference"), "block"))
 	recv(t, x.started, "execution start")
-	// A cancel for another attempt (reason superseded) must be ignored; the
-	// one for this attempt (reason expired) must stop it. The lease-lost
-	// code shows which one did.
+	// A cancel for another attempt must not stop this one (it is answered
+	// with idle, TestCancelForAttemptNotRunIsAnsweredWithIdle); the one for
+	// this attempt must. The lease-lost event shows which one did.
 	for _, cc := range []*wire.Cancel{
-		{JobID: "j_c", AttemptID: "a_0", Reason: wire.CancelSuperseded},
-		{JobID: "j_other", AttemptID: "a_1", Reason: wire.CancelSuperseded},
+		{JobID: "j_c", AttemptID: "a_0", Reason: wire.CancelExpired},
+		{JobID: "j_other", AttemptID: "a_1", Reason: wire.CancelExpired},
 		{JobID: "j_c", AttemptID: "a_1", Reason: wire.CancelExpired},
 	} {
 		if err := c.Send(wire.Envelope{Type: wire.TypeCancel, Cancel: cc}); err != nil {
@@ -215,8 +215,8 @@ func TestGateCancelCancelsAttempt(t *testing.T) {
 		}
 	}
 	recv(t, x.cancelled, "cancellation")
-	if e := waitEvent(t, ev, EventLeaseLost); e.Code != "cancel_expired" {
-		t.Fatalf("lease lost by %q", e.Code)
+	if e := waitEvent(t, ev, EventLeaseLost); e.Code != "cancel_expired" || e.JobID != "j_c" {
+		t.Fatalf("lease lost by %q (%s)", e.Code, e.JobID)
 	}
 }
 
@@ -421,4 +421,48 @@ wait:
 	default:
 		t.Fatal("idle before the executor returned")
 	}
+}
+
+// A cancel for an attempt the lane does not run (one already reported, one
+// it never had, another than its current one) is answered with idle for
+// that attempt: the Gate may still count it as the lane's, and only the
+// idle lets it lease the lane again. The current attempt runs on.
+func TestCancelForAttemptNotRunIsAnsweredWithIdle(t *testing.T) {
+	g := newFakeGate(t)
+	x := newScriptedExec(upper)
+	startWorker(t, Options{Config: laneConfig(t, g, 1), Executors: map[wire.Kind]Executor{wire.KindText: x}})
+	c := g.accept()
+	wantIdle := func(job, attempt string) {
+		t.Helper()
+		e := c.nextOf(t, wire.TypeIdle)
+		if e.Idle.JobID != job || e.Idle.AttemptID != attempt {
+			t.Fatalf("idle %+v, want %s/%s", e.Idle, job, attempt)
+		}
+	}
+	cancel := func(job, attempt string) {
+		t.Helper()
+		if err := c.Send(wire.Envelope{Type: wire.TypeCancel, Cancel: &wire.Cancel{JobID: job, AttemptID: attempt, Reason: wire.CancelExpired}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.lease(t, textLease("j_1", "a_1", testPolicy("reference"), "x"))
+	r := c.nextOf(t, wire.TypeResult)
+	c.reply(t, r.Seq, false) // refused: the Worker is done with it anyway
+	cancel("j_1", "a_1")
+	wantIdle("j_1", "a_1")
+	cancel("j_never", "a_never")
+	wantIdle("j_never", "a_never")
+
+	c.lease(t, textLease("j_2", "a_2", testPolicy("reference"), "block"))
+	recv(t, x.started, "execution start")
+	cancel("j_other", "a_9")
+	wantIdle("j_other", "a_9")
+	select {
+	case j := <-x.cancelled:
+		t.Fatalf("a cancel for another attempt stopped %s", j)
+	default:
+	}
+	cancel("j_2", "a_2")
+	recv(t, x.cancelled, "cancellation")
+	wantIdle("j_2", "a_2")
 }

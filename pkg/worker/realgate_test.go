@@ -50,7 +50,17 @@ func gateJSON(db string, lanes int, ttl, retryBase string, maxAttempts int, plug
 // startRealGate serves conf on addr ("" for an OS-chosen port).
 func startRealGate(t testing.TB, conf []byte, addr string) *realGate {
 	t.Helper()
+	return startRealGateEnv(t, conf, addr, nil)
+}
+
+// startRealGateEnv is startRealGate with more environment variables (a
+// second Worker's token).
+func startRealGateEnv(t testing.TB, conf []byte, addr string, more map[string]string) *realGate {
+	t.Helper()
 	env := map[string]string{"OWNER": ownerToken, "WTOKEN": testToken}
+	for k, v := range more {
+		env[k] = v
+	}
 	cfg, sec, err := gate.LoadConfig(bytes.NewReader(conf), func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ import (
 //     /dev/random, /dev/urandom and /dev/tty;
 //   - read and write: the invocation's private directory (a plugin's run
 //     directory, a check's HOME, TMPDIR and XDG_CACHE_HOME) and, for a
-//     coding attempt, the attempt's own directories (attemptDirs).
+//     coding attempt, the attempt's own directories (sandboxDirs).
 //
 // Nothing else: not the Worker's other attempts, roots, config or token,
 // not the Gate's state, not /tmp or any home directory.
@@ -209,37 +209,51 @@ func (d sandboxDirs) with(rw ...string) sandboxDirs {
 	return sandboxDirs{rw: append(slices.Clip(d.rw), rw...), ro: d.ro}
 }
 
-// attemptDirs are the directories of a coding attempt that its plugin
-// and checks use, whatever the repository's layout: the private container
-// holding the worktree and the worktree's administrative git directory
-// (read and write: git keeps the worktree's index and HEAD there), and,
-// read only, the repository's common git directory entry by entry
-// (objects, refs, config, ...) except its worktrees directory, which
-// holds the other attempts' administrative directories, the object
-// directories its alternates name, and for a non-bare repository its
-// main working tree entry by entry except .git (agents such as Codex read
-// project files at the repository's root). Called once the worktree
-// exists.
-func (j *codingJob) attemptDirs() (sandboxDirs, error) {
-	d := sandboxDirs{rw: []string{j.container, j.admin}}
-	var err error
-	if d.ro, err = entriesExcept(j.repo.common, "worktrees"); err != nil {
-		return sandboxDirs{}, err
+// sandboxDirs are the directories of a coding attempt (AttemptDirs)
+// inside the sandbox of its plugin and checks, for either layout.
+//
+// Read and write: the attempt's private container (its workspace and, on
+// a Gate registration, its own repository) and its git directory when
+// that lies outside the container (a static registration's worktree
+// administrative directory, where git keeps the worktree's index and
+// HEAD). Read only: the shared objects it borrows and the object
+// directories their alternates name; for a static registration also the
+// rest of the repository's common git directory, entry by entry (refs,
+// config, hooks, ...) except its worktrees directory, which holds the
+// other attempts' administrative directories, and for a non-bare one its
+// main working tree, entry by entry except .git (agents such as Codex
+// read project files at the repository's root). Nothing of the Worker's
+// other attempts, repositories or caches. Called once preparation made
+// the attempt's directories.
+func (j *codingJob) sandboxDirs() (sandboxDirs, error) {
+	a := j.Dirs()
+	if a.Container == "" {
+		return sandboxDirs{}, errors.New("attempt directories missing")
 	}
-	if j.repo.common != j.repo.path {
-		top, err := entriesExcept(j.repo.path, ".git")
+	d := sandboxDirs{rw: []string{a.Container}, ro: []string{a.SharedObjects}}
+	if !within(a.GitDir, a.Container) {
+		d.rw = append(d.rw, a.GitDir)
+		common := filepath.Dir(a.SharedObjects)
+		ents, err := entriesExcept(common, "worktrees")
 		if err != nil {
 			return sandboxDirs{}, err
 		}
-		d.ro = append(d.ro, top...)
+		d.ro = append(d.ro, ents...)
+		if top := filepath.Dir(common); filepath.Base(common) == ".git" && top == j.repo.path {
+			ents, err := entriesExcept(top, ".git")
+			if err != nil {
+				return sandboxDirs{}, err
+			}
+			d.ro = append(d.ro, ents...)
+		}
 	}
-	alt, err := os.ReadFile(filepath.Join(j.repo.common, "objects", "info", "alternates"))
+	alt, err := os.ReadFile(filepath.Join(a.SharedObjects, "info", "alternates"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return sandboxDirs{}, err
 	}
 	for _, line := range strings.Split(string(alt), "\n") {
-		if p := filepath.Clean(line); filepath.IsAbs(line) && p == line && !excluded(p, []string{j.x.cfg.WorktreeRoot, j.x.cfg.RuntimeRoot}) {
-			d.ro = append(d.ro, p)
+		if filepath.IsAbs(line) && filepath.Clean(line) == line && !excluded(line, []string{j.x.cfg.WorktreeRoot}) {
+			d.ro = append(d.ro, line)
 		}
 	}
 	return d, nil

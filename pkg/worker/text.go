@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync/atomic"
 
@@ -92,6 +93,15 @@ func (x *TextExecutor) Execute(ctx context.Context, a *Attempt) Report {
 	return Report{Succeeded: true, Output: out.Output}
 }
 
+// pluginIncompatible reports whether the plugin answered failure
+// incompatible: it cannot work in this environment (an agent plugin whose
+// executable is missing, whose operator profile is invalid or whose
+// credentials the provider refused), so another attempt here cannot help.
+func pluginIncompatible(err error) bool {
+	var he *host.Error
+	return errors.As(err, &he) && he.Kind == host.KindFailure && he.Category == plugin.CategoryIncompatible
+}
+
 // runFailure maps a plugin runner error to a report.
 func runFailure(err error) Report {
 	switch host.KindOf(err) {
@@ -102,6 +112,9 @@ func runFailure(err error) Report {
 	case host.KindOutputLimit:
 		return Report{Code: CodePluginOutputLimit}
 	case host.KindFailure:
+		if pluginIncompatible(err) {
+			return Report{Code: CodePluginIncompatible}
+		}
 		return Report{Code: CodePluginFailed}
 	case host.KindSpawn, host.KindRequest:
 		return Report{Code: CodePluginSpawnFailed}

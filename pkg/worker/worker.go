@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"sync"
 	"time"
 
@@ -51,6 +52,9 @@ type Attempt struct {
 	// Observe receives the attempt's signals for Options.Observe (nil:
 	// none); the lane fills in the slot.
 	Observe func(Event)
+	// Gate is the attempt's bundle channel to the Gate (public-source
+	// leases; nil: none, and such a lease fails preparation).
+	Gate *GateLink
 }
 
 // observe reports e for the attempt's job.
@@ -85,6 +89,9 @@ type Options struct {
 	Logger    *slog.Logger
 	// Dial opens one lane connection; default wire.Dial.
 	Dial func(ctx context.Context, gateURL, token string) (*wire.Conn, error)
+	// HTTPClient carries repository bundles to and from the Gate
+	// (GateLink); default: no proxy, no redirects.
+	HTTPClient *http.Client
 	// Jitter picks the reconnect delay in [d/2, d]; default uniform random.
 	Jitter func(d time.Duration) time.Duration
 	// Now is the clock; default time.Now.
@@ -130,6 +137,9 @@ type Worker struct {
 func New(opt Options) *Worker {
 	if opt.Dial == nil {
 		opt.Dial = wire.Dial
+	}
+	if opt.HTTPClient == nil {
+		opt.HTTPClient = newHTTPClient()
 	}
 	if opt.Jitter == nil {
 		opt.Jitter = func(d time.Duration) time.Duration {

@@ -16,6 +16,7 @@
 //	                     (signal and await let a test order events)
 //	head SHA             point the worktree's HEAD at SHA (misbehaviour)
 //	fail                 end with failure{execution_failed}
+//	incompatible         end with failure{incompatible} (a misconfigured agent)
 //	wait                 block until cancelled
 //
 // Unknown commands end with failure{invalid_request}. It emits fixed
@@ -96,6 +97,8 @@ func edit(ctx context.Context, req serve.Request, progress serve.Progress) (serv
 			}
 		case "fail":
 			return serve.Result{}, serve.Fail(plugin.CategoryExecutionFailed)
+		case "incompatible":
+			return serve.Result{}, serve.Fail(plugin.CategoryIncompatible)
 		case "wait":
 			<-ctx.Done()
 			return serve.Result{}, serve.Fail(plugin.CategoryCancelled)

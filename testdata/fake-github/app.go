@@ -22,6 +22,8 @@ type appFile struct {
 	Installations  []githubfake.InstallationConfig `json:"installations"`
 	Public         []string                        `json:"public_repositories"`
 	RunsWindowSecs int                             `json:"runs_window_seconds"`
+	// PushLog: the file the pre-receive hook logs each push's object count to.
+	PushLog string `json:"push_log"`
 }
 
 func loadApp(path string) (githubfake.AppConfig, error) {
@@ -51,11 +53,12 @@ func loadApp(path string) (githubfake.AppConfig, error) {
 		return githubfake.AppConfig{}, errors.New("app key: not an RSA private key")
 	}
 	return githubfake.AppConfig{AppID: f.AppID, ClientID: f.ClientID, PublicKey: &key.PublicKey, Installations: f.Installations,
-		PublicRepositories: f.Public, RunsWindow: time.Duration(f.RunsWindowSecs) * time.Second}, nil
+		PublicRepositories: f.Public, RunsWindow: time.Duration(f.RunsWindowSecs) * time.Second, PushLog: f.PushLog}, nil
 }
 
-// installHooks puts the workflows guard into every existing repository
-// the installations name.
+// installHooks puts GitHub's push checks (rulesets, the workflows
+// guard, the object count) into every existing repository the
+// installations name.
 func installHooks(gitRoot string, cfg githubfake.AppConfig) error {
 	for _, in := range cfg.Installations {
 		for _, repo := range in.Repositories {

@@ -1,11 +1,13 @@
 // Command rawlane is a test client that speaks forge-wire/v1 by hand, for
-// scripts/recovery-e2e.sh. It is not a shipped binary (the binary set is
-// fixed under cmd/); the script builds it into its temp dir.
+// scripts/recovery-e2e.sh and scripts/lane-liveness-e2e.sh. It is not a
+// shipped binary (the binary set is fixed under cmd/); the scripts build it
+// into their temp dir.
 //
 // Usage:
 //
 //	rawlane -gate ws://HOST:PORT -worker ID -token-env NAME abandon
 //	rawlane -gate ws://HOST:PORT -worker ID -token-env NAME late JOB ATTEMPT
+//	rawlane -gate ws://HOST:PORT -worker ID -token-env NAME badresult N
 //
 // abandon connects as slot 0, prints {"event":"welcome",...}, waits for one
 // lease, prints {"event":"lease",...} and then says nothing more (no
@@ -15,11 +17,24 @@
 // successful result and then one evidence batch, printing Gate's answer to
 // each as {"event":"result"|"evidence","reply":"ack"|"reject","code":...}.
 //
-// Output is JSON lines on stdout. Exit codes: 0 done, 1 connection or
+// badresult connects as slot 0, waits for one lease (printed like abandon's)
+// and for one line on stdin, then fails it with a well-formed failure code
+// that is not in the failure table ("no_such_failure", retryable) and
+// prints Gate's answer as {"event":"bad_result","reply":...,"code":...,
+// "t_ms":...}. It then answers the next N leases with a successful result
+// ("LIVE"), printing each as a lease event with "t_ms" and its answer as a
+// result event, and exits 0. It never says idle: a cancel is printed as
+// {"event":"cancel",...} and otherwise ignored, as by a Worker build that
+// ignores cancels; one that leaves the lane stranded then never gets its
+// next lease (exit 1 after 30 s without one).
+//
+// Output is JSON lines on stdout; t_ms is the client's Unix time in
+// milliseconds. Exit codes: 0 done, 1 connection or
 // protocol failure, 2 usage.
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +43,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -36,7 +52,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	switch {
 	case err == nil:
@@ -50,9 +66,9 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("usage: rawlane -gate URL -worker ID -token-env NAME abandon | late JOB ATTEMPT")
+var errUsage = errors.New("usage: rawlane -gate URL -worker ID -token-env NAME abandon | late JOB ATTEMPT | badresult N")
 
-func run(ctx context.Context, args []string, stdout, _ io.Writer) error {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("rawlane", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	gate := fs.String("gate", "", "Gate ws:// URL")
@@ -62,8 +78,17 @@ func run(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return errUsage
 	}
 	mode, rest := fs.Arg(0), fs.Args()[1:]
-	if (mode == "abandon" && len(rest) != 0) || (mode == "late" && len(rest) != 2) || (mode != "abandon" && mode != "late") {
+	want := map[string]int{"abandon": 0, "late": 2, "badresult": 1}
+	if n, ok := want[mode]; !ok || len(rest) != n {
 		return errUsage
+	}
+	leases := 0
+	if mode == "badresult" {
+		n, err := strconv.Atoi(rest[0])
+		if err != nil || n < 0 || n > 100 {
+			return errUsage
+		}
+		leases = n
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := wire.Dial(dctx, *gate, os.Getenv(*tokenEnv))
@@ -85,8 +110,11 @@ func run(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err := out.Encode(map[string]any{"event": "welcome", "lane": e.Welcome.Lane}); err != nil {
 		return err
 	}
-	if mode == "abandon" {
+	switch mode {
+	case "abandon":
 		return abandon(conn, out)
+	case "badresult":
+		return badResult(conn, out, stdin, leases)
 	}
 	return late(conn, out, rest[0], rest[1])
 }
@@ -134,6 +162,85 @@ func late(conn *wire.Conn, out *json.Encoder, job, attempt string) error {
 			rec["code"] = string(e.Reject.Code)
 		}
 		if err := out.Encode(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func nowMS() int64 { return time.Now().UnixMilli() }
+
+// nextLease waits (30 s at most) for the next lease, printing and
+// skipping cancels.
+func nextLease(conn *wire.Conn, out *json.Encoder) (*wire.Lease, error) {
+	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		return nil, err
+	}
+	for {
+		e, err := conn.Receive()
+		if err != nil {
+			return nil, errors.New("no lease")
+		}
+		switch e.Type {
+		case wire.TypeLease:
+			l := e.Lease
+			return l, out.Encode(map[string]any{"event": "lease", "job_id": l.JobID, "attempt_id": l.AttemptID,
+				"ordinal": l.Ordinal, "deadline_at": l.DeadlineAt, "t_ms": nowMS()})
+		case wire.TypeCancel:
+			if err := out.Encode(map[string]any{"event": "cancel", "job_id": e.Cancel.JobID,
+				"attempt_id": e.Cancel.AttemptID, "t_ms": nowMS()}); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, errors.New("unexpected message")
+		}
+	}
+}
+
+// request sends r and prints Gate's answer to it as event.
+func request(conn *wire.Conn, out *json.Encoder, event string, r wire.Envelope) error {
+	if err := conn.SendDeadline(r, time.Now().Add(10*time.Second)); err != nil {
+		return err
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return err
+	}
+	e, err := conn.Receive()
+	if err != nil {
+		return err
+	}
+	if e.Seq != r.Seq || (e.Type != wire.TypeAck && e.Type != wire.TypeReject) {
+		return errors.New("reply out of order")
+	}
+	rec := map[string]any{"event": event, "reply": string(e.Type), "t_ms": nowMS()}
+	if e.Type == wire.TypeReject {
+		rec["code"] = string(e.Reject.Code)
+	}
+	return out.Encode(rec)
+}
+
+func badResult(conn *wire.Conn, out *json.Encoder, stdin io.Reader, n int) error {
+	l, err := nextLease(conn, out)
+	if err != nil {
+		return err
+	}
+	if _, err := bufio.NewReader(stdin).ReadString('\n'); err != nil {
+		return errors.New("no go line on stdin")
+	}
+	bad := wire.Envelope{Type: wire.TypeResult, Seq: 1, Result: &wire.Result{JobID: l.JobID, AttemptID: l.AttemptID,
+		Outcome: wire.OutcomeFailed, Disposition: wire.DispositionRetryable, FailureCode: "no_such_failure"}}
+	if err := request(conn, out, "bad_result", bad); err != nil {
+		return err
+	}
+	output := "LIVE"
+	for i := 0; i < n; i++ {
+		l, err := nextLease(conn, out)
+		if err != nil {
+			return err
+		}
+		ok := wire.Envelope{Type: wire.TypeResult, Seq: uint64(2 + i), Result: &wire.Result{JobID: l.JobID, AttemptID: l.AttemptID,
+			Outcome: wire.OutcomeSucceeded, Output: &output}}
+		if err := request(conn, out, "result", ok); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/agentplugin"
+	"github.com/0k-lab/agent-forge/pkg/plugin"
+	"github.com/0k-lab/agent-forge/pkg/plugin/conformance"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
+)
+
+// pluginArg turns the test binary into forge-claude-plugin (see TestMain).
+const pluginArg = "forge-claude-plugin-under-test"
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
+		os.Exit(supervise.ReaperMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == pluginArg {
+		os.Exit(agentplugin.ExitCode(agentplugin.Run(context.Background(), claudePlugin(), os.Args[2:], os.Stdin, os.Stdout, os.Stderr)))
+	}
+	os.Exit(m.Run())
+}
+
+func fakeClaude(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs("../../testdata/fake-claude/claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestConformanceWithFakeClaude runs the protocol suite for workspace_edit
+// against this binary driving the fake Claude Code.
+func TestConformanceWithFakeClaude(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reapers := supervise.NewReaperPool(self)
+	t.Cleanup(reapers.Close)
+	sum, err := conformance.Run(context.Background(), conformance.Config{
+		Command:   []string{self, pluginArg},
+		Operation: plugin.OpWorkspaceEdit,
+		Env: []string{"PATH=/usr/bin:/bin", "CLAUDE_BIN=" + fakeClaude(t), "ANTHROPIC_API_KEY=sk-test",
+			"GORACE=atexit_sleep_ms=0"},
+		TempDir: t.TempDir(),
+		Reaper:  reapers,
+	}, func(r conformance.Result) {
+		if !r.Passed() {
+			t.Errorf("%s", r.Line())
+		}
+	})
+	if err != nil || sum.Failed != 0 || sum.Total == 0 {
+		t.Fatalf("conformance: %+v, %v", sum, err)
+	}
+}
+
+// TestInvalidProfileIsAMisconfiguration: the plugin negotiates and answers
+// failure incompatible without starting Claude Code.
+func TestInvalidProfileIsAMisconfiguration(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "claude.json")
+	os.WriteFile(bad, []byte(`{"version":1,"permission_mode":"canary-bypass"}`), 0o600)
+	ws := t.TempDir()
+	exec.Command("git", "-C", ws, "init", "-q").Run()
+	record := filepath.Join(dir, "argv.json")
+	in := `{"version":"v1","id":"0123456789abcdef0123456789abcdef","type":"initialize","capabilities":["workspace_edit","commit_subject"],"limits":{"frame_bytes":1048576,"progress_frames":128,"text_bytes":65536,"progress_text_bytes":1024,"commit_subject_bytes":256}}
+{"version":"v1","id":"0123456789abcdef0123456789abcdef","type":"execute","operation":"workspace_edit","workspace":"` + ws + `","instruction":"edit","timeout_ms":60000}
+`
+	inR, inW := io.Pipe()
+	var out, errb bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- agentplugin.RunWith(context.Background(), claudePlugin(), agentplugin.Setup{
+			Env: []string{"PATH=/usr/bin:/bin", "CLAUDE_BIN=" + fakeClaude(t), "ANTHROPIC_API_KEY=k", "FAKE_CLAUDE_ARGV_FILE=" + record},
+		}, []string{"-profile", bad}, inR, &out, &errb)
+	}()
+	io.WriteString(inW, in)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), `"type":"failure"`) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("session: %v", err)
+	}
+	if !strings.Contains(out.String(), `"type":"failure","category":"incompatible"`) {
+		t.Fatalf("stdout %q", out.String())
+	}
+	if !strings.HasPrefix(errb.String(), "forge-claude-plugin: error: claude profile: ") || strings.Contains(errb.String(), "canary") {
+		t.Fatalf("stderr %q", errb.String())
+	}
+	if _, err := os.Stat(record); err == nil {
+		t.Fatal("Claude Code started with an invalid profile")
+	}
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := agentplugin.RunWith(context.Background(), claudePlugin(), agentplugin.Setup{}, []string{"--version"}, strings.NewReader(""), &out, &errb); err != nil ||
+		!strings.HasPrefix(out.String(), "forge-claude-plugin ") {
+		t.Fatalf("version: %q, %v", out.String(), err)
+	}
+	out.Reset()
+	err := agentplugin.RunWith(context.Background(), claudePlugin(), agentplugin.Setup{}, []string{"extra"}, strings.NewReader(""), &out, &errb)
+	if agentplugin.ExitCode(err) != 2 || out.Len() != 0 {
+		t.Fatalf("usage: exit %d, stdout %q", agentplugin.ExitCode(err), out.String())
+	}
+}

@@ -1,0 +1,365 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/agent"
+	"github.com/0k-lab/agent-forge/pkg/plugin"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
+)
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
+		os.Exit(supervise.ReaperMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+const (
+	instruction = "Create a file named NOTES.md containing one line: edited by claude."
+	testKey     = "sk-ant-canary-0123456789abcdef"
+)
+
+var both = agent.Want{Subject: true, Report: true}
+
+func fakeClaude(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs("../../testdata/fake-claude/claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func gitWorkspace(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "--template=", "-b", "main"},
+		{"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "base"},
+	} {
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + dir}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", args[0], err, out)
+		}
+	}
+	return dir
+}
+
+type fixture struct {
+	t       *testing.T
+	cfg     Config
+	req     agent.Request
+	files   string
+	mu      sync.Mutex
+	stages  []plugin.Stage
+	working chan struct{}
+	once    sync.Once
+}
+
+func newFixture(t *testing.T, want agent.Want, env ...string) *fixture {
+	t.Helper()
+	files := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reapers := supervise.NewReaperPool(self)
+	t.Cleanup(reapers.Close)
+	base := []string{"PATH=/usr/bin:/bin", "CORP_KEY=" + testKey,
+		"FAKE_CLAUDE_ARGV_FILE=" + filepath.Join(files, "argv.json"),
+		"FAKE_CLAUDE_PROMPT_FILE=" + filepath.Join(files, "prompt.txt"),
+		"FAKE_CLAUDE_ENV_FILE=" + filepath.Join(files, "env.json"),
+		"FAKE_CLAUDE_PID_FILE=" + filepath.Join(files, "pids"),
+	}
+	return &fixture{
+		t: t,
+		cfg: Config{Bin: fakeClaude(t), Env: append(base, env...), Reaper: reapers, TempDir: t.TempDir(),
+			Profile: Profile{Model: "claude-opus-4-6", Effort: "high", KeyEnv: "CORP_KEY", BaseURL: "http://127.0.0.1:9/"}},
+		req:     agent.Request{Workspace: gitWorkspace(t), Instruction: instruction, Timeout: time.Minute, Want: want},
+		files:   files,
+		working: make(chan struct{}),
+	}
+}
+
+func (f *fixture) progress(stage plugin.Stage, text string) error {
+	f.mu.Lock()
+	f.stages = append(f.stages, stage)
+	f.mu.Unlock()
+	want := map[plugin.Stage]string{plugin.StageStarted: TextStarted, plugin.StageWorking: TextWorking, plugin.StageFinalizing: TextFinalized}
+	if text != want[stage] {
+		f.t.Errorf("progress %s text %q is not the fixed lifecycle text", stage, text)
+	}
+	if stage == plugin.StageWorking {
+		f.once.Do(func() { close(f.working) })
+	}
+	return nil
+}
+
+func (f *fixture) run(ctx context.Context) (agent.Outcome, error) {
+	return Run(ctx, f.cfg, f.req, f.progress)
+}
+
+func (f *fixture) file(name string) string {
+	f.t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.files, name))
+	if err != nil {
+		f.t.Fatalf("the fake did not record %s", name)
+	}
+	return string(b)
+}
+
+func (f *fixture) requireNoRunDir() {
+	f.t.Helper()
+	entries, err := os.ReadDir(f.cfg.TempDir)
+	if err != nil || len(entries) != 0 {
+		f.t.Fatalf("private run directory left behind (%d entries, %v)", len(entries), err)
+	}
+}
+
+func requireReason(t *testing.T, err error, want agent.Reason, cat plugin.Category) {
+	t.Helper()
+	if got := agent.ReasonOf(err); got != want {
+		t.Fatalf("reason %q (%v), want %q", got, err, want)
+	}
+	if got := agent.CategoryOf(err); got != cat {
+		t.Fatalf("category %s, want %s", got, cat)
+	}
+	if strings.Contains(err.Error(), "/") || strings.Contains(err.Error(), testKey) {
+		t.Fatalf("error text carries a path or the key: %q", err)
+	}
+}
+
+func TestRunSuccessWithDescription(t *testing.T) {
+	f := newFixture(t, both, "ANTHROPIC_AUTH_TOKEN=ambient", "CLAUDE_CODE_USE_BEDROCK=1", "DISABLE_PROMPT_CACHING=1", "HOME=/root")
+	out, err := f.run(context.Background())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(f.req.Workspace, "NOTES.md")); err != nil || string(b) != "edited by claude\n" {
+		t.Fatalf("workspace not edited: %q %v", b, err)
+	}
+	if out.CommitSubject != "feat: add NOTES.md" || out.Summary != "Added NOTES.md." ||
+		!slices.Equal(out.Changes, []string{"NOTES.md: new file with one line"}) || out.Diagnostics != 0 {
+		t.Fatalf("outcome %+v", out)
+	}
+	if want := []plugin.Stage{plugin.StageStarted, plugin.StageWorking, plugin.StageFinalizing}; !slices.Equal(f.stages, want) {
+		t.Fatalf("progress %v, want %v", f.stages, want)
+	}
+	var argv []string
+	if err := json.Unmarshal([]byte(f.file("argv.json")), &argv); err != nil {
+		t.Fatal(err)
+	}
+	schema := `{"type":"object","properties":{"commit_subject":{"type":"string","description":"One-line commit subject describing the actual changes, at most 256 bytes."},"summary":{"type":"string","description":"One-line summary of the actual changes, at most 1024 bytes."},"changes":{"type":"array","items":{"type":"string"},"description":"1 to 12 one-line entries of at most 256 bytes, one per concrete change."}},"required":["commit_subject","summary","changes"],"additionalProperties":false}`
+	want := []string{"-p", "--bare", "--output-format", "stream-json", "--verbose", "--no-session-persistence",
+		"--tools", "Read,Edit", "--restricted", "--permission-mode", "acceptEdits", "--permission-prompts", "none",
+		"--strict-mcp-config", "--disable-slash-commands", "--model", "claude-opus-4-6", "--effort", "high",
+		"--json-schema", schema}
+	if !slices.Equal(argv, want) {
+		t.Fatalf("argv\n got %q\nwant %q", argv, want)
+	}
+	if got := f.file("prompt.txt"); got != agent.Prompt(instruction, both) {
+		t.Fatalf("prompt on stdin differs from agent.Prompt:\n%s", got)
+	}
+	var env map[string]string
+	if err := json.Unmarshal([]byte(f.file("env.json")), &env); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"HOME", "CLAUDE_CONFIG_DIR", "TMPDIR"} {
+		if !strings.HasPrefix(env[k], f.cfg.TempDir+"/forge-claude-") {
+			t.Fatalf("%s=%q is not inside the private run directory", k, env[k])
+		}
+	}
+	if env["ANTHROPIC_API_KEY"] != strconv.Itoa(len(testKey)) || env["ANTHROPIC_BASE_URL"] != "http://127.0.0.1:9/" {
+		t.Fatalf("key or base URL not passed: %q %q", env["ANTHROPIC_API_KEY"], env["ANTHROPIC_BASE_URL"])
+	}
+	for _, k := range []string{"CORP_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK", "DISABLE_PROMPT_CACHING"} {
+		if _, ok := env[k]; ok {
+			t.Fatalf("ambient %s reached Claude Code", k)
+		}
+	}
+	for _, kv := range []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1"} {
+		k, v, _ := strings.Cut(kv, "=")
+		if env[k] != v {
+			t.Fatalf("%s not set", kv)
+		}
+	}
+	f.requireNoRunDir()
+}
+
+func TestRunWithoutDescriptionAsksForNone(t *testing.T) {
+	f := newFixture(t, agent.Want{})
+	f.cfg.Profile = Profile{}
+	f.cfg.Env = append(f.cfg.Env, "ANTHROPIC_API_KEY="+testKey)
+	out, err := f.run(context.Background())
+	if err != nil || out.CommitSubject != "" || out.HasReport() {
+		t.Fatalf("outcome %+v, %v", out, err)
+	}
+	var argv []string
+	json.Unmarshal([]byte(f.file("argv.json")), &argv)
+	if slices.Contains(argv, "--json-schema") || slices.Contains(argv, "--model") || slices.Contains(argv, "--effort") {
+		t.Fatalf("argv %q", argv)
+	}
+}
+
+func TestRunDiagnosticsAreNotFailures(t *testing.T) {
+	for mode, n := range map[string]int{"tool-error": 1, "retried": 1} {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t, both, "FAKE_CLAUDE_MODE="+mode)
+			out, err := f.run(context.Background())
+			if err != nil || out.Diagnostics != n || out.CommitSubject == "" {
+				t.Fatalf("outcome %+v, %v; want success with %d diagnostics", out, err, n)
+			}
+		})
+	}
+}
+
+func TestRunFailures(t *testing.T) {
+	tests := []struct {
+		mode   string
+		reason agent.Reason
+	}{
+		{"result-error", agent.ReasonExit},
+		{"is-error", agent.ReasonExit},
+		{"no-result", agent.ReasonNoCompletion},
+		{"exit-nonzero", agent.ReasonExit},
+		{"unknown-event", agent.ReasonUnexpectedEvent},
+		{"late-event", agent.ReasonUnexpectedEvent},
+		{"malformed", agent.ReasonMalformedEvents},
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			f := newFixture(t, both, "FAKE_CLAUDE_MODE="+tc.mode)
+			_, err := f.run(context.Background())
+			requireReason(t, err, tc.reason, plugin.CategoryExecutionFailed)
+			f.requireNoRunDir()
+		})
+	}
+}
+
+func TestRunMissingStructuredOutputDropsTheDescription(t *testing.T) {
+	f := newFixture(t, both, "FAKE_CLAUDE_MODE=no-structured")
+	out, err := f.run(context.Background())
+	if err != nil || out.CommitSubject != "" || !out.SubjectDropped || !out.ReportDropped {
+		t.Fatalf("outcome %+v, %v", out, err)
+	}
+}
+
+// TestRunRefusedCredentialsAreAMisconfiguration: Claude Code retries a 401
+// for minutes; the adapter stops it at the first refusal and the run is
+// incompatible (terminal), not a retryable failure.
+func TestRunRefusedCredentialsAreAMisconfiguration(t *testing.T) {
+	f := newFixture(t, both, "FAKE_CLAUDE_MODE=auth-refused", "FAKE_CLAUDE_ECHO_KEY=1")
+	start := time.Now()
+	_, err := f.run(context.Background())
+	requireReason(t, err, agent.ReasonAuthRefused, plugin.CategoryIncompatible)
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("the refusal took %v to end the run", d)
+	}
+	var e *agent.Error
+	if !errors.As(err, &e) || !strings.Contains(string(e.Tail), "authentication_failed") {
+		t.Fatalf("no raw tail: %v", err)
+	}
+	f.requireNoRunDir()
+}
+
+func TestRawTailRedactsTheKey(t *testing.T) {
+	f := newFixture(t, both, "FAKE_CLAUDE_MODE=late-event", "FAKE_CLAUDE_ECHO_KEY=1")
+	_, err := f.run(context.Background())
+	var e *agent.Error
+	if !errors.As(err, &e) || !strings.Contains(string(e.Tail), "key=[redacted]") || strings.Contains(string(e.Tail), testKey) {
+		t.Fatalf("tail %q", e.Tail)
+	}
+}
+
+func TestRunSetupFailuresAreMisconfigurations(t *testing.T) {
+	t.Run("key variable unset", func(t *testing.T) {
+		f := newFixture(t, both)
+		f.cfg.Profile.KeyEnv = "MISSING_KEY"
+		_, err := f.run(context.Background())
+		requireReason(t, err, agent.ReasonProviderKey, plugin.CategoryIncompatible)
+		if _, err := os.Stat(filepath.Join(f.files, "argv.json")); err == nil {
+			t.Fatal("Claude Code started without a key")
+		}
+	})
+	t.Run("executable missing", func(t *testing.T) {
+		f := newFixture(t, both)
+		f.cfg.Bin = ""
+		f.cfg.Env = append(f.cfg.Env, "PATH="+t.TempDir())
+		_, err := f.run(context.Background())
+		requireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible)
+	})
+	t.Run("workspace missing", func(t *testing.T) {
+		f := newFixture(t, both)
+		f.req.Workspace = filepath.Join(t.TempDir(), "gone")
+		_, err := f.run(context.Background())
+		requireReason(t, err, agent.ReasonWorkspace, plugin.CategoryInvalidRequest)
+	})
+}
+
+func requireGone(t *testing.T, pidFile string) {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal("the fake did not record its pids")
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) != 3 {
+		t.Fatalf("pid file %q", b)
+	}
+	for i, s := range fields {
+		n, _ := strconv.Atoi(s)
+		if n <= 1 {
+			t.Fatalf("pid file %q", b)
+		}
+		if i == 1 {
+			n = -n
+		}
+		if err := syscall.Kill(n, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Fatalf("process (group) %d still exists: %v", n, err)
+		}
+	}
+}
+
+func TestRunCancelAndTimeoutStopTheProcessTree(t *testing.T) {
+	t.Run("cancel", func(t *testing.T) {
+		f := newFixture(t, both, "FAKE_CLAUDE_MODE=hang")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			<-f.working
+			for i := 0; i < 200; i++ { // the pid file follows system/init
+				if _, err := os.Stat(filepath.Join(f.files, "pids")); err == nil {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			cancel()
+		}()
+		_, err := f.run(ctx)
+		requireReason(t, err, agent.ReasonCancelled, plugin.CategoryCancelled)
+		requireGone(t, filepath.Join(f.files, "pids"))
+		f.requireNoRunDir()
+	})
+	t.Run("timeout", func(t *testing.T) {
+		f := newFixture(t, both, "FAKE_CLAUDE_MODE=hang")
+		f.req.Timeout = 2 * time.Second
+		_, err := f.run(context.Background())
+		requireReason(t, err, agent.ReasonTimeout, plugin.CategoryExecutionFailed)
+		requireGone(t, filepath.Join(f.files, "pids"))
+		f.requireNoRunDir()
+	})
+}

@@ -1,0 +1,220 @@
+package delivery
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// authReserve is the share of an installation's budget the runs polls
+// leave to everything else the same installation spends (pull request
+// reads, merges): the polls are paced as if a tenth were not there.
+const authReserve = 10
+
+// ci reads the pull request (a person may have closed or merged it) and
+// polls the candidate's Actions runs once, then applies DECISIONS 12: a
+// failure ends it at once; a success needs the pull request to be at
+// least no_runs_grace old (the ci phase started after it existed) and
+// the same runs, ids and states, on two consecutive polls (push-event
+// runs exist before the pull_request runs do).
+func (m *Machine) ci(ctx context.Context, s State) (State, error) {
+	next, done, err := m.prDuringCI(ctx, s)
+	if err != nil || done {
+		return next, err
+	}
+	s = next
+	rt, err := m.runsToken(ctx, s.Repo)
+	if err != nil {
+		return s, err
+	}
+	etag := s.ETag
+	if s.RunsKey == "" {
+		// Nothing to compare a 304 with (a restart forgot it): read all.
+		etag = ""
+	}
+	runs, err := m.gh.ListRuns(ctx, rt, s.Repo, s.CandidateSHA, etag)
+	if err != nil {
+		return s, err
+	}
+	now := m.clock.Now()
+	s.PhaseAttempts = 0
+	stable := runs.NotModified
+	if !runs.NotModified {
+		key := runsKey(s.CandidateSHA, runs)
+		stable = s.RunsKey != "" && key == s.RunsKey
+		s.RunsKey, s.RunsVerdict, s.ETag = key, Verdict(s.CandidateSHA, runs), runs.ETag
+	}
+	graceOver := !now.Before(s.CIStartedAt.Add(m.cfg.NoRunsGrace))
+	switch s.RunsVerdict {
+	case CIFailure:
+		s.CIState = CIFailure
+		return fail(s, CodeCIFailed), nil
+	case CISuccess:
+		if stable && graceOver {
+			s.CIState = CISuccess
+			return m.advance(s, PhaseMerge), nil
+		}
+		// Passing so far; confirmed by the next poll.
+		s.CIState = CIPending
+	case CIWaiting:
+		s.CIState = CIWaiting
+		if graceOver {
+			s.CIState = CINoRuns
+			return fail(s, CodeCINoRuns), nil
+		}
+	default:
+		s.CIState = CIPending
+	}
+	// A 304 of an authorized read cost nothing: it reserves no share.
+	s.NextAt = m.reservePoll(rt, runs.Rate, now, !(runs.NotModified && rt.Authenticated()))
+	return s, nil
+}
+
+// prDuringCI reads s's pull request in the ci phase: closed ends the
+// delivery pr_closed, merged by a person with the candidate as head ends
+// it merged with that merge commit, another head or base ends it too;
+// done is false while it is open as delivered.
+func (m *Machine) prDuringCI(ctx context.Context, s State) (State, bool, error) {
+	tok, err := m.token(ctx, &s)
+	if err != nil {
+		return s, false, err
+	}
+	// Conditional: unchanged since the last read (open, as delivered) is
+	// a 304, which costs an authorized request nothing.
+	pr, tag, same, err := m.gh.PullRequestIfChanged(ctx, tok, s.Repo, s.PRNumber, s.PRETag)
+	if err != nil {
+		return s, false, err
+	}
+	if same {
+		return s, false, nil
+	}
+	s.PRETag = tag
+	switch {
+	case pr.HeadSHA != s.CandidateSHA:
+		return fail(s, CodeHeadMoved), true, nil
+	case pr.BaseRef != s.BaseBranch:
+		return fail(s, CodeBaseChanged), true, nil
+	case pr.Merged && pr.MergeCommitSHA == "":
+		return s, false, &Error{Kind: KindTransient}
+	case pr.Merged:
+		s.MergeSHA = pr.MergeCommitSHA
+		return m.advance(s, PhaseMerged), true, nil
+	case pr.State != "open":
+		return fail(s, CodePRClosed), true, nil
+	}
+	return s, false, nil
+}
+
+// mergedByPerson reports (best effort, nothing is sent but reads) whether
+// s's pull request was merged with the candidate as head into its base.
+func (m *Machine) mergedByPerson(ctx context.Context, s State) (State, bool) {
+	if s.PRNumber == 0 {
+		return s, false
+	}
+	tok, err := m.token(ctx, &s)
+	if err != nil {
+		return s, false
+	}
+	pr, err := m.gh.PullRequest(ctx, tok, s.Repo, s.PRNumber)
+	if err != nil || !pr.Merged || pr.HeadSHA != s.CandidateSHA || pr.BaseRef != s.BaseBranch || pr.MergeCommitSHA == "" {
+		return s, false
+	}
+	s.MergeSHA = pr.MergeCommitSHA
+	return m.advance(s, PhaseMerged), true
+}
+
+// runsKey is the set of the candidate's runs of one answer, ids and
+// states, in a fixed order, with the count GitHub announced.
+func runsKey(candidate string, runs Runs) string {
+	var parts []string
+	for _, r := range runs.Runs {
+		if r.HeadSHA == candidate {
+			parts = append(parts, strconv.FormatInt(r.ID, 10)+":"+r.Status+":"+r.Conclusion)
+		}
+	}
+	slices.Sort(parts)
+	parts = slices.Compact(parts)
+	return strconv.Itoa(runs.TotalCount) + "|" + strings.Join(parts, ",")
+}
+
+// reservePoll schedules the next runs poll of one delivery: no earlier
+// than pollAfter says, and after the polls other deliveries reserved on
+// the same budget, each poll that counted (paid) taking its share (reset
+// time / what remains of it) of the budget.
+func (m *Machine) reservePoll(tok Token, r RateLimit, now time.Time, paid bool) time.Time {
+	remaining := usable(tok, r)
+	at := now.Add(m.pollAfter(r, remaining, now))
+	var share time.Duration
+	if left := r.Reset.Sub(now); paid && r.Limit > 0 && remaining > 0 && left > 0 {
+		share = left / time.Duration(remaining)
+	}
+	m.pollMu.Lock()
+	defer m.pollMu.Unlock()
+	if next := m.nextPoll[tok.Budget]; next.After(at) {
+		at = next
+	}
+	m.nextPoll[tok.Budget] = at.Add(share)
+	return at
+}
+
+// usable is what the runs polls may spend of the budget r describes: all
+// of the unauthenticated one (nothing else of the Gate uses it), an
+// installation's less authReserve of its limit.
+func usable(tok Token, r RateLimit) int {
+	if !tok.Authenticated() {
+		return r.Remaining
+	}
+	return r.Remaining - r.Limit/authReserve
+}
+
+// pollAfter sizes the wait before the next runs poll: poll_interval, but
+// never faster than the usable budget spread evenly until its reset, and
+// not before the reset once nothing usable remains.
+func (m *Machine) pollAfter(r RateLimit, remaining int, now time.Time) time.Duration {
+	d := m.cfg.PollInterval
+	if r.Limit <= 0 {
+		return d
+	}
+	left := r.Reset.Sub(now)
+	if left <= 0 {
+		return d
+	}
+	if remaining <= 0 {
+		return max(d, left)
+	}
+	return max(d, left/time.Duration(remaining))
+}
+
+// Verdict is the CI state of DECISIONS 12 for one runs answer: failure
+// once any run of the candidate completed with another conclusion than
+// success, neutral or skipped; success when at least one run exists and
+// every run (all of them listed) completed with one of those; waiting when
+// there is none; pending otherwise. (The machine also needs the success
+// twice and the pull request old enough; see ci.)
+func Verdict(candidate string, runs Runs) string {
+	seen, done := 0, true
+	for _, r := range runs.Runs {
+		if r.HeadSHA != candidate {
+			continue
+		}
+		seen++
+		if r.Status != "completed" {
+			done = false
+			continue
+		}
+		switch r.Conclusion {
+		case "success", "neutral", "skipped":
+		default:
+			return CIFailure
+		}
+	}
+	switch {
+	case seen == 0:
+		return CIWaiting
+	case done && runs.TotalCount <= len(runs.Runs):
+		return CISuccess
+	}
+	return CIPending
+}

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/ident"
+)
+
+// SourceAttempt is what the Gate needs to serve a public-source attempt's
+// base or take its candidate: the job's prepared repository, base and
+// task (for the commit identities it allows).
+type SourceAttempt struct {
+	RepositoryID string
+	PreparedPath string
+	BaseSHA      string
+	Task         []byte
+}
+
+// SourceAttempt checks, without writing, that the fenced attempt is the
+// active lease of a public-source coding job on the lane's live
+// generation, that the lane belongs to workerID, and that now is strictly
+// before the attempt's deadline; it returns the job's source. ErrNotFound:
+// no such job or attempt, or the job is not a public-source coding job;
+// ErrStale: bound elsewhere, finished or superseded; ErrExpired: past its
+// deadline or expired.
+func (s *Store) SourceAttempt(ctx context.Context, f Fence, workerID string, now time.Time) (SourceAttempt, error) {
+	if err := validFence(f); err != nil {
+		return SourceAttempt{}, err
+	}
+	var (
+		sa                         SourceAttempt
+		lane, gen, status, worker  string
+		prepared, base, repo, task sql.NullString
+		deadline                   int64
+		live                       bool
+	)
+	err := s.read(ctx, func(q querier) error {
+		return q.QueryRowContext(ctx, `SELECT j.repository_id, j.prepared_path, j.base_sha, j.task, a.lane, a.generation, a.status,
+  a.deadline_at, coalesce(l.connected = 1 AND l.generation = a.generation, 0), coalesce(l.worker_id, '')
+FROM jobs j JOIN attempts a ON a.job_seq = j.seq AND a.id = ? LEFT JOIN lanes l ON l.lane = a.lane
+WHERE j.id = ? AND j.kind = 'coding'`, f.AttemptID, f.JobID).Scan(
+			&repo, &prepared, &base, &task, &lane, &gen, &status, &deadline, &live, &worker)
+	})
+	if isNoRows(err) {
+		return SourceAttempt{}, ErrNotFound
+	}
+	if err != nil {
+		return SourceAttempt{}, err
+	}
+	if !prepared.Valid || prepared.String == "" || !base.Valid {
+		return SourceAttempt{}, ErrNotFound
+	}
+	r := fenceRow{lane: lane, generation: gen, status: status, deadline: deadline, live: live}
+	if err := checkBinding(r, f); err != nil || worker != workerID {
+		return SourceAttempt{}, ErrStale
+	}
+	if err := checkActive(r, now.UnixMicro()); err != nil {
+		return SourceAttempt{}, err
+	}
+	sa.RepositoryID, sa.PreparedPath, sa.BaseSHA, sa.Task = repo.String, prepared.String, base.String, []byte(task.String)
+	return sa, nil
+}
+
+// JobSource returns a coding job's repository id and prepared repository
+// ("" for a static registration or a text job), or ErrNotFound.
+func (s *Store) JobSource(ctx context.Context, jobID string) (repositoryID, prepared string, err error) {
+	if !ident.ValidRef(jobID) {
+		return "", "", ErrNotFound
+	}
+	var repo, path sql.NullString
+	err = s.read(ctx, func(q querier) error {
+		return q.QueryRowContext(ctx, `SELECT repository_id, prepared_path FROM jobs WHERE id = ?`, jobID).Scan(&repo, &path)
+	})
+	if isNoRows(err) {
+		return "", "", ErrNotFound
+	}
+	return repo.String, path.String, err
+}

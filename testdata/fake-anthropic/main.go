@@ -1,0 +1,413 @@
+// Command fake-anthropic is a deterministic stand-in for the Anthropic
+// Messages API, for running the real Claude Code CLI offline in tests. It
+// listens on 127.0.0.1 (an ephemeral port), writes its address to the
+// -addr-file and one JSON line per request to the -log file, and answers
+// POST /v1/messages (Claude Code adds ?beta=true) with the documented
+// streaming format: server-sent events message_start, content_block_start,
+// content_block_delta (text_delta, input_json_delta), content_block_stop,
+// message_delta (stop_reason, usage) and message_stop, with a ping.
+//
+// The conversation is driven by the last tool result in the request:
+//
+//   - until the file exists (turn 1): one tool_use creating, in the working
+//     directory the system prompt names, the file the task asks for
+//     ("Create a file named PATH containing one line: TEXT."): Claude
+//     Code's Write tool when the request offers it, else its Edit tool with
+//     an empty old_string (which creates a missing file); a prompt without
+//     that sentence (a Forge task, between its task markers) creates
+//     FAKE-ANTHROPIC-<hash>.md holding "task <hash>" instead; a prompt
+//     without a task gets a final text at once;
+//   - once it was created (turn 2): when the request offers Claude Code's
+//     StructuredOutput tool (--json-schema), one call of it with the
+//     properties its input schema names (commit_subject, summary, changes)
+//     describing the added file; otherwise the final text;
+//   - after the StructuredOutput result: the final text ("done").
+//
+// A line "fake-anthropic-mode: MODE" in the prompt picks a fault:
+//
+//	cut-first   the first turn-1 stream of each conversation stops after
+//	            message_start and the connection is dropped (Claude Code
+//	            retries; every later stream is normal)
+//	status-401  every request is answered 401 authentication_error
+//	tool-error  turn 1 first asks Edit to replace text in a file that does
+//	            not exist (the tool fails; the model then goes on normally)
+//	escape      turn 1 first asks Edit to create a file next to the working
+//	            directory, outside it (Claude Code must refuse)
+//	hang        the request is never answered (the fake waits until the
+//	            client goes away)
+//	slow        every stream waits -slow (default 2s) before its events
+//
+// Any other method or path is answered 404 (and logged). The log line is
+// {"method","path","host","turn","mode","authorized","model","effort",
+// "tools","tool_errors","structured"}: authorized says whether the
+// x-api-key header equals the value of the environment variable named by
+// -key-env; effort is output_config.effort; tool_errors counts tool
+// results marked is_error; structured says whether StructuredOutput was
+// offered. The key itself is never logged.
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+func main() {
+	addrFile := flag.String("addr-file", "", "file to write the listen address to")
+	logFile := flag.String("log", "", "file to append one JSON line per request to")
+	keyEnv := flag.String("key-env", "", "environment variable holding the expected API key")
+	slow := flag.Duration("slow", 2*time.Second, "delay of the slow mode")
+	flag.Parse()
+	if *addrFile == "" || *logFile == "" {
+		fmt.Fprintln(os.Stderr, "usage: fake-anthropic -addr-file FILE -log FILE [-key-env NAME] [-slow D]")
+		os.Exit(2)
+	}
+	logf, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake-anthropic:", err)
+		os.Exit(1)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake-anthropic:", err)
+		os.Exit(1)
+	}
+	s := &server{log: logf, key: os.Getenv(*keyEnv), slow: *slow, cut: map[string]bool{}}
+	if err := os.WriteFile(*addrFile, []byte(l.Addr().String()+"\n"), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "fake-anthropic:", err)
+		os.Exit(1)
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	if err := srv.Serve(l); err != nil {
+		fmt.Fprintln(os.Stderr, "fake-anthropic:", err)
+		os.Exit(1)
+	}
+}
+
+type server struct {
+	log  io.Writer
+	key  string
+	slow time.Duration
+
+	mu  sync.Mutex
+	cut map[string]bool // conversations whose first stream was cut
+}
+
+type logLine struct {
+	Method     string   `json:"method"`
+	Path       string   `json:"path"`
+	Host       string   `json:"host"`
+	Turn       int      `json:"turn"`
+	Mode       string   `json:"mode"`
+	Authorized bool     `json:"authorized"`
+	Model      string   `json:"model"`
+	Effort     string   `json:"effort"`
+	Tools      []string `json:"tools"`
+	ToolErrors int      `json:"tool_errors"`
+	Structured bool     `json:"structured"`
+}
+
+func (s *server) record(l logLine) {
+	b, _ := json.Marshal(l)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log.Write(append(b, '\n'))
+}
+
+// request is the part of a Messages request the fake reads.
+type request struct {
+	Model        string          `json:"model"`
+	System       json.RawMessage `json:"system"`
+	Messages     []message       `json:"messages"`
+	OutputConfig struct {
+		Effort string `json:"effort"`
+	} `json:"output_config"`
+	Tools []struct {
+		Name        string `json:"name"`
+		InputSchema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"input_schema"`
+	} `json:"tools"`
+}
+
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"` // a string or content blocks
+}
+
+type block struct {
+	Type      string `json:"type"`
+	Text      string `json:"text"`
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	ToolUseID string `json:"tool_use_id"`
+	IsError   bool   `json:"is_error"`
+}
+
+func blocks(raw json.RawMessage) []block {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []block{{Type: "text", Text: s}}
+	}
+	var bs []block
+	json.Unmarshal(raw, &bs)
+	return bs
+}
+
+var (
+	createRE = regexp.MustCompile(`Create a file named ([A-Za-z0-9._/-]+) containing one line: ([^\n]*)\.`)
+	modeRE   = regexp.MustCompile(`fake-anthropic-mode: ([a-z0-9-]+)`)
+	cwdRE    = regexp.MustCompile(`(?:CWD|[Ww]orking directory): (/[^\s"\\]*)`)
+)
+
+const structuredTool = "StructuredOutput"
+
+// taskBegin marks a Forge task in the prompt (pkg/agent).
+const taskBegin = "===== BEGIN TASK ====="
+
+// Tool use ids of the fake's own calls.
+const (
+	idWrite   = "toolu_fake_write"
+	idCreate  = "toolu_fake_create"
+	idBadEdit = "toolu_fake_bad_edit"
+	idEscape  = "toolu_fake_escape"
+)
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	line := logLine{Method: r.Method, Path: r.URL.Path, Host: r.Host,
+		Authorized: s.key != "" && r.Header.Get("X-Api-Key") == s.key}
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+		s.record(line)
+		http.NotFound(w, r)
+		return
+	}
+	var req request
+	if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(&req); err != nil {
+		s.record(line)
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "bad request body")
+		return
+	}
+	prompt, lastTool := "", ""
+	created, editFailed := false, false
+	toolNames := map[string]string{} // tool_use id -> tool name
+	for _, m := range req.Messages {
+		for _, b := range blocks(m.Content) {
+			switch {
+			case m.Role == "user" && b.Type == "text":
+				prompt += b.Text + "\n"
+			case b.Type == "tool_use":
+				toolNames[b.ID] = b.Name
+			case b.Type == "tool_result":
+				lastTool = toolNames[b.ToolUseID]
+				if b.IsError {
+					line.ToolErrors++
+				}
+				switch b.ToolUseID {
+				case idWrite, idCreate:
+					created = created || !b.IsError
+				case idBadEdit, idEscape:
+					editFailed = true
+				}
+			}
+		}
+	}
+	line.Model, line.Effort, line.Tools = req.Model, req.OutputConfig.Effort, []string{}
+	var structured map[string]json.RawMessage
+	offered := map[string]bool{}
+	for _, t := range req.Tools {
+		line.Tools = append(line.Tools, t.Name)
+		offered[t.Name] = true
+		if t.Name == structuredTool {
+			structured = t.InputSchema.Properties
+			line.Structured = true
+		}
+	}
+	line.Turn = 1
+	if created {
+		line.Turn = 2
+	}
+	if m := modeRE.FindStringSubmatch(prompt); m != nil {
+		line.Mode = m[1]
+	}
+	s.record(line)
+
+	switch line.Mode {
+	case "status-401":
+		writeError(w, http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
+		return
+	case "hang":
+		<-r.Context().Done()
+		return
+	case "slow":
+		time.Sleep(s.slow)
+	}
+	path, text := "", ""
+	if m := createRE.FindStringSubmatch(prompt); m != nil {
+		path, text = m[1], m[2]
+	} else if strings.Contains(prompt, taskBegin) {
+		// Any other task: a file of its own recording it.
+		k := conversationKey(prompt)[:12]
+		path, text = "FAKE-ANTHROPIC-"+k+".md", "task "+k
+	}
+	cwd := ""
+	if m := cwdRE.FindSubmatch(req.System); m != nil {
+		cwd = string(m[1])
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	sse := &stream{w: w}
+	sse.event("message_start", map[string]any{"message": map[string]any{
+		"id": "msg_fake", "type": "message", "role": "assistant", "content": []any{},
+		"model": req.Model, "stop_reason": nil, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": 10, "output_tokens": 1}}})
+	if line.Mode == "cut-first" && line.Turn == 1 && s.firstCut(conversationKey(prompt)) {
+		sse.flush()
+		hijackClose(w)
+		return
+	}
+	sse.event("ping", map[string]any{})
+	switch {
+	case !created && path != "" && cwd != "" && line.Mode == "tool-error" && !editFailed:
+		sse.toolUse(idBadEdit, "Edit", map[string]any{
+			"file_path":  filepath.Join(cwd, "does-not-exist.txt"),
+			"old_string": "absent text", "new_string": "other text"})
+	case !created && path != "" && cwd != "" && line.Mode == "escape" && !editFailed:
+		sse.toolUse(idEscape, "Edit", map[string]any{
+			"file_path":  filepath.Join(filepath.Dir(cwd), "escaped.txt"),
+			"old_string": "", "new_string": "outside the workspace\n"})
+	case !created && path != "" && cwd != "" && offered["Write"]:
+		sse.toolUse(idWrite, "Write", map[string]any{
+			"file_path": filepath.Join(cwd, path), "content": text + "\n"})
+	case !created && path != "" && cwd != "":
+		// Claude Code's Edit creates a missing file from an empty old_string.
+		sse.toolUse(idCreate, "Edit", map[string]any{
+			"file_path": filepath.Join(cwd, path), "old_string": "", "new_string": text + "\n"})
+	case lastTool != structuredTool && structured != nil:
+		sse.toolUse("toolu_fake_structured", structuredTool, describe(structured, path))
+	default:
+		sse.text("done")
+	}
+	sse.flush()
+}
+
+// conversationKey identifies one task's conversation by its prompt.
+func conversationKey(prompt string) string {
+	h := sha256.Sum256([]byte(prompt))
+	return hex.EncodeToString(h[:])
+}
+
+// firstCut reports whether this is the first cut-first stream of the
+// conversation key (and remembers it).
+func (s *server) firstCut(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cut[key] {
+		return false
+	}
+	s.cut[key] = true
+	return true
+}
+
+// describe answers the structured output schema: only the properties it
+// names, describing the added file.
+func describe(props map[string]json.RawMessage, path string) map[string]any {
+	what := "nothing"
+	if path != "" {
+		what = path
+	}
+	msg := map[string]any{}
+	if _, ok := props["commit_subject"]; ok {
+		msg["commit_subject"] = "feat: add " + what
+	}
+	if _, ok := props["summary"]; ok {
+		msg["summary"] = "Added " + what + " as the task asked."
+	}
+	if _, ok := props["changes"]; ok {
+		msg["changes"] = []string{what + ": new file with one line"}
+	}
+	return msg
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	b, _ := json.Marshal(map[string]any{"type": "error",
+		"error": map[string]any{"type": typ, "message": msg}, "request_id": "req_fake"})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", "req_fake")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+type stream struct {
+	w http.ResponseWriter
+}
+
+func (s *stream) event(typ string, fields map[string]any) {
+	fields["type"] = typ
+	b, _ := json.Marshal(fields)
+	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", typ, b)
+}
+
+// toolUse streams one tool_use block, its input in two JSON fragments,
+// and ends the message with stop_reason tool_use.
+func (s *stream) toolUse(id, name string, input map[string]any) {
+	b, _ := json.Marshal(input)
+	half := len(b) / 2
+	s.event("content_block_start", map[string]any{"index": 0, "content_block": map[string]any{
+		"type": "tool_use", "id": id, "name": name, "input": map[string]any{}}})
+	for _, part := range []string{string(b[:half]), string(b[half:])} {
+		s.event("content_block_delta", map[string]any{"index": 0,
+			"delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
+	}
+	s.event("content_block_stop", map[string]any{"index": 0})
+	s.end("tool_use")
+}
+
+// text streams one text block and ends the message with end_turn.
+func (s *stream) text(t string) {
+	s.event("content_block_start", map[string]any{"index": 0,
+		"content_block": map[string]any{"type": "text", "text": ""}})
+	s.event("content_block_delta", map[string]any{"index": 0,
+		"delta": map[string]any{"type": "text_delta", "text": t}})
+	s.event("content_block_stop", map[string]any{"index": 0})
+	s.end("end_turn")
+}
+
+func (s *stream) end(reason string) {
+	s.event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": reason, "stop_sequence": nil},
+		"usage": map[string]any{"output_tokens": 5}})
+	s.event("message_stop", map[string]any{})
+}
+
+func (s *stream) flush() {
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// hijackClose drops the connection without ending the chunked body, as a
+// network cut would.
+func hijackClose(w http.ResponseWriter) {
+	h, ok := w.(http.Hijacker)
+	if !ok {
+		panic(errors.New("fake-anthropic: connection cannot be hijacked"))
+	}
+	conn, buf, err := h.Hijack()
+	if err != nil {
+		panic(err)
+	}
+	buf.Flush()
+	conn.Close()
+}
