@@ -18,7 +18,7 @@
 #     lanes) runs under strace, following every process it starts; the
 #     plugin and Codex run in the Worker's Landlock sandbox (reading the
 #     npm installation and the operator's directory as sandbox_read_paths)
-#     under Codex's own workspace-write sandbox.
+#     with Codex told to add no sandbox of its own (docs/codex.md).
 #  3. Two slow jobs at once: while both run, their CODEX_HOMEs are two
 #     different private 0700 directories sharing no file. Both succeed on
 #     attempt 1; each candidate holds the file Codex's apply_patch wrote;
