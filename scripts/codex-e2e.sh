@@ -25,7 +25,9 @@
 #     commit subject and agent report come from the structured answer.
 #  4. A job whose first model stream is cut mid-way (Codex retries)
 #     succeeds on attempt 1.
-#  5. A provider answering 400 ends every attempt as a plugin failure.
+#  5. A provider answering 400 ends every attempt as a plugin failure
+#     (retryable); one answering 401 ends the job after one attempt as the
+#     terminal plugin_incompatible, Codex stopped at its first retry.
 #  6. Afterwards: no worktree or runtime directory left; the operator's
 #     Codex directory is byte-for-byte unchanged; every provider request
 #     went to the fake with the operator's model, effort and key; strace
@@ -284,6 +286,19 @@ for at in a["attempts"]:
     assert at.get("candidate_sha") is None, at
 PY
 [ "$(count_in "$tmp/fake-requests.jsonl" 'e["mode"] == "status-400"')" -ge 2 ] || fail "the 400 job did not reach the provider"
+
+# 5b. The provider refuses the key (401): one attempt, terminal, named.
+job_e=$(submit epsilon "$(create epsilon status-401)") || fail "submit epsilon"
+wait_job "$job_e" epsilon
+python3 - "$tmp/agg-epsilon.json" <<'PY' || fail "job epsilon: aggregate does not match: $(head -c 600 "$tmp/agg-epsilon.json")"
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["job"]["status"] == "failed", a["job"]
+assert len(a["attempts"]) == 1, a["attempts"]
+at = a["attempts"][0]
+assert at["status"] == "failed" and at["failure_code"] == "plugin_incompatible", at
+PY
+[ "$(count_in "$tmp/fake-requests.jsonl" 'e["mode"] == "status-401"')" -le 2 ] || fail "Codex was not stopped at the first 401"
 
 kill -TERM "$worker_pid"
 wait "$strace_pid" || fail "Worker did not exit 0 on SIGTERM"

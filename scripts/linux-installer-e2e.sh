@@ -24,8 +24,8 @@
 #   refusals (tampered SHA256SUMS, an extra archive in SHA256SUMS or in the
 #   directory, a malformed flag, a concurrent upgrade, upgrade without
 #   --enable-now) change nothing; with the Worker stopped a
-#   job is queued; an upgrade whose Gate never becomes ready (a drop-in)
-#   rolls back exactly with v0.1.0 serving again, and so does one
+#   job is queued; doctor names a Gate drop-in (FAIL gate-unit); an
+#   upgrade whose Gate never becomes ready (that drop-in) rolls back exactly with v0.1.0 serving again, and so does one
 #   interrupted by SIGINT during that wait (exit 2); the real upgrade, with
 #   an impostor (another account) bound to the Gate port in the window
 #   after the old Gate stops, never sends the impostor a byte, ends with
@@ -424,6 +424,10 @@ EOF
 c systemctl daemon-reload
 c systemctl restart agent-forge-gate
 wait_gate
+doctor 2 doctor-dropin.log
+doctor_has "FAIL gate-unit" doctor-dropin.log
+grep -q "has drop-ins: /etc/systemd/system/agent-forge-gate.service.d/e2e-not-ready.conf" "$tmp/doctor-dropin.log" ||
+  fail "doctor does not name the drop-in: $(cat "$tmp/doctor-dropin.log")"
 before=$(snapshot)
 # shellcheck disable=SC2046
 rc=$(fi_run notready.log "$forge2" $(install_args v0.2.0 "$c2" /mnt/share/a2 "$sum2") --upgrade --enable-now)

@@ -19,6 +19,7 @@
 //	            its first event and the connection is closed (Codex
 //	            retries; every later stream is normal)
 //	status-400  every request is answered 400 with a JSON error body
+//	status-401  every request is answered 401 invalid_api_key
 //	slow        every stream waits -slow (default 2s) before its events
 //
 // Any other method or path is answered 404 (and logged). The log line is
@@ -188,6 +189,12 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, `{"error":{"message":"the fake provider refuses this request","type":"invalid_request_error","code":"fake_refusal"}}`)
+		return
+	}
+	if line.Mode == "status-401" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","code":"invalid_api_key"}}`)
 		return
 	}
 	if line.Mode == "slow" {
