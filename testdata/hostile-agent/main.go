@@ -18,7 +18,7 @@
 //     own workspace and run directory (where the other attempts live);
 //   - symlink, hardlink: a link in its own directory to every file it was
 //     told about, then a read through it;
-//   - gate: GET /v1/jobs on HOSTILE_GATE without a token, then with every
+//   - gate: GET /v1/version on HOSTILE_GATE without a token, then with every
 //     token-like value (NAME=value with TOKEN or KEY in NAME) found in
 //     anything it read.
 //
@@ -386,7 +386,7 @@ func (a *agent) probeLinks(dir string) {
 	}
 }
 
-// probeGate asks the Gate's owner API without a token, then with every
+// probeGate asks the Gate's owner API (GET /v1/version) without a token, then with every
 // token-like value found.
 func (a *agent) probeGate() {
 	addr := os.Getenv("HOSTILE_GATE")
@@ -395,7 +395,7 @@ func (a *agent) probeGate() {
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	ask := func(token string) bool {
-		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/jobs", nil)
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/version", nil)
 		if err != nil {
 			return false
 		}
