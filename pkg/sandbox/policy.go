@@ -6,6 +6,13 @@ import (
 	"strings"
 )
 
+// The values of worker.json's "sandbox": Landlock (also when absent) or
+// none, the operator's explicit opt-out.
+const (
+	ModeLandlock = "landlock"
+	ModeNone     = "none"
+)
+
 // Access is what a rule grants beneath its path.
 type Access uint8
 

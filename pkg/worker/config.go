@@ -13,6 +13,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/configfile"
 	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
 )
 
 // ConfigVersion is the only worker.json version this Worker reads.
@@ -110,8 +111,8 @@ type Config struct {
 
 // The sandbox modes of worker.json's "sandbox".
 const (
-	SandboxLandlock = "landlock"
-	SandboxNone     = "none"
+	SandboxLandlock = sandbox.ModeLandlock
+	SandboxNone     = sandbox.ModeNone
 )
 
 // Repository is a repository registration: a static one has a local
