@@ -20,6 +20,8 @@
 #                 subject and agent report of the structured answer;
 #       cut       the first model stream is cut mid-way: Claude retries
 #                 within the attempt and succeeds on attempt 1;
+#       overloaded the first request is answered 529: retried, attempt 1
+#                 succeeds;
 #       refused   the API answers 401: one attempt, terminal
 #                 plugin_incompatible, Claude stopped at its first retry;
 #       toolerr   a failed tool call first: a diagnostic, the job succeeds;
@@ -27,9 +29,12 @@
 #                 Code, nothing written outside, the job succeeds;
 #       hang      the API never answers: each attempt times out
 #                 (plugin_failed), and no Claude process is left;
-#       codex     a Codex job on the other repository, at the same time.
+#       codex     a Codex job on the other repository, at the same time;
+#       badprofile a third repository whose plugin has an invalid profile:
+#                 one attempt, terminal plugin_incompatible.
 #     The Claude repository holds a CLAUDE.md and a .claude/settings.json
 #     (allowing Bash, a SessionStart hook): neither reaches the run.
+#     Every job's second scoped check fails if it sees a provider key.
 #  4. Afterwards: no worktree or runtime directory left; every Anthropic
 #     request carried the profile's model, effort and key and offered only
 #     Read, Edit and StructuredOutput; strace saw no DNS query and no
@@ -102,6 +107,7 @@ mkdir -m 0700 "$op"
 cat >"$op/claude.json" <<EOF
 {"version":1,"model":"claude-opus-4-6","effort":"high","api_key_env":"CLAUDE_E2E_KEY","base_url":"http://$anthropic_addr"}
 EOF
+printf '{"version":1,"model":"claude-opus-4-6","permission_mode":"bypassPermissions"}\n' >"$op/claude-bad.json"
 cat >"$op/codex.json" <<EOF
 {"version":1,"model":"gpt-5.5","reasoning_effort":"high",
  "provider":{"name":"Fake Responses","base_url":"http://$responses_addr/v1","wire_api":"responses","env_key":"CODEX_E2E_PROVIDER_KEY"}}
@@ -117,7 +123,7 @@ tail -n 1 "$tmp/conformance.out"
 # 3. Gate and Worker, one repository per agent.
 mkdir -m 0700 "$tmp/repos" "$tmp/worktrees" "$tmp/runtime" "$tmp/state"
 declare -A bases
-for name in claude codex; do
+for name in claude codex claude-bad; do
   repo=$tmp/repos/$name
   GIT_CONFIG_GLOBAL=/dev/null git init -q -b main "$repo"
   printf '%s repository\n' "$name" >"$repo/README.md"
@@ -142,6 +148,7 @@ policy() { # PLUGIN ENVS TIMEOUT
 }
 claude_policy=$(policy claude '["PATH","CLAUDE_BIN","CLAUDE_E2E_KEY"]' 8s)
 codex_policy=$(policy codex '["PATH","CODEX_BIN","CODEX_E2E_PROVIDER_KEY"]' 2m)
+bad_policy=$(policy claude-bad '["PATH","CLAUDE_BIN","CLAUDE_E2E_KEY"]' 8s)
 cat >"$tmp/gate.json" <<EOF
 {"version":1,"listen":"127.0.0.1:0","database":"$tmp/state/forge.db","owner_token_env":"FORGE_OWNER_TOKEN",
  "recovery_interval":"200ms","lease_poll_interval":"100ms","default_pool":"local",
@@ -149,16 +156,19 @@ cat >"$tmp/gate.json" <<EOF
  "default_execution":$claude_policy,
  "workers":[{"id":"worker-1","pool":"local","token_env":"FORGE_WORKER_TOKEN","concurrency":2}],
  "repositories":[{"id":"claude","default_branch":"main","worker_pool":"local","execution":$claude_policy},
-                 {"id":"codex","default_branch":"main","worker_pool":"local","execution":$codex_policy}]}
+                 {"id":"codex","default_branch":"main","worker_pool":"local","execution":$codex_policy},
+                 {"id":"claude-bad","default_branch":"main","worker_pool":"local","execution":$bad_policy}]}
 EOF
 e2e_start_gate "$tmp/gate.log" "Gate did not start"
 
 cat >"$tmp/worker.json" <<EOF
 {"version":1,"gate_url":"ws://$addr","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":2,
  "repository_roots":["$tmp/repos"],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
- "repositories":[{"id":"claude","path":"$tmp/repos/claude"},{"id":"codex","path":"$tmp/repos/codex"}],
+ "repositories":[{"id":"claude","path":"$tmp/repos/claude"},{"id":"codex","path":"$tmp/repos/codex"},
+                 {"id":"claude-bad","path":"$tmp/repos/claude-bad"}],
  "plugins":[{"id":"claude","argv":["$bin/forge-claude-plugin","-profile","$op/claude.json"]},
-            {"id":"codex","argv":["$bin/forge-codex-plugin","-profile","$op/codex.json"]}],
+            {"id":"codex","argv":["$bin/forge-codex-plugin","-profile","$op/codex.json"]},
+            {"id":"claude-bad","argv":["$bin/forge-claude-plugin","-profile","$op/claude-bad.json"]}],
  "environment_allowlist":["PATH","CLAUDE_BIN","CLAUDE_E2E_KEY","CODEX_BIN","CODEX_E2E_PROVIDER_KEY"],
  "check_environment_allowlist":["PATH"],
  "sandbox_read_paths":["$tmp/claude-npm/node_modules","$tmp/codex-npm/node_modules","$op"],
@@ -180,7 +190,9 @@ submit() { # REPO NAME MODE: a job that must create NAME.txt
 import json, sys
 repo, base, name, instruction = sys.argv[1:]
 print(json.dumps({"repository_id": repo, "base_sha": base, "instruction": instruction,
-                  "tests": [["grep", "-qx", name + " from forge", name + ".txt"]],
+                  "tests": [["grep", "-qx", name + " from forge", name + ".txt"],
+                            # the scoped checks never see a provider key
+                            ["sh", "-c", 'test -z "${CLAUDE_E2E_KEY-}${ANTHROPIC_API_KEY-}${CODEX_E2E_PROVIDER_KEY-}"']],
                   "commit_author_name": "Ada Lovelace", "commit_author_email": "ada@example.org"}))
 PY
   "$bin/forge" submit -file "$tmp/task-$2.json" | field id
@@ -237,16 +249,22 @@ hang_pids=$(claude_pids)
 wait_job "$job_codex" codexjob
 check_success codex codexjob
 declare -A jobs
-for name in edit cut toolerr escape refused; do
-  mode=success
-  case $name in cut) mode=cut-first ;; toolerr) mode=tool-error ;; escape) mode=escape ;; refused) mode=status-401 ;; esac
-  jobs[$name]=$(submit claude "$name" "$mode") || fail "submit $name"
+for name in edit cut overloaded toolerr escape refused badprofile; do
+  mode=success repo_id=claude
+  case $name in
+    cut) mode=cut-first ;; overloaded) mode=overloaded-first ;; toolerr) mode=tool-error ;;
+    escape) mode=escape ;; refused) mode=status-401 ;; badprofile) repo_id=claude-bad ;;
+  esac
+  jobs[$name]=$(submit "$repo_id" "$name" "$mode") || fail "submit $name"
 done
-for name in edit cut toolerr escape refused; do
+for name in edit cut overloaded toolerr escape refused badprofile; do
   wait_job "${jobs[$name]}" "$name"
 done
 check_success claude edit
 check_success claude cut
+check_success claude overloaded
+[ "$(count_in "$tmp/fake-anthropic.jsonl" 'e["mode"] == "overloaded-first" and e["turn"] == 1')" -ge 2 ] ||
+  fail "the 529 was not retried by Claude"
 check_success claude toolerr
 check_success claude escape
 [ "$(count_in "$tmp/fake-anthropic.jsonl" 'e["mode"] == "cut-first" and e["turn"] == 1')" -ge 2 ] ||
@@ -267,6 +285,12 @@ assert len(a["attempts"]) == 1, a["attempts"]
 at = a["attempts"][0]
 assert at["status"] == "failed" and at["failure_code"] == "plugin_incompatible", at
 assert at["evidence"] == [{"phase": "plugin", "reason": "failed"}], at
+PY
+python3 - "$tmp/agg-badprofile.json" <<'PY' || fail "job badprofile: aggregate does not match: $(head -c 600 "$tmp/agg-badprofile.json")"
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["job"]["status"] == "failed" and len(a["attempts"]) == 1, a
+assert a["attempts"][0]["failure_code"] == "plugin_incompatible", a["attempts"][0]
 PY
 refusals=$(count_in "$tmp/fake-anthropic.jsonl" 'e["mode"] == "status-401"')
 [ "$refusals" -ge 1 ] && [ "$refusals" -le 3 ] || fail "the 401 reached the API $refusals times (Claude was not stopped at once)"

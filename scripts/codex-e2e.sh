@@ -25,6 +25,8 @@
 #     commit subject and agent report come from the structured answer.
 #  4. A job whose first model stream is cut mid-way (Codex retries)
 #     succeeds on attempt 1.
+#  4b. A command Codex runs (the model asks for `env`) does not see the
+#     provider key (shell_environment_policy).
 #  5. A provider answering 400 ends every attempt as a plugin failure
 #     (retryable); one answering 401 ends the job after one attempt as the
 #     terminal plugin_incompatible, Codex stopped at its first retry.
@@ -271,6 +273,16 @@ wait_job "$job_c" gamma
 check_success gamma
 [ "$(count_in "$tmp/fake-requests.jsonl" 'e["mode"] == "cut-first" and e["turn"] == 1')" = 2 ] ||
   fail "the cut stream was not retried by Codex"
+
+# 4b. The model has Codex run `env` first: the command runs, and its
+#     output (what any command Codex runs sees) lacks the provider key.
+job_z=$(submit zeta "$(create zeta env-probe)") || fail "submit zeta"
+wait_job "$job_z" zeta
+check_success zeta
+[ "$(count_in "$tmp/fake-requests.jsonl" 'e["mode"] == "env-probe" and e["probe_ran"]')" -ge 1 ] ||
+  fail "the env probe command did not run"
+[ "$(count_in "$tmp/fake-requests.jsonl" 'e["probe_saw_key"]')" = 0 ] ||
+  fail "a command Codex ran saw the provider key"
 
 # 5. The provider answers 400: a plugin failure, every attempt.
 job_d=$(submit delta "$(create delta status-400)") || fail "submit delta"

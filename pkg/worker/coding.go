@@ -372,6 +372,16 @@ func (j *codingJob) workGate(ctx context.Context) outcome {
 	if !ok {
 		return o
 	}
+	// The scoped checks ran after validation, in the same repository the
+	// candidate commit and its bundle are made in: its git state must
+	// still be the one validation accepted.
+	after, err := j.snapshot(ctx)
+	if err != nil {
+		return j.fail(evidence.PhaseWorkspaceValidation, evidence.ReasonGitFailed, codeCodingRetryable)
+	}
+	if r := stateChange(before, after); r != "" {
+		return j.fail(evidence.PhaseWorkspaceValidation, r, codeCodingTerminal)
+	}
 	return j.finish(ctx, res, tree, checks)
 }
 

@@ -297,3 +297,26 @@ func countObjects(t *testing.T, repo string) int {
 	}
 	return n
 }
+
+// A scoped check runs after validation in the attempt's own repository;
+// one that changes that repository's git config fails the attempt
+// (workspace_violation) and nothing reaches the Gate.
+func TestPublicSourceCheckTouchingGitFails(t *testing.T) {
+	w := newPublicWorld(t, 1, "")
+	ev := w.startPublicWorker(w.workerConfig("worker-1", 1), testToken)
+	waitEvent(t, ev, EventConnected)
+	base := w.advance(0)
+	task, _ := json.Marshal(map[string]any{"repository_id": publicRepoID, "base_sha": base, "instruction": "write a.txt a",
+		"tests": [][]string{{"sh", "-c", "printf '[core]\\n\\tfsmonitor = /bin/true\\n' >>../git/config"}}})
+	var job struct{ ID string }
+	if err := json.Unmarshal(w.rg.api("POST", "/v1/jobs", task), &job); err != nil {
+		t.Fatal(err)
+	}
+	j := w.waitJob(job.ID)
+	if j.Job.Status != "failed" || j.Job.FailureCode != wire.FailureWorkspaceViolation {
+		t.Fatalf("job %+v", j)
+	}
+	if refs := gitT(t, w.prepared, "for-each-ref", CandidatePrefix); refs != "" {
+		t.Fatalf("a candidate reached the Gate: %s", refs)
+	}
+}

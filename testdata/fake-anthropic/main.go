@@ -29,6 +29,9 @@
 //	            message_start and the connection is dropped (Claude Code
 //	            retries; every later stream is normal)
 //	status-401  every request is answered 401 authentication_error
+//	overloaded-first
+//	            the first turn-1 request of each conversation is answered
+//	            529 overloaded_error (Claude Code retries)
 //	tool-error  turn 1 first asks Edit to replace text in a file that does
 //	            not exist (the tool fails; the model then goes on normally)
 //	escape      turn 1 first asks Edit to create a file next to the working
@@ -259,6 +262,11 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "hang":
 		<-r.Context().Done()
 		return
+	case "overloaded-first":
+		if line.Turn == 1 && s.firstCut("overloaded:"+conversationKey(prompt)) {
+			writeError(w, 529, "overloaded_error", "Overloaded")
+			return
+		}
 	case "slow":
 		time.Sleep(s.slow)
 	}
