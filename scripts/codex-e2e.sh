@@ -15,14 +15,21 @@
 #     and plugins on, and the operator a profile
 #     (model, reasoning effort, the fake as provider, the key's variable
 #     name) named in the plugin's argv in worker.json. The Worker (two
-#     lanes) runs under strace, following every process it starts.
+#     lanes) runs under strace, following every process it starts; the
+#     plugin and Codex run in the Worker's Landlock sandbox (reading the
+#     npm installation and the operator's directory as sandbox_read_paths)
+#     with Codex told to add no sandbox of its own (docs/codex.md).
 #  3. Two slow jobs at once: while both run, their CODEX_HOMEs are two
 #     different private 0700 directories sharing no file. Both succeed on
 #     attempt 1; each candidate holds the file Codex's apply_patch wrote;
 #     commit subject and agent report come from the structured answer.
 #  4. A job whose first model stream is cut mid-way (Codex retries)
 #     succeeds on attempt 1.
-#  5. A provider answering 400 ends every attempt as a plugin failure.
+#  4b. A command Codex runs (the model asks for `env`) does not see the
+#     provider key (shell_environment_policy).
+#  5. A provider answering 400 ends every attempt as a plugin failure
+#     (retryable); one answering 401 ends the job after one attempt as the
+#     terminal plugin_incompatible, Codex stopped at its first retry.
 #  6. Afterwards: no worktree or runtime directory left; the operator's
 #     Codex directory is byte-for-byte unchanged; every provider request
 #     went to the fake with the operator's model, effort and key; strace
@@ -164,6 +171,7 @@ cat >"$tmp/worker.json" <<EOF
  "repositories":[{"id":"demo","path":"$repo"}],
  "plugins":[{"id":"codex","argv":["$bin/forge-codex-plugin","-profile","$op/codex.json"]}],
  "environment_allowlist":$envs,"check_environment_allowlist":["PATH"],
+ "sandbox_read_paths":["$tmp/npm/node_modules","$op"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF
 # The Worker execs from a shell that wrote its pid, so the pid is the Worker's.
@@ -174,6 +182,8 @@ strace_pid=$!
 pids+=("$strace_pid")
 for _ in $(seq 100); do [ -s "$tmp/worker.pid" ] && break; sleep 0.05; done
 worker_pid=$(cat "$tmp/worker.pid") || fail "Worker did not start under strace"
+wait_log "$tmp/worker.log" "e.get('msg') == 'sandbox' and e.get('sandbox') == 'landlock'" >/dev/null ||
+  fail "the Worker does not run Codex in its Landlock sandbox"
 
 submit() { # NAME INSTRUCTION: submit a job that must create NAME.txt
   python3 - "$base" "$1" "$2" >"$tmp/task-$1.json" <<'PY'
@@ -264,6 +274,16 @@ check_success gamma
 [ "$(count_in "$tmp/fake-requests.jsonl" 'e["mode"] == "cut-first" and e["turn"] == 1')" = 2 ] ||
   fail "the cut stream was not retried by Codex"
 
+# 4b. The model has Codex run `env` first: the command runs, and its
+#     output (what any command Codex runs sees) lacks the provider key.
+job_z=$(submit zeta "$(create zeta env-probe)") || fail "submit zeta"
+wait_job "$job_z" zeta
+check_success zeta
+[ "$(count_in "$tmp/fake-requests.jsonl" 'e["mode"] == "env-probe" and e["probe_ran"]')" -ge 1 ] ||
+  fail "the env probe command did not run"
+[ "$(count_in "$tmp/fake-requests.jsonl" 'e["probe_saw_key"]')" = 0 ] ||
+  fail "a command Codex ran saw the provider key"
+
 # 5. The provider answers 400: a plugin failure, every attempt.
 job_d=$(submit delta "$(create delta status-400)") || fail "submit delta"
 wait_job "$job_d" delta
@@ -278,6 +298,19 @@ for at in a["attempts"]:
     assert at.get("candidate_sha") is None, at
 PY
 [ "$(count_in "$tmp/fake-requests.jsonl" 'e["mode"] == "status-400"')" -ge 2 ] || fail "the 400 job did not reach the provider"
+
+# 5b. The provider refuses the key (401): one attempt, terminal, named.
+job_e=$(submit epsilon "$(create epsilon status-401)") || fail "submit epsilon"
+wait_job "$job_e" epsilon
+python3 - "$tmp/agg-epsilon.json" <<'PY' || fail "job epsilon: aggregate does not match: $(head -c 600 "$tmp/agg-epsilon.json")"
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["job"]["status"] == "failed", a["job"]
+assert len(a["attempts"]) == 1, a["attempts"]
+at = a["attempts"][0]
+assert at["status"] == "failed" and at["failure_code"] == "plugin_incompatible", at
+PY
+[ "$(count_in "$tmp/fake-requests.jsonl" 'e["mode"] == "status-401"')" -le 2 ] || fail "Codex was not stopped at the first 401"
 
 kill -TERM "$worker_pid"
 wait "$strace_pid" || fail "Worker did not exit 0 on SIGTERM"

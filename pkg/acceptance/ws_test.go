@@ -292,8 +292,9 @@ func TestWorkerFencing(t *testing.T) {
 }
 
 // TestWorkerTakeover: a second connection for the same lane takes it over;
-// the old socket is closed and the old attempt can only expire and be
-// retried, never be published by the newcomer.
+// the old socket is closed and the old attempt, once started (here by a
+// heartbeat), can only expire and be retried, never be published by the
+// newcomer.
 func TestWorkerTakeover(t *testing.T) {
 	t.Parallel()
 	g := newGate(t, gateOpts{leaseTTL: "1s", retryBase: "50ms"})
@@ -304,6 +305,10 @@ func TestWorkerTakeover(t *testing.T) {
 		t.Fatalf("lease: %+v", e)
 	}
 	att := e.Lease.AttemptID
+	old.sendJSON(t, heartbeatMsg(1, id, att))
+	if a := old.recv(t); a.Type != "ack" {
+		t.Fatalf("heartbeat: %+v", a)
+	}
 	nw, gen := g.lane(t, 0, 0)
 	if gen == "" {
 		t.Fatal("no generation")
@@ -331,6 +336,35 @@ func TestWorkerTakeover(t *testing.T) {
 	}
 	a := g.aggregate(t, id)
 	if a.Job.Status != "succeeded" || len(a.Attempts) != 2 || a.Attempts[0].Status != "expired" || a.Attempts[0].FailureCode != "lease_expired" {
+		t.Fatalf("aggregate: %+v", a)
+	}
+}
+
+// TestWorkerTakeoverReturnsUnstartedLease: a lease the old connection never
+// started (no heartbeat, evidence or activity) goes back to the queue at
+// takeover, as goodbye would return it: the newcomer receives the job at
+// once, under a new attempt id with the same ordinal, without waiting for
+// the old lease to expire.
+func TestWorkerTakeoverReturnsUnstartedLease(t *testing.T) {
+	t.Parallel()
+	g := newGate(t, gateOpts{leaseTTL: "1h", retryBase: "1h"})
+	old, _ := g.lane(t, 0, 0)
+	id := g.submit(t, `{"input":"never started"}`)
+	e := old.recv(t)
+	if e.Type != "lease" {
+		t.Fatalf("lease: %+v", e)
+	}
+	nw, _ := g.lane(t, 0, 0)
+	old.expectClosed(t)
+	r := nw.recv(t)
+	if r.Type != "lease" || r.Lease.JobID != id || r.Lease.AttemptID == e.Lease.AttemptID || r.Lease.Ordinal != e.Lease.Ordinal {
+		t.Fatalf("newcomer lease: %+v", r)
+	}
+	nw.sendJSON(t, resultMsg(1, id, r.Lease.AttemptID, "NEVER STARTED"))
+	if a := nw.recv(t); a.Type != "ack" {
+		t.Fatalf("result: %+v", a)
+	}
+	if a := g.aggregate(t, id); a.Job.Status != "succeeded" {
 		t.Fatalf("aggregate: %+v", a)
 	}
 }

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"os"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/plugin"
@@ -78,9 +77,4 @@ func Finish(s Stream, final []byte, want Want) Outcome {
 		out.ReportDropped = want.Report && !out.HasReport()
 	}
 	return out
-}
-
-// WritePrivate writes a file only this user can read (0600).
-func WritePrivate(path string, data []byte) error {
-	return os.WriteFile(path, data, 0o600)
 }

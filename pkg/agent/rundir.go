@@ -117,3 +117,8 @@ func ReadOperatorFile(path string, limit int64) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// WritePrivate writes a file only this user can read (0600).
+func WritePrivate(path string, data []byte) error {
+	return os.WriteFile(path, data, 0o600)
+}

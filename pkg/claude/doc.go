@@ -97,7 +97,9 @@
 // is_error are diagnostics, counted and never forwarded. A retry after the
 // provider refused the credentials (error authentication_failed, status
 // 401 or 403) stops Claude Code at once: Claude Code would retry it for
-// minutes, and it is a misconfiguration. Any other type or system subtype
+// minutes, and it is a misconfiguration; so does the synthetic assistant
+// message it writes when authentication failed outright ("error":
+// "authentication_failed", "Not logged in"). Any other type or system subtype
 // fails the run closed. Streams captured from the real CLI are replayed
 // in the tests (testdata/events).
 //

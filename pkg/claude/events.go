@@ -18,9 +18,9 @@ var errMalformedEvent = errors.New("claude: malformed event")
 // Completion-table kinds the classifier produces besides "TYPE" and
 // "system/SUBTYPE".
 const (
-	kindResultSuccess = "result/success"        // subtype success, is_error false
-	kindResultError   = "result/error"          // is_error true, or an error_* subtype
-	kindAuthRefused   = "system/api_retry/auth" // a retry after 401/403 authentication_failed
+	kindResultSuccess = "result/success" // subtype success, is_error false
+	kindResultError   = "result/error"   // is_error true, or an error_* subtype
+	kindAuthRefused   = "auth/refused"   // a retry after 401/403, or the synthetic authentication_failed answer
 )
 
 // resultErrorSubtypes are the documented error subtypes of the final
@@ -37,7 +37,8 @@ var resultErrorSubtypes = []string{"error_during_execution", "error_max_turns", 
 // retried API calls (system/api_retry: a cut stream, a 5xx, an overload),
 // refused permissions (an edit outside the workspace) and tool results
 // marked is_error are diagnostics. A retry after the provider refused the
-// credentials stops the run as a misconfiguration. Any other type or
+// credentials, or the synthetic assistant answer Claude Code gives when
+// authentication failed, stops the run as a misconfiguration. Any other type or
 // system subtype fails the run closed.
 func Rules() agent.Rules {
 	r := agent.Rules{
@@ -132,8 +133,23 @@ func Classify(line []byte) (agent.Event, error) {
 		return agent.Event{Kind: "result/" + h.Subtype}, nil
 	case "user":
 		return agent.Event{Kind: "user", Diagnostics: toolErrors(line)}, nil
+	case "assistant":
+		if authFailed(line) {
+			return agent.Event{Kind: kindAuthRefused}, nil
+		}
 	}
 	return agent.Event{Kind: h.Type}, nil
+}
+
+// authFailed reports whether an assistant message is Claude Code's
+// synthetic answer to a refused or missing credential (its "error" member
+// is authentication_failed: "Not logged in", "Invalid API key").
+func authFailed(line []byte) bool {
+	var a struct {
+		Error json.RawMessage `json:"error"`
+	}
+	var msg string
+	return json.Unmarshal(line, &a) == nil && json.Unmarshal(a.Error, &msg) == nil && msg == "authentication_failed"
 }
 
 // authRefused reports whether a system/api_retry line is a retry after the

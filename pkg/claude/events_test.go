@@ -27,7 +27,8 @@ func observe(lines ...string) *agent.Verdict {
 // real Claude Code 2.1.328 (claude -p --output-format stream-json
 // --verbose) against testdata/fake-anthropic: a plain edit, a stream cut
 // once and retried, a failed tool call, an edit outside the workspace
-// refused by --restricted, and a provider answering 401.
+// refused by --restricted, a provider answering 401, and a run without a
+// key ("Not logged in").
 func TestVerdictOnCapturedEvents(t *testing.T) {
 	tests := []struct {
 		file        string
@@ -40,6 +41,7 @@ func TestVerdictOnCapturedEvents(t *testing.T) {
 		{"tool-error-completed.jsonl", "", 1, `{"commit_subject":"feat: add hello.txt"}`},
 		{"permission-denied-completed.jsonl", "", 2, `{"commit_subject":"feat: add hello.txt"}`},
 		{"auth-refused.jsonl", agent.ReasonAuthRefused, 0, ""},
+		{"not-logged-in.jsonl", agent.ReasonAuthRefused, 0, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
@@ -92,6 +94,8 @@ func TestClassify(t *testing.T) {
 		{`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","is_error":true},{"type":"tool_result"}]}}`, "user", 1},
 		{`{"type":"user","message":{"role":"user","content":"plain"}}`, "user", 0},
 		{`{"type":"mystery"}`, "mystery", 0},
+		{`{"type":"assistant","error":"authentication_failed","message":{"content":[]}}`, kindAuthRefused, 0},
+		{`{"type":"assistant","error":"rate_limit","message":{"content":[]}}`, "assistant", 0},
 		{`{"type":"result","subtype":"success"}`, "", 0},
 		{`{"type":"result","subtype":"success","is_error":"no"}`, "", 0},
 		{`{"type":"system"}`, "", 0},

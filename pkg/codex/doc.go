@@ -134,7 +134,9 @@
 // table to a completion without a failure. Failures are *agent.Error
 // values with a fixed Reason and a class: the workspace is not a directory
 // → invalid_request; Codex not found or not startable, an invalid profile,
-// an unusable authentication file or an unset provider key variable →
+// an unusable authentication file, an unset provider key variable or a
+// provider that refused the credentials (an error event or turn.failed
+// saying "unexpected status 401" or "403"; Codex is stopped at the first) →
 // incompatible (a misconfiguration: the Worker reports the terminal
 // plugin_incompatible); nonzero exit, timeout, output limit, malformed or
 // rule-breaking stream, provider failure or missing completion →

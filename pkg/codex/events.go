@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/0k-lab/agent-forge/pkg/agent"
@@ -36,11 +37,28 @@ const ItemError = "error"
 // item is of type "error".
 const kindErrorItem = EventItemCompleted + "/" + ItemError
 
+// kindRefused is the kind of an error event or turn.failed reporting that
+// the provider refused the credentials.
+const kindRefused = "auth.refused"
+
+// refused401 and refused403 are how codex-cli 0.169.0 words an HTTP 401 or 403 from
+// the provider in an error event's message and in turn.failed's
+// error.message ("unexpected status 401 Unauthorized: …"; captured in
+// testdata/events/provider-401-refused.jsonl). It retries them five
+// times, so the adapter stops it at the first.
+const (
+	refused401 = "unexpected status 401 "
+	refused403 = "unexpected status 403 "
+)
+
 // Rules is Codex's closed completion table: one turn, turn.started then
 // turn.completed (or turn.failed), the item lifecycle in between; error
 // events (a dropped stream Codex retries, "Reconnecting... 1/5") and error
 // items (a transport fallback) are diagnostics, before or during the turn;
-// nothing may follow turn.completed. Any other type fails the run closed.
+// nothing may follow turn.completed. An error event or turn.failed saying
+// the provider answered 401 or 403 is a refusal of the credentials: the
+// run stops at once as a misconfiguration. Any other type fails the run
+// closed.
 func Rules() agent.Rules {
 	return agent.Rules{
 		EventThreadStarted: {Effect: agent.Known},
@@ -52,6 +70,7 @@ func Rules() agent.Rules {
 		EventItemCompleted: {Effect: agent.Known},
 		kindErrorItem:      {Effect: agent.Diagnostic},
 		EventError:         {Effect: agent.Diagnostic},
+		kindRefused:        {Effect: agent.Refused},
 	}
 }
 
@@ -62,10 +81,36 @@ func Classify(line []byte) (agent.Event, error) {
 	if err != nil {
 		return agent.Event{}, err
 	}
-	if typ == EventItemCompleted && itemType == ItemError {
+	switch {
+	case typ == EventItemCompleted && itemType == ItemError:
 		return agent.Event{Kind: kindErrorItem}, nil
+	case (typ == EventError || typ == EventTurnFailed) && refused(line):
+		return agent.Event{Kind: kindRefused}, nil
 	}
 	return agent.Event{Kind: typ}, nil
+}
+
+// refused reports whether an error event's message, or turn.failed's
+// error.message, says the provider refused the credentials.
+func refused(line []byte) bool {
+	var e struct {
+		Message json.RawMessage `json:"message"`
+		Error   json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(line, &e) != nil {
+		return false
+	}
+	var msg string
+	if json.Unmarshal(e.Message, &msg) != nil {
+		var inner struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(e.Error, &inner) != nil {
+			return false
+		}
+		msg = inner.Message
+	}
+	return strings.Contains(msg, refused401) || strings.Contains(msg, refused403)
 }
 
 // EventType returns the top-level "type" of one event line (without its

@@ -106,6 +106,9 @@ func TestStreamVerdict(t *testing.T) {
 		{"item after completion", []string{started, turn, completed, item}, agent.ReasonUnexpectedEvent, 0},
 		{"duplicate completion", []string{started, turn, completed, completed}, agent.ReasonUnexpectedEvent, 0},
 		{"late failure after completion", []string{started, turn, completed, failed}, agent.ReasonUnexpectedEvent, 0},
+		{"refused credentials retried", []string{started, turn, `{"type":"error","message":"Reconnecting... 1/5 (unexpected status 401 Unauthorized: bad key)"}`}, agent.ReasonAuthRefused, 0},
+		{"refused credentials failed the turn", []string{started, turn, `{"type":"turn.failed","error":{"message":"unexpected status 403 Forbidden: no"}}`}, agent.ReasonAuthRefused, 0},
+		{"a 500 is a diagnostic", []string{started, turn, `{"type":"error","message":"Reconnecting... 1/5 (unexpected status 500 Internal Server Error)"}`, completed}, "", 1},
 		{"malformed line", []string{started, turn, "garbage", completed}, agent.ReasonMalformedEvents, 0},
 		{"nothing believed after a malformed line", []string{started, "garbage", turn, completed}, agent.ReasonMalformedEvents, 0},
 	}
@@ -136,6 +139,7 @@ func TestStreamVerdictOnCapturedEvents(t *testing.T) {
 		{"retried-stream-completed.jsonl", "", 1},
 		{"error-item-completed.jsonl", "", 1},
 		{"provider-400-failed.jsonl", agent.ReasonProviderFailed, 1},
+		{"provider-401-refused.jsonl", agent.ReasonAuthRefused, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {

@@ -296,6 +296,16 @@ func TestRunFailures(t *testing.T) {
 	}
 }
 
+// TestRunRefusedCredentialsAreAMisconfiguration: a 401 from the provider
+// ends the run at once as incompatible (the terminal plugin_incompatible),
+// not as a retryable failure.
+func TestRunRefusedCredentialsAreAMisconfiguration(t *testing.T) {
+	f := newFixture(t, both, "FAKE_CODEX_MODE=status-401")
+	_, err := f.run(context.Background())
+	requireReason(t, err, agent.ReasonAuthRefused, plugin.CategoryIncompatible)
+	f.requireNoRunDir()
+}
+
 func TestRunHugeOutputWithinBudgetSucceeds(t *testing.T) {
 	f := newFixture(t, both, "FAKE_CODEX_MODE=huge-output", "FAKE_CODEX_HUGE_BYTES=4194304")
 	out, err := f.run(context.Background())

@@ -202,6 +202,11 @@ func (w *writer) submit(ctx context.Context, o *op) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// Once queued, the operation is the writer's until it answers: its fn
+	// writes the caller's outputs, so returning on ctx.Done here would let
+	// the caller read them while the writer may still be running it. The
+	// writer checks o.ctx before running a batch, so a cancelled caller
+	// waits at most for the batch in progress.
 	select {
 	case err := <-o.done:
 		return err
@@ -214,8 +219,6 @@ func (w *writer) submit(ctx context.Context, o *op) error {
 		default:
 			return ErrClosed
 		}
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

@@ -260,3 +260,39 @@ func TestLingerWaitsForExpected(t *testing.T) {
 		t.Fatal("linger after quit paid off")
 	}
 }
+
+// TestCancelledCallerWaitsForItsRunningOperation: once the writer runs an
+// operation, the caller's outputs belong to it until it answers, so a
+// caller whose context ends mid-operation does not return before the
+// operation has finished writing them.
+func TestCancelledCallerWaitsForItsRunningOperation(t *testing.T) {
+	s := mustOpen(t, ":memory:")
+	ctx, cancel := context.WithCancel(bg)
+	running, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	finished := false
+	returned := make(chan error, 1)
+	go func() {
+		returned <- s.read(ctx, func(q querier) error {
+			close(running)
+			<-release
+			finished = true
+			return nil
+		})
+	}()
+	<-running
+	cancel()
+	select {
+	case err := <-returned:
+		t.Fatalf("read returned (%v) while its operation was still running", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	releaseOnce.Do(func() { close(release) })
+	if err := <-returned; err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	if !finished {
+		t.Fatal("read returned before its operation finished")
+	}
+}

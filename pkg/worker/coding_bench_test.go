@@ -17,7 +17,11 @@ import (
 
 // benchRepo makes a bare repository whose main branch has one commit of
 // n files (100 bytes each, 100 per directory), via git fast-import.
-func benchRepo(b *testing.B, dir string, n int) string {
+func benchRepo(b *testing.B, dir string, n int) string { return benchRepoOf(b, dir, n, false) }
+
+// benchRepoOf is benchRepo; with unique, every file's content differs (n
+// distinct blobs, as a transfer of a real repository carries).
+func benchRepoOf(b *testing.B, dir string, n int, unique bool) string {
 	b.Helper()
 	repo := filepath.Join(dir, "big.git")
 	run := func(stdin []byte, args ...string) string {
@@ -35,6 +39,9 @@ func benchRepo(b *testing.B, dir string, n int) string {
 	s.WriteString("commit refs/heads/main\ncommitter Seed <seed@example.invalid> 1700000000 +0000\ndata 4\nbase\n")
 	body := strings.Repeat("x", 99) + "\n"
 	for i := 0; i < n; i++ {
+		if unique {
+			body = fmt.Sprintf("%05d", i) + strings.Repeat("x", 94) + "\n"
+		}
 		fmt.Fprintf(&s, "M 100644 inline d%03d/f%05d.txt\ndata %d\n%s\n", i/100, i, len(body), body)
 	}
 	run(s.Bytes(), "--git-dir="+repo, "fast-import", "--quiet")
@@ -60,6 +67,7 @@ func BenchmarkCodingOverhead(b *testing.B) {
 	repo := benchRepo(b, repos, 10000)
 	base := strings.TrimSpace(gitOut(b, repo, "rev-parse", "main"))
 	cfg := &Config{
+		Sandbox:         SandboxNone, // see hostFixture
 		RepositoryRoots: []string{repos}, WorktreeRoot: filepath.Join(root, "wt"), RuntimeRoot: filepath.Join(root, "rt"),
 		Repositories: []Repository{{ID: "big", Path: repo}}, Plugins: []Plugin{{ID: "edit", Argv: []string{"/bin/true"}}},
 		EnvironmentAllowlist: []string{"PATH"},

@@ -76,8 +76,15 @@ func (j *codingJob) ensureBase(ctx context.Context) (string, baseFetch, error) {
 		return "", baseFetch{}, err
 	}
 	haves := strings.Fields(string(out))
+	// Only this Worker writes the cache, one fetch at a time: a lock on
+	// the base's ref is what a killed fetch left behind.
+	if err := os.Remove(filepath.Join(cache, filepath.FromSlash(basesPrefix+base+".lock"))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", baseFetch{}, err
+	}
 	file := filepath.Join(j.gitHome, "base.bundle")
-	n, err := j.attempt.Gate.FetchBase(ctx, base, haves, file, MaxBaseBundleBytes)
+	tctx, cancel := context.WithTimeout(ctx, j.git.Timeout)
+	defer cancel()
+	n, err := j.attempt.Gate.FetchBase(tctx, base, haves, file, MaxBaseBundleBytes)
 	if err != nil {
 		return "", baseFetch{}, err
 	}

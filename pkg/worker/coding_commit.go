@@ -109,7 +109,9 @@ func (j *codingJob) sendCandidate(ctx context.Context, sha, tree string) (outcom
 	if j.attempt.Gate == nil {
 		return j.fail(P, evidence.ReasonRefFailed, codeCodingRetryable), false
 	}
-	err := j.attempt.Gate.PutCandidate(ctx, sha, tree, file)
+	tctx, cancel := context.WithTimeout(ctx, j.git.Timeout)
+	defer cancel()
+	err := j.attempt.Gate.PutCandidate(tctx, sha, tree, file)
 	switch status := linkStatus(err); {
 	case err == nil:
 		return outcome{}, true

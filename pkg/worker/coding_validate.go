@@ -14,6 +14,19 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/ident"
 )
 
+// stateChange names what differs between two snapshots ("" if nothing).
+func stateChange(before, after gitState) evidence.Reason {
+	switch {
+	case after.meta != before.meta:
+		return evidence.ReasonGitDirChanged
+	case !bytes.Equal(after.refs, before.refs):
+		return evidence.ReasonRefsChanged
+	case after.config != before.config:
+		return evidence.ReasonConfigChanged
+	}
+	return ""
+}
+
 // validate runs the workspace validation phase and returns the staged
 // tree.
 func (j *codingJob) validate(ctx context.Context, before gitState) (string, outcome, bool) {
@@ -29,13 +42,8 @@ func (j *codingJob) validate(ctx context.Context, before gitState) (string, outc
 	if err != nil {
 		return fail(evidence.ReasonGitFailed, codeCodingRetryable)
 	}
-	switch {
-	case after.meta != before.meta:
-		return fail(evidence.ReasonGitDirChanged, codeCodingTerminal)
-	case !bytes.Equal(after.refs, before.refs):
-		return fail(evidence.ReasonRefsChanged, codeCodingTerminal)
-	case after.config != before.config:
-		return fail(evidence.ReasonConfigChanged, codeCodingTerminal)
+	if r := stateChange(before, after); r != "" {
+		return fail(r, codeCodingTerminal)
 	}
 	// Staging never trusts the worktree's index, which the plugin can
 	// write: every command below uses the Worker's private index.

@@ -29,6 +29,9 @@
 //	            message_start and the connection is dropped (Claude Code
 //	            retries; every later stream is normal)
 //	status-401  every request is answered 401 authentication_error
+//	overloaded-first
+//	            the first turn-1 request of each conversation is answered
+//	            529 overloaded_error (Claude Code retries)
 //	tool-error  turn 1 first asks Edit to replace text in a file that does
 //	            not exist (the tool fails; the model then goes on normally)
 //	escape      turn 1 first asks Edit to create a file next to the working
@@ -39,11 +42,12 @@
 //
 // Any other method or path is answered 404 (and logged). The log line is
 // {"method","path","host","turn","mode","authorized","model","effort",
-// "tools","tool_errors","structured"}: authorized says whether the
+// "tools","tool_errors","structured","canary"}: authorized says whether the
 // x-api-key header equals the value of the environment variable named by
 // -key-env; effort is output_config.effort; tool_errors counts tool
 // results marked is_error; structured says whether StructuredOutput was
-// offered. The key itself is never logged.
+// offered; canary whether the body holds the -canary text. The key itself
+// is never logged.
 package main
 
 import (
@@ -69,6 +73,7 @@ func main() {
 	logFile := flag.String("log", "", "file to append one JSON line per request to")
 	keyEnv := flag.String("key-env", "", "environment variable holding the expected API key")
 	slow := flag.Duration("slow", 2*time.Second, "delay of the slow mode")
+	canary := flag.String("canary", "", "text whose presence in a request body is logged")
 	flag.Parse()
 	if *addrFile == "" || *logFile == "" {
 		fmt.Fprintln(os.Stderr, "usage: fake-anthropic -addr-file FILE -log FILE [-key-env NAME] [-slow D]")
@@ -84,7 +89,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fake-anthropic:", err)
 		os.Exit(1)
 	}
-	s := &server{log: logf, key: os.Getenv(*keyEnv), slow: *slow, cut: map[string]bool{}}
+	s := &server{log: logf, key: os.Getenv(*keyEnv), slow: *slow, canary: *canary, cut: map[string]bool{}}
 	if err := os.WriteFile(*addrFile, []byte(l.Addr().String()+"\n"), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, "fake-anthropic:", err)
 		os.Exit(1)
@@ -97,9 +102,10 @@ func main() {
 }
 
 type server struct {
-	log  io.Writer
-	key  string
-	slow time.Duration
+	log    io.Writer
+	key    string
+	slow   time.Duration
+	canary string
 
 	mu  sync.Mutex
 	cut map[string]bool // conversations whose first stream was cut
@@ -117,6 +123,7 @@ type logLine struct {
 	Tools      []string `json:"tools"`
 	ToolErrors int      `json:"tool_errors"`
 	Structured bool     `json:"structured"`
+	Canary     bool     `json:"canary"`
 }
 
 func (s *server) record(l logLine) {
@@ -193,8 +200,13 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	line.Canary = s.canary != "" && strings.Contains(string(body), s.canary)
 	var req request
-	if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(&req); err != nil {
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil {
 		s.record(line)
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "bad request body")
 		return
@@ -250,6 +262,11 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "hang":
 		<-r.Context().Done()
 		return
+	case "overloaded-first":
+		if line.Turn == 1 && s.firstCut("overloaded:"+conversationKey(prompt)) {
+			writeError(w, 529, "overloaded_error", "Overloaded")
+			return
+		}
 	case "slow":
 		time.Sleep(s.slow)
 	}

@@ -19,7 +19,12 @@
 //	            its first event and the connection is closed (Codex
 //	            retries; every later stream is normal)
 //	status-400  every request is answered 400 with a JSON error body
+//	status-401  every request is answered 401 invalid_api_key
 //	slow        every stream waits -slow (default 2s) before its events
+//	env-probe   turn 1 first calls Codex's exec_command tool with `env`;
+//	            the request carrying its output is logged with probe_ran
+//	            (the output holds PATH=) and probe_saw_key (it holds the
+//	            key), then the conversation goes on as usual
 //
 // Any other method or path is answered 404 (and logged). The log line is
 // {"method","path","host","turn","mode","authorized","model","effort",
@@ -39,6 +44,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 )
@@ -94,6 +100,10 @@ type logLine struct {
 	Model      string   `json:"model"`
 	Effort     string   `json:"effort"`
 	Tools      []string `json:"tools"`
+	// env-probe: the command ran (its output holds PATH=) and whether
+	// its output held the key.
+	ProbeRan    bool `json:"probe_ran"`
+	ProbeSawKey bool `json:"probe_saw_key"`
 }
 
 func (s *server) record(l logLine) {
@@ -124,9 +134,14 @@ type request struct {
 	} `json:"text"`
 }
 
+// probeCallID is the call id of the env-probe mode's command.
+const probeCallID = "call_fake_env_probe"
+
 type inputItem struct {
-	Type    string `json:"type"`
-	Role    string `json:"role"`
+	Type    string          `json:"type"`
+	CallID  string          `json:"call_id"`
+	Output  json.RawMessage `json:"output"`
+	Role    string          `json:"role"`
 	Content []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
@@ -152,13 +167,19 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"bad request body"}}`, http.StatusBadRequest)
 		return
 	}
-	prompt, toolDone := "", false
+	prompt, toolDone, probed := "", false, false
 	for _, raw := range req.Input {
 		var it inputItem
 		if json.Unmarshal(raw, &it) != nil {
 			continue
 		}
 		switch {
+		case it.Type == "function_call_output" && it.CallID == probeCallID:
+			// The env-probe command's output: what a command Codex runs sees.
+			probed = true
+			out := string(it.Output)
+			line.ProbeRan = strings.Contains(out, "PATH=")
+			line.ProbeSawKey = s.key != "" && strings.Contains(out, s.key)
 		case it.Type == "custom_tool_call_output" || it.Type == "function_call_output":
 			toolDone = true
 		case it.Type == "message" && it.Role == "user":
@@ -183,11 +204,18 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		line.Mode = m[1]
 	}
 	s.record(line)
+	probe := line.Mode == "env-probe" && !probed && !toolDone
 
 	if line.Mode == "status-400" {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, `{"error":{"message":"the fake provider refuses this request","type":"invalid_request_error","code":"fake_refusal"}}`)
+		return
+	}
+	if line.Mode == "status-401" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","code":"invalid_api_key"}}`)
 		return
 	}
 	if line.Mode == "slow" {
@@ -207,7 +235,12 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hijackClose(w)
 		return
 	}
-	if line.Turn == 1 && path != "" {
+	if probe {
+		args, _ := json.Marshal(map[string]any{"cmd": "env", "login": false, "tty": false})
+		sse.event("response.output_item.done", map[string]any{"item": map[string]any{
+			"type": "function_call", "id": "fc_fake", "call_id": probeCallID,
+			"name": "exec_command", "arguments": string(args), "status": "completed"}})
+	} else if line.Turn == 1 && path != "" {
 		patch := "*** Begin Patch\n*** Add File: " + path + "\n+" + text + "\n*** End Patch\n"
 		sse.event("response.output_item.done", map[string]any{"item": map[string]any{
 			"type": "custom_tool_call", "id": "ctc_fake", "call_id": "call_fake_patch",
