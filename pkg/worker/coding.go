@@ -256,11 +256,9 @@ type codingJob struct {
 	admin     string // the worktree's administrative git dir
 	branch    string
 	// gate: an attempt on a Gate registration, in its own repository
-	// (gateDirs) borrowing the source cache's objects; fetch is what its
-	// preparation transferred.
+	// (gateDirs) borrowing the source cache's objects.
 	gate     bool
 	gateDirs AttemptDirs
-	fetch    baseFetch
 
 	records []evidence.Record
 }
