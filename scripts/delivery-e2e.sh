@@ -354,16 +354,27 @@ print("delivery-e2e: stalled push: %d git processes, no token in their environ o
 PY
 kill -KILL "$gate_pid"
 wait "$gate_pid" 2>/dev/null || true
-sleep 1.5
-python3 - <<'PY' || fail "SIGKILLed Gate left a git push running"
-import os
-for p in os.listdir("/proc"):
-    if p.isdigit():
-        try:
-            c = open("/proc/%s/cmdline" % p, "rb").read()
-        except OSError:
-            continue
-        assert b"push\0--porcelain" not in c, p
+# The fake holds the push for 15 s; the reaper must end it (and its remote
+# helper) within 5 s of the Gate's death.
+python3 - <<'PY' || fail "SIGKILLed Gate left a git push or its remote helper running"
+import os, time
+def left():
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                c = open("/proc/%s/cmdline" % p, "rb").read()
+                e = open("/proc/%s/environ" % p, "rb").read()
+            except OSError:
+                continue
+            if b"GIT_PROJECT_ROOT=" in e:  # the fake's side
+                continue
+            if b"push\0--porcelain" in c or b"remote-https" in c:
+                yield c
+deadline = time.time() + 5
+while list(left()) and time.time() < deadline:
+    time.sleep(0.05)
+rest = list(left())
+assert not rest, rest
 PY
 curl -fsS -X POST --data "{\"repo\":\"$owner/$project\",\"mode\":\"\"}" "http://$fake_control/fault" || fail "clear stall"
 start_gate

@@ -1,6 +1,8 @@
 package delivery
 
 import (
+	"context"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -235,5 +237,53 @@ func TestRunsReadWithActionsReadToken(t *testing.T) {
 		if want := gh.rate.Reset.Sub(at) / 50; !granted && wait != want {
 			t.Fatalf("unauthenticated pacing: next poll in %v, want %v", wait, want)
 		}
+	}
+}
+
+// Deliveries entering CI at any time take their turn in the shared
+// unauthenticated budget: 100 of them never send more runs reads in the
+// hour than the 60 the budget holds.
+func TestManyDeliveriesKeepToTheUnauthenticatedBudget(t *testing.T) {
+	_, gh, c, _ := setup(t)
+	cfg := testConfig()
+	cfg.Timeout = 2 * time.Hour
+	m, err := NewMachine(gh, cfg, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh.setRuns(Run{ID: 1, HeadSHA: cand, Status: "in_progress"})
+	gh.spend = true
+	gh.rate = RateLimit{Limit: 60, Remaining: 60, Reset: c.Now().Add(time.Hour)}
+	end := gh.rate.Reset
+	var states []State
+	for i := 0; i < 100; i++ {
+		s := New("job"+strconv.Itoa(i), testRepo, "main", cand, c.Now())
+		s.Branch = "forge/job-" + strconv.Itoa(i)
+		states = append(states, s)
+	}
+	for c.Now().Before(end) {
+		// Step every due delivery, then move to the next due time.
+		next := end
+		for i := range states {
+			if s := states[i]; !s.NextAt.After(c.Now()) && !s.Phase.Terminal() {
+				n, err := m.Step(context.Background(), s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				states[i] = n
+			}
+			if s := states[i]; !s.Phase.Terminal() && s.NextAt.Before(next) {
+				next = s.NextAt
+			}
+		}
+		if next.After(c.Now()) {
+			c.Advance(next.Sub(c.Now()))
+		}
+	}
+	if gh.overBudget != 0 || gh.count("runs") > 60 {
+		t.Fatalf("%d runs reads in the hour, %d over the budget", gh.count("runs"), gh.overBudget)
+	}
+	if gh.count("runs") < 50 {
+		t.Fatalf("only %d runs reads in the hour: the budget went unused", gh.count("runs"))
 	}
 }

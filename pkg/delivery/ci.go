@@ -29,6 +29,22 @@ func (m *Machine) ci(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s, err
 	}
+	if !rt.Authenticated() {
+		// The shared 60 an hour serve the oldest deliveries first.
+		if wait, ok := m.admitted(s, m.clock.Now()); !ok {
+			s.NextAt, s.PollReserved = wait, false
+			return s, nil
+		}
+	}
+	if !s.PollReserved {
+		// A first poll (or one after a failure) takes its turn in the
+		// budget's queue like every other.
+		if at := m.claimPoll(rt, m.clock.Now()); at.After(m.clock.Now()) {
+			s.NextAt, s.PollReserved = at, true
+			return s, nil
+		}
+	}
+	s.PollReserved = false
 	etag := s.ETag
 	if s.RunsKey == "" {
 		// Nothing to compare a 304 with (a restart forgot it): read all.
@@ -69,7 +85,31 @@ func (m *Machine) ci(ctx context.Context, s State) (State, error) {
 	}
 	// A 304 of an authorized read cost nothing: it reserves no share.
 	s.NextAt = m.reservePoll(rt, runs.Rate, now, !(runs.NotModified && rt.Authenticated()))
+	s.PollReserved = true
 	return s, nil
+}
+
+// defaultShare is a poll's share of a budget not yet seen in any answer:
+// none. Until the first answer names the budget, admission lets only one
+// unauthenticated delivery poll (admitted), so no burst outruns it.
+func defaultShare(Token) time.Duration { return 0 }
+
+// claimPoll gives an unreserved poll its slot on tok's budget: now when
+// the budget's queue is free (the next slot moves on by one share), else
+// the queue's next slot, reserved for it.
+func (m *Machine) claimPoll(tok Token, now time.Time) time.Time {
+	m.pollMu.Lock()
+	defer m.pollMu.Unlock()
+	share, ok := m.share[tok.Budget]
+	if !ok {
+		share = defaultShare(tok)
+	}
+	at := now
+	if next := m.nextPoll[tok.Budget]; next.After(at) {
+		at = next
+	}
+	m.nextPoll[tok.Budget] = at.Add(share)
+	return at
 }
 
 // prDuringCI reads s's pull request in the ci phase: closed ends the
@@ -152,6 +192,12 @@ func (m *Machine) reservePoll(tok Token, r RateLimit, now time.Time, paid bool) 
 	}
 	m.pollMu.Lock()
 	defer m.pollMu.Unlock()
+	if paid {
+		m.share[tok.Budget] = share
+	}
+	if r.Limit > 0 {
+		m.rate[tok.Budget] = r
+	}
 	if next := m.nextPoll[tok.Budget]; next.After(at) {
 		at = next
 	}
@@ -217,4 +263,44 @@ func Verdict(candidate string, runs Runs) string {
 		return CISuccess
 	}
 	return CIPending
+}
+
+// admitted decides whether s may poll the unauthenticated budget now.
+// Sharing 60 requests an hour evenly among many deliveries would give
+// each a poll every hour or so and finish none of them: instead only as
+// many deliveries poll as the budget serves at poll_interval (at least
+// one), the oldest in ci first (by the start of their ci phase, then
+// job), and the others wait, without a request, until one leaves ci. wait
+// is when to ask again.
+func (m *Machine) admitted(s State, now time.Time) (time.Time, bool) {
+	m.pollMu.Lock()
+	defer m.pollMu.Unlock()
+	m.waiting[s.JobID] = s.CIStartedAt
+	capacity := 1
+	if r, ok := m.rate[""]; ok {
+		if left := r.Reset.Sub(now); left > 0 && r.Remaining > 0 {
+			capacity = max(1, int(time.Duration(r.Remaining)*m.cfg.PollInterval/left))
+		}
+	}
+	older := 0
+	for job, start := range m.waiting {
+		if start.Before(s.CIStartedAt) || start.Equal(s.CIStartedAt) && job < s.JobID {
+			older++
+		}
+	}
+	if older < capacity {
+		return now, true
+	}
+	share, ok := m.share[""]
+	if !ok {
+		share = defaultShare(Token{})
+	}
+	return now.Add(max(m.cfg.PollInterval, share)), false
+}
+
+// leaveCI forgets a delivery that left the ci phase.
+func (m *Machine) leaveCI(job string) {
+	m.pollMu.Lock()
+	delete(m.waiting, job)
+	m.pollMu.Unlock()
 }

@@ -71,6 +71,10 @@ type fakeGitHub struct {
 	// notMerged: merges answer merged=false; mergedBehind: the next merge
 	// is carried out but answered as refused (the PR is merged).
 	notMerged, mergedBehind bool
+	// spend: every runs read spends one of rate.Remaining (refused, and
+	// counted in overBudget, once none remains).
+	spend      bool
+	overBudget int
 	// issued tokens by value, for the expiry check
 	issued map[string]time.Time
 }
@@ -287,6 +291,13 @@ func (f *fakeGitHub) ListRuns(ctx context.Context, tok Token, repo Repo, headSHA
 		if err := f.failRuns(); err != nil {
 			return Runs{}, err
 		}
+	}
+	if f.spend {
+		if f.rate.Remaining == 0 {
+			f.overBudget++
+			return Runs{}, &Error{Kind: KindRateLimited, RetryAt: f.rate.Reset}
+		}
+		f.rate.Remaining--
 	}
 	tag := `"e` + strconv.Itoa(f.etag) + `"`
 	if etag == tag {

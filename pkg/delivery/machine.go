@@ -46,6 +46,11 @@ type Machine struct {
 	// all of them together keep to the budget they share.
 	pollMu   sync.Mutex
 	nextPoll map[string]time.Time
+	share    map[string]time.Duration // per budget: one paid poll's share, from the last answer
+	rate     map[string]RateLimit     // per budget: the last answer's headers
+	// waiting: the deliveries in ci reading runs unauthenticated, by job,
+	// with the start of their ci phase (admission, ci.go).
+	waiting map[string]time.Time
 }
 
 // tokenKey names a cached token: the repository and what it may do.
@@ -60,7 +65,8 @@ func NewMachine(gh GitHub, cfg Config, clock Clock) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Machine{gh: gh, cfg: cfg, clock: clock, tokens: map[tokenKey]Token{}, nextPoll: map[string]time.Time{}}, nil
+	return &Machine{gh: gh, cfg: cfg, clock: clock, tokens: map[tokenKey]Token{}, nextPoll: map[string]time.Time{},
+		share: map[string]time.Duration{}, rate: map[string]RateLimit{}, waiting: map[string]time.Time{}}, nil
 }
 
 // Step runs s's phase once (the caller waits until s.NextAt first) and
@@ -96,6 +102,9 @@ func (m *Machine) Step(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		next = m.onError(s, err)
 	}
+	if s.Phase == PhaseCI && next.Phase != PhaseCI {
+		m.leaveCI(s.JobID)
+	}
 	// No wait outlasts the delivery: the step at the deadline ends it.
 	if deadline := s.StartedAt.Add(m.cfg.Timeout); !next.Phase.Terminal() && next.NextAt.After(deadline) {
 		next.NextAt = deadline
@@ -128,7 +137,10 @@ func (m *Machine) timedOut(ctx context.Context, s State) (State, error) {
 		if ctx.Err() != nil {
 			return s, ctx.Err()
 		}
-		if s.CIState == CIWaiting || s.CIState == "" {
+		// Polls that answered and saw no run: ci_no_runs. Pending runs,
+		// or no answer at all (rate limits, waiting for its turn in the
+		// unauthenticated budget): ci_timed_out.
+		if (s.CIState == CIWaiting || s.CIState == "") && s.RunsKey != "" {
 			s.CIState = CINoRuns
 			return fail(s, CodeCINoRuns), nil
 		}
@@ -167,6 +179,8 @@ func (m *Machine) advance(s State, p Phase) State {
 // limit, retry a transient failure with back-off, or fail with the code of
 // a final refusal.
 func (m *Machine) onError(s State, err error) State {
+	// A failed poll used its slot: the next one takes a new turn.
+	s.PollReserved = false
 	var e *Error
 	if !errors.As(err, &e) {
 		e = &Error{Kind: KindTransient}

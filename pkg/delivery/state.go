@@ -110,10 +110,13 @@ type State struct {
 	// and states of the last runs answer and its verdict, for the two
 	// consecutive equal polls a success needs (DECISIONS 12).
 	// PRETag is the ETag of the ci phase's last pull request read.
-	Workflows   int8
-	RunsKey     string
-	RunsVerdict string
-	PRETag      string
+	// PollReserved: the next runs poll has its slot in the budget's
+	// queue (reservePoll, claimPoll).
+	Workflows    int8
+	RunsKey      string
+	RunsVerdict  string
+	PRETag       string
+	PollReserved bool
 }
 
 // State.Workflows values.

@@ -142,3 +142,24 @@ func FuzzHasNextPage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzErrorMessage: never panics; the private message is bounded; the
+// seeds' classes are read (a field error as "field code").
+func FuzzErrorMessage(f *testing.F) {
+	seeds := testseed.Read(f, "testdata/seed/error-*")
+	for _, d := range seeds {
+		f.Add(d)
+	}
+	want := map[string]string{"error-head-invalid.json": "head invalid", "error-no-commits.json": "No commits between",
+		"error-base-modified.json": "Base branch was modified"}
+	for name, phrase := range want {
+		if !strings.Contains(errorMessage(seeds[name]), phrase) {
+			f.Errorf("%s: %q lacks %q", name, errorMessage(seeds[name]), phrase)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if m := errorMessage(data); len(m) > maxMessageBytes {
+			t.Fatalf("%d bytes", len(m))
+		}
+	})
+}

@@ -65,7 +65,10 @@ type API struct {
 	// line, so that a test can grep other files for it.
 	tokenLog io.Writer
 
+	mergeMu   sync.Mutex // serializes PersonAct's merges
 	mu        sync.Mutex
+	merging   map[string]bool // "owner/repo#n" being merged (api_delivery.go)
+	wfChanges map[string]bool // "owner/repo sha" -> the head changes workflows
 	installs  map[int64]*InstallationConfig
 	tokens    map[string]*liveToken
 	pulls     map[string][]*pull // "owner/repo" (lowercase) -> PRs
@@ -116,7 +119,8 @@ func (t *liveToken) covers(owner, repo string) bool {
 func NewAPI(cfg AppConfig, gitRoot, git string, now func() time.Time, tokenLog io.Writer) *API {
 	a := &API{cfg: cfg, gitRoot: gitRoot, git: git, now: now, tokenLog: tokenLog,
 		installs: map[int64]*InstallationConfig{}, tokens: map[string]*liveToken{},
-		pulls: map[string][]*pull{}, apiFaults: map[string]int{}, protected: map[string][]string{}, budgets: map[string]*budget{}}
+		pulls: map[string][]*pull{}, apiFaults: map[string]int{}, protected: map[string][]string{}, budgets: map[string]*budget{},
+		merging: map[string]bool{}, wfChanges: map[string]bool{}}
 	for i := range cfg.Installations {
 		in := cfg.Installations[i]
 		a.installs[in.ID] = &in

@@ -16,19 +16,24 @@ import (
 	"time"
 )
 
-// What delivery needs beyond pull requests: the Actions runs list (read
-// without a token, with ETag/If-None-Match and the unauthenticated limit
-// of 60 an hour), the exact-head merge (PUT …/pulls/{n}/merge) and the
-// merged check (GET …/pulls/{n}/merge).
+// What delivery needs beyond pull requests: the Actions runs list (public:
+// readable without a token on the address's 60 an hour, or with an
+// installation token holding actions read on its installation's budget;
+// ETag/If-None-Match, a 304 free only when authorized), the exact-head
+// merge (PUT …/pulls/{n}/merge) and the merged check (GET …/pulls/{n}/merge).
 //
-// Runs are scripted per repository (SetCI): every commit that is the head
-// of an open pull request gets one workflow run (SetCIRuns: several, one
-// per workflow), in_progress for the first RunPolls polls of it, then
-// completed with the repository's conclusion; mode "none" never starts a
-// run (path filters, a conflict). Runs once listed stay listed after their
-// pull request closes, as on GitHub. The list pages as GitHub's does:
-// per_page (default 30, at most 100) and page, total_count of all runs,
-// a Link header naming the next and last pages.
+// Runs follow either scripted workflows (SetWorkflows, workflows.go: push
+// runs at push time, pull_request runs when a pull request without
+// conflicts opens, each listed after its start and completed after its
+// duration) or, without them, SetCI's poll-counted mode: every commit that
+// is the head of an open pull request gets one pull_request run (SetCIRuns:
+// several), in_progress for the first RunPolls polls of it, then completed
+// with the repository's conclusion; mode "none" never starts a run. Runs
+// once listed stay listed after their pull request closes, as on GitHub.
+// The list pages as GitHub's does: per_page (default 30, at most 100) and
+// page, total_count of all runs, a Link header naming the next and last
+// pages. The merge refuses, as GitHub, a workflow change without the
+// workflows permission (403 "Resource not accessible by integration").
 
 // CI modes (SetCI).
 const (
@@ -371,21 +376,40 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 	}
 	n, _ := strconv.Atoi(num)
 	c := a.ci()
+	// git runs without a.mu held, so the rest of the API keeps answering
+	// and merges of different pull requests run side by side (the base
+	// branch moves by compare-and-swap, mergeCommit); one pull request
+	// merges once at a time.
+	key := repoKey(owner, repo) + "#" + num
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	var p *pull
+	var snap pull
 	for _, q := range a.pulls[repoKey(owner, repo)] {
 		if q.Number == n {
-			p = q
+			p, snap = q, *q
 		}
 	}
+	busy := a.merging[key]
+	if p != nil && !busy {
+		a.merging[key] = true
+		defer func() {
+			a.mu.Lock()
+			delete(a.merging, key)
+			a.mu.Unlock()
+		}()
+	}
+	a.mu.Unlock()
 	if p == nil {
 		WriteError(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	head, ok := a.branchSHA(owner, repo, p.Head)
+	if busy {
+		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
+		return
+	}
+	head, ok := a.branchSHA(owner, repo, snap.Head)
 	switch {
-	case p.State != "open" || !ok:
+	case snap.State != "open" || !ok:
 		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
 		return
 	case req.SHA != "" && req.SHA != head:
@@ -400,7 +424,7 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 	case c.take(DeliveryFaultMergeUnprocessable):
 		WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
 		return
-	case tok.perms["workflows"] != "write" && a.changesWorkflows(owner, repo, p.Base, head):
+	case tok.perms["workflows"] != "write" && a.mergeChangesWorkflows(owner, repo, snap.Base, head):
 		// GitHub refuses an App's merge of a workflow change without
 		// the workflows permission.
 		WriteError(w, http.StatusForbidden, msgNotAccessible)
@@ -412,12 +436,18 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 		writeJSON(w, http.StatusOK, map[string]any{"sha": nil, "merged": false, "message": "Pull Request could not be merged"})
 		return
 	}
-	merge, err := a.mergeCommit(owner, repo, p, head)
+	merge, err := a.mergeCommit(owner, repo, &snap, head)
+	if errors.Is(err, errBaseModified) {
+		WriteError(w, http.StatusMethodNotAllowed, "Base branch was modified. Review and try the merge again.")
+		return
+	}
 	if err != nil {
 		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
 		return
 	}
+	a.mu.Lock()
 	p.State, p.Merged, p.HeadSHA = "closed", true, head
+	a.mu.Unlock()
 	c.mu.Lock()
 	if c.merges[repoKey(owner, repo)] == nil {
 		c.merges[repoKey(owner, repo)] = map[int]string{}
@@ -429,6 +459,18 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sha": merge, "merged": true, "message": "Pull Request successfully merged"})
+}
+
+// mergeChangesWorkflows is changesWorkflows, from what the pull
+// request's creation found when it did.
+func (a *API) mergeChangesWorkflows(owner, repo, base, head string) bool {
+	a.mu.Lock()
+	wf, ok := a.wfChanges[repoKey(owner, repo)+" "+head]
+	a.mu.Unlock()
+	if ok {
+		return wf
+	}
+	return a.changesWorkflows(owner, repo, base, head)
 }
 
 // changesWorkflows reports whether merging head into base changes
@@ -454,10 +496,6 @@ func (a *API) MergeSHA(owner, repo string, n int) string {
 // mergeCommit writes the merge of head into p's base branch and moves the
 // base branch to it (only if it did not move meanwhile).
 func (a *API) mergeCommit(owner, repo string, p *pull, head string) (string, error) {
-	base, ok := a.branchSHA(owner, repo, p.Base)
-	if !ok {
-		return "", fmt.Errorf("no base")
-	}
 	gitDir := a.gitRoot + "/" + owner + "/" + repo + ".git"
 	run := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -469,21 +507,32 @@ func (a *API) mergeCommit(owner, repo string, p *pull, head string) (string, err
 		out, err := cmd.Output()
 		return strings.TrimSpace(string(out)), err
 	}
-	tree, err := run("merge-tree", "--write-tree", base, head)
-	if err != nil {
-		return "", err
+	for try := 0; try < 3; try++ {
+		base, ok := a.branchSHA(owner, repo, p.Base)
+		if !ok {
+			return "", fmt.Errorf("no base")
+		}
+		tree, err := run("merge-tree", "--write-tree", base, head)
+		if err != nil {
+			return "", err
+		}
+		tree, _, _ = strings.Cut(tree, "\n")
+		msg := "Merge pull request #" + strconv.Itoa(p.Number) + " from " + owner + "/" + p.Head
+		merge, err := run("commit-tree", tree, "-p", base, "-p", head, "-m", msg)
+		if err != nil {
+			return "", err
+		}
+		// Compare-and-swap: a base moved meanwhile (another merge) is
+		// read again and merged onto.
+		if _, err := run("update-ref", "refs/heads/"+p.Base, merge, base); err == nil {
+			return merge, nil
+		}
 	}
-	tree, _, _ = strings.Cut(tree, "\n")
-	msg := "Merge pull request #" + strconv.Itoa(p.Number) + " from " + owner + "/" + p.Head
-	merge, err := run("commit-tree", tree, "-p", base, "-p", head, "-m", msg)
-	if err != nil {
-		return "", err
-	}
-	if _, err := run("update-ref", "refs/heads/"+p.Base, merge, base); err != nil {
-		return "", err
-	}
-	return merge, nil
+	return "", errBaseModified
 }
+
+// errBaseModified: the base branch kept moving during a merge.
+var errBaseModified = errors.New("base branch was modified")
 
 // pullMerged is GET /repos/{o}/{r}/pulls/{n}/merge: 204 merged, 404 not.
 func (a *API) pullMerged(w http.ResponseWriter, r *http.Request, owner, repo, num string) {

@@ -237,11 +237,19 @@ func (a *API) createPull(w http.ResponseWriter, r *http.Request, owner, repo str
 	a.pulls[key] = append(a.pulls[key], p)
 	body := a.pullJSON(owner, repo, p)
 	a.mu.Unlock()
-	// A pull request that conflicts with its base gets no pull_request
-	// runs at all.
-	if !a.conflicts(owner, repo, baseSHA, headSHA) {
-		a.event(owner, repo, "pull_request", headSHA)
-	}
+	// GitHub's work after the answer: a pull request that conflicts with
+	// its base gets no pull_request runs at all; whether it changes
+	// workflows is known for its merge.
+	created := p.Created
+	go func() {
+		if !a.conflicts(owner, repo, baseSHA, headSHA) {
+			a.eventAt(owner, repo, "pull_request", headSHA, created)
+		}
+		wf := a.changesWorkflows(owner, repo, req.Base, headSHA)
+		a.mu.Lock()
+		a.wfChanges[repoKey(owner, repo)+" "+headSHA] = wf
+		a.mu.Unlock()
+	}()
 	if a.takeFault(APIFaultLosePRCreate) {
 		dropConnection(w)
 		return
@@ -274,6 +282,8 @@ func (a *API) SetPullState(owner, repo string, number int, state string, merged 
 // page would: "close" closes it, "merge" merges it (a real merge commit
 // on its base, as the merge button makes).
 func (a *API) PersonAct(owner, repo string, number int, act string) error {
+	a.mergeMu.Lock()
+	defer a.mergeMu.Unlock()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var p *pull

@@ -13,8 +13,13 @@
 //     Server.API (404 JSON in GitHub's error shape when none is set).
 //
 // Per-repository faults (Server.SetFault) make github.com answer a
-// redirect, ask for credentials, or fail with 500, the way a hostile or
-// broken upstream would. A Server.Auth hook decides who may read or push.
+// redirect, ask for credentials, fail with 500, drop a push's answer or
+// stall a push, the way a hostile or broken upstream would. A Server.Auth
+// hook decides who may read or push; Server.OnPush hears every push that
+// moved branches (push-event workflow runs start from it). The
+// repositories' pre-receive hook (WriteWorkflowHook) is GitHub's push
+// checks: rulesets (GH013), the workflows permission, and a log of each
+// push's object count.
 //
 // Every request is appended to a JSON-lines request log holding the time,
 // host, method, path, query and status. Header values, bodies and

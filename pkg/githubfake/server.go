@@ -32,7 +32,7 @@ const (
 )
 
 // StallPush is how long FaultStallPush holds a push.
-const StallPush = 4 * time.Second
+const StallPush = 15 * time.Second
 
 // Server is the fake. Create it with New; set API, Auth and GitEnv before
 // serving.

@@ -60,8 +60,11 @@ func (a *API) SetWorkflows(owner, repo string, wfs []Workflow) error {
 	return nil
 }
 
-// event creates the runs an event of owner/repo for sha starts.
-func (a *API) event(owner, repo, event, sha string) {
+// event creates the runs an event of owner/repo for sha starts now.
+func (a *API) event(owner, repo, event, sha string) { a.eventAt(owner, repo, event, sha, a.now()) }
+
+// eventAt creates the runs an event of owner/repo for sha started at now.
+func (a *API) eventAt(owner, repo, event, sha string, now time.Time) {
 	c := a.ci()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -69,7 +72,6 @@ func (a *API) event(owner, repo, event, sha string) {
 	if t == nil {
 		return
 	}
-	now := a.now()
 	for _, w := range t.workflows {
 		if w.Event != event {
 			continue
