@@ -171,6 +171,7 @@ cat >"$tmp/worker.json" <<EOF
             {"id":"claude-bad","argv":["$bin/forge-claude-plugin","-profile","$op/claude-bad.json"]}],
  "environment_allowlist":["PATH","CLAUDE_BIN","CLAUDE_E2E_KEY","CODEX_BIN","CODEX_E2E_PROVIDER_KEY"],
  "check_environment_allowlist":["PATH"],
+ "sandbox_read_paths":["$tmp/claude-npm/node_modules","$tmp/codex-npm/node_modules","$op"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":4194304,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF
 # The Worker execs from a shell that wrote its pid, so the pid is the Worker's.

@@ -15,7 +15,10 @@
 #     and plugins on, and the operator a profile
 #     (model, reasoning effort, the fake as provider, the key's variable
 #     name) named in the plugin's argv in worker.json. The Worker (two
-#     lanes) runs under strace, following every process it starts.
+#     lanes) runs under strace, following every process it starts; the
+#     plugin and Codex run in the Worker's Landlock sandbox (reading the
+#     npm installation and the operator's directory as sandbox_read_paths)
+#     with Codex told to add no sandbox of its own (docs/codex.md).
 #  3. Two slow jobs at once: while both run, their CODEX_HOMEs are two
 #     different private 0700 directories sharing no file. Both succeed on
 #     attempt 1; each candidate holds the file Codex's apply_patch wrote;
@@ -168,6 +171,7 @@ cat >"$tmp/worker.json" <<EOF
  "repositories":[{"id":"demo","path":"$repo"}],
  "plugins":[{"id":"codex","argv":["$bin/forge-codex-plugin","-profile","$op/codex.json"]}],
  "environment_allowlist":$envs,"check_environment_allowlist":["PATH"],
+ "sandbox_read_paths":["$tmp/npm/node_modules","$op"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF
 # The Worker execs from a shell that wrote its pid, so the pid is the Worker's.
@@ -178,6 +182,8 @@ strace_pid=$!
 pids+=("$strace_pid")
 for _ in $(seq 100); do [ -s "$tmp/worker.pid" ] && break; sleep 0.05; done
 worker_pid=$(cat "$tmp/worker.pid") || fail "Worker did not start under strace"
+wait_log "$tmp/worker.log" "e.get('msg') == 'sandbox' and e.get('sandbox') == 'landlock'" >/dev/null ||
+  fail "the Worker does not run Codex in its Landlock sandbox"
 
 submit() { # NAME INSTRUCTION: submit a job that must create NAME.txt
   python3 - "$base" "$1" "$2" >"$tmp/task-$1.json" <<'PY'

@@ -51,6 +51,9 @@ else
 fi
 export CODEX_BIN
 deterministic=${deterministic:-}
+# The sandbox reads the Codex executable's directory (the fake, or the
+# real CLI's installation) besides the system paths.
+codex_dir=$(cd "$(dirname "$CODEX_BIN")" 2>/dev/null && pwd -P || echo /nonexistent)
 
 FORGE_OWNER_TOKEN=owner-$(rand)
 FORGE_WORKER_TOKEN=worker-$(rand)
@@ -84,6 +87,7 @@ cat >"$tmp/worker.json" <<EOF
  "repositories":[{"id":"demo","path":"$repo"}],
  "plugins":[{"id":"codex","argv":[$plugin_argv]}],
  "environment_allowlist":["PATH","CODEX_HOME","CODEX_BIN"],"check_environment_allowlist":["PATH"],
+ "sandbox_read_paths":["$codex_dir"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF
 e2e_start_worker

@@ -3,7 +3,8 @@
 # plugin and the forge CLI into a private temp dir, starts Gate on an
 # OS-chosen loopback port with a file database and a Worker (2 lanes, the
 # plugin pinned by sha256), submits {"input":"hello agent forge"}, waits,
-# and checks the result, the attempt, the ordered events, that the Worker
+# and checks the result (the plugin ran in the Worker's default Landlock
+# sandbox), the attempt, the ordered events, that the Worker
 # lanes show disconnected after the Worker stops, and that no token reached
 # a log. Final line: E2E PASS.
 set -euo pipefail
@@ -45,6 +46,9 @@ cat >"$tmp/worker.json" <<EOF
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF
 e2e_start_worker
+# The default sandbox: the Worker confines its plugins with Landlock.
+wait_log "$tmp/worker.log" "e.get('msg') == 'sandbox' and e.get('sandbox') == 'landlock' and e.get('landlock_abi', 0) >= 1" >/dev/null ||
+  fail "the Worker did not log its Landlock sandbox"
 for lane in worker-1 'worker-1#1'; do
   wait_log "$tmp/gate.log" "e.get('msg') == 'lane connected' and e.get('lane') == '$lane'" >/dev/null ||
     fail "lane $lane did not connect"

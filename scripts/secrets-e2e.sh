@@ -118,19 +118,40 @@ PY
   field id <"$tmp/api/submit-$1"
 }
 
-# 1. A passing job; the plugin waits on a FIFO while the API is read.
-mkfifo "$tmp/started" "$tmp/release"
+# 1. A passing job; the plugin waits on a loopback rendezvous (reachable
+# from inside the Worker's sandbox) while the API is read: its first
+# connection says it started, its second is held until release exists.
+python3 - "$tmp" <<'PY' &
+import os, socket, sys, time
+tmp = sys.argv[1]
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(2)
+open(tmp + "/rendezvous.addr.tmp", "w").write("127.0.0.1:%d" % s.getsockname()[1])
+os.rename(tmp + "/rendezvous.addr.tmp", tmp + "/rendezvous.addr")
+c, _ = s.accept()
+c.close()
+open(tmp + "/started", "w").close()
+c, _ = s.accept()
+while not os.path.exists(tmp + "/release"):
+    time.sleep(0.02)
+c.close()
+PY
+pids+=($!)
+for _ in $(seq 200); do [ -s "$tmp/rendezvous.addr" ] && break; sleep 0.05; done
+rendezvous=tcp:$(cat "$tmp/rendezvous.addr") || fail "no rendezvous"
 tests=$(python3 -c 'import json,sys; print(json.dumps([["sh","-c",sys.argv[1] + " # " + sys.argv[2]], ["sh","-c",sys.argv[1] + "; exit 0 # " + sys.argv[2]]]))' "$print_secrets" "$mark")
-job1=$(submit ok "signal $tmp/started
-await $tmp/release
+job1=$(submit ok "signal $rendezvous
+await $rendezvous
 write notes.txt secrets e2e
 subject chore: add notes" "$tests")
-timeout 30 cat "$tmp/started" >/dev/null || fail "the plugin never started"
+for _ in $(seq 600); do [ -e "$tmp/started" ] && break; sleep 0.05; done
+[ -e "$tmp/started" ] || fail "the plugin never started"
 sleep 0.3 # the plugin and its Worker lane are sampled meanwhile
 api activity-running "/v1/debug/jobs/$job1/activity"
 api debug-job-running "/v1/debug/jobs/$job1"
 api debug-workers-running /v1/debug/workers
-printf 'go\n' >"$tmp/release"
+: >"$tmp/release"
 "$bin/forge" wait -timeout 60s -poll 100ms "$job1" >"$tmp/api/wait-ok" || fail "job 1 did not succeed"
 python3 - "$tmp/api/wait-ok" <<'PY' || fail "job 1 aggregate"
 import json, sys

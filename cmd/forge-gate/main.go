@@ -22,6 +22,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/buildinfo"
 	"github.com/0k-lab/agent-forge/pkg/daemonargs"
 	"github.com/0k-lab/agent-forge/pkg/gate"
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
@@ -30,6 +31,12 @@ func main() {
 	// started from its own binary (supervise.ReaperPool).
 	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
 		os.Exit(supervise.ReaperMain(os.Args[2:]))
+	}
+	// The environment already holds the tokens: no process of the same
+	// account may read it, or this process's memory, from here on.
+	if err := sandbox.ProtectSelf(); err != nil {
+		fmt.Fprintln(os.Stderr, "forge-gate: error: cannot make the process non-dumpable")
+		os.Exit(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

@@ -26,9 +26,16 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/daemonargs"
 	"github.com/0k-lab/agent-forge/pkg/github"
 	"github.com/0k-lab/agent-forge/pkg/publish"
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
 )
 
 func main() {
+	// The environment already holds the tokens: no process of the same
+	// account may read it, or this process's memory, from here on.
+	if err := sandbox.ProtectSelf(); err != nil {
+		fmt.Fprintln(os.Stderr, "forge-github: error: cannot make the process non-dumpable")
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()

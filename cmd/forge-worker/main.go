@@ -14,6 +14,12 @@
 // failure (bad config, missing token, missing plugin executable), 2 on a
 // usage error.
 //
+// Every plugin invocation and scoped check runs in a Landlock sandbox
+// (docs/sandbox.md) unless the config says "sandbox": "none"; without
+// Landlock the Worker refuses to start (exit 1) rather than run them
+// unconfined. The log says which sandbox, and which Landlock ABI, is in
+// use. The Worker is non-dumpable from its first instruction on.
+//
 // The binary also serves the plugin child-subreaper wrapper: when its first
 // argument is supervise.ReaperArg it runs supervise.ReaperMain instead (the
 // Worker keeps one such reaper per lane busy running plugins, on Linux).
@@ -27,10 +33,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/0k-lab/agent-forge/pkg/buildinfo"
 	"github.com/0k-lab/agent-forge/pkg/daemonargs"
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 	"github.com/0k-lab/agent-forge/pkg/worker"
@@ -39,6 +47,12 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
 		os.Exit(supervise.ReaperMain(os.Args[2:]))
+	}
+	// The environment already holds the tokens: no process of the same
+	// account may read it, or this process's memory, from here on.
+	if err := sandbox.ProtectSelf(); err != nil {
+		fmt.Fprintln(os.Stderr, "forge-worker: error: cannot make the process non-dumpable")
+		os.Exit(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
@@ -74,6 +88,11 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 	if err != nil {
 		log.Error("startup failed", "error", err.Error())
 		return err
+	}
+	if abi := worker.SandboxABI(cfg); abi == 0 {
+		log.Warn("sandbox disabled: plugins and scoped checks run unconfined", "sandbox", worker.SandboxNone)
+	} else {
+		log.Info("sandbox", "sandbox", worker.SandboxLandlock, "landlock_abi", abi, "scoped", sandbox.Scoped(abi))
 	}
 	self, err := supervise.Self()
 	if err != nil {
@@ -130,6 +149,9 @@ func load(path string) (*worker.Config, string, error) {
 	cfg, err := worker.LoadConfig(f)
 	if err != nil {
 		return nil, "", err
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		cfg.ConfigPath = abs // kept out of the sandbox
 	}
 	token, err := worker.CheckHost(cfg, os.Getenv)
 	if err != nil {

@@ -30,7 +30,8 @@ var ranks = map[string]int{
 	"pkg/strictjson": tierLeaf,
 	"pkg/buildinfo":  tierLeaf,
 	"pkg/daemonargs": tierLeaf,
-	"pkg/supervise":  tierLeaf,
+	"pkg/sandbox":    tierLeaf,
+	"pkg/supervise":  tierLeaf + 1, // runs children in pkg/sandbox's policies
 	"pkg/testseed":   tierLeaf,
 	"pkg/policy":     tierLeaf + 1,
 	"pkg/configfile": tierLeaf + 1,

@@ -15,7 +15,7 @@ func Args(workspace string, want agent.Want, schema, lastMessage string) []strin
 	args := []string{
 		"exec",
 		"--cd", workspace,
-		"--sandbox", "workspace-write",
+		"--sandbox", SandboxMode,
 		"--ephemeral",
 		"--strict-config",
 		"--ignore-rules",

@@ -9,7 +9,7 @@ import (
 
 func TestArgsAreExactlyTheSupportedFlags(t *testing.T) {
 	const ws = "/srv/forge/worktrees/a1"
-	base := []string{"exec", "--cd", ws, "--sandbox", "workspace-write", "--ephemeral",
+	base := []string{"exec", "--cd", ws, "--sandbox", SandboxMode, "--ephemeral",
 		"--strict-config", "--ignore-rules", "-c", `approval_policy="never"`,
 		"-c", "sandbox_workspace_write.network_access=false", "--json"}
 	tests := []struct {

@@ -9,12 +9,14 @@ package doctor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
 	"strings"
 
 	"github.com/0k-lab/agent-forge/pkg/install"
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
 )
 
 // Exit codes (DECISIONS 13).
@@ -34,6 +36,7 @@ var Checks = []string{
 	"account-separation",
 	"gate-unit",
 	"worker-unit",
+	"worker-sandbox",
 	"gate-release",
 	"worker-connected",
 	"sqlite-schema",
@@ -121,6 +124,8 @@ func (d *doctor) check(id string) string {
 		return d.checkUnit(install.GateUnit)
 	case "worker-unit":
 		return d.checkUnit(install.WorkerUnit)
+	case "worker-sandbox":
+		return d.checkSandbox()
 	case "gate-release":
 		if !d.gateActive {
 			return "not checked: the Gate unit is not active (the owner token is only sent to its main process)"
@@ -156,6 +161,33 @@ func (d *doctor) check(id string) string {
 		return d.checkSchema()
 	}
 	return ""
+}
+
+// checkSandbox fails when the installed worker.json opts out of the
+// sandbox ("sandbox": "none": plugins and scoped checks run unconfined)
+// or asks for Landlock on a kernel without it (the Worker then refuses
+// to start). Only that one field is read.
+func (d *doctor) checkSandbox() string {
+	b, err := d.f.ReadFile(install.WorkerConfig, 1<<20)
+	if err != nil {
+		return install.WorkerConfig + " cannot be read"
+	}
+	var c struct {
+		Sandbox string `json:"sandbox"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return install.WorkerConfig + " is not a JSON object"
+	}
+	switch c.Sandbox {
+	case sandbox.ModeNone:
+		return install.WorkerConfig + ` says "sandbox": "none": plugins and scoped checks run unconfined`
+	case "", sandbox.ModeLandlock:
+		if sandbox.ABI() < 1 {
+			return "Landlock is not available on this kernel: the Worker refuses to start"
+		}
+		return ""
+	}
+	return install.WorkerConfig + ` has an invalid "sandbox"`
 }
 
 // checkUnitDigests requires the receipt's unit digests to be the units

@@ -105,6 +105,11 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 			failing: []string{"gate-unit", "gate-release", "worker-connected"}},
 		"missing worker": {break_: func(e *install.TestEnv) { e.SetActive(install.WorkerUnit, false) },
 			failing: []string{"worker-unit", "worker-connected"}},
+		"sandbox none": {break_: func(e *install.TestEnv) {
+			p := filepath.Join(e.RootDir(), install.WorkerConfig)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, bytes.Replace(b, []byte(`{"version":1,`), []byte(`{"version":1,"sandbox":"none",`), 1), 0o600)
+		}, failing: []string{"worker-sandbox"}},
 		"another forge":  {self: &install.Self{Version: "v1.0.1", Commit: commitA, Schema: 1}, failing: []string{"cli-identity"}},
 		"another schema": {self: &install.Self{Version: "v1.0.0", Commit: commitA, Schema: 2}, failing: []string{"sqlite-schema"}},
 		"receipt digest tampered": {break_: func(e *install.TestEnv) {
@@ -151,7 +156,7 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 			p := filepath.Join(e.RootDir(), install.WorkerConfig)
 			os.Rename(p, p+".real")
 			os.Symlink(p+".real", p)
-		}, failing: []string{"mutable-paths"}},
+		}, failing: []string{"mutable-paths", "worker-sandbox"}},
 		"world-readable stray wal": {break_: func(e *install.TestEnv) {
 			p := filepath.Join(e.RootDir(), install.Database+"-wal")
 			os.WriteFile(p, nil, 0o644)

@@ -4,8 +4,11 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
 )
 
 const (
@@ -44,6 +47,11 @@ func ReaperMain(args []string) int {
 		return reaperUsage
 	}
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
+		return reaperUsage
+	}
+	// The reaper sees every child's environment: no process of the same
+	// account may read it out of /proc or attach to the reaper.
+	if sandbox.ProtectSelf() != nil {
 		return reaperUsage
 	}
 	// Through the runtime's poller (net.FileConn makes a non-blocking,
@@ -115,11 +123,7 @@ func (s *reaperServer) serve() {
 			case !ok:
 				shutdown()
 			case m.kind == msgSpawn && pid == 0:
-				var pidfd int
-				pid, pidfd = s.start(m)
-				if pid > 0 {
-					go awaitExit(pid, pidfd, exited)
-				}
+				pid = s.start(m, exited)
 			case m.kind == msgSpawn:
 				closeFDs(m.fds[:]) // one program at a time: a broken caller
 				shutdown()
@@ -160,31 +164,80 @@ func (s *reaperServer) serve() {
 	}
 }
 
-// start starts the program and answers with its pid or the errno of the
-// failed start. It returns the pid (0 when the start failed) and a pidfd
-// for it (-1 when the kernel has none).
-func (s *reaperServer) start(m inbound) (int, int) {
-	req := m.spawn
-	pidfd := -1
-	pid, err := syscall.ForkExec(req.path, req.argv, &syscall.ProcAttr{
-		Dir:   req.dir,
-		Env:   req.env,
-		Files: []uintptr{uintptr(m.fds[0]), uintptr(m.fds[1]), uintptr(m.fds[2])},
-		// The program dies with the reaper: a reaper that is killed
-		// cannot sweep, but its direct child at least does not stay.
-		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, PidFD: &pidfd},
-	})
+// start starts the program, answers with its pid or the errno of the
+// failed start, and arranges for exited to be told when it ends. It
+// returns the pid, 0 when the start failed.
+func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
+	var st started
+	if m.spawn.sandbox != nil {
+		st = startSandboxed(m, exited)
+	} else {
+		st = forkExec(m, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})
+		if st.err == nil {
+			go awaitExit(st.pid, st.pidfd, exited)
+		}
+	}
 	closeFDs(m.fds[:])
-	if err != nil {
-		errno, ok := err.(syscall.Errno)
+	if st.err != nil {
+		errno, ok := st.err.(syscall.Errno)
 		if !ok || errno == 0 || errno > 4095 {
 			errno = syscall.EINVAL
 		}
 		s.send(reply{kind: msgFailed, errno: int(errno)})
-		return 0, -1
+		return 0
 	}
-	s.send(reply{kind: msgStarted, pid: pid})
-	return pid, pidfd
+	s.send(reply{kind: msgStarted, pid: st.pid})
+	return st.pid
+}
+
+// started is the outcome of one fork and exec: the pid and a pidfd for it
+// (-1 when the kernel has none), or the error.
+type started struct {
+	pid, pidfd int
+	err        error
+}
+
+// forkExec starts the program of m with sys. The program dies with the
+// thread that started it (Pdeathsig): a reaper that is killed cannot
+// sweep, but its direct child at least does not stay.
+func forkExec(m inbound, sys *syscall.SysProcAttr) started {
+	st := started{pidfd: -1}
+	sys.PidFD = &st.pidfd
+	st.pid, st.err = syscall.ForkExec(m.spawn.path, m.spawn.argv, &syscall.ProcAttr{
+		Dir:   m.spawn.dir,
+		Env:   m.spawn.env,
+		Files: []uintptr{uintptr(m.fds[0]), uintptr(m.fds[1]), uintptr(m.fds[2])},
+		Sys:   sys,
+	})
+	return st
+}
+
+// startSandboxed starts the program of m inside its Landlock policy. A
+// Landlock domain (and no_new_privs) binds a thread for good, so a
+// goroutine locks itself to a fresh OS thread, restricts that thread,
+// starts the program from it and then waits there for the program's exit:
+// the thread must outlive the program, whose parent-death signal follows
+// the thread that forked it. The goroutine then ends still locked, and the
+// Go runtime discards the thread with it; it never runs anything else, and
+// the runtime never clones a locked thread for new ones.
+//
+// The program also gets a session of its own (its process group, as
+// unsandboxed, and no controlling terminal to reach the operator through).
+func startSandboxed(m inbound, exited chan<- struct{}) started {
+	res := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
+		if _, err := sandbox.RestrictThread(m.spawn.sandbox); err != nil {
+			res <- started{err: err}
+			return
+		}
+		st := forkExec(m, &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL})
+		res <- st
+		if st.err == nil {
+			awaitExit(st.pid, st.pidfd, exited)
+		}
+	}()
+	return <-res
 }
 
 // send writes one message; a failed send shows up as EOF on the next read.

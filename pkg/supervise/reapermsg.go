@@ -3,6 +3,8 @@ package supervise
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
 )
 
 // The messages between supervise and a long-lived reaper. They travel as
@@ -40,6 +42,8 @@ type spawnRequest struct {
 	dir  string
 	argv []string
 	env  []string
+	// sandbox, when set, is the Landlock policy the program starts in.
+	sandbox *sandbox.Policy
 }
 
 // encode returns the request as one 'S' message, or false when it does not
@@ -50,6 +54,20 @@ func (r spawnRequest) encode() ([]byte, bool) {
 	b = appendString(b, r.dir)
 	b = appendStrings(b, r.argv)
 	b = appendStrings(b, r.env)
+	if r.sandbox == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(r.sandbox.Rules)))
+		for _, rule := range r.sandbox.Rules {
+			flags := byte(0)
+			if rule.Optional {
+				flags = 1
+			}
+			b = append(b, byte(rule.Access), flags)
+			b = appendString(b, rule.Path)
+		}
+	}
 	return b, len(b) <= maxReaperMsg
 }
 
@@ -68,7 +86,8 @@ func appendStrings(b []byte, ss []string) []byte {
 
 // decodeSpawn parses an 'S' message. Strings may not contain NUL (exec
 // could not pass them), the path must not be empty, argv must have at
-// least the program name, and nothing may follow the last field.
+// least the program name, a sandbox policy must pass its own check, and
+// nothing may follow the last field.
 func decodeSpawn(b []byte) (spawnRequest, error) {
 	if len(b) == 0 || b[0] != msgSpawn || len(b) > maxReaperMsg {
 		return spawnRequest{}, errReaperMsg
@@ -79,10 +98,41 @@ func decodeSpawn(b []byte) (spawnRequest, error) {
 	r.dir = d.str()
 	r.argv = d.strs()
 	r.env = d.strs()
+	switch d.byte() {
+	case 0:
+	case 1:
+		r.sandbox = d.policy()
+	default:
+		d.bad = true
+	}
 	if d.bad || len(d.b) != 0 || r.path == "" || len(r.argv) == 0 {
 		return spawnRequest{}, errReaperMsg
 	}
 	return r, nil
+}
+
+// policy reads a sandbox policy: a rule count, then per rule its access,
+// a flags byte (1: optional) and its path.
+func (d *msgDecoder) policy() *sandbox.Policy {
+	n := d.u32()
+	// Every rule takes at least 6 bytes.
+	if d.bad || n > sandbox.MaxRules || uint64(n)*6 > uint64(len(d.b)) {
+		d.bad = true
+		return nil
+	}
+	p := &sandbox.Policy{Rules: make([]sandbox.Rule, 0, n)}
+	for i := uint32(0); i < n && !d.bad; i++ {
+		access, flags := d.byte(), d.byte()
+		if flags > 1 {
+			d.bad = true
+		}
+		p.Rules = append(p.Rules, sandbox.Rule{Access: sandbox.Access(access), Optional: flags == 1, Path: d.str()})
+	}
+	if d.bad || p.Check() != nil {
+		d.bad = true
+		return nil
+	}
+	return p
 }
 
 // msgDecoder reads length-prefixed fields; bad is set, and stays set, at

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
 )
 
 func TestSpawnRequestRoundTrip(t *testing.T) {
@@ -17,6 +19,13 @@ func TestSpawnRequestRoundTrip(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, req) {
 		t.Fatalf("decode = %+v, %v; want %+v", got, err, req)
 	}
+	boxed := spawnRequest{path: "/bin/sh", argv: []string{"/bin/sh"}, env: []string{}, sandbox: &sandbox.Policy{Rules: []sandbox.Rule{
+		{Path: "/usr", Access: sandbox.ReadOnly, Optional: true}, {Path: "/w", Access: sandbox.ReadWrite}, {Path: "/dev/null", Access: sandbox.Device},
+	}}}
+	b, _ = boxed.encode()
+	if got, err := decodeSpawn(b); err != nil || !reflect.DeepEqual(got, boxed) {
+		t.Fatalf("decode = %+v, %v; want %+v", got, err, boxed)
+	}
 	big := spawnRequest{path: "/x", argv: []string{"/x"}, env: []string{strings.Repeat("A", maxReaperMsg)}}
 	if _, ok := big.encode(); ok {
 		t.Fatal("encode accepted a request over maxReaperMsg")
@@ -26,20 +35,33 @@ func TestSpawnRequestRoundTrip(t *testing.T) {
 func TestDecodeSpawnRejects(t *testing.T) {
 	good, _ := spawnRequest{path: "/p", argv: []string{"/p"}, env: []string{"A=1"}}.encode()
 	cases := map[string][]byte{
-		"empty":         nil,
-		"wrong kind":    append([]byte{msgKill}, good[1:]...),
-		"trailing byte": append(append([]byte{}, good...), 0),
-		"truncated":     good[:len(good)-1],
-		"nul in string": bytes.Replace(good, []byte("A=1"), []byte("A\x001"), 1),
-		"empty path":    mustEncode(t, spawnRequest{argv: []string{"/p"}}),
-		"no argv":       mustEncode(t, spawnRequest{path: "/p"}),
-		"huge count":    append([]byte{msgSpawn, 2, 0, 0, 0, '/', 'p', 0, 0, 0, 0}, 0xff, 0xff, 0xff, 0xff),
+		"empty":            nil,
+		"wrong kind":       append([]byte{msgKill}, good[1:]...),
+		"trailing byte":    append(append([]byte{}, good...), 0),
+		"truncated":        good[:len(good)-1],
+		"nul in string":    bytes.Replace(good, []byte("A=1"), []byte("A\x001"), 1),
+		"empty path":       mustEncode(t, spawnRequest{argv: []string{"/p"}}),
+		"no argv":          mustEncode(t, spawnRequest{path: "/p"}),
+		"huge count":       append([]byte{msgSpawn, 2, 0, 0, 0, '/', 'p', 0, 0, 0, 0}, 0xff, 0xff, 0xff, 0xff),
+		"no sandbox byte":  good[:len(good)-1],
+		"bad sandbox byte": append(append([]byte{}, good[:len(good)-1]...), 2),
+		"relative rule":    boxedWith(t, sandbox.Rule{Path: "w", Access: sandbox.ReadOnly}),
+		"unclean rule":     boxedWith(t, sandbox.Rule{Path: "/w/../x", Access: sandbox.ReadOnly}),
+		"bad access":       boxedWith(t, sandbox.Rule{Path: "/w", Access: 9}),
+		"no access":        boxedWith(t, sandbox.Rule{Path: "/w"}),
+		"bad flags":        bytes.Replace(boxedWith(t, sandbox.Rule{Path: "/w", Access: sandbox.ReadOnly, Optional: true}), []byte{byte(sandbox.ReadOnly), 1}, []byte{byte(sandbox.ReadOnly), 2}, 1),
+		"rule count over":  append(append([]byte{}, good[:len(good)-1]...), 1, 0xff, 0xff, 0, 0),
 	}
 	for name, b := range cases {
 		if _, err := decodeSpawn(b); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+}
+
+// boxedWith encodes a small request whose sandbox holds rule.
+func boxedWith(t *testing.T, rule sandbox.Rule) []byte {
+	return mustEncode(t, spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Rules: []sandbox.Rule{rule}}})
 }
 
 func mustEncode(t *testing.T, r spawnRequest) []byte {
@@ -86,6 +108,8 @@ func TestReplyRoundTripAndRejects(t *testing.T) {
 func FuzzReaperMessages(f *testing.F) {
 	seed, _ := spawnRequest{path: "/p", dir: "/d", argv: []string{"/p", "a"}, env: []string{"A=1"}}.encode()
 	f.Add(seed)
+	boxed, _ := spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Rules: []sandbox.Rule{{Path: "/w", Access: sandbox.ReadWrite, Optional: true}}}}.encode()
+	f.Add(boxed)
 	f.Add((reply{kind: msgExited, code: -1, signal: 15, term: 1}).encode())
 	f.Add((reply{kind: msgStarted, pid: 77}).encode())
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
 )
 
 // ReaperArg is the reserved first argument that switches a binary that
@@ -39,6 +41,11 @@ type Command struct {
 	// Reaper, when set on Linux, runs the child under one of the pool's
 	// subreaper wrappers (see ReaperPool). Ignored on other systems.
 	Reaper *ReaperPool
+	// Sandbox, when set, is the Landlock policy the child starts in (see
+	// pkg/sandbox); the child then also gets its own session. It needs
+	// Reaper on Linux: without one, or on other systems, Start fails
+	// rather than run the child unconfined.
+	Sandbox *sandbox.Policy
 	// OutputLimit is the combined budget, in bytes, for everything the child
 	// writes to stdout and stderr. It must be positive.
 	OutputLimit int64
@@ -149,6 +156,14 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 			return nil, startError("resolve working directory", err)
 		}
 	}
+	if c.Sandbox != nil {
+		if c.Reaper == nil || !reaperSupported {
+			return nil, &StartError{Reason: "sandbox needs a reaper on Linux"}
+		}
+		if c.Sandbox.Check() != nil {
+			return nil, &StartError{Reason: "malformed sandbox policy"}
+		}
+	}
 	argv := append([]string{path}, c.Args...)
 	env := dedupEnv(c.Env)
 	if hasNUL(dir) || slices.ContainsFunc(argv, hasNUL) || slices.ContainsFunc(env, hasNUL) {
@@ -177,7 +192,7 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	}
 	if c.Reaper != nil && reaperSupported {
 		p.pool = c.Reaper
-		p.rc, p.pid, err = c.Reaper.spawn(spawnRequest{path: path, dir: dir, argv: argv, env: env},
+		p.rc, p.pid, err = c.Reaper.spawn(spawnRequest{path: path, dir: dir, argv: argv, env: env, sandbox: c.Sandbox},
 			[3]*os.File{pipes[0], pipes[3], pipes[5]})
 	} else {
 		p.cmd = &exec.Cmd{

@@ -419,6 +419,7 @@ func endToEndRate(b *testing.B, plugin, reaper, pin string, executor func(*Confi
 	rg := startRealGate(b, gateJSON(filepath.Join(state, "forge.db"), 2, "30s", "1s", 3, "reference"), "")
 	defer rg.stop()
 	c := &Config{
+		Sandbox: SandboxNone, // see hostFixture
 		GateURL: rg.url(), ID: "worker-1", TokenEnv: "WTOKEN", HeartbeatInterval: 10 * time.Second, Concurrency: 2,
 		WorktreeRoot: filepath.Join(dir, "wt"), RuntimeRoot: filepath.Join(dir, "rt"),
 		Plugins:              []Plugin{{ID: "reference", Argv: []string{plugin}, SHA256: pin}},

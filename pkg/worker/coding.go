@@ -109,7 +109,8 @@ type CodingExecutor struct {
 	cfg *Config
 	opt CodingOptions
 
-	dirs *runDirs // the plugins' private working directories
+	dirs *runDirs      // the plugins' private working directories
+	sb   *sandboxRules // nil: no sandbox
 
 	mu    sync.Mutex
 	repos map[string]*repoGuard // by repository ID
@@ -224,7 +225,7 @@ func NewCodingExecutor(cfg *Config, opt CodingOptions) (*CodingExecutor, error) 
 		}
 		opt.Git = git
 	}
-	return &CodingExecutor{cfg: cfg, opt: opt, dirs: &runDirs{root: cfg.RuntimeRoot}}, nil
+	return &CodingExecutor{cfg: cfg, opt: opt, dirs: &runDirs{root: cfg.RuntimeRoot}, sb: newSandboxRules(cfg)}, nil
 }
 
 // Execute implements Executor: it runs one coding attempt, binding its
@@ -255,12 +256,11 @@ type codingJob struct {
 	wt        string // the worktree
 	admin     string // the worktree's administrative git dir
 	branch    string
+	boxDirs   sandboxDirs // the attempt's directories inside the sandbox
 	// gate: an attempt on a Gate registration, in its own repository
-	// (gateDirs) borrowing the source cache's objects; fetch is what its
-	// preparation transferred.
+	// (gateDirs) borrowing the source cache's objects.
 	gate     bool
 	gateDirs AttemptDirs
-	fetch    baseFetch
 
 	records []evidence.Record
 }
@@ -321,6 +321,11 @@ func (j *codingJob) work(ctx context.Context) outcome {
 	if o, ok := j.prepare(ctx); !ok {
 		return o
 	}
+	boxDirs, err := j.sandboxDirs()
+	if err != nil {
+		return j.fail(evidence.PhasePreparation, evidence.ReasonWorktreeFailed, codeCodingRetryable)
+	}
+	j.boxDirs = boxDirs
 	if j.gate {
 		return j.workGate(ctx)
 	}
@@ -430,7 +435,7 @@ func (j *codingJob) runPlugin(ctx context.Context) (host.Outcome, outcome, bool)
 	defer run.end()
 	j.attempt.observe(Event{Kind: EventPluginStarted})
 	tr := j.attempt.Stages // live activity (activity.go)
-	res, err := host.Run(ctx, run.cmd(j.x.opt.Reaper), host.Request{
+	res, err := host.Run(ctx, run.cmd(j.x.opt.Reaper, j.x.sb, j.boxDirs), host.Request{
 		Offer: []plugin.Capability{plugin.CapWorkspaceEdit, plugin.CapProgress, plugin.CapCancel,
 			plugin.CapCommitSubject, plugin.CapAgentReport},
 		Operation:   plugin.OpWorkspaceEdit,

@@ -67,6 +67,7 @@ func BenchmarkCodingOverhead(b *testing.B) {
 	repo := benchRepo(b, repos, 10000)
 	base := strings.TrimSpace(gitOut(b, repo, "rev-parse", "main"))
 	cfg := &Config{
+		Sandbox:         SandboxNone, // see hostFixture
 		RepositoryRoots: []string{repos}, WorktreeRoot: filepath.Join(root, "wt"), RuntimeRoot: filepath.Join(root, "rt"),
 		Repositories: []Repository{{ID: "big", Path: repo}}, Plugins: []Plugin{{ID: "edit", Argv: []string{"/bin/true"}}},
 		EnvironmentAllowlist: []string{"PATH"},

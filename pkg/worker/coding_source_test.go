@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/source"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
@@ -103,10 +104,13 @@ func (w *publicWorld) workerConfig(id string, lanes int) *Config {
 }
 
 // startPublicWorker runs a Worker with cfg and token; it returns its
-// events.
+// events. Its plugins and checks run in the sandbox (the default): the
+// Gate layout's attempt repositories and cache work inside it.
 func (w *publicWorld) startPublicWorker(cfg *Config, token string) chan Event {
 	w.t.Helper()
-	x, err := NewCodingExecutor(cfg, CodingOptions{LookupEnv: lookupIn(codingEnv)})
+	reapers := supervise.NewReaperPool(testBinary(w.t))
+	w.t.Cleanup(reapers.Close)
+	x, err := NewCodingExecutor(cfg, CodingOptions{LookupEnv: lookupIn(codingEnv), Reaper: reapers})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -174,8 +178,11 @@ func (w *publicWorld) waitJob(id string) publicJob {
 // attempt (workspace_violation, then invalid_base for the next job).
 func TestPublicSourceUpstreamMovesWhileJobsRun(t *testing.T) {
 	w := newPublicWorld(t, 2, "")
-	ev1 := w.startPublicWorker(w.workerConfig("worker-1", 2), testToken)
-	ev2 := w.startPublicWorker(w.workerConfig("worker-2", 2), secondToken)
+	// Unconfined: the plugins wait on FIFOs in the test's directory.
+	c1, c2 := w.workerConfig("worker-1", 2), w.workerConfig("worker-2", 2)
+	c1.Sandbox, c2.Sandbox = SandboxNone, SandboxNone
+	ev1 := w.startPublicWorker(c1, testToken)
+	ev2 := w.startPublicWorker(c2, secondToken)
 	waitEvent(t, ev1, EventConnected)
 	waitEvent(t, ev2, EventConnected)
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/evidence"
 	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
@@ -30,7 +31,8 @@ type codingFixture struct {
 	cfg     *Config
 	plugin  string
 	batches [][]json.RawMessage
-	failAt  int // bind fails for this batch number (0: never)
+	failAt  int                   // bind fails for this batch number (0: never)
+	reaper  *supervise.ReaperPool // runs plugins and checks (nil: none)
 }
 
 const codingSecret = "sk-live-THIS-MUST-NEVER-LEAVE"
@@ -85,7 +87,8 @@ func newCodingFixture(t *testing.T, plugin string) *codingFixture {
 	f.side = gitT(t, f.repo, "rev-parse", "HEAD")
 	gitT(t, f.repo, "checkout", "-q", "main")
 	f.cfg = &Config{
-		ID: "worker-1", Concurrency: 1, HeartbeatInterval: time.Second,
+		Sandbox: SandboxNone, // see hostFixture
+		ID:      "worker-1", Concurrency: 1, HeartbeatInterval: time.Second,
 		RepositoryRoots:           []string{repos},
 		WorktreeRoot:              filepath.Join(root, "worktrees"),
 		RuntimeRoot:               filepath.Join(root, "runtime"),
@@ -139,7 +142,7 @@ var codingEnv = map[string]string{"PATH": "/usr/bin:/bin", "SECRET_TOKEN": codin
 
 func (f *codingFixture) run(l *wire.Lease) Report {
 	f.t.Helper()
-	x, err := NewCodingExecutor(f.cfg, CodingOptions{LookupEnv: lookupIn(codingEnv),
+	x, err := NewCodingExecutor(f.cfg, CodingOptions{LookupEnv: lookupIn(codingEnv), Reaper: f.reaper,
 		Now: func() time.Time { return time.Unix(1_700_000_000, 0) }})
 	if err != nil {
 		f.t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/configfile"
 	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
 )
 
 // ConfigVersion is the only worker.json version this Worker reads.
@@ -53,6 +54,8 @@ type fileConfig struct {
 	EnvironmentAllowlist      []string        `json:"environment_allowlist"`
 	CheckEnvironmentAllowlist []string        `json:"check_environment_allowlist"`
 	Ceilings                  *fileCeilings   `json:"ceilings"`
+	Sandbox                   string          `json:"sandbox"`
+	SandboxReadPaths          []string        `json:"sandbox_read_paths"`
 
 	parsed *Config // set by Validate
 }
@@ -95,7 +98,22 @@ type Config struct {
 	EnvironmentAllowlist      []string
 	CheckEnvironmentAllowlist []string
 	Ceilings                  Ceilings
+	// Sandbox is SandboxLandlock (the default) or SandboxNone.
+	Sandbox string
+	// SandboxReadPaths are the operator's extra read-only paths inside
+	// the sandbox (sandbox.go).
+	SandboxReadPaths []string
+	// ConfigPath is the file this config was read from, when the caller
+	// sets it (forge-worker does): it is kept out of the sandbox even when
+	// it lies in a directory the sandbox reads.
+	ConfigPath string
 }
+
+// The sandbox modes of worker.json's "sandbox".
+const (
+	SandboxLandlock = sandbox.ModeLandlock
+	SandboxNone     = sandbox.ModeNone
+)
 
 // Repository is a repository registration: a static one has a local
 // Path; a Gate one (worker.json "source":"gate", no path) is a
@@ -201,6 +219,9 @@ func (fc *fileConfig) Validate() error {
 		return fieldErr("ceilings", "missing")
 	}
 	if c.Ceilings, err = parseCeilings(fc.Ceilings); err != nil {
+		return err
+	}
+	if err := parseSandbox(c, fc); err != nil {
 		return err
 	}
 	fc.parsed = c

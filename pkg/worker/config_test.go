@@ -242,6 +242,10 @@ func hostFixture(t *testing.T) (*Config, string) {
 	m["worktree_root"] = filepath.Join(dir, "wt")
 	m["runtime_root"] = filepath.Join(dir, "rt")
 	m["plugins"] = []any{map[string]any{"id": "reference", "argv": []any{plug}}}
+	// The pipeline's unit tests run their plugins unconfined (their
+	// fixtures live in the test's temporary directories); sandbox_test.go
+	// and the e2e scripts run them in the sandbox.
+	m["sandbox"] = "none"
 	c, err := ParseConfig(mustJSON(t, m))
 	if err != nil {
 		t.Fatal(err)

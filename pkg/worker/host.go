@@ -21,7 +21,9 @@ import (
 //   - repository roots and repositories are existing directories whose
 //     paths contain no symlink (the configured path is the real path);
 //   - worktree_root and runtime_root are directories without symlinks; a
-//     missing last path element is created with mode 0700.
+//     missing last path element is created with mode 0700;
+//   - every sandbox_read_paths entry exists at its canonical path, and
+//     Landlock is available unless the config says "sandbox": "none".
 //
 // Errors name the field, never the path, the token or a digest.
 func CheckHost(c *Config, getenv func(string) string) (string, error) {
@@ -69,6 +71,9 @@ func CheckHost(c *Config, getenv func(string) string) (string, error) {
 		if err := ensurePrivateDir(d.path); err != nil {
 			return "", fieldErr(d.field, err.Error())
 		}
+	}
+	if _, err := checkSandboxHost(c); err != nil {
+		return "", err
 	}
 	return token, nil
 }

@@ -19,6 +19,7 @@ type TextExecutor struct {
 	cfg    *Config
 	lookup func(string) (string, bool)
 	reaper *supervise.ReaperPool
+	sb     *sandboxRules // nil: no sandbox
 	dirs   *runDirs
 	// last is the latest policy document decoded, with its result: Gate
 	// sends every text job of a pool the same document, byte for byte.
@@ -50,7 +51,7 @@ func (x *TextExecutor) policy(raw []byte) (policy.Policy, error) {
 // production) supplies the values of allowed variables; reaper runs each
 // plugin under the Linux child-subreaper wrapper (nil: none).
 func NewTextExecutor(cfg *Config, lookupEnv func(string) (string, bool), reaper *supervise.ReaperPool) *TextExecutor {
-	return &TextExecutor{cfg: cfg, lookup: lookupEnv, reaper: reaper, dirs: &runDirs{root: cfg.RuntimeRoot, reuse: true}}
+	return &TextExecutor{cfg: cfg, lookup: lookupEnv, reaper: reaper, sb: newSandboxRules(cfg), dirs: &runDirs{root: cfg.RuntimeRoot, reuse: true}}
 }
 
 // Close removes the working directories kept for reuse. Call it once the
@@ -81,7 +82,7 @@ func (x *TextExecutor) Execute(ctx context.Context, a *Attempt) Report {
 	defer run.end()
 	// Progress text stays Worker-local; only the stage feeds live activity.
 	tr := a.Stages
-	out, err := host.Run(ctx, run.cmd(x.reaper), host.Request{
+	out, err := host.Run(ctx, run.cmd(x.reaper, x.sb, sandboxDirs{}), host.Request{
 		Offer:     []plugin.Capability{plugin.CapText, plugin.CapProgress, plugin.CapCancel},
 		Operation: plugin.OpText,
 		Input:     task.Input,
@@ -206,14 +207,17 @@ func (inv *invocation) begin(dirs *runDirs) (*pluginRun, string) {
 func (r *pluginRun) end() { r.dirs.give(r.dir) }
 
 // cmd is the runner command: configured argv, the resolved environment,
-// the private directory, and the policy's plugin limits.
-func (r *pluginRun) cmd(reaper *supervise.ReaperPool) host.Command {
+// the private directory, the policy's plugin limits, and the sandbox
+// (sandbox.go) over the plugin's executable, its private directory and
+// dirs.
+func (r *pluginRun) cmd(reaper *supervise.ReaperPool, sb *sandboxRules, dirs sandboxDirs) host.Command {
 	return host.Command{
 		Path:        r.plugin.Argv[0],
 		Args:        slices.Clone(r.plugin.Argv[1:]),
 		Env:         r.env,
 		Dir:         r.dir.path,
 		Reaper:      reaper,
+		Sandbox:     sb.policy(r.plugin.Argv[0], dirs.with(r.dir.path)),
 		OutputBytes: r.exec.PluginOutputBytes,
 		Timeout:     r.exec.PluginTimeout.Std(),
 		KillGrace:   r.exec.CleanupTimeout.Std(),

@@ -13,7 +13,10 @@
 //	                     (misbehaviour, e.g. deleting a loose ref)
 //	signal FIFO          open the named pipe FIFO for writing and close it
 //	await FIFO           open the named pipe FIFO and read it to its end
-//	                     (signal and await let a test order events)
+//	                     (signal and await let a test order events; with
+//	                     tcp:HOST:PORT instead of FIFO they connect there,
+//	                     close at once or read to the end, which works
+//	                     from inside the Worker's sandbox too)
 //	head SHA             point the worktree's HEAD at SHA (misbehaviour)
 //	fail                 end with failure{execution_failed}
 //	incompatible         end with failure{incompatible} (a misconfigured agent)
@@ -27,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,13 +84,13 @@ func edit(ctx context.Context, req serve.Request, progress serve.Progress) (serv
 				err = os.Remove(filepath.Join(common, arg))
 			}
 		case "signal":
-			var f *os.File
-			if f, err = os.OpenFile(arg, os.O_WRONLY, 0); err == nil {
+			var f io.ReadWriteCloser
+			if f, err = openRendezvous(arg, os.O_WRONLY); err == nil {
 				err = f.Close()
 			}
 		case "await":
-			var f *os.File
-			if f, err = os.Open(arg); err == nil {
+			var f io.ReadWriteCloser
+			if f, err = openRendezvous(arg, os.O_RDONLY); err == nil {
 				_, err = io.Copy(io.Discard, f)
 				f.Close()
 			}
@@ -111,6 +115,14 @@ func edit(ctx context.Context, req serve.Request, progress serve.Progress) (serv
 	}
 	progress(plugin.StageFinalizing, "done")
 	return res, nil
+}
+
+// openRendezvous opens a FIFO, or connects to tcp:HOST:PORT.
+func openRendezvous(arg string, flag int) (io.ReadWriteCloser, error) {
+	if addr, ok := strings.CutPrefix(arg, "tcp:"); ok {
+		return net.Dial("tcp", addr)
+	}
+	return os.OpenFile(arg, flag, 0)
 }
 
 func adminDir(ws string) (string, error) {

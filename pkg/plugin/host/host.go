@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/plugin"
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
@@ -36,6 +37,9 @@ type Command struct {
 	// child-subreaper wrappers (see supervise.ReaperPool); nil runs the
 	// plugin directly.
 	Reaper *supervise.ReaperPool
+	// Sandbox, when set, is the Landlock policy the plugin starts in
+	// (supervise.Command.Sandbox; it needs Reaper).
+	Sandbox *sandbox.Policy
 	// OutputBytes is the combined stdout+stderr budget
 	// (plugin_output_bytes); it must be positive.
 	OutputBytes int64
@@ -109,6 +113,7 @@ func Run(ctx context.Context, cmd Command, req Request, onProgress func(Progress
 		Env:         cmd.Env,
 		Dir:         cmd.Dir,
 		Reaper:      cmd.Reaper,
+		Sandbox:     cmd.Sandbox,
 		OutputLimit: cmd.OutputBytes,
 		KillGrace:   cmd.KillGrace,
 	})

@@ -1,0 +1,31 @@
+// Package sandbox holds the two halves of the boundary between the trusted
+// Agent Forge processes and what the agent runs.
+//
+// The first half confines the hostile side. A Policy lists the paths a
+// sandboxed program may use and how (read-only, read-write, or a device
+// it may read and write); RestrictThread turns it into a Landlock domain
+// on the calling OS thread, so that the next program that thread starts
+// (and everything that program starts) lives inside it. Landlock is used
+// through its raw system calls (landlock_create_ruleset, landlock_add_rule,
+// landlock_restrict_self) with PR_SET_NO_NEW_PRIVS, at the best ABI the
+// kernel offers (ABI reports it): every filesystem right that ABI knows is
+// handled, so anything no rule grants is denied, and from ABI 6 on the
+// domain is also scoped, so its programs cannot signal processes outside
+// it or connect to abstract UNIX sockets created outside it. Landlock
+// itself keeps a domain from ptrace and from the ptrace-guarded /proc
+// files (environ, mem, fd, maps, ...) of every process outside it, at
+// every ABI. TCP is not restricted: agents reach their model API over it.
+//
+// A domain applies to a thread and cannot be lifted, so the caller
+// (pkg/supervise's reaper) restricts a locked thread that it never gives
+// back to the Go runtime, and starts exactly one program from it.
+//
+// The second half protects the trusted side: ProtectSelf makes the
+// calling process non-dumpable (PR_SET_DUMPABLE 0), so that no process of
+// the same account, sandboxed or not, can read its /proc/<pid>/environ or
+// memory or attach to it. Gate, Worker, forge-github and the reaper call
+// it before they read any secret.
+//
+// Off Linux there is no Landlock: ABI reports 0, RestrictThread fails, and
+// ProtectSelf does nothing.
+package sandbox

@@ -1,0 +1,25 @@
+//go:build !linux
+
+package sandbox
+
+import "errors"
+
+// ErrUnavailable reports a system without Landlock: every system but Linux.
+var ErrUnavailable = errors.New("landlock is not available")
+
+// ABI returns 0: there is no Landlock here.
+func ABI() int { return 0 }
+
+// Scoped reports false: there is no Landlock here.
+func Scoped(int) bool { return false }
+
+// RestrictThread always fails here.
+func RestrictThread(p *Policy) (int, error) {
+	if err := p.Check(); err != nil {
+		return 0, err
+	}
+	return 0, ErrUnavailable
+}
+
+// ProtectSelf does nothing here.
+func ProtectSelf() error { return nil }

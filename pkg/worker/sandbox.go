@@ -1,0 +1,275 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
+)
+
+// The sandbox every plugin invocation and every scoped check runs in
+// (DECISIONS.md 14, docs/sandbox.md). Its rules are made here, in one
+// place, from the Worker's configuration and the attempt's directories:
+//
+//   - read and execute: the system trees a toolchain needs (systemRO),
+//     every entry of /etc except the installation's own directory and
+//     anything holding the Worker's config or roots, /proc and /sys, the
+//     program being started (the plugin's executable or the check's
+//     program), and the operator's sandbox_read_paths;
+//   - read and write, as devices: /dev/null, /dev/zero, /dev/full,
+//     /dev/random, /dev/urandom and /dev/tty;
+//   - read and write: the invocation's private directory (a plugin's run
+//     directory, a check's HOME, TMPDIR and XDG_CACHE_HOME) and, for a
+//     coding attempt, the attempt's own directories (sandboxDirs).
+//
+// Nothing else: not the Worker's other attempts, roots, config or token,
+// not the Gate's state, not /tmp or any home directory.
+
+// MaxSandboxReadPaths bounds sandbox_read_paths.
+const MaxSandboxReadPaths = 64
+
+// systemRO are the system trees read (and executed) inside the sandbox;
+// the ones a system lacks are skipped.
+var systemRO = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sys"}
+
+// devices are read and written inside the sandbox, when present.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+// installConfigDir is the installation's own configuration directory
+// (install.ConfigDir): its env files hold the tokens.
+const installConfigDir = "/etc/agent-forge"
+
+func parseSandbox(c *Config, fc *fileConfig) error {
+	switch fc.Sandbox {
+	case "", SandboxLandlock:
+		c.Sandbox = SandboxLandlock
+	case SandboxNone:
+		c.Sandbox = SandboxNone
+	default:
+		return fieldErr("sandbox", `must be "landlock" or "none"`)
+	}
+	if len(fc.SandboxReadPaths) > MaxSandboxReadPaths {
+		return fieldErr("sandbox_read_paths", "too many entries")
+	}
+	if c.Sandbox == SandboxNone && len(fc.SandboxReadPaths) > 0 {
+		return fieldErr("sandbox_read_paths", `has no effect with "sandbox": "none"`)
+	}
+	private := c.privatePaths()
+	for i, p := range fc.SandboxReadPaths {
+		field := fmt.Sprintf("sandbox_read_paths[%d]", i)
+		if !canonicalAbs(p) || p == "/" {
+			return fieldErr(field, "not a canonical absolute path")
+		}
+		if j := slices.Index(c.SandboxReadPaths, p); j >= 0 {
+			return fieldErr(field, fmt.Sprintf("duplicates sandbox_read_paths[%d]", j))
+		}
+		for _, q := range private {
+			if within(p, q) || within(q, p) {
+				return fieldErr(field, "overlaps a Worker root (repository_roots, worktree_root or runtime_root)")
+			}
+		}
+		if within(p, installConfigDir) || within(installConfigDir, p) {
+			return fieldErr(field, "overlaps the installation's configuration directory")
+		}
+		c.SandboxReadPaths = append(c.SandboxReadPaths, p)
+	}
+	return nil
+}
+
+// privatePaths are the Worker's own trees that no rule may grant as a
+// whole: the sandbox grants only an attempt's own directories in them.
+func (c *Config) privatePaths() []string {
+	out := slices.Clone(c.RepositoryRoots)
+	return append(out, c.WorktreeRoot, c.RuntimeRoot)
+}
+
+// checkSandboxHost checks the sandbox against this machine: every read
+// path exists and is canonical, and Landlock is there unless the config
+// opts out. It returns the Landlock ABI in use (0 with "none").
+func checkSandboxHost(c *Config) (int, error) {
+	for i, p := range c.SandboxReadPaths {
+		if _, err := os.Stat(p); err != nil {
+			return 0, fieldErr(fmt.Sprintf("sandbox_read_paths[%d]", i), "does not exist")
+		}
+		if real, err := filepath.EvalSymlinks(p); err != nil || real != p {
+			return 0, fieldErr(fmt.Sprintf("sandbox_read_paths[%d]", i), "path is not canonical (symlink in path)")
+		}
+	}
+	if c.Sandbox == SandboxNone {
+		return 0, nil
+	}
+	abi := sandbox.ABI()
+	if abi < 1 {
+		return 0, fieldErr("sandbox", `Landlock is not available on this system; set "sandbox": "none" to run plugins and checks unconfined`)
+	}
+	return abi, nil
+}
+
+// SandboxABI is the Landlock ABI the Worker's sandbox uses, 0 when the
+// config says "none". CheckHost has made sure it is available.
+func SandboxABI(c *Config) int {
+	if c.Sandbox == SandboxNone {
+		return 0
+	}
+	return sandbox.ABI()
+}
+
+// sandboxRules makes the policies of one Worker. A nil *sandboxRules
+// (the config says "none") makes none.
+type sandboxRules struct {
+	base []sandbox.Rule
+}
+
+// newSandboxRules lists the rules every policy of c shares; /etc is read
+// once, here.
+func newSandboxRules(c *Config) *sandboxRules {
+	if c.Sandbox == SandboxNone {
+		return nil
+	}
+	var rules []sandbox.Rule
+	for _, p := range systemRO {
+		rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.ReadOnly, Optional: true})
+	}
+	for _, p := range etcEntries(c) {
+		rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.ReadOnly, Optional: true})
+	}
+	for _, p := range devices {
+		rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.Device, Optional: true})
+	}
+	for _, p := range c.SandboxReadPaths {
+		rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.ReadOnly, Optional: true})
+	}
+	return &sandboxRules{base: rules}
+}
+
+// etcEntries are the /etc entries the sandbox reads: all but the
+// installation's directory and any entry that holds (or, as a symbolic
+// link, leads into) the Worker's config file or one of its roots.
+func etcEntries(c *Config) []string {
+	ents, err := os.ReadDir("/etc")
+	if err != nil {
+		return nil
+	}
+	private := c.privatePaths()
+	if c.ConfigPath != "" {
+		private = append(private, c.ConfigPath)
+	}
+	var out []string
+	for _, e := range ents {
+		p := "/etc/" + e.Name()
+		if p == installConfigDir || excluded(p, private) {
+			continue
+		}
+		if e.Type()&os.ModeSymlink != 0 {
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil || real == installConfigDir || within(real, installConfigDir) || excluded(real, private) {
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// excluded reports whether granting p would grant one of private.
+func excluded(p string, private []string) bool {
+	return slices.ContainsFunc(private, func(q string) bool { return within(q, p) || within(p, q) })
+}
+
+// policy returns the policy of one invocation: the shared rules, the
+// program it starts (read-only), and its directories. Nil when the
+// Worker runs without a sandbox.
+func (s *sandboxRules) policy(program string, dirs sandboxDirs) *sandbox.Policy {
+	if s == nil {
+		return nil
+	}
+	rules := slices.Clip(s.base)
+	rules = append(rules, sandbox.Rule{Path: program, Access: sandbox.ReadOnly})
+	for _, p := range dirs.ro {
+		rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.ReadOnly, Optional: true})
+	}
+	for _, p := range dirs.rw {
+		rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.ReadWrite})
+	}
+	return &sandbox.Policy{Rules: rules}
+}
+
+// sandboxDirs are an invocation's own directories: rw read and written,
+// ro only read.
+type sandboxDirs struct {
+	rw, ro []string
+}
+
+// with returns d plus the private directories rw.
+func (d sandboxDirs) with(rw ...string) sandboxDirs {
+	return sandboxDirs{rw: append(slices.Clip(d.rw), rw...), ro: d.ro}
+}
+
+// sandboxDirs are the directories of a coding attempt (AttemptDirs)
+// inside the sandbox of its plugin and checks, for either layout.
+//
+// Read and write: the attempt's private container (its workspace and, on
+// a Gate registration, its own repository) and its git directory when
+// that lies outside the container (a static registration's worktree
+// administrative directory, where git keeps the worktree's index and
+// HEAD). Read only: the shared objects it borrows and the object
+// directories their alternates name; for a static registration also the
+// rest of the repository's common git directory, entry by entry (refs,
+// config, hooks, ...) except its worktrees directory, which holds the
+// other attempts' administrative directories, and for a non-bare one its
+// main working tree, entry by entry except .git (agents such as Codex
+// read project files at the repository's root). Nothing of the Worker's
+// other attempts, repositories or caches. Called once preparation made
+// the attempt's directories.
+func (j *codingJob) sandboxDirs() (sandboxDirs, error) {
+	a := j.Dirs()
+	if a.Container == "" {
+		return sandboxDirs{}, errors.New("attempt directories missing")
+	}
+	d := sandboxDirs{rw: []string{a.Container}, ro: []string{a.SharedObjects}}
+	if !within(a.GitDir, a.Container) {
+		d.rw = append(d.rw, a.GitDir)
+		common := filepath.Dir(a.SharedObjects)
+		ents, err := entriesExcept(common, "worktrees")
+		if err != nil {
+			return sandboxDirs{}, err
+		}
+		d.ro = append(d.ro, ents...)
+		if top := filepath.Dir(common); filepath.Base(common) == ".git" && top == j.repo.path {
+			ents, err := entriesExcept(top, ".git")
+			if err != nil {
+				return sandboxDirs{}, err
+			}
+			d.ro = append(d.ro, ents...)
+		}
+	}
+	alt, err := os.ReadFile(filepath.Join(a.SharedObjects, "info", "alternates"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return sandboxDirs{}, err
+	}
+	for _, line := range strings.Split(string(alt), "\n") {
+		if filepath.IsAbs(line) && filepath.Clean(line) == line && !excluded(line, []string{j.x.cfg.WorktreeRoot}) {
+			d.ro = append(d.ro, line)
+		}
+	}
+	return d, nil
+}
+
+// entriesExcept lists the paths of dir's entries but the one named skip.
+func entriesExcept(dir, skip string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if e.Name() != skip {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,164 @@
+package worker
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/evidence"
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+func TestSandboxConfig(t *testing.T) {
+	parse := func(edit func(m map[string]any)) (*Config, error) {
+		m := baseConfig()
+		edit(m)
+		return ParseConfig(mustJSON(t, m))
+	}
+	c, err := parse(func(map[string]any) {})
+	if err != nil || c.Sandbox != SandboxLandlock || c.SandboxReadPaths != nil {
+		t.Fatalf("absent sandbox = %q %v, %v; want landlock", c.Sandbox, c.SandboxReadPaths, err)
+	}
+	c, err = parse(func(m map[string]any) { m["sandbox"] = "none" })
+	if err != nil || c.Sandbox != SandboxNone {
+		t.Fatalf("none = %v, %v", c, err)
+	}
+	c, err = parse(func(m map[string]any) {
+		m["sandbox"] = "landlock"
+		m["sandbox_read_paths"] = []any{"/opt/codex", "/srv/auth"}
+	})
+	if err != nil || !slices.Equal(c.SandboxReadPaths, []string{"/opt/codex", "/srv/auth"}) {
+		t.Fatalf("read paths = %v, %v", c, err)
+	}
+	for name, tc := range map[string]struct {
+		edit  func(m map[string]any)
+		field string
+	}{
+		"unknown mode":        {func(m map[string]any) { m["sandbox"] = "Landlock" }, "sandbox"},
+		"relative":            {func(m map[string]any) { m["sandbox_read_paths"] = []any{"opt/codex"} }, "sandbox_read_paths[0]"},
+		"unclean":             {func(m map[string]any) { m["sandbox_read_paths"] = []any{"/opt/../etc"} }, "sandbox_read_paths[0]"},
+		"root":                {func(m map[string]any) { m["sandbox_read_paths"] = []any{"/"} }, "sandbox_read_paths[0]"},
+		"duplicate":           {func(m map[string]any) { m["sandbox_read_paths"] = []any{"/opt", "/opt"} }, "sandbox_read_paths[1]"},
+		"holds a root":        {func(m map[string]any) { m["sandbox_read_paths"] = []any{"/srv/forge"} }, "sandbox_read_paths[0]"},
+		"inside a root":       {func(m map[string]any) { m["sandbox_read_paths"] = []any{"/srv/forge/runtime/x"} }, "sandbox_read_paths[0]"},
+		"installation config": {func(m map[string]any) { m["sandbox_read_paths"] = []any{"/etc/agent-forge"} }, "sandbox_read_paths[0]"},
+		"with none":           {func(m map[string]any) { m["sandbox"] = "none"; m["sandbox_read_paths"] = []any{"/opt"} }, "sandbox_read_paths"},
+		"not a list":          {func(m map[string]any) { m["sandbox_read_paths"] = "/opt" }, ""},
+	} {
+		_, err := parse(tc.edit)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		if tc.field != "" && !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: error %q does not name %s", name, err, tc.field)
+		}
+		if strings.Contains(err.Error(), "/opt") || strings.Contains(err.Error(), "/srv") {
+			t.Errorf("%s: error %q carries a value", name, err)
+		}
+	}
+}
+
+// CheckHost refuses read paths that are missing or reached through a
+// symbolic link.
+func TestSandboxCheckHost(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	env := envWith(map[string]string{"FORGE_WORKER_TOKEN": testToken})
+	c, dir := hostFixture(t)
+	c.Sandbox = SandboxLandlock
+	real := filepath.Join(dir, "tools")
+	os.Mkdir(real, 0o755)
+	os.Symlink(real, filepath.Join(dir, "link"))
+	c.SandboxReadPaths = []string{real}
+	if _, err := CheckHost(c, env); err != nil {
+		t.Fatalf("existing read path: %v", err)
+	}
+	for _, p := range []string{filepath.Join(dir, "missing"), filepath.Join(dir, "link")} {
+		c.SandboxReadPaths = []string{p}
+		if _, err := CheckHost(c, env); err == nil || !strings.Contains(err.Error(), "sandbox_read_paths[0]") {
+			t.Errorf("read path %s: err = %v", filepath.Base(p), err)
+		}
+	}
+}
+
+// The /etc the sandbox reads leaves out the installation's directory and
+// any entry holding the Worker's config or roots.
+func TestSandboxEtcEntries(t *testing.T) {
+	c := &Config{WorktreeRoot: "/etc/forge-wt/x", RuntimeRoot: "/srv/rt", ConfigPath: "/etc/hostname"}
+	got := etcEntries(c)
+	for _, p := range []string{"/etc/agent-forge", "/etc/forge-wt", "/etc/hostname"} {
+		if slices.Contains(got, p) {
+			t.Errorf("%s is granted", p)
+		}
+	}
+	if _, err := os.Stat("/etc/passwd"); err == nil && !slices.Contains(got, "/etc/passwd") {
+		t.Error("/etc/passwd is not granted")
+	}
+}
+
+// sandboxedFixture is a coding fixture whose plugin and checks run in the
+// sandbox, under reapers of this test binary.
+func sandboxedFixture(t *testing.T, plugin string) *codingFixture {
+	t.Helper()
+	if sandbox.ABI() < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	f := newCodingFixture(t, plugin)
+	f.cfg.Sandbox = SandboxLandlock
+	f.reaper = supervise.NewReaperPool(testBinary(t))
+	t.Cleanup(f.reaper.Close)
+	return f
+}
+
+// Inside the sandbox the plugin edits its worktree and the checks run
+// against it (git included), but neither reaches anything else: the
+// repository's shared git state, the rest of the Worker's roots, the
+// fixture's other files.
+func TestSandboxedCodingAttempt(t *testing.T) {
+	plugin := buildEditPlugin(t)
+
+	t.Run("edit and checks", func(t *testing.T) {
+		f := sandboxedFixture(t, plugin)
+		r := f.run(f.lease(wire.CodingTask{
+			Instruction: "write hello.txt hi",
+			Tests: [][]string{{"sh", "-c", "test -f hello.txt && echo x > \"$TMPDIR/t\" && echo y > \"$HOME/h\""},
+				{"git", "status", "--porcelain"}, {"grep", "-q", "hi", "hello.txt"}},
+		}, nil))
+		if !r.Succeeded || r.CandidateSHA == "" {
+			t.Fatalf("report %+v", r)
+		}
+		f.assertClean()
+	})
+	t.Run("plugin cannot write shared git state", func(t *testing.T) {
+		f := sandboxedFixture(t, plugin)
+		r := f.run(f.lease(wire.CodingTask{Instruction: "gitfile hooks/pre-commit exit 0"}, nil))
+		f.expectFailure(r, CodePluginFailed, evidence.PhasePlugin, evidence.ReasonPluginFailed)
+		if _, err := os.Lstat(filepath.Join(f.repo, ".git", "hooks", "pre-commit")); err == nil {
+			t.Fatal("the hook was written")
+		}
+	})
+	for name, script := range map[string]string{
+		"check cannot write the repository":  "echo x > " + "$R/repos/demo/FILE",
+		"check cannot list the repositories": "ls $R/repos",
+		"check cannot write the runtime":     "echo x > $R/runtime/x",
+		"check cannot list the worktrees":    "ls $R/worktrees",
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := sandboxedFixture(t, plugin)
+			script := strings.ReplaceAll(script, "$R", f.root)
+			r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a", Tests: [][]string{{"sh", "-c", script}}}, nil))
+			f.expectFailure(r, CodeScopedTestFailed, evidence.PhaseScopedCheck, evidence.ReasonFailed)
+			// The same check unconfined passes: it can fail.
+			f.cfg.Sandbox = SandboxNone
+			if r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a", Tests: [][]string{{"sh", "-c", script}}}, nil)); !r.Succeeded {
+				t.Fatalf("unsandboxed: %+v", r)
+			}
+		})
+	}
+}

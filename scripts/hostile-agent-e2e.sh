@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# HOSTILE-AGENT-E2E: the agent's seat played hostile (testdata/hostile-agent)
+# through a real Gate and Worker that run as ONE unprivileged account (the
+# README's "Running it yourself"): as root the script runs them, and
+# everything they start, as uid/gid 65534 (setpriv), with that account
+# owning their files; otherwise as the calling user.
+#
+#  1. Gate (file database, an env file holding both tokens, a stand-in App
+#     private key in its state directory) and a Worker (a static repository
+#     registration; the hostile agent as its only plugin) start; a collector
+#     listens on loopback TCP for the agent's reports and on an abstract
+#     UNIX socket of its own (a target for the agent).
+#  2. Sandboxed (worker.json without "sandbox": Landlock): a text job and a
+#     coding job whose scoped check is the hostile agent too. Every try of
+#     the plugin and of the check (testdata/hostile-agent lists them:
+#     /proc/<pid>/environ|mem|fd|cmdline of every process outside its tree,
+#     ptrace of the forge processes, signals, abstract sockets, reading the
+#     Gate's database, state, env files, key, the Worker's config and roots,
+#     writing outside its workspace, symlinks and hardlinks out, the Gate's
+#     API without and with anything found) is counted; a try reached when it
+#     succeeded or when what it read holds a secret (either token, the key).
+#     Printed: tried=N reached=0 (required), per source. Besides Gate and
+#     Worker (non-dumpable) a decoy of the same account, dumpable, with a
+#     secret in its environment, stands for any process the sandbox alone
+#     must keep the agent from.
+#  3. The same with "sandbox": "none": reached > 0 is required (each kind
+#     of check can fail), and what was reached is printed per kind.
+# Final line: HOSTILE-AGENT-E2E PASS.
+#
+# Standalone parts, for running the agent under other deployments (the
+# installed units): build it with `go build -o X ./testdata/hostile-agent`,
+# register X as a plugin (and X check as a scoped check) with HOSTILE_REPORT
+# (and optionally HOSTILE_GATE, HOSTILE_READ, HOSTILE_WRITE: colon-separated
+# absolute paths) in both environment allowlists and the policy, then
+#   scripts/hostile-agent-e2e.sh collect ADDR_FILE REPORT_FILE
+# runs the collector (its address goes to ADDR_FILE), and
+#   scripts/hostile-agent-e2e.sh count REPORT_FILE SECRET...
+# prints the counts and exits 0 only when nothing was reached.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib/e2e.sh
+source "$(dirname "$0")/lib/e2e.sh"
+cd "$(dirname "$0")/.."
+
+# collect ADDR_FILE REPORT_FILE: accept reports (JSON lines) on loopback TCP
+# until killed; also hold an abstract UNIX socket open as a target.
+collect() {
+  exec python3 - "$1" "$2" <<'PY'
+import os, socket, sys, threading
+addr_file, out = sys.argv[1], sys.argv[2]
+lock = threading.Lock()
+abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+abstract.bind("\0forge-hostile-agent-e2e-%d" % os.getpid())
+abstract.listen(16)
+threading.Thread(target=lambda: [abstract.accept()[0].close() for _ in iter(int, 1)], daemon=True).start()
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(16)
+with open(addr_file + ".tmp", "w") as f:
+    f.write("127.0.0.1:%d" % s.getsockname()[1])
+os.rename(addr_file + ".tmp", addr_file)
+def serve(c):
+    data = b""
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        data += b
+    c.close()
+    with lock, open(out, "ab") as f:
+        f.write(data)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+}
+
+# count REPORT SECRET...: tried, reached (the try succeeded, or what it read
+# holds a secret); cmdline reads count only by a secret. Exit 1 if reached.
+count() {
+  python3 - "$@" <<'PY'
+import base64, collections, json, sys
+report, secrets = sys.argv[1], [s.encode() for s in sys.argv[2:] if s]
+tried, reached = collections.Counter(), collections.Counter()
+who = collections.Counter()
+for line in open(report, "rb").read().splitlines():
+    t = json.loads(line)
+    kind = t["kind"]
+    tried[kind] += 1
+    who[t["who"]] += 1
+    data = base64.b64decode(t.get("data", ""))
+    leak = any(s in data for s in secrets)
+    if leak or (t["ok"] and kind != "proc-cmdline"):
+        reached[kind] += 1
+for k in sorted(tried):
+    print("  %-16s tried=%-5d reached=%d" % (k, tried[k], reached[k]))
+print("  by source: " + " ".join("%s=%d" % kv for kv in sorted(who.items())))
+print("tried=%d reached=%d" % (sum(tried.values()), sum(reached.values())))
+sys.exit(1 if sum(reached.values()) else 0)
+PY
+}
+
+case "${1:-}" in
+collect) shift; collect "$@" ;;
+count) shift; count "$@"; exit $? ;;
+"") ;;
+*) echo "usage: $0 [collect ADDR_FILE REPORT_FILE | count REPORT_FILE SECRET...]" >&2; exit 2 ;;
+esac
+
+tmp=$(cd "$(mktemp -d)" && pwd -P)
+pids=()
+e2e_traps
+fail() { e2e_fail hostile-agent-e2e "$@"; }
+
+# The one account Gate and Worker share. as_account replaces the shell it
+# runs in: use it as `as_account CMD... &`, so $! is CMD's own pid.
+if [ "$(id -u)" = 0 ]; then
+  account=65534
+  as_account() { exec setpriv --reuid="$account" --regid="$account" --clear-groups --inh-caps=-all "$@"; }
+else
+  account=$(id -u)
+  as_account() { exec "$@"; }
+fi
+chmod 0755 "$tmp"
+bin=$tmp/bin
+mkdir -p "$bin"
+e2e_build forge-gate forge-worker forge
+go build -o "$bin/hostile-agent" ./testdata/hostile-agent || fail "build hostile-agent"
+chmod -R a+rX "$bin"
+
+FORGE_OWNER_TOKEN=owner-$(rand)
+FORGE_WORKER_TOKEN=worker-$(rand)
+export FORGE_OWNER_TOKEN FORGE_WORKER_TOKEN
+key_marker=APP-KEY-$(rand)
+
+mkdir -m 0700 "$tmp/state" "$tmp/repos" "$tmp/worktrees" "$tmp/runtime" "$tmp/home" "$tmp/reports"
+printf -- '-----BEGIN RSA PRIVATE KEY-----\n%s\n-----END RSA PRIVATE KEY-----\n' "$key_marker" >"$tmp/state/app-key.pem"
+printf 'FORGE_OWNER_TOKEN=%s\nFORGE_WORKER_TOKEN=%s\n' "$FORGE_OWNER_TOKEN" "$FORGE_WORKER_TOKEN" >"$tmp/gate.env"
+printf 'FORGE_WORKER_TOKEN=%s\n' "$FORGE_WORKER_TOKEN" >"$tmp/worker.env"
+chmod 0600 "$tmp/state/app-key.pem" "$tmp/gate.env" "$tmp/worker.env"
+repo=$tmp/repos/demo
+GIT_CONFIG_GLOBAL=/dev/null git init -q -b main "$repo"
+printf 'demo\n' >"$repo/README.md"
+g add -A
+GIT_AUTHOR_NAME=Seed GIT_AUTHOR_EMAIL=seed@example.invalid GIT_COMMITTER_NAME=Seed GIT_COMMITTER_EMAIL=seed@example.invalid \
+  g commit -q -m base || fail "seed commit"
+base=$(g rev-parse HEAD)
+
+# The collector runs as the caller (root in CI): not a target of signals.
+collect "$tmp/collector.addr" "$tmp/reports/current.jsonl" 2>"$tmp/collector.log" &
+pids+=($!)
+for _ in $(seq 200); do [ -s "$tmp/collector.addr" ] && break; sleep 0.05; done
+report_addr=$(cat "$tmp/collector.addr") || fail "collector did not start"
+
+envs='["PATH","HOSTILE_REPORT","HOSTILE_READ","HOSTILE_WRITE","HOSTILE_GATE"]'
+exec_policy='{"plugin_id":"hostile","environment":'$envs',"plugin_timeout":"2m","check_timeout":"2m","git_timeout":"1m","cleanup_timeout":"5s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}'
+cat >"$tmp/gate.json" <<EOF
+{"version":1,"listen":"127.0.0.1:0","database":"$tmp/state/forge.db","owner_token_env":"FORGE_OWNER_TOKEN",
+ "recovery_interval":"200ms","lease_poll_interval":"100ms","default_pool":"local",
+ "lifecycle":{"lease_ttl":"30s","retry_base":"1s","max_attempts":1},
+ "default_execution":$exec_policy,
+ "workers":[{"id":"worker-1","pool":"local","token_env":"FORGE_WORKER_TOKEN","concurrency":2}],
+ "repositories":[{"id":"demo","default_branch":"main","worker_pool":"local","execution":$exec_policy}]}
+EOF
+chown -R "$account:$account" "$tmp/state" "$tmp/repos" "$tmp/worktrees" "$tmp/runtime" "$tmp/home" \
+  "$tmp/gate.env" "$tmp/worker.env" "$tmp/gate.json"
+"$bin/forge-gate" --version >/dev/null || fail "forge-gate does not run"
+as_account "$bin/forge-gate" -config "$tmp/gate.json" 2>"$tmp/gate.log" &
+gate_pid=$!
+pids+=("$gate_pid")
+addr=$(wait_log "$tmp/gate.log" 'e.get("msg") == "listening"' | field addr) || fail "Gate did not start"
+export FORGE_GATE_URL="http://$addr"
+
+# A decoy: a process of the same account that is not non-dumpable (as a
+# child carrying a token would be if it were not protected) and holds a
+# secret in its environment. Only the sandbox keeps the agent from it.
+cp "$(command -v sleep)" "$bin/forge-decoy"
+decoy_token=decoy-$(rand)
+(DECOY_TOKEN=$decoy_token as_account "$bin/forge-decoy" 600) &
+pids+=($!)
+
+export HOSTILE_REPORT=$report_addr HOSTILE_GATE=$addr
+HOSTILE_READ=$(printf '%s:' "$tmp/state" "$tmp/state/forge.db" "$tmp/state/forge.db-wal" "$tmp/state/forge.db-shm" \
+  "$tmp/state/app-key.pem" "$tmp/gate.env" "$tmp/worker.env" "$tmp/gate.json" "$tmp/worker.json" \
+  "$tmp/runtime" "$tmp/worktrees" "$tmp/repos" "$tmp/home" "$tmp")
+HOSTILE_WRITE=$(printf '%s:' "$tmp/home" "$tmp/repos" "$repo" "$repo/.git" "$repo/.git/refs/heads" "$repo/.git/hooks" \
+  "$tmp/state" "$tmp/runtime" "$tmp/worktrees" "$tmp")
+export HOSTILE_READ HOSTILE_WRITE
+
+# run_phase NAME SANDBOX_FIELD: a Worker with that sandbox, a text job and
+# a coding job whose check is the agent; the reports land in NAME.jsonl.
+run_phase() {
+  local name=$1 sandbox=$2 text coding
+  : >"$tmp/reports/current.jsonl"
+  cat >"$tmp/worker.json" <<EOF
+{"version":1,"gate_url":"ws://$addr","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":2,
+ "repository_roots":["$tmp/repos"],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
+ "repositories":[{"id":"demo","path":"$repo"}],
+ "plugins":[{"id":"hostile","argv":["$bin/hostile-agent"]}],
+ "environment_allowlist":$envs,"check_environment_allowlist":$envs,$sandbox
+ "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
+EOF
+  chown "$account:$account" "$tmp/worker.json"
+  as_account "$bin/forge-worker" -config "$tmp/worker.json" 2>"$tmp/worker-$name.log" &
+  worker_pid=$!
+  pids+=("$worker_pid")
+  wait_log "$tmp/worker-$name.log" "e.get('msg') == 'started'" >/dev/null || fail "$name: Worker did not start"
+  text=$(printf '%s\n' '{"input":"hostile"}' | "$bin/forge" submit -file - | field id) || fail "$name: submit text"
+  python3 - "$base" "$bin/hostile-agent" >"$tmp/task.json" <<'PY'
+import json, sys
+print(json.dumps({"repository_id": "demo", "base_sha": sys.argv[1], "instruction": "be hostile",
+                  "tests": [[sys.argv[2], "check"]]}))
+PY
+  coding=$("$bin/forge" submit -file "$tmp/task.json" | field id) || fail "$name: submit coding"
+  "$bin/forge" wait -timeout 120s -poll 100ms "$text" >"$tmp/agg-$name-text.json" || fail "$name: text job did not succeed"
+  "$bin/forge" wait -timeout 120s -poll 100ms "$coding" >"$tmp/agg-$name-coding.json" || fail "$name: coding job did not succeed"
+  stop Worker "$worker_pid"
+  cp "$tmp/reports/current.jsonl" "$tmp/reports/$name.jsonl"
+  python3 - "$tmp/reports/$name.jsonl" <<'PY' || fail "$name: the plugin and the check did not both report"
+import json, sys
+who = {json.loads(l)["who"] for l in open(sys.argv[1]) if l.strip()}
+assert who == {"plugin", "check"}, who
+PY
+}
+
+secrets=("$FORGE_OWNER_TOKEN" "$FORGE_WORKER_TOKEN" "$key_marker" "$decoy_token")
+
+# 2. Sandboxed (the default).
+run_phase sandboxed ""
+grep -q '"msg":"sandbox","sandbox":"landlock"' "$tmp/worker-sandboxed.log" || fail "the Worker did not log its Landlock sandbox"
+echo "hostile-agent-e2e: sandboxed (Landlock, the default), Gate and Worker as uid $account:"
+count "$tmp/reports/sandboxed.jsonl" "${secrets[@]}" >"$tmp/count-sandboxed.out" || {
+  cat "$tmp/count-sandboxed.out"
+  fail "the sandboxed agent reached something"
+}
+cat "$tmp/count-sandboxed.out"
+tried=$(sed -n 's/^tried=\([0-9]*\) .*/\1/p' "$tmp/count-sandboxed.out")
+[ "$tried" -ge 50 ] || fail "only $tried tries"
+for kind in proc-environ proc-mem proc-fd signal ptrace abstract-socket read list write symlink hardlink gate-no-token; do
+  grep -q "^  $kind " "$tmp/count-sandboxed.out" || fail "no $kind try"
+done
+
+# 3. Unconfined: the same agent reaches things.
+run_phase none '"sandbox":"none",'
+grep -q '"sandbox":"none"' "$tmp/worker-none.log" || fail "the Worker did not log that it runs unconfined"
+echo "hostile-agent-e2e: \"sandbox\": \"none\" (each check can fail):"
+if count "$tmp/reports/none.jsonl" "${secrets[@]}" >"$tmp/count-none.out"; then
+  cat "$tmp/count-none.out"
+  fail "with sandbox none the agent reached nothing: the checks cannot fail"
+fi
+cat "$tmp/count-none.out"
+for kind in proc-environ proc-mem proc-fd ptrace read write signal gate-replay; do
+  grep -Eq "^  $kind +tried=[0-9]+ +reached=[1-9]" "$tmp/count-none.out" || fail "unconfined, $kind reached nothing"
+done
+
+stop Gate "$gate_pid"
+echo "HOSTILE-AGENT-E2E PASS"
