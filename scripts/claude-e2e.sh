@@ -15,7 +15,10 @@
 #     with two repositories: "claude" (plugin claude, an operator profile
 #     naming model, effort, the key's variable and the fake as base URL;
 #     plugin_timeout 8s) and "codex" (plugin codex, a profile whose provider
-#     is fake-responses). Jobs:
+#     is fake-responses). Both plugins and both CLIs run in the Worker's
+#     Landlock sandbox (the npm installations and the operator's directory
+#     as sandbox_read_paths; claude is a native binary that needs nothing
+#     else). Jobs:
 #       edit      a file edit that lands in the candidate, with the commit
 #                 subject and agent report of the structured answer;
 #       cut       the first model stream is cut mid-way: Claude retries
@@ -246,6 +249,12 @@ for _ in $(seq 200); do
 done
 hang_pids=$(claude_pids)
 [ -n "$hang_pids" ] || fail "no claude process while the hang job runs"
+# Claude Code runs in the Worker's Landlock sandbox (no_new_privs set).
+wait_log "$tmp/worker.log" "e.get('msg') == 'sandbox' and e.get('sandbox') == 'landlock'" >/dev/null ||
+  fail "the Worker does not run Claude Code in its Landlock sandbox"
+for p in $hang_pids; do
+  grep -q '^NoNewPrivs:[[:space:]]*1' "/proc/$p/status" || fail "claude process $p runs without no_new_privs (no Landlock domain)"
+done
 wait_job "$job_codex" codexjob
 check_success codex codexjob
 declare -A jobs

@@ -31,7 +31,10 @@
 #   after the old Gate stops, never sends the impostor a byte, ends with
 #   the real v0.2.0 Gate and keeps the database, secrets and the queued job
 #   (which then succeeds); a downgrade is refused; doctor is healthy on
-#   v0.2.0; finally everything is removed by hand, /opt made GitHub's 0777,
+#   v0.2.0; the hostile agent (testdata/hostile-agent, counted by
+#   scripts/hostile-agent-e2e.sh) runs as the installed Worker's plugin and
+#   scoped check in a text and a coding job and reaches nothing (printed:
+#   tried=N reached=0); finally everything is removed by hand, /opt made GitHub's 0777,
 #   and scripts/installer-acceptance.sh (the CI acceptance fixture) must
 #   refuse outside a GitHub runner, then normalise /opt and pass.
 #   Final line: E2E PASS.
@@ -113,6 +116,11 @@ sum_extra=$(sha256sum "$share/extra/SHA256SUMS" | cut -d' ' -f1)
 cp -r "$share/a2" "$share/seventh"
 cp "$tmp/rel2/agent-forge-worker_v0.2.0_darwin_${arch}.tar.gz" "$share/seventh/"
 cp scripts/installer-acceptance.sh "$share/"
+# The hostile agent (scripts/hostile-agent-e2e.sh) and its counter.
+CGO_ENABLED=0 go build -o "$share/hostile-agent" ./testdata/hostile-agent >"$tmp/hostile-build.log" 2>&1 || fail "build testdata/hostile-agent"
+mkdir -p "$share/scripts/lib"
+cp scripts/hostile-agent-e2e.sh "$share/scripts/"
+cp scripts/lib/*.sh "$share/scripts/lib/"
 chmod -R a+rX "$share"
 
 # --- boot systemd -----------------------------------------------------------
@@ -291,12 +299,13 @@ echo "linux-installer-e2e: the Gate and Worker accounts cannot read each other's
 # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) is 444 on
 # amd64 and arm64; it answers the ABI version, or EPERM from the filter.
 probe="import ctypes,sys;n=ctypes.CDLL(None,use_errno=True).syscall(444,None,0,1);e=ctypes.get_errno();print('landlock',n,e);sys.exit(0 if n>=1 else 3)"
-c systemctl show -p SystemCallFilter agent-forge-worker | grep -q landlock_create_ruleset || fail "the Worker unit's filter lacks the Landlock calls"
+grep -q landlock_create_ruleset <<<"$(c systemctl show -p SystemCallFilter agent-forge-worker)" || fail "the Worker unit's filter lacks the Landlock calls"
 c mkdir -p /etc/systemd/system/agent-forge-worker.service.d
 printf '[Service]\nExecStartPre=/usr/bin/python3 -c "%s"\n' "$probe" | c sh -c 'cat >/etc/systemd/system/agent-forge-worker.service.d/e2e-landlock.conf'
 c systemctl daemon-reload
 c systemctl restart agent-forge-worker || fail "Landlock is refused under the Worker unit: $(c journalctl --no-pager -n 5 -u agent-forge-worker)"
-c journalctl --no-pager -u agent-forge-worker | grep -q 'landlock [1-9]' || fail "the Landlock probe did not run under the Worker unit"
+c journalctl --no-pager -u agent-forge-worker >"$tmp/worker-journal.log"
+grep -q 'landlock [1-9]' "$tmp/worker-journal.log" || fail "the Landlock probe did not run under the Worker unit"
 c rm -r /etc/systemd/system/agent-forge-worker.service.d
 c systemctl daemon-reload
 c systemctl restart agent-forge-worker
@@ -513,6 +522,103 @@ expect 2 downgrade.log "downgrade" "downgrade: exit"
 [ "$(snapshot)" = "$before" ] || fail "the refused downgrade changed files"
 doctor 0 doctor-final.log
 doctor_has "RESULT healthy" doctor-final.log
+
+# --- L: the hostile agent under the installed units --------------------------------
+# testdata/hostile-agent (scripts/hostile-agent-e2e.sh counts its report)
+# as the Worker's plugin and as a scoped check, under the installed units
+# and their two accounts, the default Landlock sandbox: every try it makes
+# at /proc, ptrace, signals, the Gate's state, env files, a stand-in App
+# key, the Worker's config, other attempts, writes outside its workspace,
+# links and the Gate's API must reach nothing.
+c install -d -m 0755 /opt/forge-e2e
+c install -m 0755 /mnt/share/hostile-agent /opt/forge-e2e/hostile-agent
+c install -d -m 0700 /run/hostile
+key_marker=APP-KEY-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+c install -d -m 0700 -o agent-forge-gate -g agent-forge-gate /etc/agent-forge/gate-keys
+printf -- '-----BEGIN RSA PRIVATE KEY-----\n%s\n-----END RSA PRIVATE KEY-----\n' "$key_marker" |
+  c sh -c 'umask 077; cat >/etc/agent-forge/gate-keys/github-app.pem; chown agent-forge-gate: /etc/agent-forge/gate-keys/github-app.pem'
+repo=/var/lib/agent-forge/worker/repositories/demo
+as agent-forge-worker env HOME=/nonexistent GIT_CONFIG_GLOBAL=/dev/null sh -c "git init -q -b main $repo && printf 'demo\n' >$repo/README.md &&
+  git -C $repo add -A && git -C $repo -c user.name=Seed -c user.email=seed@example.invalid commit -q -m base" || fail "seed repository"
+base=$(as agent-forge-worker env GIT_CONFIG_GLOBAL=/dev/null git -C "$repo" rev-parse HEAD)
+# shellcheck disable=SC2016 # expanded inside the container
+c sh -c 'echo $$ >/run/hostile/collector.pid; exec /mnt/share/scripts/hostile-agent-e2e.sh collect /run/hostile/addr /run/hostile/report.jsonl' \
+  >"$tmp/collector.log" 2>&1 &
+collector=$!
+for _ in $(seq 1 100); do c test -s /run/hostile/addr && break; sleep 0.1; done
+report_addr=$(c cat /run/hostile/addr) || fail "the hostile collector did not start: $(cat "$tmp/collector.log")"
+reads=/var/lib/agent-forge:/var/lib/agent-forge/gate:/var/lib/agent-forge/gate/forge.db:/var/lib/agent-forge/gate/forge.db-wal
+reads=$reads:/var/lib/agent-forge/gate/forge.db-shm:/etc/agent-forge/gate-keys:/etc/agent-forge/gate-keys/github-app.pem
+reads=$reads:/etc/agent-forge/gate.env:/etc/agent-forge/worker.env:/etc/agent-forge/gate.json:/etc/agent-forge/worker.json
+reads=$reads:/var/lib/agent-forge/worker:/var/lib/agent-forge/worker/runtime:/var/lib/agent-forge/worker/worktrees
+reads=$reads:/var/lib/agent-forge/worker/repositories:/opt/agent-forge/receipt.json
+writes=/var/lib/agent-forge:/var/lib/agent-forge/gate:/var/lib/agent-forge/worker:/var/lib/agent-forge/worker/runtime
+writes=$writes:/var/lib/agent-forge/worker/worktrees:/var/lib/agent-forge/worker/repositories:$repo:$repo/.git
+writes=$writes:$repo/.git/refs/heads:$repo/.git/hooks:/etc/agent-forge:/opt/agent-forge/bin
+c mkdir -p /etc/systemd/system/agent-forge-worker.service.d
+printf '[Service]\nEnvironment=HOSTILE_REPORT=%s HOSTILE_GATE=127.0.0.1:18080 HOSTILE_READ=%s HOSTILE_WRITE=%s\n' "$report_addr" "$reads" "$writes" |
+  c sh -c 'cat >/etc/systemd/system/agent-forge-worker.service.d/e2e-hostile.conf'
+# The operator's side: the agent as the Worker's plugin and the repository's
+# policy (plugin, check and environment), in the mutable configuration.
+c python3 - "$base" <<'PY' || fail "configure the hostile agent"
+import json
+envs = ["PATH", "HOSTILE_REPORT", "HOSTILE_READ", "HOSTILE_WRITE", "HOSTILE_GATE"]
+g = json.load(open("/etc/agent-forge/gate.json"))
+policy = dict(g["default_execution"], plugin_id="hostile", environment=envs, plugin_timeout="2m", check_timeout="2m")
+g["default_execution"] = policy
+g["repositories"] = [{"id": "demo", "default_branch": "main", "worker_pool": "local", "execution": policy}]
+w = json.load(open("/etc/agent-forge/worker.json"))
+w["plugins"].append({"id": "hostile", "argv": ["/opt/forge-e2e/hostile-agent"]})
+w["environment_allowlist"] = envs
+w["check_environment_allowlist"] = envs
+w["repositories"] = [{"id": "demo", "path": "/var/lib/agent-forge/worker/repositories/demo"}]
+for p, d in (("/etc/agent-forge/gate.json", g), ("/etc/agent-forge/worker.json", w)):
+    # Rewrite in place: owner, group and mode stay the installer's.
+    with open(p, "r+") as f:
+        f.truncate(0)
+        json.dump(d, f)
+PY
+c systemctl daemon-reload
+c systemctl restart agent-forge-gate
+wait_gate
+c systemctl restart agent-forge-worker
+for _ in $(seq 1 100); do owner_get '/v1/debug/workers?limit=10' 2>/dev/null | grep -q '"connected":true' && break; sleep 0.2; done
+text=$(printf '%s\n' '{"input":"hostile"}' | forge_job submit -file - | field id) || fail "submit the hostile text job"
+coding=$(c python3 -c 'import json,sys; print(json.dumps({"repository_id":"demo","base_sha":sys.argv[1],"instruction":"be hostile","tests":[["/opt/forge-e2e/hostile-agent","check"]]}))' "$base" |
+  forge_job submit -file - | field id) || fail "submit the hostile coding job"
+forge_job wait -timeout 120s "$text" >"$tmp/hostile-text.json" || fail "the hostile text job did not succeed: $(cat "$tmp/hostile-text.json")"
+forge_job wait -timeout 120s "$coding" >"$tmp/hostile-coding.json" || fail "the hostile coding job did not succeed: $(cat "$tmp/hostile-coding.json")"
+# shellcheck disable=SC2016 # expanded inside the container
+c sh -c 'kill "$(cat /run/hostile/collector.pid)"' || true
+wait "$collector" 2>/dev/null || true
+c cat /run/hostile/report.jsonl >"$tmp/hostile-report.jsonl"
+# (Read whole before matching: grep -q would cut journalctl off, which
+# pipefail reports as a failure.)
+c journalctl --no-pager -u agent-forge-worker >"$tmp/worker-journal.log"
+grep -q '"msg":"sandbox","sandbox":"landlock"' "$tmp/worker-journal.log" || fail "the installed Worker did not log its Landlock sandbox"
+owner=$(c sed -n 's/^FORGE_OWNER_TOKEN=//p' /etc/agent-forge/gate.env)
+worker_token=$(c sed -n 's/^FORGE_WORKER_TOKEN=//p' /etc/agent-forge/worker.env)
+echo "linux-installer-e2e: the hostile agent under the installed units (two accounts, Landlock):"
+scripts/hostile-agent-e2e.sh count "$tmp/hostile-report.jsonl" "$owner" "$worker_token" "$key_marker" >"$tmp/hostile-count.out" || {
+  cat "$tmp/hostile-count.out"
+  fail "the hostile agent reached something under the installed units"
+}
+cat "$tmp/hostile-count.out"
+python3 - "$tmp/hostile-report.jsonl" <<'PY' || fail "the plugin and the check did not both report"
+import json, sys
+who = {json.loads(l)["who"] for l in open(sys.argv[1]) if l.strip()}
+assert who == {"plugin", "check"}, who
+PY
+tried=$(sed -n 's/^tried=\([0-9]*\) .*/\1/p' "$tmp/hostile-count.out")
+[ "${tried:-0}" -ge 50 ] || fail "only ${tried:-0} hostile tries"
+for kind in read list write symlink hardlink gate-no-token; do
+  grep -q "^  $kind " "$tmp/hostile-count.out" || fail "no hostile $kind try under the installed units"
+done
+if ! grep -Eq '^  (proc-environ|proc-mem|ptrace|signal) ' "$tmp/hostile-count.out"; then
+  echo "linux-installer-e2e: no process target: the units' ProtectProc=invisible and ProcSubset=pid show the agent only its own tree"
+fi
+c rm -r /etc/systemd/system/agent-forge-worker.service.d
+c systemctl daemon-reload
 
 # --- K: the CI acceptance fixture on a cleaned host with GitHub's /opt 0777 ---------
 # scripts/installer-acceptance.sh is what ci.yml and release.yml run on a

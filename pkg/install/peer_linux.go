@@ -27,6 +27,9 @@ func servedBy(ctx context.Context, conn net.Conn, pid int) error {
 	}
 	server, client := procAddr(remote), procAddr(local)
 	deadline := time.Now().Add(2 * time.Second)
+	// Once accepted (an inode), the socket is in its owner's table within
+	// moments (accept installs the descriptor right after creating it).
+	seen := 0
 	for {
 		inode, err := serverInode(server, client)
 		if err != nil {
@@ -35,6 +38,9 @@ func servedBy(ctx context.Context, conn net.Conn, pid int) error {
 		if inode != "" {
 			if holdsSocket(pid, inode) {
 				return nil
+			}
+			if seen++; seen > 5 {
+				return errors.New("the connection's server side is another process's")
 			}
 		}
 		if time.Now().After(deadline) {

@@ -130,7 +130,7 @@ func BenchmarkPublicSourceTransfer(b *testing.B) {
 		}
 		f.git = &gitx.Runner{Git: x.opt.Git, Home: f.gitHome, Timeout: 5 * time.Minute, OutputBytes: 1 << 24}
 		start := time.Now()
-		if _, _, err := f.ensureBase(ctx); err != nil {
+		if _, err := f.ensureBase(ctx); err != nil {
 			b.Fatal(err)
 		}
 		fetch = time.Since(start)

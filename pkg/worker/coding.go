@@ -258,11 +258,9 @@ type codingJob struct {
 	branch    string
 	boxDirs   sandboxDirs // the attempt's directories inside the sandbox
 	// gate: an attempt on a Gate registration, in its own repository
-	// (gateDirs) borrowing the source cache's objects; fetch is what its
-	// preparation transferred.
+	// (gateDirs) borrowing the source cache's objects.
 	gate     bool
 	gateDirs AttemptDirs
-	fetch    baseFetch
 
 	records []evidence.Record
 }

@@ -2,12 +2,12 @@ package worker
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/0k-lab/agent-forge/pkg/gitx"
@@ -44,61 +44,53 @@ func CacheDir(runtimeRoot, id string) string {
 	return filepath.Join(runtimeRoot, sourcesDir, id+".git")
 }
 
-// baseFetch is what one ensureBase did (logs and tests).
-type baseFetch struct {
-	fetched bool  // false: the base was already cached
-	objects int64 // objects in the bundle's pack
-	bytes   int64 // bundle size
-}
-
 // ensureBase makes the lease's base a commit of the repository's cache,
 // fetching it from the Gate when it is not, and returns the cache's path.
-func (j *codingJob) ensureBase(ctx context.Context) (string, baseFetch, error) {
+func (j *codingJob) ensureBase(ctx context.Context) (string, error) {
 	id, base := j.task.RepositoryID, j.task.BaseSHA
 	cache := CacheDir(j.x.cfg.RuntimeRoot, id)
 	lock := j.x.cacheLock(id)
 	lock.Lock()
 	defer lock.Unlock()
 	if err := j.initCache(ctx, cache); err != nil {
-		return "", baseFetch{}, err
+		return "", err
 	}
 	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"cat-file", "-e", base + "^{commit}"}}); err == nil {
-		return cache, baseFetch{}, nil
+		return cache, nil
 	} else if _, exited := gitx.ExitCode(err); !exited {
-		return "", baseFetch{}, err
+		return "", err
 	}
 	if j.attempt.Gate == nil {
-		return "", baseFetch{}, errors.New("no gate link")
+		return "", errors.New("no gate link")
 	}
 	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"for-each-ref", "--sort=-creatordate",
-		"--count=" + itoa(maxCacheHaves), "--format=%(objectname)", basesPrefix}})
+		"--count=" + strconv.Itoa(maxCacheHaves), "--format=%(objectname)", basesPrefix}})
 	if err != nil {
-		return "", baseFetch{}, err
+		return "", err
 	}
 	haves := strings.Fields(string(out))
 	// Only this Worker writes the cache, one fetch at a time: a lock on
 	// the base's ref is what a killed fetch left behind.
 	if err := os.Remove(filepath.Join(cache, filepath.FromSlash(basesPrefix+base+".lock"))); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", baseFetch{}, err
+		return "", err
 	}
 	file := filepath.Join(j.gitHome, "base.bundle")
 	tctx, cancel := context.WithTimeout(ctx, j.git.Timeout)
 	defer cancel()
-	n, err := j.attempt.Gate.FetchBase(tctx, base, haves, file, MaxBaseBundleBytes)
+	_, err = j.attempt.Gate.FetchBase(tctx, base, haves, file, MaxBaseBundleBytes)
 	if err != nil {
-		return "", baseFetch{}, err
+		return "", err
 	}
 	defer os.Remove(file)
-	objects, err := checkBaseBundle(file, base, haves)
-	if err != nil {
-		return "", baseFetch{}, err
+	if err := checkBaseBundle(file, base, haves); err != nil {
+		return "", err
 	}
 	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Bundle: true, Args: []string{"fetch", "--quiet", "--no-tags",
 		"--no-write-fetch-head", "--no-auto-maintenance", "--no-recurse-submodules", file,
 		source.BaseRef + ":" + basesPrefix + base}}); err != nil {
-		return "", baseFetch{}, err
+		return "", err
 	}
-	return cache, baseFetch{fetched: true, objects: objects, bytes: n}, nil
+	return cache, nil
 }
 
 // initCache creates the cache repository on first use: a bare repository
@@ -126,47 +118,29 @@ func (j *codingJob) initCache(ctx context.Context, cache string) error {
 }
 
 // checkBaseBundle parses the bundle's header strictly: exactly one ref,
-// source.BaseRef at base, and prerequisites among haves only. It returns
-// the object count of the bundle's pack.
-func checkBaseBundle(path, base string, haves []string) (int64, error) {
+// source.BaseRef at base, and prerequisites among haves only.
+func checkBaseBundle(path, base string, haves []string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer f.Close()
-	buf := make([]byte, gitx.MaxBundleHeaderBytes+gitx.MaxBundleLineBytes+16)
+	buf := make([]byte, gitx.MaxBundleHeaderBytes+gitx.MaxBundleLineBytes+8)
 	n, err := io.ReadFull(f, buf)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return 0, err
+		return err
 	}
 	h, err := gitx.ParseBundleHeader(buf[:n])
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if len(h.Refs) != 1 || h.Refs[0].SHA != base || h.Refs[0].Name != source.BaseRef {
-		return 0, errors.New("base bundle names another ref")
+		return errors.New("base bundle names another ref")
 	}
 	for _, p := range h.Prerequisites {
 		if !slices.Contains(haves, p.SHA) {
-			return 0, errors.New("base bundle needs a commit the cache lacks")
+			return errors.New("base bundle needs a commit the cache lacks")
 		}
 	}
-	// The pack header: "PACK", version, object count (big-endian).
-	if n < h.Size+12 {
-		return 0, errors.New("base bundle pack is truncated")
-	}
-	return int64(binary.BigEndian.Uint32(buf[h.Size+8 : h.Size+12])), nil
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for ; n > 0; n /= 10 {
-		i--
-		b[i] = byte('0' + n%10)
-	}
-	return string(b[i:])
+	return nil
 }

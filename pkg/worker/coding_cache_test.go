@@ -20,9 +20,8 @@ func TestCheckBaseBundle(t *testing.T) {
 		}
 		return p
 	}
-	n, err := checkBaseBundle(write("# v2 git bundle\n-"+have+" old\n"+base+" refs/forge/base\n\n"), base, []string{have})
-	if err != nil || n != 7 {
-		t.Fatalf("good bundle: %d %v", n, err)
+	if err := checkBaseBundle(write("# v2 git bundle\n-"+have+" old\n"+base+" refs/forge/base\n\n"), base, []string{have}); err != nil {
+		t.Fatalf("good bundle: %v", err)
 	}
 	for name, header := range map[string]string{
 		"another ref name":     "# v2 git bundle\n" + base + " refs/heads/main\n\n",
@@ -31,13 +30,8 @@ func TestCheckBaseBundle(t *testing.T) {
 		"unnamed prerequisite": "# v2 git bundle\n-" + other + "\n" + base + " refs/forge/base\n\n",
 		"not a bundle":         "PACK",
 	} {
-		if _, err := checkBaseBundle(write(header), base, []string{have}); err == nil {
+		if err := checkBaseBundle(write(header), base, []string{have}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
-	}
-	p := filepath.Join(t.TempDir(), "short.bundle")
-	os.WriteFile(p, []byte("# v2 git bundle\n"+base+" refs/forge/base\n\nPACK"), 0o600)
-	if _, err := checkBaseBundle(p, base, nil); err == nil {
-		t.Error("truncated pack header accepted")
 	}
 }

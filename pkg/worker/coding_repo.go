@@ -129,11 +129,10 @@ func leaseDefaultBranch(l *wire.Lease) string { return l.DefaultBranch }
 func (j *codingJob) prepareGate(ctx context.Context) (outcome, bool) {
 	const P = evidence.PhasePreparation
 	j.gate = true
-	cache, fetch, err := j.ensureBase(ctx)
+	cache, err := j.ensureBase(ctx)
 	if err != nil {
 		return j.fail(P, evidence.ReasonGitFailed, codeCodingRetryable), false
 	}
-	j.fetch = fetch
 	if err := j.addAttemptRepo(ctx, cache); err != nil {
 		return j.fail(P, evidence.ReasonWorktreeFailed, codeCodingRetryable), false
 	}
