@@ -15,7 +15,10 @@
 #     with two repositories: "claude" (plugin claude, an operator profile
 #     naming model, effort, the key's variable and the fake as base URL;
 #     plugin_timeout 8s) and "codex" (plugin codex, a profile whose provider
-#     is fake-responses). Jobs:
+#     is fake-responses). Both plugins and both CLIs run in the Worker's
+#     Landlock sandbox (the npm installations and the operator's directory
+#     as sandbox_read_paths; claude is a native binary that needs nothing
+#     else). Jobs:
 #       edit      a file edit that lands in the candidate, with the commit
 #                 subject and agent report of the structured answer;
 #       cut       the first model stream is cut mid-way: Claude retries
@@ -246,14 +249,20 @@ for _ in $(seq 200); do
 done
 hang_pids=$(claude_pids)
 [ -n "$hang_pids" ] || fail "no claude process while the hang job runs"
+# Claude Code runs in the Worker's Landlock sandbox (no_new_privs set).
+wait_log "$tmp/worker.log" "e.get('msg') == 'sandbox' and e.get('sandbox') == 'landlock'" >/dev/null ||
+  fail "the Worker does not run Claude Code in its Landlock sandbox"
+for p in $hang_pids; do
+  grep -q '^NoNewPrivs:[[:space:]]*1' "/proc/$p/status" || fail "claude process $p runs without no_new_privs (no Landlock domain)"
+done
 wait_job "$job_codex" codexjob
 check_success codex codexjob
 declare -A jobs
 for name in edit cut overloaded toolerr escape refused badprofile; do
   mode=success repo_id=claude
   case $name in
-    cut) mode=cut-first ;; overloaded) mode=overloaded-first ;; toolerr) mode=tool-error ;;
-    escape) mode=escape ;; refused) mode=status-401 ;; badprofile) repo_id=claude-bad ;;
+    cut) mode="cut-first" ;; overloaded) mode="overloaded-first" ;; toolerr) mode="tool-error" ;;
+    escape) mode="escape" ;; refused) mode="status-401" ;; badprofile) repo_id="claude-bad" ;;
   esac
   jobs[$name]=$(submit "$repo_id" "$name" "$mode") || fail "submit $name"
 done
@@ -273,8 +282,9 @@ check_success claude escape
   fail "the failed tool call did not happen"
 [ "$(count_in "$tmp/fake-anthropic.jsonl" 'e["mode"] == "escape" and e["tool_errors"] >= 1')" -ge 1 ] ||
   fail "the edit outside the workspace was not refused"
-[ ! -e "$tmp/worktrees/escaped.txt" ] && [ -z "$(find "$tmp" -name escaped.txt -print -quit)" ] ||
+if [ -n "$(find "$tmp" -name escaped.txt -print -quit)" ]; then
   fail "Claude Code wrote outside the workspace"
+fi
 [ ! -e "$tmp/hook-ran" ] || fail "a repository hook ran"
 [ "$(count_in "$tmp/fake-anthropic.jsonl" 'e["canary"]')" = 0 ] || fail "the repository's CLAUDE.md reached the model"
 python3 - "$tmp/agg-refused.json" <<'PY' || fail "job refused: aggregate does not match: $(head -c 600 "$tmp/agg-refused.json")"
@@ -293,7 +303,9 @@ assert a["job"]["status"] == "failed" and len(a["attempts"]) == 1, a
 assert a["attempts"][0]["failure_code"] == "plugin_incompatible", a["attempts"][0]
 PY
 refusals=$(count_in "$tmp/fake-anthropic.jsonl" 'e["mode"] == "status-401"')
-[ "$refusals" -ge 1 ] && [ "$refusals" -le 3 ] || fail "the 401 reached the API $refusals times (Claude was not stopped at once)"
+if [ "$refusals" -lt 1 ] || [ "$refusals" -gt 3 ]; then
+  fail "the 401 reached the API $refusals times (Claude was not stopped at once)"
+fi
 wait_job "$job_hang" hang
 python3 - "$tmp/agg-hang.json" <<'PY' || fail "job hang: aggregate does not match: $(head -c 600 "$tmp/agg-hang.json")"
 import json, sys
