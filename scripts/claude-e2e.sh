@@ -261,8 +261,8 @@ declare -A jobs
 for name in edit cut overloaded toolerr escape refused badprofile; do
   mode=success repo_id=claude
   case $name in
-    cut) mode=cut-first ;; overloaded) mode=overloaded-first ;; toolerr) mode=tool-error ;;
-    escape) mode=escape ;; refused) mode=status-401 ;; badprofile) repo_id=claude-bad ;;
+    cut) mode="cut-first" ;; overloaded) mode="overloaded-first" ;; toolerr) mode="tool-error" ;;
+    escape) mode="escape" ;; refused) mode="status-401" ;; badprofile) repo_id="claude-bad" ;;
   esac
   jobs[$name]=$(submit "$repo_id" "$name" "$mode") || fail "submit $name"
 done
@@ -282,8 +282,9 @@ check_success claude escape
   fail "the failed tool call did not happen"
 [ "$(count_in "$tmp/fake-anthropic.jsonl" 'e["mode"] == "escape" and e["tool_errors"] >= 1')" -ge 1 ] ||
   fail "the edit outside the workspace was not refused"
-[ ! -e "$tmp/worktrees/escaped.txt" ] && [ -z "$(find "$tmp" -name escaped.txt -print -quit)" ] ||
+if [ -n "$(find "$tmp" -name escaped.txt -print -quit)" ]; then
   fail "Claude Code wrote outside the workspace"
+fi
 [ ! -e "$tmp/hook-ran" ] || fail "a repository hook ran"
 [ "$(count_in "$tmp/fake-anthropic.jsonl" 'e["canary"]')" = 0 ] || fail "the repository's CLAUDE.md reached the model"
 python3 - "$tmp/agg-refused.json" <<'PY' || fail "job refused: aggregate does not match: $(head -c 600 "$tmp/agg-refused.json")"
@@ -302,7 +303,9 @@ assert a["job"]["status"] == "failed" and len(a["attempts"]) == 1, a
 assert a["attempts"][0]["failure_code"] == "plugin_incompatible", a["attempts"][0]
 PY
 refusals=$(count_in "$tmp/fake-anthropic.jsonl" 'e["mode"] == "status-401"')
-[ "$refusals" -ge 1 ] && [ "$refusals" -le 3 ] || fail "the 401 reached the API $refusals times (Claude was not stopped at once)"
+if [ "$refusals" -lt 1 ] || [ "$refusals" -gt 3 ]; then
+  fail "the 401 reached the API $refusals times (Claude was not stopped at once)"
+fi
 wait_job "$job_hang" hang
 python3 - "$tmp/agg-hang.json" <<'PY' || fail "job hang: aggregate does not match: $(head -c 600 "$tmp/agg-hang.json")"
 import json, sys
