@@ -34,7 +34,8 @@
 #   v0.2.0; the hostile agent (testdata/hostile-agent, counted by
 #   scripts/hostile-agent-e2e.sh) runs as the installed Worker's plugin and
 #   scoped check in a text and a coding job and reaches nothing (printed:
-#   tried=N reached=0); finally everything is removed by hand, /opt made GitHub's 0777,
+#   tried=N reached=0), and with "sandbox": "none" reaches something (the
+#   count can fail under the units too); finally everything is removed by hand, /opt made GitHub's 0777,
 #   and scripts/installer-acceptance.sh (the CI acceptance fixture) must
 #   refuse outside a GitHub runner, then normalise /opt and pass.
 #   Final line: E2E PASS.
@@ -583,28 +584,31 @@ c systemctl restart agent-forge-gate
 wait_gate
 c systemctl restart agent-forge-worker
 for _ in $(seq 1 100); do owner_get '/v1/debug/workers?limit=10' 2>/dev/null | grep -q '"connected":true' && break; sleep 0.2; done
-text=$(printf '%s\n' '{"input":"hostile"}' | forge_job submit -file - | field id) || fail "submit the hostile text job"
-coding=$(c python3 -c 'import json,sys; print(json.dumps({"repository_id":"demo","base_sha":sys.argv[1],"instruction":"be hostile","tests":[["/opt/forge-e2e/hostile-agent","check"]]}))' "$base" |
-  forge_job submit -file - | field id) || fail "submit the hostile coding job"
-forge_job wait -timeout 120s "$text" >"$tmp/hostile-text.json" || fail "the hostile text job did not succeed: $(cat "$tmp/hostile-text.json")"
-forge_job wait -timeout 120s "$coding" >"$tmp/hostile-coding.json" || fail "the hostile coding job did not succeed: $(cat "$tmp/hostile-coding.json")"
-# shellcheck disable=SC2016 # expanded inside the container
-c sh -c 'kill "$(cat /run/hostile/collector.pid)"' || true
-wait "$collector" 2>/dev/null || true
-c cat /run/hostile/report.jsonl >"$tmp/hostile-report.jsonl"
-# (Read whole before matching: grep -q would cut journalctl off, which
-# pipefail reports as a failure.)
+# hostile_jobs NAME: a text job and a coding job whose check is the agent;
+# the collector's report goes to $tmp/hostile-NAME.jsonl.
+hostile_jobs() {
+  local text coding
+  c sh -c ': >/run/hostile/report.jsonl'
+  text=$(printf '%s\n' '{"input":"hostile"}' | forge_job submit -file - | field id) || fail "$1: submit the hostile text job"
+  coding=$(c python3 -c 'import json,sys; print(json.dumps({"repository_id":"demo","base_sha":sys.argv[1],"instruction":"be hostile","tests":[["/opt/forge-e2e/hostile-agent","check"]]}))' "$base" |
+    forge_job submit -file - | field id) || fail "$1: submit the hostile coding job"
+  forge_job wait -timeout 120s "$text" >"$tmp/hostile-$1-text.json" || fail "$1: the hostile text job did not succeed: $(cat "$tmp/hostile-$1-text.json")"
+  forge_job wait -timeout 120s "$coding" >"$tmp/hostile-$1-coding.json" || fail "$1: the hostile coding job did not succeed: $(cat "$tmp/hostile-$1-coding.json")"
+  sleep 0.5 # the collector writes a report once its connection closes
+  c cat /run/hostile/report.jsonl >"$tmp/hostile-$1.jsonl"
+}
+hostile_jobs sandboxed
 c journalctl --no-pager -u agent-forge-worker >"$tmp/worker-journal.log"
 grep -q '"msg":"sandbox","sandbox":"landlock"' "$tmp/worker-journal.log" || fail "the installed Worker did not log its Landlock sandbox"
 owner=$(c sed -n 's/^FORGE_OWNER_TOKEN=//p' /etc/agent-forge/gate.env)
 worker_token=$(c sed -n 's/^FORGE_WORKER_TOKEN=//p' /etc/agent-forge/worker.env)
 echo "linux-installer-e2e: the hostile agent under the installed units (two accounts, Landlock):"
-scripts/hostile-agent-e2e.sh count "$tmp/hostile-report.jsonl" "$owner" "$worker_token" "$key_marker" >"$tmp/hostile-count.out" || {
+scripts/hostile-agent-e2e.sh count "$tmp/hostile-sandboxed.jsonl" "$owner" "$worker_token" "$key_marker" >"$tmp/hostile-count.out" || {
   cat "$tmp/hostile-count.out"
   fail "the hostile agent reached something under the installed units"
 }
 cat "$tmp/hostile-count.out"
-python3 - "$tmp/hostile-report.jsonl" <<'PY' || fail "the plugin and the check did not both report"
+python3 - "$tmp/hostile-sandboxed.jsonl" <<'PY' || fail "the plugin and the check did not both report"
 import json, sys
 who = {json.loads(l)["who"] for l in open(sys.argv[1]) if l.strip()}
 assert who == {"plugin", "check"}, who
@@ -617,6 +621,28 @@ done
 if ! grep -Eq '^  (proc-environ|proc-mem|ptrace|signal) ' "$tmp/hostile-count.out"; then
   echo "linux-installer-e2e: no process target: the units' ProtectProc=invisible and ProcSubset=pid show the agent only its own tree"
 fi
+# The same under the units with "sandbox": "none": the count can fail here too.
+c python3 - <<'PY' || fail "set sandbox none"
+import json
+p = "/etc/agent-forge/worker.json"
+w = json.load(open(p))
+w["sandbox"] = "none"
+with open(p, "r+") as f:
+    f.truncate(0)
+    json.dump(w, f)
+PY
+c systemctl restart agent-forge-worker
+for _ in $(seq 1 100); do owner_get '/v1/debug/workers?limit=10' 2>/dev/null | grep -q '"connected":true' && break; sleep 0.2; done
+hostile_jobs none
+echo "linux-installer-e2e: the same under the installed units with \"sandbox\": \"none\" (the count can fail):"
+if scripts/hostile-agent-e2e.sh count "$tmp/hostile-none.jsonl" "$owner" "$worker_token" "$key_marker" >"$tmp/hostile-none.out"; then
+  cat "$tmp/hostile-none.out"
+  fail "unconfined under the units, the hostile agent reached nothing: the count cannot fail"
+fi
+cat "$tmp/hostile-none.out"
+# shellcheck disable=SC2016 # expanded inside the container
+c sh -c 'kill "$(cat /run/hostile/collector.pid)"' || true
+wait "$collector" 2>/dev/null || true
 c rm -r /etc/systemd/system/agent-forge-worker.service.d
 c systemctl daemon-reload
 

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"encoding/binary"
 	"errors"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -105,15 +106,29 @@ func (a Access) rights(handled uint64) uint64 {
 // no_new_privs on it. Both are per-thread and permanent: the caller must
 // have locked the goroutine to its thread and must never unlock it (the
 // thread then ends with the goroutine), and should start the one program
-// meant to run inside from it. It returns the ABI used, or an error
-// carrying only an errno (ErrUnavailable without Landlock).
-func RestrictThread(p *Policy) (int, error) {
+// meant to run inside from it. c, when not nil, keeps p.Readable's layer
+// built for the next call with the same Readable rules. It returns the ABI
+// used, or an error carrying only an errno (ErrUnavailable without
+// Landlock).
+func RestrictThread(p *Policy, c *Cache) (int, error) {
 	if err := p.Check(); err != nil {
 		return 0, err
 	}
 	abi := ABI()
 	if abi < 1 {
 		return 0, ErrUnavailable
+	}
+	var readable int
+	if len(p.Readable) > 0 {
+		if c == nil {
+			c = &Cache{fd: -1}
+			defer c.Close()
+		}
+		fd, err := c.layer(p.Readable)
+		if err != nil {
+			return abi, err
+		}
+		readable = fd
 	}
 	handled := handledFS(abi)
 	var attr [24]byte // struct landlock_ruleset_attr
@@ -132,22 +147,79 @@ func RestrictThread(p *Policy) (int, error) {
 	}
 	defer syscall.Close(int(rfd))
 	for _, r := range p.Rules {
-		if err := addRule(int(rfd), r, handled); err != nil {
+		if err := addRule(int(rfd), r, r.Access.rights(handled)); err != nil {
 			return abi, err
 		}
 	}
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0, 0, 0, 0); e != 0 {
 		return abi, e
 	}
+	// The small layer first: each restriction copies the thread's current
+	// domain, so the large shared layer is copied once, not twice.
 	if _, _, e := syscall.RawSyscall(sysRestrictSelf, rfd, 0, 0); e != 0 {
 		return abi, e
+	}
+	if len(p.Readable) > 0 {
+		if _, _, e := syscall.RawSyscall(sysRestrictSelf, uintptr(readable), 0, 0); e != 0 {
+			return abi, e
+		}
 	}
 	return abi, nil
 }
 
-// addRule adds one path-beneath rule; a directory gets every right of its
-// access, a file only the rights that apply to files.
-func addRule(rfd int, r Rule, handled uint64) error {
+// readRights are what the Readable layer handles and grants.
+const readRights = fsExecute | fsReadFile | fsReadDir
+
+// Cache keeps one built Readable layer (a Landlock ruleset) for the next
+// RestrictThread with the same Readable rules. Its zero value is empty.
+// It is not safe for concurrent use.
+type Cache struct {
+	key string
+	fd  int // the ruleset, valid when key != ""
+}
+
+// layer returns the ruleset of rules, building it when the cache holds
+// another one (or none).
+func (c *Cache) layer(rules []Rule) (int, error) {
+	var k strings.Builder
+	for _, r := range rules {
+		k.WriteString(r.Path)
+		if r.Optional {
+			k.WriteByte(1)
+		}
+		k.WriteByte(0)
+	}
+	if c.key != "" && c.key == k.String() {
+		return c.fd, nil
+	}
+	c.Close()
+	var attr [8]byte
+	binary.NativeEndian.PutUint64(attr[0:], readRights)
+	rfd, _, e := syscall.RawSyscall(sysCreateRuleset, uintptr(unsafe.Pointer(&attr[0])), uintptr(len(attr)), 0)
+	if e != 0 {
+		return -1, e
+	}
+	for _, r := range rules {
+		if err := addRule(int(rfd), r, readRights); err != nil {
+			syscall.Close(int(rfd))
+			return -1, err
+		}
+	}
+	c.key, c.fd = k.String(), int(rfd)
+	return c.fd, nil
+}
+
+// Close releases the kept layer.
+func (c *Cache) Close() {
+	if c.key != "" {
+		syscall.Close(c.fd)
+	}
+	c.key, c.fd = "", -1
+}
+
+// addRule adds one path-beneath rule granting allowed (within the handled
+// rights); a file gets only the rights that apply to files.
+func addRule(rfd int, r Rule, allowed uint64) error {
 	fd, err := syscall.Open(r.Path, oPath|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if r.Optional && (err == syscall.ENOENT || err == syscall.ENOTDIR) {
@@ -160,7 +232,6 @@ func addRule(rfd int, r Rule, handled uint64) error {
 	if err := syscall.Fstat(fd, &st); err != nil {
 		return errnoOnly(err)
 	}
-	allowed := r.Access.rights(handled)
 	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		allowed &= fileRights
 	}

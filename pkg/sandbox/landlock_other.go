@@ -13,8 +13,14 @@ func ABI() int { return 0 }
 // Scoped reports false: there is no Landlock here.
 func Scoped(int) bool { return false }
 
+// Cache is inert here.
+type Cache struct{}
+
+// Close does nothing here.
+func (*Cache) Close() {}
+
 // RestrictThread always fails here.
-func RestrictThread(p *Policy) (int, error) {
+func RestrictThread(p *Policy, _ *Cache) (int, error) {
 	if err := p.Check(); err != nil {
 		return 0, err
 	}

@@ -46,20 +46,30 @@ type Rule struct {
 // Policy is what a sandboxed program may reach in the filesystem. Nothing
 // outside its rules is reachable (see the package documentation for
 // signals, abstract sockets and other processes).
+//
+// Readable, when Readable is set, narrows what Rules let it read and
+// execute: a second Landlock layer that handles only reading and executing
+// and allows them only beneath Readable's paths (their Access is ignored).
+// It lets Rules grant a whole tree (all of /etc) while Readable leaves out
+// a few entries of it (the installation's own directory), and it is the
+// same for many policies: a Cache keeps it built across restrictions, so
+// each start pays only for its own few Rules.
 type Policy struct {
-	Rules []Rule
+	Rules    []Rule
+	Readable []Rule
 }
 
 var errPolicy = errors.New("sandbox policy is malformed")
 
-// Check validates the policy's shape: at most MaxRules rules, each with a
+// Check validates the policy's shape: at most MaxRules rules (and
+// Readable rules), each with a
 // known access and a clean absolute path of at most MaxPathBytes without
 // NUL. The error is fixed text.
 func (p *Policy) Check() error {
-	if p == nil || len(p.Rules) > MaxRules {
+	if p == nil || len(p.Rules) > MaxRules || len(p.Readable) > MaxRules {
 		return errPolicy
 	}
-	for _, r := range p.Rules {
+	for _, r := range append(p.Rules[:len(p.Rules):len(p.Rules)], p.Readable...) {
 		if r.Access < ReadOnly || r.Access > Device || r.Path == "" || len(r.Path) > MaxPathBytes ||
 			strings.IndexByte(r.Path, 0) >= 0 || !filepath.IsAbs(r.Path) || filepath.Clean(r.Path) != r.Path {
 			return errPolicy

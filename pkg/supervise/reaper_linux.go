@@ -82,6 +82,10 @@ type inbound struct {
 // group id cannot have been recycled.
 type reaperServer struct {
 	conn *net.UnixConn
+	// layers keeps the sandbox's shared read layer built between
+	// programs; only the goroutine starting a program uses it, while
+	// serve waits for it.
+	layers sandbox.Cache
 	sigs chan os.Signal // termination signals: shut down
 	chld chan os.Signal // SIGCHLD while a sweep polls: wakes it early
 }
@@ -170,7 +174,7 @@ func (s *reaperServer) serve() {
 func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
 	var st started
 	if m.spawn.sandbox != nil {
-		st = startSandboxed(m, exited)
+		st = startSandboxed(m, &s.layers, exited)
 	} else {
 		st = forkExec(m, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})
 		if st.err == nil {
@@ -223,18 +227,26 @@ func forkExec(m inbound, sys *syscall.SysProcAttr) started {
 //
 // The program also gets a session of its own (its process group, as
 // unsandboxed, and no controlling terminal to reach the operator through).
-func startSandboxed(m inbound, exited chan<- struct{}) started {
+func startSandboxed(m inbound, layers *sandbox.Cache, exited chan<- struct{}) started {
 	res := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
-		if _, err := sandbox.RestrictThread(m.spawn.sandbox); err != nil {
+		if _, err := sandbox.RestrictThread(m.spawn.sandbox, layers); err != nil {
 			res <- started{err: err}
 			return
 		}
 		st := forkExec(m, &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL})
 		res <- st
 		if st.err == nil {
-			awaitExit(st.pid, st.pidfd, exited)
+			// The thread is this program's alone: it waits in the kernel
+			// (waitid, unreaped), which wakes it directly, rather than
+			// through the poller, whose wake-up would have to hand the
+			// goroutine back to this one locked thread.
+			if st.pidfd >= 0 {
+				syscall.Close(st.pidfd)
+			}
+			awaitExitNoReap(st.pid)
+			exited <- struct{}{}
 		}
 	}()
 	return <-res

@@ -58,17 +58,25 @@ func (r spawnRequest) encode() ([]byte, bool) {
 		b = append(b, 0)
 	} else {
 		b = append(b, 1)
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(r.sandbox.Rules)))
-		for _, rule := range r.sandbox.Rules {
-			flags := byte(0)
-			if rule.Optional {
-				flags = 1
-			}
-			b = append(b, byte(rule.Access), flags)
-			b = appendString(b, rule.Path)
-		}
+		b = appendRules(b, r.sandbox.Rules)
+		b = appendRules(b, r.sandbox.Readable)
 	}
 	return b, len(b) <= maxReaperMsg
+}
+
+// appendRules appends a rule count, then per rule its access, a flags
+// byte (1: optional) and its path.
+func appendRules(b []byte, rules []sandbox.Rule) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(rules)))
+	for _, rule := range rules {
+		flags := byte(0)
+		if rule.Optional {
+			flags = 1
+		}
+		b = append(b, byte(rule.Access), flags)
+		b = appendString(b, rule.Path)
+	}
+	return b
 }
 
 func appendString(b []byte, s string) []byte {
@@ -111,28 +119,34 @@ func decodeSpawn(b []byte) (spawnRequest, error) {
 	return r, nil
 }
 
-// policy reads a sandbox policy: a rule count, then per rule its access,
-// a flags byte (1: optional) and its path.
+// policy reads a sandbox policy: its rules, then its Readable rules (see
+// appendRules).
 func (d *msgDecoder) policy() *sandbox.Policy {
+	p := &sandbox.Policy{Rules: d.rules(), Readable: d.rules()}
+	if d.bad || p.Check() != nil {
+		d.bad = true
+		return nil
+	}
+	return p
+}
+
+// rules reads one list of rules.
+func (d *msgDecoder) rules() []sandbox.Rule {
 	n := d.u32()
 	// Every rule takes at least 6 bytes.
 	if d.bad || n > sandbox.MaxRules || uint64(n)*6 > uint64(len(d.b)) {
 		d.bad = true
 		return nil
 	}
-	p := &sandbox.Policy{Rules: make([]sandbox.Rule, 0, n)}
+	var out []sandbox.Rule
 	for i := uint32(0); i < n && !d.bad; i++ {
 		access, flags := d.byte(), d.byte()
 		if flags > 1 {
 			d.bad = true
 		}
-		p.Rules = append(p.Rules, sandbox.Rule{Access: sandbox.Access(access), Optional: flags == 1, Path: d.str()})
+		out = append(out, sandbox.Rule{Access: sandbox.Access(access), Optional: flags == 1, Path: d.str()})
 	}
-	if d.bad || p.Check() != nil {
-		d.bad = true
-		return nil
-	}
-	return p
+	return out
 }
 
 // msgDecoder reads length-prefixed fields; bad is set, and stays set, at

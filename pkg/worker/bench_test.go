@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/plugin/host"
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
@@ -102,9 +104,11 @@ func bareSpawnRate(b *testing.B, plugin string, n int) phase {
 }
 
 // bareSessionRate runs n complete text sessions of the plugin through the
-// plugin runner (under a pool of reapers started from reaper when set),
-// without Gate or Worker, with 2 concurrent runners.
-func bareSessionRate(b *testing.B, exe, reaper string, n int) phase {
+// plugin runner (under a pool of reapers started from reaper when set, in
+// the sandbox sb makes when it is not nil, the policy made for every
+// session as the Worker makes it), without Gate or Worker, with 2
+// concurrent runners.
+func bareSessionRate(b *testing.B, exe, reaper string, sb *sandboxRules, n int) phase {
 	b.Helper()
 	jobs := make(chan struct{}, n)
 	for i := 0; i < n; i++ {
@@ -124,7 +128,8 @@ func bareSessionRate(b *testing.B, exe, reaper string, n int) phase {
 		go func() {
 			defer wg.Done()
 			for range jobs {
-				_, err := host.Run(context.Background(), host.Command{Path: exe, Env: []string{}, Dir: dir, OutputBytes: 1 << 20, Reaper: reapers},
+				_, err := host.Run(context.Background(), host.Command{Path: exe, Env: []string{}, Dir: dir, OutputBytes: 1 << 20, Reaper: reapers,
+					Sandbox: sb.policy(exe, sandboxDirs{rw: []string{dir}})},
 					host.Request{Offer: []plugin.Capability{plugin.CapText, plugin.CapProgress, plugin.CapCancel}, Operation: plugin.OpText, Input: "benchmark input"}, nil)
 				if err != nil {
 					errs <- err
@@ -312,8 +317,8 @@ func BenchmarkEndToEndText(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		report := rounds.next()
 		bare := bareSpawnRate(b, plugin, jobs)
-		sessions := bareSessionRate(b, plugin, "", jobs)
-		wrapped := bareSessionRate(b, plugin, reaper, jobs)
+		sessions := bareSessionRate(b, plugin, "", nil, jobs)
+		wrapped := bareSessionRate(b, plugin, reaper, nil, jobs)
 		text := func(c *Config, reapers *supervise.ReaperPool) Executor {
 			return NewTextExecutor(c, os.LookupEnv, reapers)
 		}
@@ -569,4 +574,83 @@ func BenchmarkPluginDigest(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkSandboxCost is what the Landlock sandbox adds to a plugin
+// session: wrapped-session-cpu-ms is a complete text session of the
+// reference plugin under the reapers (as the Worker runs it), and
+// sandboxed-session-cpu-ms the same in the sandbox the Worker builds (the
+// system trees, /etc, the plugin, its run directory: one policy per
+// session, one Landlock domain per start). excluding-session-cpu-ms is the
+// sandbox of a Worker whose config lies in /etc (as an installed one's
+// does): the shared read layer that leaves it out, built once per reaper,
+// is copied into every domain. sandbox-cost-% and excluding-cost-% are
+// the differences as a share of the wrapped session's CPU (target < 10).
+// Each iteration runs the three phases once, in a rotating order; the
+// metrics are medians over the rounds (-benchtime Nx).
+func BenchmarkSandboxCost(b *testing.B) {
+	const sessions = 200
+	if ABI := SandboxABI(&Config{Sandbox: SandboxLandlock}); ABI < 1 {
+		b.Skip("no Landlock on this kernel")
+	}
+	plugin, reaper := buildBinaries(b, b.TempDir())
+	cfg := &Config{Sandbox: SandboxLandlock, WorktreeRoot: b.TempDir(), RuntimeRoot: b.TempDir()}
+	sb := newSandboxRules(cfg)
+	cfg.ConfigPath = "/etc/hostname" // any /etc entry: the installed layout's /etc/agent-forge
+	excluding := newSandboxRules(cfg)
+	if excluding.readable == nil {
+		b.Fatal("no shared read layer")
+	}
+	rounds := newRounds()
+	for i := 0; i < b.N; i++ {
+		report := rounds.next()
+		var got [3]phase
+		for k := range 3 {
+			j := (i + k) % 3
+			got[j] = bareSessionRate(b, plugin, reaper, []*sandboxRules{nil, sb, excluding}[j], sessions)
+		}
+		wrapped, boxed, excl := got[0], got[1], got[2]
+		report(wrapped.cpuMS, "wrapped-session-cpu-ms")
+		report(boxed.cpuMS, "sandboxed-session-cpu-ms")
+		report(excl.cpuMS, "excluding-session-cpu-ms")
+		report(100*(boxed.cpuMS-wrapped.cpuMS)/wrapped.cpuMS, "sandbox-cost-%")
+		report(100*(excl.cpuMS-wrapped.cpuMS)/wrapped.cpuMS, "excluding-cost-%")
+		report(wrapped.rate, "wrapped-sessions/s")
+		report(boxed.rate, "sandboxed-sessions/s")
+		report(restrictCPU(b, sb, sessions), "restrict-cpu-us")
+		report(restrictCPU(b, excluding, sessions), "excluding-restrict-cpu-us")
+		report(restrictCPU(b, nil, sessions), "thread-cpu-us")
+		report(float64(len(sb.base)), "sandbox-rules")
+		report(float64(len(excluding.readable)), "readable-rules")
+	}
+	rounds.reportMedians(b)
+}
+
+// restrictCPU is the CPU microseconds of one sandboxed start's own work in
+// the reaper, without the program: a fresh locked thread restricted with
+// a policy sb makes (the shared layer kept, as a reaper keeps it); nil
+// measures the bare thread.
+func restrictCPU(b *testing.B, sb *sandboxRules, n int) float64 {
+	b.Helper()
+	dir := b.TempDir()
+	var layers sandbox.Cache
+	defer layers.Close()
+	start := processCPU()
+	for range n {
+		p := sb.policy("/bin/sh", sandboxDirs{rw: []string{dir}})
+		errs := make(chan error, 1)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			if p == nil {
+				errs <- nil
+				return
+			}
+			_, err := sandbox.RestrictThread(p, &layers)
+			errs <- err
+		}()
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	return float64((processCPU() - start).Microseconds()) / float64(n)
 }

@@ -120,30 +120,79 @@ func SandboxABI(c *Config) int {
 
 // sandboxRules makes the policies of one Worker. A nil *sandboxRules
 // (the config says "none") makes none.
+//
+// base are the rules every policy starts with, readable the shared read
+// layer (sandbox.Policy.Readable): the rules grant /etc as a whole (one
+// rule instead of one per entry: each rule costs every start a few system
+// calls) and readable, built once per reaper, takes the left-out /etc
+// entries back out (nil when nothing in /etc is left out). When one of the Worker's own paths lies in /etc the
+// rules list /etc's entries one by one instead.
 type sandboxRules struct {
-	base []sandbox.Rule
+	base     []sandbox.Rule
+	readable []sandbox.Rule
 }
 
-// newSandboxRules lists the rules every policy of c shares; /etc is read
-// once, here.
+// newSandboxRules lists the rules every policy of c shares; / and /etc
+// are read once, here.
 func newSandboxRules(c *Config) *sandboxRules {
 	if c.Sandbox == SandboxNone {
 		return nil
 	}
-	var rules []sandbox.Rule
-	for _, p := range systemRO {
-		rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.ReadOnly, Optional: true})
+	ro := func(rules []sandbox.Rule, paths ...string) []sandbox.Rule {
+		for _, p := range paths {
+			rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.ReadOnly, Optional: true})
+		}
+		return rules
 	}
-	for _, p := range etcEntries(c) {
-		rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.ReadOnly, Optional: true})
+	etc := etcEntries(c)
+	rules := ro(nil, present(systemRO)...)
+	if excluded("/etc", c.privatePaths()) {
+		rules = ro(rules, etc...)
+	} else {
+		rules = ro(rules, "/etc")
+		// A symbolic link out of /etc (resolv.conf into /run, say) leads
+		// where the /etc rule does not reach: its target gets a rule.
+		for _, p := range etc {
+			if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				if real, err := filepath.EvalSymlinks(p); err == nil && !within(real, "/etc") {
+					rules = ro(rules, real)
+				}
+			}
+		}
 	}
-	for _, p := range devices {
+	for _, p := range present(devices) {
 		rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.Device, Optional: true})
 	}
-	for _, p := range c.SandboxReadPaths {
-		rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.ReadOnly, Optional: true})
+	rules = ro(rules, c.SandboxReadPaths...)
+	// The shared read layer costs every start a copy of its rules: only
+	// when /etc holds something to leave out (the installation's
+	// directory, the Worker's config).
+	var readable []sandbox.Rule
+	if all, err := os.ReadDir("/etc"); err != nil || len(all) != len(etc) {
+		readable = ro(nil, etc...)
+		if ents, err := entriesExcept("/", "etc"); err == nil {
+			readable = ro(readable, ents...)
+		}
 	}
-	return &sandboxRules{base: rules}
+	return &sandboxRules{base: rules, readable: readable}
+}
+
+// present keeps the paths that exist, except symbolic links into another
+// of them (on a merged /usr, /bin is /usr/bin): every rule costs every
+// start, and such a rule grants nothing more.
+func present(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		if real != p && slices.ContainsFunc(paths, func(q string) bool { return q != p && within(real, q) }) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // etcEntries are the /etc entries the sandbox reads: all but the
@@ -195,7 +244,7 @@ func (s *sandboxRules) policy(program string, dirs sandboxDirs) *sandbox.Policy 
 	for _, p := range dirs.rw {
 		rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.ReadWrite})
 	}
-	return &sandbox.Policy{Rules: rules}
+	return &sandbox.Policy{Rules: rules, Readable: s.readable}
 }
 
 // sandboxDirs are an invocation's own directories: rw read and written,

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,5 +161,32 @@ func TestSandboxedCodingAttempt(t *testing.T) {
 				t.Fatalf("unsandboxed: %+v", r)
 			}
 		})
+	}
+}
+
+// The policy a Worker builds reads /etc but not what the shared read
+// layer leaves out of it (here the Worker's config file), and reaches
+// through /etc's symbolic links.
+func TestSandboxPolicyEtc(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	if _, err := os.Stat("/etc/hostname"); err != nil {
+		t.Skip("no /etc/hostname")
+	}
+	dir := t.TempDir()
+	sb := newSandboxRules(&Config{Sandbox: SandboxLandlock, WorktreeRoot: filepath.Join(dir, "wt"), RuntimeRoot: filepath.Join(dir, "rt"), ConfigPath: "/etc/hostname"})
+	sh := "/bin/sh"
+	script := `for f in /etc/passwd /etc/hostname /etc/resolv.conf; do if [ -e "$f" ]; then if cat "$f" >/dev/null 2>&1; then echo "$f=yes"; else echo "$f=no"; fi; fi; done`
+	pl := supervise.NewReaperPool(testBinary(t))
+	t.Cleanup(pl.Close)
+	res, err := supervise.Run(context.Background(), supervise.Command{Path: sh, Args: []string{"-c", script}, Env: []string{}, Dir: dir,
+		Reaper: pl, Sandbox: sb.policy(sh, sandboxDirs{rw: []string{dir}}), OutputLimit: 1 << 16}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(res.Stdout)
+	if !strings.Contains(out, "/etc/passwd=yes") || !strings.Contains(out, "/etc/hostname=no") || strings.Contains(out, "/etc/resolv.conf=no") {
+		t.Fatalf("inside the sandbox:\n%s", out)
 	}
 }
