@@ -1,6 +1,7 @@
 package acceptance
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -57,10 +58,15 @@ type codingJob struct {
 }
 
 // TestCodingJobsWithAnIndependentPlugin runs coding jobs through a real
-// Gate, Worker and git repository with a Python workspace_edit plugin:
-// a clean edit becomes a candidate commit on the base; every way of
-// touching Git state or breaking the result ends the job with the
-// documented code; the repository's branches are never moved.
+// Gate, sandboxed Worker and git repository with a Python workspace_edit
+// plugin: a clean edit becomes a candidate commit on the base; every way
+// of touching Git state or breaking the result ends the job with the
+// documented code; the repository's branches and config are never
+// changed. Writing the repository's objects, refs or config is refused by
+// the sandbox itself: git fails, the plugin exits non-zero without a
+// result, a protocol failure (plugin-protocol-v1.md), so each attempt is
+// plugin_protocol_violation. TestWorkspaceViolationsAreUndone shows the
+// Worker's own checks catch the same writes when nothing refuses them.
 func TestCodingJobsWithAnIndependentPlugin(t *testing.T) {
 	t.Parallel()
 	root, repo, base := gitRepo(t)
@@ -69,6 +75,8 @@ func TestCodingJobsWithAnIndependentPlugin(t *testing.T) {
 	must(t, err)
 	g := newGate(t, gateOpts{codingRepo: true, maxAttempts: 2, retryBase: "50ms"})
 	w := g.startWorker(t, workerOpts{plugins: map[string]string{"edit": plugin}, repoRoot: root, repoPath: repo})
+	config, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	must(t, err)
 
 	submit := func(instruction string, tests [][]string) string {
 		t.Helper()
@@ -91,9 +99,9 @@ func TestCodingJobsWithAnIndependentPlugin(t *testing.T) {
 		{"write hello " + marker, [][]string{{"true"}, {"sh", "-c", "test -f notes.txt"}}, want{"succeeded", "", "", 1}},
 		{"write failing check", [][]string{{"sh", "-c", "echo " + marker + "; exit 3"}}, want{"failed", "scoped_test_failed", "scoped_test_failed", 1}},
 		{"nothing", nil, want{"failed", "empty_change", "empty_change", 1}},
-		{"commit", nil, want{"failed", "workspace_violation", "workspace_violation", 1}},
-		{"git-config", nil, want{"failed", "workspace_violation", "workspace_violation", 1}},
-		{"new-ref", nil, want{"failed", "workspace_violation", "workspace_violation", 1}},
+		{"commit", nil, want{"failed", "max_attempts_exceeded", "plugin_protocol_violation", 2}},
+		{"git-config", nil, want{"failed", "max_attempts_exceeded", "plugin_protocol_violation", 2}},
+		{"new-ref", nil, want{"failed", "max_attempts_exceeded", "plugin_protocol_violation", 2}},
 		{"symlink-out", nil, want{"failed", "workspace_violation", "workspace_violation", 1}},
 		{"symlink-dir-out", nil, want{"failed", "workspace_violation", "workspace_violation", 1}},
 		{"dotgit-other " + other, nil, want{"failed", "workspace_violation", "workspace_violation", 1}},
@@ -149,6 +157,9 @@ func TestCodingJobsWithAnIndependentPlugin(t *testing.T) {
 	if h := gitOut(t, other, "for-each-ref", "--format=%(objectname) %(refname)"); h != otherBase+" refs/heads/main" {
 		t.Errorf("the other repository was written: %q", h)
 	}
+	if now, err := os.ReadFile(filepath.Join(repo, ".git", "config")); err != nil || !bytes.Equal(now, config) {
+		t.Errorf("the repository's config changed (%v):\n%s", err, now)
+	}
 	if ents, _ := os.ReadDir(filepath.Join(w.dir, "worktrees")); len(ents) != 0 {
 		t.Errorf("worktrees left behind: %d", len(ents))
 	}
@@ -174,24 +185,23 @@ func TestCodingWorkerCrashMidPlugin(t *testing.T) {
 	plugin, err := filepath.Abs(filepath.Join("..", "..", "testdata", "acceptance", "edit-plugin.py"))
 	must(t, err)
 	g := newGate(t, gateOpts{codingRepo: true, maxAttempts: 2, leaseTTL: "1s", retryBase: "50ms"})
-	opts := workerOpts{plugins: map[string]string{"edit": plugin}, repoRoot: root, repoPath: repo}
+	flags := readableDir(t)
+	opts := workerOpts{plugins: map[string]string{"edit": plugin}, repoRoot: root, repoPath: repo, readPaths: []string{flags}}
 	w := g.startWorker(t, opts)
-	flag := filepath.Join(t.TempDir(), "flag")
-	b, _ := json.Marshal(map[string]any{"repository_id": "demo", "base_sha": base, "instruction": "slow-write " + flag})
+	// The first attempt waits on its "sleep <marker>" child; the flag,
+	// raised once the test has seen it, makes the retry write at once.
+	m, flag := newMarker(t), filepath.Join(flags, "flag")
+	b, _ := json.Marshal(map[string]any{"repository_id": "demo", "base_sha": base, "instruction": "slow-write " + m + " " + flag})
 	id := g.submit(t, string(b))
-	guard := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(flag); err == nil {
-			break
-		}
-		if time.Now().After(guard) {
-			t.Fatal("the plugin never started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	pids := waitMarked(t, m, 1)
+	t.Cleanup(func() { killAll(pids) })
+	raise(t, flag)
 	w.kill()
 	if n := strings.Count(gitOut(t, repo, "worktree", "list"), "\n"); n != 1 {
 		t.Fatalf("expected the crashed attempt's worktree to be registered, got %d extra lines", n)
+	}
+	if left := waitGone(pids, 20*time.Second); len(left) != 0 {
+		t.Fatalf("plugin processes %v outlived the SIGKILLed Worker", left)
 	}
 	opts.dir = w.dir
 	g.startWorker(t, opts)
@@ -210,25 +220,31 @@ func TestCodingWorkerCrashMidPlugin(t *testing.T) {
 	}
 }
 
-// TestScopedCheckDescendantsAreReaped: a scoped check that leaves an
-// ordinary and a setsid background process behind passes, and neither
-// process outlives the attempt.
+// TestScopedCheckDescendantsAreReaped: a sandboxed scoped check that
+// leaves an ordinary and a setsid background process behind passes, and
+// neither process outlives the attempt. The check fails unless both
+// started; the test finds them in /proc (by their "sleep <marker>") while
+// the check waits for its flag, then lets it exit.
 func TestScopedCheckDescendantsAreReaped(t *testing.T) {
 	t.Parallel()
 	root, repo, base := gitRepo(t)
 	plugin, err := filepath.Abs(filepath.Join("..", "..", "testdata", "acceptance", "edit-plugin.py"))
 	must(t, err)
 	g := newGate(t, gateOpts{codingRepo: true, maxAttempts: 1})
-	g.startWorker(t, workerOpts{plugins: map[string]string{"edit": plugin}, repoRoot: root, repoPath: repo})
-	pf := filepath.Join(t.TempDir(), "pids")
-	tests := [][]string{{"sh", "-c", "sleep 300 & echo $! > " + pf + "; setsid sleep 300 & echo $! >> " + pf + "; exit 0"}}
-	b, _ := json.Marshal(map[string]any{"repository_id": "demo", "base_sha": base, "instruction": "write x", "tests": tests})
+	flags := readableDir(t)
+	g.startWorker(t, workerOpts{plugins: map[string]string{"edit": plugin}, repoRoot: root, repoPath: repo, readPaths: []string{flags}})
+	m, flag := newMarker(t), filepath.Join(flags, "flag")
+	script := "sleep " + m + " & a=$!; setsid sleep " + m + " & b=$!; " +
+		"test -d /proc/$a && test -d /proc/$b || exit 7; " +
+		"i=0; until cat " + flag + " >/dev/null 2>&1; do i=$((i+1)); [ $i -lt 1200 ] || exit 8; sleep 0.05; done; exit 0"
+	b, _ := json.Marshal(map[string]any{"repository_id": "demo", "base_sha": base, "instruction": "write x", "tests": [][]string{{"sh", "-c", script}}})
 	id := g.submit(t, string(b))
+	pids := waitMarked(t, m, 2) // both sleeps, then the check's shell
+	t.Cleanup(func() { killAll(pids) })
+	raise(t, flag)
 	if j := g.waitTerminal(t, id); j.Status != "succeeded" {
 		t.Fatalf("job %+v", j)
 	}
-	pids := pidsFrom(t, pf)
-	t.Cleanup(func() { killAll(pids) })
 	if left := waitGone(pids, 20*time.Second); len(left) != 0 {
 		t.Fatalf("check processes %v outlived the attempt", left)
 	}

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -128,13 +127,10 @@ func TestGateCrashDuringLeaseAndAfterResult(t *testing.T) {
 func TestWorkerCrashMidPlugin(t *testing.T) {
 	t.Parallel()
 	g := newGate(t, gateOpts{leaseTTL: "1s", retryBase: "50ms"})
-	dir := t.TempDir()
-	// The plugin blocks on the first attempt only: a wrapper script picks
-	// the behaviour by whether the PID file already exists.
-	pidFile := filepath.Join(dir, "pids")
 	w := g.startWorker(t, workerOpts{plugins: map[string]string{"reference": scenarioPlugin(t)}})
-	id := g.submit(t, `{"input":"block `+pidFile+`"}`)
-	pids := pidsFrom(t, pidFile)
+	m := newMarker(t)
+	id := g.submit(t, `{"input":"block `+m+`"}`)
+	pids := waitMarked(t, m, 1) // the plugin's child, then the plugin
 	t.Cleanup(func() { killAll(pids) })
 	w.kill()
 	g.waitJob(t, id, "retried", func(j apiJob) bool { return j.AttemptCount >= 2 || j.Status == "retry_wait" })
@@ -155,9 +151,9 @@ func TestLeaseExpiryMidPlugin(t *testing.T) {
 	t.Parallel()
 	g := newGate(t, gateOpts{leaseTTL: "500ms", maxAttempts: 2, retryBase: "50ms"})
 	g.startWorker(t, workerOpts{heartbeat: "5s", plugins: map[string]string{"reference": scenarioPlugin(t)}})
-	pidFile := filepath.Join(t.TempDir(), "pids")
-	id := g.submit(t, `{"input":"block `+pidFile+`"}`)
-	pids := pidsFrom(t, pidFile)
+	m := newMarker(t)
+	id := g.submit(t, `{"input":"block `+m+`"}`)
+	pids := waitMarked(t, m, 1) // the plugin's child, then the plugin
 	t.Cleanup(func() { killAll(pids) })
 	j := g.waitTerminal(t, id)
 	if j.Status != "failed" || j.FailureCode != "max_attempts_exceeded" || j.AttemptCount != 2 {
@@ -180,9 +176,9 @@ func TestWorkerSigtermMidPlugin(t *testing.T) {
 	t.Parallel()
 	g := newGate(t, gateOpts{maxAttempts: 2, retryBase: "50ms"})
 	w := g.startWorker(t, workerOpts{plugins: map[string]string{"reference": scenarioPlugin(t)}})
-	pidFile := filepath.Join(t.TempDir(), "pids")
-	id := g.submit(t, `{"input":"block `+pidFile+`"}`)
-	pids := pidsFrom(t, pidFile)
+	m := newMarker(t)
+	id := g.submit(t, `{"input":"block `+m+`"}`)
+	pids := waitMarked(t, m, 1) // the plugin's child, then the plugin
 	t.Cleanup(func() { killAll(pids) })
 	w.cmd.Process.Signal(syscall.SIGTERM)
 	if err := <-w.done; err != nil {

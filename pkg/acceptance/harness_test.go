@@ -455,6 +455,13 @@ type workerOpts struct {
 	repoRoot    string            // with repoPath: serve repository "demo"
 	repoPath    string
 	dir         string // reuse this state directory (a restarted Worker)
+	// sandbox is worker.json's "sandbox" (default absent: Landlock, as an
+	// installed Worker runs); "none" only where a test must see what the
+	// Worker's own checks do behind the sandbox.
+	sandbox string
+	// readPaths are sandbox_read_paths: directories the test writes (flags
+	// a sandboxed plugin or check waits for) and the sandbox lets it read.
+	readPaths []string
 }
 
 func (g *gate) startWorker(t testing.TB, o workerOpts) *worker {
@@ -485,7 +492,15 @@ func (g *gate) startWorker(t testing.TB, o workerOpts) *worker {
 	if o.repoPath != "" {
 		roots, repos = fmt.Sprintf("[%q]", o.repoRoot), fmt.Sprintf(`[{"id":"demo","path":%q}]`, o.repoPath)
 	}
-	cfg := fmt.Sprintf(`{"version":1,"gate_url":%q,"id":%q,"token_env":"ACC_WORKER_TOKEN","heartbeat_interval":%q,"concurrency":%d,`+
+	sb := ""
+	if o.sandbox != "" {
+		sb += fmt.Sprintf(`"sandbox":%q,`, o.sandbox)
+	}
+	if len(o.readPaths) > 0 {
+		rp, _ := json.Marshal(o.readPaths)
+		sb += `"sandbox_read_paths":` + string(rp) + ","
+	}
+	cfg := fmt.Sprintf(`{"version":1,`+sb+`"gate_url":%q,"id":%q,"token_env":"ACC_WORKER_TOKEN","heartbeat_interval":%q,"concurrency":%d,`+
 		`"repository_roots":%s,"worktree_root":%q,"runtime_root":%q,"repositories":%s,"plugins":[%s],"environment_allowlist":["PATH"],"check_environment_allowlist":["PATH"],`+
 		`"ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}`,
 		g.wsURL(), w.id, o.heartbeat, o.concurrency, roots, filepath.Join(dir, "worktrees"), filepath.Join(dir, "runtime"), repos, strings.Join(ps, ","))
@@ -508,6 +523,12 @@ func (g *gate) startWorker(t testing.TB, o workerOpts) *worker {
 		wk.logs.waitFor(t, "connected", func(e map[string]any) bool {
 			return e["msg"] == "connected" && countConnected(wk.logs.String()) > n
 		})
+	}
+	// Every Worker but the few that opt out runs its plugins and checks
+	// sandboxed, as an installed Worker does: a test that passes proves
+	// its point with the sandbox on.
+	if want := o.sandbox; want == "" {
+		wk.logs.waitFor(t, "sandbox landlock", func(e map[string]any) bool { return e["msg"] == "sandbox" && e["sandbox"] == "landlock" })
 	}
 	return wk
 }

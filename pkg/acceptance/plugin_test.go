@@ -97,30 +97,6 @@ func TestPluginsWrittenByOthers(t *testing.T) {
 	g.assertNoSecrets(t)
 }
 
-// pidsFrom waits for a PID file the scenario plugin writes and parses it.
-func pidsFrom(t testing.TB, path string) []int {
-	t.Helper()
-	guard := time.Now().Add(60 * time.Second)
-	for {
-		lines := scanLines(t, path)
-		if len(lines) >= 2 {
-			var pids []int
-			for _, l := range lines {
-				p, err := strconv.Atoi(strings.TrimSpace(l))
-				if err != nil {
-					t.Fatalf("pid file: %q", l)
-				}
-				pids = append(pids, p)
-			}
-			return pids
-		}
-		if time.Now().After(guard) {
-			t.Fatal("the plugin never wrote its PIDs")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // alive reports whether pid names a live (non-zombie) process.
 func alive(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -156,22 +132,32 @@ func killAll(pids []int) {
 	}
 }
 
-// TestPluginDescendantsAreReaped: a plugin that leaves an ordinary and a
-// setsid child behind after a successful result, or a background child
-// that inherits its stdout, still succeeds and leaves nothing running.
+// TestPluginDescendantsAreReaped: a sandboxed plugin that leaves an
+// ordinary and a setsid child behind after a successful result, or a
+// background child that inherits its stdout, still succeeds and leaves
+// nothing running. The test finds the children (and so the plugin) in
+// /proc while the plugin waits for its flag, then lets it answer.
 func TestPluginDescendantsAreReaped(t *testing.T) {
 	t.Parallel()
 	g := newGate(t, gateOpts{})
-	g.startWorker(t, workerOpts{plugins: map[string]string{"reference": scenarioPlugin(t)}})
-	for word, want := range map[string]string{"children": "CHILDREN", "daemon": "DAEMON"} {
-		pidFile := filepath.Join(t.TempDir(), "pids")
-		id := g.submit(t, `{"input":"`+word+` `+pidFile+`"}`)
+	flags := readableDir(t)
+	g.startWorker(t, workerOpts{plugins: map[string]string{"reference": scenarioPlugin(t)}, readPaths: []string{flags}})
+	for word, c := range map[string]struct {
+		result   string
+		children int
+	}{"children": {"CHILDREN", 2}, "daemon": {"DAEMON", 1}} {
+		m, flag := newMarker(t), filepath.Join(flags, word)
+		id := g.submit(t, `{"input":"`+word+` `+m+` `+flag+`"}`)
+		pids := waitMarked(t, m, c.children)
+		t.Cleanup(func() { killAll(pids) })
+		if len(pids) != c.children+1 {
+			t.Fatalf("%s: processes %v, want %d children of one plugin", word, pids, c.children)
+		}
+		raise(t, flag)
 		j := g.waitTerminal(t, id)
-		if j.Status != "succeeded" || *j.Result != want {
+		if j.Status != "succeeded" || *j.Result != c.result {
 			t.Fatalf("%s: job %+v", word, j)
 		}
-		pids := pidsFrom(t, pidFile)
-		t.Cleanup(func() { killAll(pids) })
 		if left := waitGone(pids, 30*time.Second); len(left) != 0 {
 			t.Fatalf("%s: plugin processes %v outlived the operation", word, left)
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestTerminalWorkerRefusals: a lease the Worker must refuse before running
@@ -44,16 +45,49 @@ func TestTerminalWorkerRefusals(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			g := newGate(t, c.opts)
-			pidFile := filepath.Join(t.TempDir(), "ran")
-			g.startWorker(t, workerOpts{plugins: map[string]string{"reference": scenarioPlugin(t)}})
-			id := g.submit(t, `{"input":"children `+pidFile+`"}`)
-			j := g.waitTerminal(t, id)
+			flags := readableDir(t)
+			g.startWorker(t, workerOpts{plugins: map[string]string{"reference": scenarioPlugin(t)}, readPaths: []string{flags}})
+			// Had the plugin run, its two "sleep <marker>" children would
+			// live until the flag (never raised) or the Worker stopped
+			// them: watch /proc for them from before the submission until
+			// the job is terminal.
+			m := newMarker(t)
+			seen := make(chan int, 1)
+			stop := make(chan struct{})
+			watched := make(chan struct{})
+			go func() {
+				defer close(watched)
+				for {
+					if n := len(marked(m)); n > 0 {
+						seen <- n
+						return
+					}
+					select {
+					case <-stop:
+						return
+					case <-time.After(time.Millisecond):
+					}
+				}
+			}()
+			id := g.submit(t, `{"input":"children `+m+` `+filepath.Join(flags, "never")+`"}`)
+			t.Cleanup(func() {
+				for pid := range marked(m) {
+					killAll([]int{pid})
+				}
+			})
+			j := g.waitJob(t, id, "terminal or run", func(j apiJob) bool {
+				return j.Status == "succeeded" || j.Status == "failed" || len(seen) > 0
+			})
+			close(stop)
+			<-watched
+			select {
+			case n := <-seen:
+				t.Fatalf("the plugin ran: %d of its children seen", n)
+			default:
+			}
 			a := g.aggregate(t, id)
 			if j.Status != "failed" || j.FailureCode != c.code || len(a.Attempts) != 1 || a.Attempts[0].Disposition != "terminal" {
 				t.Fatalf("job %+v attempts %+v", j, a.Attempts)
-			}
-			if _, err := os.Stat(pidFile); err == nil {
-				t.Fatal("the plugin ran")
 			}
 		})
 	}

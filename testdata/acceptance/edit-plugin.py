@@ -1,7 +1,16 @@
 #!/usr/bin/env python3
 # A protocol v1 workspace_edit plugin written independently of the Go SDK.
 # The instruction's first word selects the behaviour.
-import json, os, subprocess, sys
+#
+# It runs inside the Worker's sandbox (docs/sandbox.md): the words that
+# write Git state outside the workspace (commit writes objects, git-config
+# the repository's config, new-ref its refs) are refused there, git fails
+# and the plugin exits non-zero without a result. Only a Worker with
+# "sandbox": "none" lets them through to the Worker's own workspace checks.
+# slow-write blocks on a "sleep <marker>" child the test finds in /proc,
+# until a flag file the test creates (in a sandbox_read_paths directory)
+# can be read.
+import json, os, subprocess, sys, time
 
 def frame(obj):
     sys.stdout.write(json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n")
@@ -74,11 +83,14 @@ elif word == "nested-git":
         f.write("[core]\n\tfsmonitor = /bin/false\n")
     write("notes.txt", "x\n")
 elif word == "slow-write":
-    # rest: a file whose existence makes this run fast (the retry)
-    if not os.path.exists(rest):
-        open(rest, "w").close()
-        import time
-        time.sleep(300)
+    # rest: "<marker> <flag>". While <flag> cannot be read (the first
+    # attempt) it waits on a "sleep <marker>" child; then (the retry) it
+    # writes at once.
+    marker, _, flag = rest.partition(" ")
+    try:
+        open(flag).close()
+    except OSError:
+        subprocess.run(["sleep", marker], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     write("notes.txt", "slow\n")
     res["commit_subject"] = "feat: slow"
 elif word == "new-ref":

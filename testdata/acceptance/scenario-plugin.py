@@ -2,6 +2,14 @@
 # A protocol v1 text plugin written independently of the Go SDK. The
 # execute input selects a behaviour: "ok <text>" is correct (upper-cases
 # <text>); the other words are subtly broken ways to answer.
+#
+# It runs inside the Worker's sandbox (docs/sandbox.md), so it writes
+# nothing the test can read. The words that leave processes behind
+# (children, daemon, block) start them as "sleep <marker>", a unique
+# fractional duration GNU sleep accepts: the test finds them, and through
+# their parent the plugin, by that exact argument in /proc/<pid>/cmdline.
+# Where the plugin must wait for the test, it polls for a flag file the
+# test creates in a directory the Worker lists in sandbox_read_paths.
 import json, os, subprocess, sys, time
 
 def out(s):
@@ -29,6 +37,17 @@ def progress(n):
     for i in range(1, n + 1):
         frame({"version": "v1", "id": fid, "type": "progress", "sequence": i,
                "stage": "working", "text": "P" * 1024})
+
+def wait_flag(path):
+    # Polls (bounded) until path can be opened for reading: the test
+    # creates it in a sandbox_read_paths directory.
+    for _ in range(6000):
+        try:
+            open(path).close()
+            return
+        except OSError:
+            time.sleep(0.02)
+    sys.exit(4)
 
 def finish():
     # Drain stdin to EOF, then exit 0.
@@ -116,27 +135,27 @@ elif word == "wrong-id":
     frame(d)
     finish()
 elif word == "children":
-    # rest: a file to record the PIDs of descendants that try to outlive us
-    a = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    b = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    with open(rest, "w") as f:
-        f.write("%d\n%d\n%d\n" % (os.getpid(), a.pid, b.pid))
+    # rest: "<marker> <flag>". Leaves an ordinary and a setsid descendant
+    # behind, each running "sleep <marker>", and answers once <flag> can
+    # be read (the test creates it after it has found both).
+    marker, _, flag = rest.partition(" ")
+    subprocess.Popen(["sleep", marker], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.Popen(["sleep", marker], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    wait_flag(flag)
     frame(result("CHILDREN"))
     finish()
 elif word == "daemon":
-    # A background child that inherits stdout and stderr and outlives us.
-    d = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)
-    with open(rest, "w") as f:
-        f.write("%d\n%d\n" % (os.getpid(), d.pid))
+    # rest: "<marker> <flag>". A background "sleep <marker>" that inherits
+    # stdout and stderr and outlives us; answers once <flag> can be read.
+    marker, _, flag = rest.partition(" ")
+    subprocess.Popen(["sleep", marker], stdin=subprocess.DEVNULL)
+    wait_flag(flag)
     frame(result("DAEMON"))
     finish()
 elif word == "block":
-    # rest: a file to record our PID and a child's, then block forever
-    # without reading stdin.
-    a = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    with open(rest + ".tmp", "w") as f:
-        f.write("%d\n%d\n" % (os.getpid(), a.pid))
-    os.rename(rest + ".tmp", rest)
+    # rest: "<marker>". Starts a "sleep <marker>" child, then blocks
+    # forever without reading stdin.
+    subprocess.Popen(["sleep", rest], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(300)
 else:
     frame({"version": "v1", "id": fid, "type": "failure", "category": "invalid_request"})
