@@ -23,6 +23,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/debugview/readertest"
 	"github.com/0k-lab/agent-forge/pkg/gate"
 	"github.com/0k-lab/agent-forge/pkg/store"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 	"github.com/0k-lab/agent-forge/pkg/worker"
 )
@@ -246,11 +247,19 @@ func startRealWorker(t *testing.T, gateAddr string) <-chan string {
 	if err != nil {
 		t.Fatalf("worker host: %v", err)
 	}
+	// The plugin runs in the Worker's sandbox, which a reaper (this test
+	// binary, see TestMain) applies before exec, as in forge-worker.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reapers := supervise.NewReaperPool(self)
+	t.Cleanup(reapers.Close)
 	reported := make(chan string, 16)
 	w := worker.New(worker.Options{
 		Config:    cfg,
 		Token:     token,
-		Executors: map[wire.Kind]worker.Executor{wire.KindText: worker.NewTextExecutor(cfg, os.LookupEnv, nil)},
+		Executors: map[wire.Kind]worker.Executor{wire.KindText: worker.NewTextExecutor(cfg, os.LookupEnv, reapers)},
 		Observe: func(e worker.Event) {
 			if e.Kind == worker.EventReported {
 				select {
