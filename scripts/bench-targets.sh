@@ -5,8 +5,9 @@
 #   scripts/bench-targets.sh [-rounds N] [-out DIR]
 #
 # It runs the Gate process benchmarks (production forge-gate as a child
-# process, N alternated rounds per shape) and BenchmarkEndToEndText (N
-# rounds, every phase once per round), keeps their raw output in DIR
+# process, N alternated rounds per shape), BenchmarkEndToEndText (N
+# rounds, every phase once per round) and BenchmarkSandboxCost (N rounds,
+# its three phases rotated), keeps their raw output in DIR
 # (default: a new temporary directory) and prints one line per target:
 # MET or MISSED, the median, the target. Exit status 0 even when a target
 # is missed: this is a measurement, not a test (machines here are noisy).
@@ -29,6 +30,7 @@ mkdir -p "$out"
 echo "bench-targets: raw output in $out" >&2
 BENCH_GATE_ROUNDS="$rounds" go test -run '^$' -bench GateProcess -benchtime 1x -timeout 30m ./pkg/gate/ >"$out/gate.txt"
 go test -run '^$' -bench 'EndToEndText$' -benchtime "${rounds}x" -timeout 30m ./pkg/worker/ >"$out/worker.txt"
+go test -run '^$' -bench 'SandboxCost$' -benchtime "${rounds}x" -timeout 30m ./pkg/worker/ >"$out/sandbox.txt"
 
 # metric FILE BENCH-PREFIX UNIT: the value reported before UNIT on the
 # result line of the benchmark whose name starts with BENCH-PREFIX.
@@ -66,6 +68,8 @@ check "idle-lane submit->lease p99" "$(metric "$out/gate.txt" "$lat" 'p99_ms')" 
 check "Gate+Worker CPU per text job, no plugin" "$(metric "$out/worker.txt" "$w" 'no-plugin-gate+worker-cpu-ms/job')" '<=' 0.65 ms
 check "  the same with the submitter counted" "$(metric "$out/worker.txt" "$w" 'no-plugin-cpu-ms/job')" '<=' 0.65 ms
 check "e2e/bare" "$(metric "$out/worker.txt" "$w" 'e2e/bare-%')" '>=' 60 %
+check "sandbox cost per session" "$(metric "$out/sandbox.txt" BenchmarkSandboxCost 'sandbox-cost-%')" '<=' 10 %
+check "  with the shared read layer (installed)" "$(metric "$out/sandbox.txt" BenchmarkSandboxCost 'excluding-cost-%')" '<=' 10 %
 echo "ceilings for e2e/bare in the same run:"
 echo "  e2e/bare-floor-%:         $(metric "$out/worker.txt" "$w" 'e2e/bare-floor-%')"
 echo "  e2e/bare-floor-wrapped-%: $(metric "$out/worker.txt" "$w" 'e2e/bare-floor-wrapped-%')"
