@@ -62,10 +62,17 @@
 // binary even after an upgrade replaced its file (the messages are
 // private to one build of this package).
 //
-// This is best-effort cleanup for trusted same-UID programs, not
-// containment: without a cgroup or PID namespace a deliberately hostile
-// process can escape. On other Unix systems Reaper is ignored and only the
-// process group is cleaned up.
+// The cleanup is best effort: without a cgroup or PID namespace a
+// deliberately hostile process can escape it. Containment is the
+// sandbox's: a Command with Sandbox set starts in that Landlock policy
+// (pkg/sandbox), in a session of its own. The reaper restricts a fresh
+// OS thread it locks for the one program (a domain cannot be lifted, and
+// the reaper serves many programs), forks and execs from it, and lets
+// that thread wait for the program, whose parent-death signal follows it;
+// a shared read layer, when the policy has one, is built once per reaper.
+// The reaper itself is non-dumpable: it sees every program's environment.
+// On other Unix systems Reaper is ignored and only the process group is
+// cleaned up; a Sandbox then fails the start.
 //
 // Errors never contain argv, paths, environment values or child output.
 package supervise

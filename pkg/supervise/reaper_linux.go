@@ -86,8 +86,8 @@ type reaperServer struct {
 	// programs; only the goroutine starting a program uses it, while
 	// serve waits for it.
 	layers sandbox.Cache
-	sigs chan os.Signal // termination signals: shut down
-	chld chan os.Signal // SIGCHLD while a sweep polls: wakes it early
+	sigs   chan os.Signal // termination signals: shut down
+	chld   chan os.Signal // SIGCHLD while a sweep polls: wakes it early
 }
 
 func newReaperServer(conn *net.UnixConn) *reaperServer {
