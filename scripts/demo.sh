@@ -60,6 +60,13 @@ else
   say "coding job uses the deterministic fake Codex (set CODEX_BIN for the real one)"
 fi
 export CODEX_BIN
+# The Worker's sandbox reads only system paths, the plugin and what
+# sandbox_read_paths lists: give it Codex's installation (for an npm
+# install, the node_modules tree that holds it).
+codex_real=$(readlink -f "$CODEX_BIN") || fail "CODEX_BIN does not resolve"
+codex_dir=$(dirname "$codex_real")
+case "$codex_real" in */node_modules/*) codex_dir=${codex_real%%/node_modules/*}/node_modules ;; esac
+case "$codex_dir" in /usr|/usr/*|/bin|/bin/*) codex_read='' ;; *) codex_read="\"sandbox_read_paths\":[\"$codex_dir\"]," ;; esac
 codex_exec='{"plugin_id":"codex","environment":["PATH","CODEX_BIN","CODEX_HOME"],"plugin_timeout":"15m","check_timeout":"1m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}'
 cat >"$tmp/gate.json" <<EOF
 {"version":1,"listen":"127.0.0.1:0","database":"$tmp/state/forge.db","owner_token_env":"FORGE_OWNER_TOKEN",
@@ -79,7 +86,7 @@ cat >"$tmp/worker.json" <<EOF
  "repositories":[{"id":"demo","path":"$repo"}],
  "plugins":[{"id":"reference","argv":["$bin/forge-ref-plugin"],"sha256":"$(sha256sum "$bin/forge-ref-plugin" | cut -d' ' -f1)"},
             {"id":"codex","argv":["$bin/forge-codex-plugin"]}],
- "environment_allowlist":["PATH","CODEX_BIN","CODEX_HOME"],"check_environment_allowlist":["PATH"],
+ "environment_allowlist":["PATH","CODEX_BIN","CODEX_HOME"],"check_environment_allowlist":["PATH"],$codex_read
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF
 e2e_start_worker
