@@ -239,17 +239,18 @@ func (a *API) createPull(w http.ResponseWriter, r *http.Request, owner, repo str
 	a.mu.Unlock()
 	// GitHub's work after the answer: a pull request that conflicts with
 	// its base gets no pull_request runs at all; whether it changes
-	// workflows is known for its merge.
-	created := p.Created
-	go func() {
-		if !a.conflicts(owner, repo, baseSHA, headSHA) {
-			a.eventAt(owner, repo, "pull_request", headSHA, created)
-		}
-		wf := a.changesWorkflows(owner, repo, req.Base, headSHA)
-		a.mu.Lock()
-		a.wfChanges[repoKey(owner, repo)+" "+headSHA] = wf
-		a.mu.Unlock()
-	}()
+	// workflows is known for its merge. It is done before the answer so
+	// that what a client sees depends only on the fake's clock (the runs
+	// appear at created + their Start), never on how fast this git work
+	// happens to run: under a virtual clock a client could otherwise poll
+	// past a run's appearance before it was recorded.
+	if !a.conflicts(owner, repo, baseSHA, headSHA) {
+		a.eventAt(owner, repo, "pull_request", headSHA, p.Created)
+	}
+	wf := a.changesWorkflows(owner, repo, req.Base, headSHA)
+	a.mu.Lock()
+	a.wfChanges[repoKey(owner, repo)+" "+headSHA] = wf
+	a.mu.Unlock()
 	if a.takeFault(APIFaultLosePRCreate) {
 		dropConnection(w)
 		return
