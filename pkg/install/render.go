@@ -103,8 +103,9 @@ func identity(runAsRoot bool, account string) string {
 // landlockSyscalls are the Worker's sandbox calls (DECISIONS 14): systemd
 // 252's @system-service lacks them (they are only in @known), so the
 // Worker unit allows them by name or every sandboxed attempt fails with
-// EPERM.
-const landlockSyscalls = "SystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self\n"
+// EPERM. seccomp installs the sandbox's metadata guard (docs/sandbox.md),
+// also only in @known.
+const landlockSyscalls = "SystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp\n"
 
 func gateUnit(runAsRoot bool) []byte {
 	return []byte(`[Unit]
