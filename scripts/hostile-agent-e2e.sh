@@ -16,7 +16,9 @@
 #     /proc/<pid>/environ|mem|fd|cmdline of every process outside its tree,
 #     ptrace of the forge processes, signals, abstract sockets, reading the
 #     Gate's database, state, env files, key, the Worker's config and roots,
-#     writing outside its workspace, symlinks and hardlinks out, the Gate's
+#     writing outside its workspace, symlinks and hardlinks out, changing
+#     the metadata (mode, owner, times, attributes) of everything it was
+#     told about and of its repository's files by every route, the Gate's
 #     API without and with anything found) is counted; a try reached when it
 #     succeeded or when what it read holds a secret (either token, the key).
 #     Printed: tried=N reached=0 (required), per source. Besides Gate and
@@ -235,7 +237,10 @@ count "$tmp/reports/sandboxed.jsonl" "${secrets[@]}" >"$tmp/count-sandboxed.out"
 cat "$tmp/count-sandboxed.out"
 tried=$(sed -n 's/^tried=\([0-9]*\) .*/\1/p' "$tmp/count-sandboxed.out")
 [ "$tried" -ge 50 ] || fail "only $tried tries"
-for kind in proc-environ proc-mem proc-fd signal ptrace abstract-socket read list write symlink hardlink gate-no-token; do
+meta_kinds="meta-chmod meta-utimes meta-xattr meta-symlink meta-procfd meta-dirfd meta-emptypath meta-fd"
+[ "$(uname -m)" = x86_64 ] && meta_kinds="$meta_kinds meta-i386"
+for kind in proc-environ proc-mem proc-fd signal ptrace abstract-socket read list write symlink hardlink gate-no-token \
+  $meta_kinds meta-chown; do
   grep -q "^  $kind " "$tmp/count-sandboxed.out" || fail "no $kind try"
 done
 
@@ -248,7 +253,7 @@ if count "$tmp/reports/none.jsonl" "${secrets[@]}" >"$tmp/count-none.out"; then
   fail "with sandbox none the agent reached nothing: the checks cannot fail"
 fi
 cat "$tmp/count-none.out"
-for kind in proc-environ proc-mem proc-fd ptrace read write signal gate-replay; do
+for kind in proc-environ proc-mem proc-fd ptrace read write signal gate-replay $meta_kinds; do
   grep -Eq "^  $kind +tried=[0-9]+ +reached=[1-9]" "$tmp/count-none.out" || fail "unconfined, $kind reached nothing"
 done
 

@@ -18,6 +18,8 @@
 //     own workspace and run directory (where the other attempts live);
 //   - symlink, hardlink: a link in its own directory to every file it was
 //     told about, then a read through it;
+//   - meta-*: the metadata of every file and directory it was told about
+//     and of its repository's files, by every route (meta.go);
 //   - gate: GET /v1/version on HOSTILE_GATE without a token, then with every
 //     token-like value (NAME=value with TOKEN or KEY in NAME) found in
 //     anything it read.
@@ -70,6 +72,9 @@ type agent struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "int80" {
+		int80Main(os.Args[2:])
+	}
 	if len(os.Args) > 1 && os.Args[1] == "check" {
 		a := newAgent("check")
 		a.run(mustWD())
@@ -145,10 +150,12 @@ func (a *agent) run(dir string) {
 	for _, p := range reads {
 		a.probeRead(p)
 	}
-	for _, d := range a.writeTargets(dir) {
+	writeDirs := a.writeTargets(dir)
+	for _, d := range writeDirs {
 		a.probeWrite(d)
 	}
 	a.probeLinks(dir)
+	a.probeMeta(dir, writeDirs)
 	a.probeGate()
 }
 
