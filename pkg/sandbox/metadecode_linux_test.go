@@ -51,7 +51,9 @@ func TestDecodeCall(t *testing.T) {
 			func(r metaReq) bool { return r.times != nil && r.times[0].Sec == 1 && r.times[0].Nsec == 2 }},
 		{"utimes usec range", callUtimes, [6]uint64{path, ts}, syscall.EINVAL, nil},
 		{"setxattr", callSetxattr, [6]uint64{path, name, path, 2, xattrCreate}, 0,
-			func(r metaReq) bool { return r.name == "user.x" && string(r.value) == "f\x00" && r.xflags == xattrCreate }},
+			func(r metaReq) bool {
+				return r.name == "user.x" && string(r.value) == "f\x00" && r.xflags == xattrCreate
+			}},
 		{"setxattr big", callSetxattr, [6]uint64{path, name, path, maxXattrValue + 1}, syscall.E2BIG, nil},
 		{"setxattr flags", callSetxattr, [6]uint64{path, name, path, 1, 4}, syscall.EINVAL, nil},
 		{"setxattr short value", callFsetxattr, [6]uint64{3, name, path, 4096}, syscall.EFAULT, nil},

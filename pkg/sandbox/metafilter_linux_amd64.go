@@ -10,7 +10,6 @@ const (
 	sysSeccomp        = 317
 	sysProcessVMReadv = 310
 	sysIoctlNative    = 16
-	sysIoctlCompat    = 54
 )
 
 // nativeCalls are the x86-64 metadata calls the guard serves.
@@ -22,13 +21,4 @@ func nativeCalls() []nativeCall {
 		{188, callSetxattr}, {189, callLsetxattr}, {190, callFsetxattr},
 		{197, callRemovexattr}, {198, callLremovexattr}, {199, callFremovexattr},
 	}
-}
-
-// compatCalls are the i386 metadata calls, all refused: chmod, lchown,
-// utime, fchmod, fchown, chown, lchown32, fchown32, chown32, the six
-// extended-attribute calls, utimes, fchownat, futimesat, fchmodat,
-// utimensat, utimensat_time64 and the unified-table extras.
-func compatCalls() []uint32 {
-	return []uint32{15, 16, 30, 94, 95, 182, 198, 207, 212, 226, 227, 228, 235, 236, 237,
-		271, 298, 299, 306, 320, 412, sysFchmodat2, sysSetxattrat, sysRemovexattat, sysFileSetattr}
 }

@@ -34,9 +34,9 @@ const (
 // itself when the object lies beneath one of the policy's ReadWrite rules
 // and refuses it (EACCES) otherwise. See GuardMetadata.
 type Guard struct {
-	file *os.File
-	done chan struct{}
-	rw   []string
+	file  *os.File
+	done  chan struct{}
+	roots rootSet
 }
 
 // GuardMetadata installs the metadata filter on the calling OS thread,
@@ -58,12 +58,17 @@ func GuardMetadata(p *Policy) (*Guard, error) {
 		syscall.Close(fd)
 		return nil, errnoOnly(err)
 	}
-	g := &Guard{file: os.NewFile(uintptr(fd), "seccomp"), done: make(chan struct{})}
+	// The roots are opened now, before the program runs: later, a
+	// program could have renamed a writable tree nested in another and put
+	// a symbolic link to anywhere in its place. Their names, which cost a
+	// readlink each, wait for the first call (most programs make none).
+	var rw []string
 	for _, r := range p.Rules {
 		if r.Access == ReadWrite {
-			g.rw = append(g.rw, r.Path)
+			rw = append(rw, r.Path)
 		}
 	}
+	g := &Guard{file: os.NewFile(uintptr(fd), "seccomp"), done: make(chan struct{}), roots: openRoots(rw)}
 	go g.serve()
 	return g, nil
 }
@@ -74,14 +79,14 @@ func GuardMetadata(p *Policy) (*Guard, error) {
 func (g *Guard) Close() {
 	g.file.Close()
 	<-g.done
+	g.roots.close()
 }
 
 // serve answers notifications until the listener is closed or hangs up
 // (the filter has no task left).
 func (g *Guard) serve() {
 	defer close(g.done)
-	roots := openRoots(g.rw)
-	defer roots.close()
+	roots := g.roots
 	rc, err := g.file.SyscallConn()
 	if err != nil {
 		return
@@ -113,9 +118,12 @@ func (g *Guard) serve() {
 	})
 }
 
-// root is one ReadWrite rule's path, open, under its canonical name.
+// root is one ReadWrite rule's tree, open since before the program ran;
+// its name and inode are read at the first call that needs them (the open
+// descriptor keeps the inode, whatever the program renames since).
 type root struct {
 	fd       int
+	named    bool
 	name     string
 	dev, ino uint64
 }
@@ -127,19 +135,24 @@ type rootSet []root
 func openRoots(paths []string) rootSet {
 	var rs rootSet
 	for _, p := range paths {
-		fd, err := syscall.Open(p, oPath|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			continue
+		if fd, err := syscall.Open(p, oPath|syscall.O_CLOEXEC, 0); err == nil {
+			rs = append(rs, root{fd: fd})
 		}
-		var st syscall.Stat_t
-		name, ok := fdName(fd)
-		if !ok || syscall.Fstat(fd, &st) != nil {
-			syscall.Close(fd)
-			continue
-		}
-		rs = append(rs, root{fd: fd, name: name, dev: st.Dev, ino: st.Ino})
 	}
 	return rs
+}
+
+// lookup fills in r's name and inode; it reports false when it cannot.
+func (r *root) lookup() bool {
+	if !r.named {
+		var st syscall.Stat_t
+		name, ok := fdName(r.fd)
+		if ok && syscall.Fstat(r.fd, &st) == nil {
+			r.name, r.dev, r.ino = name, st.Dev, st.Ino
+		}
+		r.named = true
+	}
+	return r.name != ""
 }
 
 func (rs rootSet) close() {
@@ -330,7 +343,11 @@ func (rs rootSet) inside(obj int, st *syscall.Stat_t) bool {
 	if !ok || !strings.HasPrefix(name, "/") {
 		return false
 	}
-	for _, r := range rs {
+	for i := range rs {
+		r := &rs[i]
+		if !r.lookup() {
+			continue
+		}
 		if name == r.name {
 			if st.Dev == r.dev && st.Ino == r.ino {
 				return true

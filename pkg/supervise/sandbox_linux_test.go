@@ -39,6 +39,7 @@ p chmod-cwd sh -c 'cd "$OUT" && chmod 0700 .'
 p chown-emptypath "$PY" -c 'import ctypes,os,sys; fd=os.open(sys.argv[1], os.O_PATH); sys.exit(ctypes.CDLL(None, use_errno=True).fchownat(fd, b"", os.getuid(), -1, 0x1000) != 0)' "$SECRET"
 p fchmod-readonly "$PY" -c 'import os,sys; os.fchmod(os.open(sys.argv[1], os.O_RDONLY), 0o644)' "$RO/f"
 p futimens-readonly "$PY" -c 'import os,sys; os.utime(os.open(sys.argv[1], os.O_RDONLY))' "$RO/f"
+p chattr-outside chattr +d "$OLD"
 p build-inside sh -c 'printf "#!/bin/sh\necho built\n" > "$WS/build.sh" && chmod +x "$WS/build.sh" && "$WS/build.sh"'
 p touch-inside sh -c 'touch "$WS/t" && touch -d @1000000000 "$WS/t" && test "$(stat -c %Y "$WS/t")" = 1000000000'
 p chown-inside chown "$(id -u):$(id -g)" "$WS/t"
@@ -162,7 +163,7 @@ func TestSandboxConfinesChild(t *testing.T) {
 		"chmod-outside": "no", "chmod-symlink": "no", "chown-outside": "no", "lchown-outside": "no",
 		"touch-outside": "no", "xattr-outside": "no", "rmxattr-outside": "no", "chmod-procfd": "no",
 		"chmod-dirfd": "no", "chmod-cwd": "no", "chown-emptypath": "no", "fchmod-readonly": "no",
-		"futimens-readonly": "no",
+		"futimens-readonly": "no", "chattr-outside": "no", // inode flags are refused everywhere
 		"build-inside": "yes", "touch-inside": "yes", "chown-inside": "yes", "copy-inside": "yes",
 		"tar-inside": "yes", "python-inside": "yes", "git-inside": "yes"}
 	if !sandbox.Scoped(abi) {
