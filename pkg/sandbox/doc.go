@@ -26,8 +26,8 @@
 // refused), checks that the object it opened lies beneath one of the
 // policy's ReadWrite rules, makes the change on that same descriptor and
 // answers with its errno; everything else is EACCES. The filter refuses
-// the same calls through the compat tables (i386 on amd64, arm on arm64)
-// and x32, and the inode-flag ioctls (chattr), outright.
+// the compat table (i386 on amd64, arm on arm64) and x32 whole, and the
+// inode-flag ioctls (chattr), outright.
 //
 // A domain applies to a thread and cannot be lifted, so the caller
 // (pkg/supervise's reaper) restricts a locked thread that it never gives
