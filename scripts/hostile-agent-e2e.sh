@@ -152,7 +152,7 @@ if [ "${AGENT_FORGE_NETNS:-}" != 1 ]; then
   HOSTILE_E2E_UID=$(id -u)
   export HOSTILE_E2E_UID
 fi
-netns_enter
+netns_enter "$@"
 
 tmp=$(cd "$(mktemp -d)" && pwd -P)
 pids=()
@@ -174,6 +174,7 @@ mkdir -p "$bin"
 e2e_build forge-gate forge-worker forge
 go build -o "$bin/hostile-agent" ./testdata/hostile-agent || fail "build hostile-agent"
 netns_setup
+# shellcheck disable=SC2119 # the git service alone: no App API
 netns_start_fake
 chmod -R a+rX "$bin"
 
