@@ -67,7 +67,6 @@ set -euo pipefail
 source "$(dirname "$0")/lib/e2e.sh"
 # shellcheck source-path=SCRIPTDIR source=lib/netns.sh
 source "$(dirname "$0")/lib/netns.sh"
-cd "$(dirname "$0")/.."
 
 # collect ADDR_FILE REPORT_FILE: accept reports (JSON lines) on loopback TCP
 # until killed; also hold an abstract UNIX socket open as a target.
@@ -148,11 +147,12 @@ esac
 # The public-source layout needs github.com: the rest of the script runs
 # in a private network and mount namespace (modules fetched before).
 if [ "${AGENT_FORGE_NETNS:-}" != 1 ]; then
-  go mod download || exit 1
+  (cd "$(dirname "$0")/.." && go mod download) || exit 1
   HOSTILE_E2E_UID=$(id -u)
   export HOSTILE_E2E_UID
 fi
 netns_enter "$@"
+cd "$(dirname "$0")/.."
 
 tmp=$(cd "$(mktemp -d)" && pwd -P)
 pids=()
