@@ -100,12 +100,18 @@ func identity(runAsRoot bool, account string) string {
 	return "User=" + account + "\nGroup=" + account + "\n"
 }
 
-// landlockSyscalls are the Worker's sandbox calls (DECISIONS 14): systemd
+// sandboxSyscalls are the Worker's sandbox calls (DECISIONS 14): systemd
 // 252's @system-service lacks them (they are only in @known), so the
 // Worker unit allows them by name or every sandboxed attempt fails with
-// EPERM. seccomp installs the sandbox's metadata guard (docs/sandbox.md),
-// also only in @known.
-const landlockSyscalls = "SystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp\n"
+// EPERM. seccomp is also only in @known, and two sandboxes need it: the
+// Worker's metadata guard (docs/sandbox.md: every sandboxed start installs
+// a filter that hands chmod, chown, utimes and xattr calls to the reaper)
+// and Codex's own (the helper that runs each of Codex's commands installs
+// a seccomp filter keeping it off the network, docs/codex.md, and fails
+// the command when that is refused). Installing a filter only ever takes
+// rights away (and needs no_new_privs, which the unit sets), so allowing
+// it costs no exposure.
+const sandboxSyscalls = "SystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp\n"
 
 func gateUnit(runAsRoot bool) []byte {
 	return []byte(`[Unit]
@@ -139,7 +145,7 @@ Restart=on-failure
 RestartSec=2s
 StateDirectory=agent-forge/worker agent-forge/worker/worktrees agent-forge/worker/runtime agent-forge/worker/repositories
 StateDirectoryMode=0700
-` + hardening + landlockSyscalls + `
+` + hardening + sandboxSyscalls + `
 [Install]
 WantedBy=multi-user.target
 `)
