@@ -77,8 +77,8 @@ type agent struct {
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "int80" {
-		int80Main(os.Args[2:])
+	if len(os.Args) > 1 && os.Args[1] == "foreign" {
+		foreignMain(os.Args[2:]) // meta.go
 	}
 	if len(os.Args) > 1 && os.Args[1] == "check" {
 		a := newAgent("check")

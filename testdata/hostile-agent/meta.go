@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,10 +26,11 @@ import (
 //   - meta-emptypath: fchownat(fd, "", AT_EMPTY_PATH) on an O_PATH descriptor;
 //   - meta-fd: fchmod and futimens on a descriptor opened for reading;
 //   - meta-i386, meta-x32: chmod through the i386 (int 0x80) and x32
-//     system call tables (amd64).
+//     system call tables (amd64), in a child process (foreignChmod).
 func (a *agent) probeMeta(dir string, writeDirs []string) {
 	targets := append(dedup(a.targets), writeDirs...)
 	targets = append(targets, repositoryFiles(dir)...)
+	var foreign []string // mode, path, ...: for foreignChmod
 	for i, p := range dedup(targets) {
 		var st syscall.Stat_t
 		if syscall.Lstat(p, &st) != nil || st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
@@ -72,10 +74,11 @@ func (a *agent) probeMeta(dir string, writeDirs []string) {
 			a.add("meta-fd", p, ok || e == 0, nil)
 			syscall.Close(fd)
 		}
-		if foreign := foreignChmod(p, mode); foreign != nil {
-			for kind, ok := range foreign {
-				a.add(kind, p, ok, nil)
-			}
+		foreign = append(foreign, strconv.FormatUint(uint64(mode), 8), p)
+	}
+	if len(foreign) > 0 {
+		for _, t := range foreignChmod(foreign) {
+			a.add(t.kind, t.path, t.ok, nil)
 		}
 	}
 }
@@ -103,16 +106,40 @@ func repositoryFiles(dir string) []string {
 	return out
 }
 
-// int80Child runs "hostile-agent int80 PATH MODE" (the i386 call can kill
-// a process on a kernel without i386 emulation, so it runs apart) and
-// reports whether it said ok.
-func int80Child(p string, mode uint32) bool {
-	self, err := os.Executable()
-	if err != nil {
-		return false
+// foreignTry is one chmod through a foreign system call table.
+type foreignTry struct {
+	kind, path string
+	ok         bool
+}
+
+// foreignChmod runs "hostile-agent foreign MODE PATH..." and reads its
+// answers. The calls run apart, bounded in time: a seccomp filter may kill
+// the calling thread rather than the process (systemd's
+// SystemCallArchitectures= does), which would hang a Go program. Every
+// pair is a try; one without an answer did not succeed.
+func foreignChmod(modePaths []string) []foreignTry {
+	kinds := foreignKinds()
+	if len(kinds) == 0 {
+		return nil
 	}
-	out, err := exec.Command(self, "int80", p, strconv.FormatUint(uint64(mode), 8)).Output()
-	return err == nil && strings.TrimSpace(string(out)) == "ok"
+	got := map[string]bool{}
+	if self, err := os.Executable(); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		out, _ := exec.CommandContext(ctx, self, append([]string{"foreign"}, modePaths...)...).Output()
+		cancel()
+		for _, line := range strings.Split(string(out), "\n") {
+			if k, i, ok := strings.Cut(line, " "); ok {
+				got[k+" "+i] = true
+			}
+		}
+	}
+	var tries []foreignTry
+	for i := 0; i+1 < len(modePaths); i += 2 {
+		for _, k := range kinds {
+			tries = append(tries, foreignTry{k, modePaths[i+1], got[k+" "+strconv.Itoa(i/2)]})
+		}
+	}
+	return tries
 }
 
 const oPath = 0x200000 // O_PATH, the same on amd64 and arm64

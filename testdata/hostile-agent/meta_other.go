@@ -4,8 +4,8 @@ package main
 
 import "os"
 
-// foreignChmod has nothing to try here: the compat table of other
-// architectures is not probed.
-func foreignChmod(string, uint32) map[string]bool { return nil }
+// foreignKinds is empty here: the compat table of other architectures is
+// not probed.
+func foreignKinds() []string { return nil }
 
-func int80Main([]string) { os.Exit(2) }
+func foreignMain([]string) { os.Exit(2) }
