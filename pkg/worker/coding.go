@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -102,6 +103,9 @@ type CodingOptions struct {
 	Git string
 	// Now is the clock for commit dates and durations (default time.Now).
 	Now func() time.Time
+	// Logger receives the source cache's records (fetches, maintenance;
+	// counts and identifiers only). Nil discards them.
+	Logger *slog.Logger
 }
 
 // CodingExecutor runs coding jobs. It is safe for concurrent use by lanes.
@@ -111,6 +115,8 @@ type CodingExecutor struct {
 
 	dirs *runDirs      // the plugins' private working directories
 	sb   *sandboxRules // nil: no sandbox
+
+	log *slog.Logger
 
 	mu    sync.Mutex
 	repos map[string]*repoGuard // by repository ID
@@ -229,7 +235,11 @@ func NewCodingExecutor(cfg *Config, opt CodingOptions) (*CodingExecutor, error) 
 		}
 		opt.Git = git
 	}
-	return &CodingExecutor{cfg: cfg, opt: opt, dirs: &runDirs{root: cfg.RuntimeRoot}, sb: newSandboxRules(cfg)}, nil
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &CodingExecutor{cfg: cfg, opt: opt, log: log, dirs: &runDirs{root: cfg.RuntimeRoot}, sb: newSandboxRules(cfg)}, nil
 }
 
 // Execute implements Executor: it runs one coding attempt, binding its

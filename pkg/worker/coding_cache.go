@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -90,14 +92,16 @@ func (j *codingJob) ensureBase(ctx context.Context) (string, error) {
 		return "", err
 	}
 	file := filepath.Join(j.gitHome, "base.bundle")
+	start := j.x.opt.Now()
 	tctx, cancel := context.WithTimeout(ctx, j.git.Timeout)
 	defer cancel()
-	_, err = j.attempt.Gate.FetchBase(tctx, base, haves, file, MaxBaseBundleBytes)
+	size, err := j.attempt.Gate.FetchBase(tctx, base, haves, file, MaxBaseBundleBytes)
 	if err != nil {
 		return "", err
 	}
 	defer os.Remove(file)
-	if err := checkBaseBundle(file, base); err != nil {
+	objects, err := checkBaseBundle(file, base)
+	if err != nil {
 		return "", err
 	}
 	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Bundle: true, Args: []string{"fetch", "--quiet", "--no-tags",
@@ -106,10 +110,27 @@ func (j *codingJob) ensureBase(ctx context.Context) (string, error) {
 		return "", err
 	}
 	j.borrowBase()
+	log := j.log()
+	log.Info("base fetched", "objects", objects, "bytes", size, "haves", len(haves),
+		"ms", j.x.opt.Now().Sub(start).Milliseconds())
 	// The fetch stands whatever maintenance does: a failed repack leaves
 	// at worst an extra pack, deleted refs only unreachable objects.
-	_ = j.maintainCache(ctx, cache)
+	if deleted, ran, err := j.maintainCache(ctx, cache); err != nil {
+		log.Warn("source cache maintenance failed")
+	} else if ran {
+		log.Info("source cache maintained", "refs_deleted", deleted)
+	}
 	return cache, nil
+}
+
+// log is the attempt's logger for the source cache: the repository id
+// and, with a lease, the job and attempt (identifiers only).
+func (j *codingJob) log() *slog.Logger {
+	l := j.x.log.With("repository", j.task.RepositoryID)
+	if j.lease != nil {
+		l = l.With("job", j.lease.JobID, "attempt", j.lease.AttemptID)
+	}
+	return l
 }
 
 // borrowBase registers the attempt's base as borrowed (once).
@@ -149,11 +170,12 @@ func (x *CodingExecutor) borrowedBases(id string) map[string]bool {
 }
 
 // maintainCache runs the cache's maintenance (above) when it holds
-// cacheMaintainPacks packs or more. The caller holds the cache's lock.
-func (j *codingJob) maintainCache(ctx context.Context, cache string) error {
+// cacheMaintainPacks packs or more, and reports whether it ran and how
+// many refs it deleted. The caller holds the cache's lock.
+func (j *codingJob) maintainCache(ctx context.Context, cache string) (deleted int, ran bool, err error) {
 	ents, err := os.ReadDir(filepath.Join(cache, "objects", "pack"))
 	if err != nil {
-		return err
+		return 0, false, err
 	}
 	packs := 0
 	for _, e := range ents {
@@ -162,32 +184,33 @@ func (j *codingJob) maintainCache(ctx context.Context, cache string) error {
 		}
 	}
 	if packs < cacheMaintainPacks {
-		return nil
+		return 0, false, nil
 	}
 	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"for-each-ref", "--sort=-creatordate",
 		"--format=%(objectname) %(refname)", basesPrefix}})
 	if err != nil {
-		return err
+		return 0, true, err
 	}
 	borrowed := j.x.borrowedBases(j.task.RepositoryID)
 	var del strings.Builder
 	for i, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
 		sha, ref, ok := strings.Cut(line, " ")
 		if !ok || ref != basesPrefix+sha {
-			return errors.New("unexpected ref in the source cache")
+			return 0, true, errors.New("unexpected ref in the source cache")
 		}
 		if i < maxCacheHaves || borrowed[sha] {
 			continue
 		}
 		del.WriteString("delete " + ref + " " + sha + "\n")
+		deleted++
 	}
-	if del.Len() > 0 {
+	if deleted > 0 {
 		if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Stdin: []byte(del.String()), Args: []string{"update-ref", "--stdin"}}); err != nil {
-			return err
+			return 0, true, err
 		}
 	}
 	_, err = j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"repack", "-a", "-d", "-q", "--no-write-bitmap-index"}})
-	return err
+	return deleted, true, err
 }
 
 // initCache creates the cache repository on first use: a bare repository
@@ -219,24 +242,29 @@ func (j *codingJob) initCache(ctx context.Context, cache string) error {
 // verifies that each is a commit of the cache reachable from its refs
 // (so its whole history is there). They are not only the haves: a base
 // that merges a branch forked before the newest cached base names that
-// fork point, an ancestor of a have.
-func checkBaseBundle(path, base string) error {
+// fork point, an ancestor of a have. It returns the number of objects
+// the pack's header announces.
+func checkBaseBundle(path, base string) (uint32, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer f.Close()
 	buf := make([]byte, gitx.MaxBundleHeaderBytes+gitx.MaxBundleLineBytes+8)
 	n, err := io.ReadFull(f, buf)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return err
+		return 0, err
 	}
 	h, err := gitx.ParseBundleHeader(buf[:n])
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if len(h.Refs) != 1 || h.Refs[0].SHA != base || h.Refs[0].Name != source.BaseRef {
-		return errors.New("base bundle names another ref")
+		return 0, errors.New("base bundle names another ref")
 	}
-	return nil
+	// "PACK", version, object count (git's pack header, big-endian).
+	if n < h.Size+12 {
+		return 0, errors.New("base bundle's pack is truncated")
+	}
+	return binary.BigEndian.Uint32(buf[h.Size+8 : h.Size+12]), nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,8 +39,8 @@ func TestCheckBaseBundle(t *testing.T) {
 		}
 		return p
 	}
-	if err := checkBaseBundle(write("# v2 git bundle\n-"+have+" old\n"+base+" refs/forge/base\n\n"), base); err != nil {
-		t.Fatalf("good bundle: %v", err)
+	if n, err := checkBaseBundle(write("# v2 git bundle\n-"+have+" old\n"+base+" refs/forge/base\n\n"), base); err != nil || n != 7 {
+		t.Fatalf("good bundle: %d objects, %v", n, err)
 	}
 	for name, header := range map[string]string{
 		"another ref name": "# v2 git bundle\n" + base + " refs/heads/main\n\n",
@@ -47,9 +48,14 @@ func TestCheckBaseBundle(t *testing.T) {
 		"two refs":         "# v2 git bundle\n" + base + " refs/forge/base\n" + other + " refs/forge/other\n\n",
 		"not a bundle":     "PACK",
 	} {
-		if err := checkBaseBundle(write(header), base); err == nil {
+		if _, err := checkBaseBundle(write(header), base); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+	short := filepath.Join(t.TempDir(), "short.bundle")
+	os.WriteFile(short, []byte("# v2 git bundle\n"+base+" refs/forge/base\n\nPACK\x00\x00\x00\x02\x00"), 0o600)
+	if _, err := checkBaseBundle(short, base); err == nil {
+		t.Error("a pack header cut short: accepted")
 	}
 }
 
@@ -68,7 +74,8 @@ type cacheWorld struct {
 	srv   *httptest.Server
 	// lie, when set, is a have the Gate subtracts although the Worker
 	// never named it.
-	lie string
+	lie  string
+	logs bytes.Buffer // the executor's log (JSON lines)
 }
 
 func newCacheWorld(t *testing.T) *cacheWorld {
@@ -115,7 +122,7 @@ func newCacheWorld(t *testing.T) *cacheWorld {
 	w.url, _ = url.Parse("ws" + strings.TrimPrefix(w.srv.URL, "http"))
 	w.cfg = &Config{WorktreeRoot: filepath.Join(root, "wt"), RuntimeRoot: filepath.Join(root, "rt"),
 		Repositories: []Repository{{ID: "pub", Gate: true}}}
-	if w.x, err = NewCodingExecutor(w.cfg, CodingOptions{Git: w.git}); err != nil {
+	if w.x, err = NewCodingExecutor(w.cfg, CodingOptions{Git: w.git, Logger: slog.New(slog.NewJSONHandler(&w.logs, nil))}); err != nil {
 		t.Fatal(err)
 	}
 	w.cache = CacheDir(w.cfg.RuntimeRoot, "pub")
@@ -157,6 +164,18 @@ func (w *cacheWorld) fetch(base string) (*codingJob, error) {
 	j.git = &gitx.Runner{Git: w.git, Home: home, Timeout: time.Minute, OutputBytes: 1 << 20}
 	_, err = j.ensureBase(context.Background())
 	return j, err
+}
+
+// records returns the executor's log records with message msg.
+func (w *cacheWorld) records(msg string) []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(w.logs.String()), "\n") {
+		var r map[string]any
+		if json.Unmarshal([]byte(line), &r) == nil && r["msg"] == msg {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // packs counts the cache's packs.
@@ -227,6 +246,17 @@ func TestWarmFetchOfAMergeOfAnOlderFork(t *testing.T) {
 	if n := countObjects(t, w.cache) - cold; n != 6 {
 		t.Fatalf("the warm fetch brought %d objects, want 6", n)
 	}
+	// Each fetch logs what it received: counts and the repository id,
+	// never a commit, path or URL.
+	recs := w.records("base fetched")
+	if len(recs) != 2 || recs[0]["objects"] != float64(cold) || recs[1]["objects"] != float64(6) || recs[1]["haves"] != float64(1) {
+		t.Fatalf("fetch records %v (cold cache %d objects)", recs, cold)
+	}
+	for _, v := range []string{m[3], m[4], w.root, w.srv.URL} {
+		if strings.Contains(w.logs.String(), v) {
+			t.Fatalf("the log names a value: %s", w.logs.String())
+		}
+	}
 }
 
 // The source cache is maintained once a fetch leaves cacheMaintainPacks
@@ -286,6 +316,9 @@ func TestSourceCacheMaintenanceKeepsBorrowedBases(t *testing.T) {
 	}
 	if n := w.packs(); n != 1 {
 		t.Fatalf("%d packs after the last maintenance", n)
+	}
+	if recs := w.records("source cache maintained"); len(recs) != 3 || recs[2]["refs_deleted"] != float64(13) {
+		t.Fatalf("maintenance records %v", recs)
 	}
 	want := map[string]bool{marks[side[2]]: true}
 	for _, m := range mainline[len(mainline)-maxCacheHaves:] {
