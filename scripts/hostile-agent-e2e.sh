@@ -33,8 +33,10 @@
 #     (read its config and refs; create files in it, its objects, refs,
 #     hooks, sources/; open its config, refs and packs for writing; chmod),
 #     its own repository's alternates pointed at every other object
-#     directory it can name, another attempt's container (a stand-in made
-#     beside the real ones, same owner and mode, a secret inside), the
+#     directory it can name, the other attempt's container (two such jobs
+#     run at once; their plugins meet at the collector's barriers, which
+#     name each one's container to the other) and a stand-in container
+#     beside them (same owner and mode, a secret inside), the
 #     Gate's public root and prepared repository, and the Worker's bundle
 #     routes (GET /v1/worker/source, PUT /v1/worker/candidate) with
 #     whatever it found, replaying a lane's working binding with other
