@@ -128,8 +128,12 @@ type repoGuard struct {
 	// worktrees serialises git worktree add, remove and prune: concurrent
 	// adds race inside git (one reads another's half-written entry).
 	worktrees sync.Mutex
-	// cache serialises fetches into a Gate registration's source cache.
+	// cache serialises fetches into a Gate registration's source cache
+	// and its maintenance.
 	cache sync.Mutex
+	// borrowed counts, per cached base, the attempts whose repositories
+	// borrow it (x.mu; coding_cache.go): maintenance keeps their refs.
+	borrowed map[string]int
 	// refs serialises the Worker's own reads and writes of the shared
 	// refs: saving the baseline, snapshots, restores and candidate
 	// creation (coding_restore.go). Lock order: refs, then x.mu.
@@ -261,6 +265,9 @@ type codingJob struct {
 	// (gateDirs) borrowing the source cache's objects.
 	gate     bool
 	gateDirs AttemptDirs
+	// borrowed is the cached base this attempt registered as borrowed
+	// (released at cleanup).
+	borrowed string
 
 	records []evidence.Record
 }
@@ -493,6 +500,10 @@ func (j *codingJob) cleanup() error {
 		if err := os.RemoveAll(j.gitHome); err != nil {
 			failed = true
 		}
+	}
+	if j.borrowed != "" {
+		j.x.releaseBase(j.task.RepositoryID, j.borrowed)
+		j.borrowed = ""
 	}
 	if failed {
 		return errors.New("cleanup failed")

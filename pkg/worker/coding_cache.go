@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -18,14 +17,25 @@ import (
 // keeps one bare repository per repository id at
 // <runtime_root>/sources/<id>.git, owned by this Worker and written only
 // by it, one fetch at a time per repository. It holds the bases fetched
-// so far, each pinned by refs/forge/bases/<sha> (nothing is ever
-// garbage-collected: removing the directory while the Worker is stopped
-// is always safe, the next attempt fetches cold). An attempt whose base
-// is already there transfers nothing; otherwise the Worker asks the Gate
-// for the base minus the newest MaxHaves bases it holds, so only new
-// objects cross. Attempts never write the cache: their repositories
-// borrow its objects read-only through objects/info/alternates
-// (coding_attempt.go).
+// so far, each pinned by refs/forge/bases/<sha> (removing the directory
+// while the Worker is stopped is always safe, the next attempt fetches
+// cold). An attempt whose base is already there transfers nothing;
+// otherwise the Worker asks the Gate for the base minus the newest
+// MaxHaves bases it holds, so only new objects cross. Attempts never
+// write the cache: their repositories borrow its objects read-only
+// through objects/info/alternates (coding_attempt.go), and each attempt
+// registers its base as borrowed until its container is gone.
+//
+// Every fetch adds one pack and one ref. Once a fetch leaves
+// cacheMaintainPacks packs, the same fetch (still holding the cache's
+// lock, so no other fetch runs) maintains the cache: it deletes the refs
+// of the bases that are neither among the newest maxCacheHaves (what the
+// next fetch names as haves) nor borrowed by an attempt, then repacks
+// everything still reachable into one pack (git repack -a -d), which
+// drops what only the deleted bases reached. A borrowed base keeps its
+// ref, so every object its attempt can read stays; git writes the new
+// pack before it deletes the old ones, and a reader that misses an object
+// in a pack that went away looks again and finds it in the new one.
 
 // sourcesDir is the cache root under runtime_root; SweepRuntime leaves it.
 const sourcesDir = "sources"
@@ -38,6 +48,10 @@ const MaxBaseBundleBytes = 16 << 30
 
 // maxCacheHaves is how many cached bases a fetch names (wire.MaxHaves).
 const maxCacheHaves = 32
+
+// cacheMaintainPacks is the number of packs at which a fetch maintains
+// the cache: one full repack per cacheMaintainPacks-1 fetches.
+const cacheMaintainPacks = 16
 
 // CacheDir is repository id's source cache under runtimeRoot.
 func CacheDir(runtimeRoot, id string) string {
@@ -56,6 +70,7 @@ func (j *codingJob) ensureBase(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"cat-file", "-e", base + "^{commit}"}}); err == nil {
+		j.borrowBase()
 		return cache, nil
 	} else if _, exited := gitx.ExitCode(err); !exited {
 		return "", err
@@ -82,7 +97,7 @@ func (j *codingJob) ensureBase(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer os.Remove(file)
-	if err := checkBaseBundle(file, base, haves); err != nil {
+	if err := checkBaseBundle(file, base); err != nil {
 		return "", err
 	}
 	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Bundle: true, Args: []string{"fetch", "--quiet", "--no-tags",
@@ -90,7 +105,89 @@ func (j *codingJob) ensureBase(ctx context.Context) (string, error) {
 		source.BaseRef + ":" + basesPrefix + base}}); err != nil {
 		return "", err
 	}
+	j.borrowBase()
+	// The fetch stands whatever maintenance does: a failed repack leaves
+	// at worst an extra pack, deleted refs only unreachable objects.
+	_ = j.maintainCache(ctx, cache)
 	return cache, nil
+}
+
+// borrowBase registers the attempt's base as borrowed (once).
+func (j *codingJob) borrowBase() {
+	if j.borrowed != "" {
+		return
+	}
+	j.x.mu.Lock()
+	defer j.x.mu.Unlock()
+	g := j.x.guard(j.task.RepositoryID)
+	if g.borrowed == nil {
+		g.borrowed = map[string]int{}
+	}
+	g.borrowed[j.task.BaseSHA]++
+	j.borrowed = j.task.BaseSHA
+}
+
+// releaseBase ends a borrowBase of base on repository id.
+func (x *CodingExecutor) releaseBase(id, base string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	g := x.guard(id)
+	if g.borrowed[base]--; g.borrowed[base] <= 0 {
+		delete(g.borrowed, base)
+	}
+}
+
+// borrowedBases returns the bases attempts on repository id borrow now.
+func (x *CodingExecutor) borrowedBases(id string) map[string]bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	in := map[string]bool{}
+	for b := range x.guard(id).borrowed {
+		in[b] = true
+	}
+	return in
+}
+
+// maintainCache runs the cache's maintenance (above) when it holds
+// cacheMaintainPacks packs or more. The caller holds the cache's lock.
+func (j *codingJob) maintainCache(ctx context.Context, cache string) error {
+	ents, err := os.ReadDir(filepath.Join(cache, "objects", "pack"))
+	if err != nil {
+		return err
+	}
+	packs := 0
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".pack") {
+			packs++
+		}
+	}
+	if packs < cacheMaintainPacks {
+		return nil
+	}
+	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"for-each-ref", "--sort=-creatordate",
+		"--format=%(objectname) %(refname)", basesPrefix}})
+	if err != nil {
+		return err
+	}
+	borrowed := j.x.borrowedBases(j.task.RepositoryID)
+	var del strings.Builder
+	for i, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		sha, ref, ok := strings.Cut(line, " ")
+		if !ok || ref != basesPrefix+sha {
+			return errors.New("unexpected ref in the source cache")
+		}
+		if i < maxCacheHaves || borrowed[sha] {
+			continue
+		}
+		del.WriteString("delete " + ref + " " + sha + "\n")
+	}
+	if del.Len() > 0 {
+		if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Stdin: []byte(del.String()), Args: []string{"update-ref", "--stdin"}}); err != nil {
+			return err
+		}
+	}
+	_, err = j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"repack", "-a", "-d", "-q", "--no-write-bitmap-index"}})
+	return err
 }
 
 // initCache creates the cache repository on first use: a bare repository
@@ -118,8 +215,12 @@ func (j *codingJob) initCache(ctx context.Context, cache string) error {
 }
 
 // checkBaseBundle parses the bundle's header strictly: exactly one ref,
-// source.BaseRef at base, and prerequisites among haves only.
-func checkBaseBundle(path, base string, haves []string) error {
+// source.BaseRef at base. Its prerequisites are git's to check: fetch
+// verifies that each is a commit of the cache reachable from its refs
+// (so its whole history is there). They are not only the haves: a base
+// that merges a branch forked before the newest cached base names that
+// fork point, an ancestor of a have.
+func checkBaseBundle(path, base string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -136,11 +237,6 @@ func checkBaseBundle(path, base string, haves []string) error {
 	}
 	if len(h.Refs) != 1 || h.Refs[0].SHA != base || h.Refs[0].Name != source.BaseRef {
 		return errors.New("base bundle names another ref")
-	}
-	for _, p := range h.Prerequisites {
-		if !slices.Contains(haves, p.SHA) {
-			return errors.New("base bundle needs a commit the cache lacks")
-		}
 	}
 	return nil
 }
