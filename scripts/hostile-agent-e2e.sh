@@ -35,8 +35,10 @@
 #     (read its config and refs; create files in it, its objects, refs,
 #     hooks, sources/; open its config, refs and packs for writing; chmod),
 #     its own repository's alternates pointed at every other object
-#     directory it can name, another attempt's container (a stand-in made
-#     beside the real ones, same owner and mode, a secret inside), the
+#     directory it can name, the other attempt's container (two such jobs
+#     run at once; their plugins meet at the collector's barriers, which
+#     name each one's container to the other) and a stand-in container
+#     beside them (same owner and mode, a secret inside), the
 #     Gate's public root and prepared repository, and the Worker's bundle
 #     routes (GET /v1/worker/source, PUT /v1/worker/candidate) with
 #     whatever it found, replaying a lane's working binding with other
@@ -71,7 +73,7 @@ source "$(dirname "$0")/lib/netns.sh"
 # until killed; also hold an abstract UNIX socket open as a target.
 collect() {
   exec python3 - "$1" "$2" <<'PY'
-import os, socket, sys, threading
+import json, os, socket, sys, threading
 addr_file, out = sys.argv[1], sys.argv[2]
 lock = threading.Lock()
 abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -84,6 +86,29 @@ s.listen(16)
 with open(addr_file + ".tmp", "w") as f:
     f.write("127.0.0.1:%d" % s.getsockname()[1])
 os.rename(addr_file + ".tmp", addr_file)
+# A barrier line {"barrier": NAME, "container": PATH, "parties": N} holds
+# the connection until N containers arrived at NAME (or 30 s passed), then
+# answers {"peers": [the others' containers]} and logs the release.
+barriers, cond = {}, threading.Condition()
+def barrier(c, req):
+    name, parties = str(req["barrier"]), int(req["parties"])
+    with cond:
+        b = barriers.setdefault(name, {"in": [], "gen": 0})
+        gen = b["gen"]
+        b["in"].append(str(req["container"]))
+        if len(b["in"]) >= parties:
+            b["out"], b["in"], b["gen"] = b["in"], [], gen + 1
+            cond.notify_all()
+        else:
+            cond.wait_for(lambda: b["gen"] != gen, timeout=30)
+            if b["gen"] == gen:  # timed out: release whoever is there
+                b["out"], b["in"], b["gen"] = b["in"], [], gen + 1
+                cond.notify_all()
+        arrived = b["out"]
+    peers = [p for p in arrived if p != req["container"]]
+    c.sendall((json.dumps({"peers": peers}) + "\n").encode())
+    with lock, open(out + ".barriers", "a") as f:
+        f.write(json.dumps({"barrier": name, "arrived": len(arrived)}) + "\n")
 def serve(c):
     data = b""
     while True:
@@ -91,6 +116,9 @@ def serve(c):
         if not b:
             break
         data += b
+        if data.startswith(b'{"barrier"') and b"\n" in data:
+            line, data = data.split(b"\n", 1)
+            barrier(c, json.loads(line))
     c.close()
     with lock, open(out, "ab") as f:
         f.write(data)
@@ -215,14 +243,14 @@ pids+=($!)
 for _ in $(seq 200); do [ -s "$tmp/collector.addr" ] && break; sleep 0.05; done
 report_addr=$(cat "$tmp/collector.addr") || fail "collector did not start"
 
-envs='["PATH","HOSTILE_REPORT","HOSTILE_READ","HOSTILE_WRITE","HOSTILE_GATE","HOSTILE_GATE_REPOS","HOSTILE_ATTEMPTS"]'
+envs='["PATH","HOSTILE_REPORT","HOSTILE_READ","HOSTILE_WRITE","HOSTILE_GATE","HOSTILE_GATE_REPOS","HOSTILE_ATTEMPTS","HOSTILE_PEERS"]'
 exec_policy='{"plugin_id":"hostile","environment":'$envs',"plugin_timeout":"2m","check_timeout":"2m","git_timeout":"1m","cleanup_timeout":"5s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}'
 cat >"$tmp/gate.json" <<EOF
 {"version":1,"listen":"127.0.0.1:0","database":"$tmp/state/forge.db","owner_token_env":"FORGE_OWNER_TOKEN",
  "recovery_interval":"200ms","lease_poll_interval":"100ms","default_pool":"local",
  "lifecycle":{"lease_ttl":"30s","retry_base":"1s","max_attempts":1},
  "default_execution":$exec_policy,
- "workers":[{"id":"worker-1","pool":"local","token_env":"FORGE_WORKER_TOKEN","concurrency":3}],
+ "workers":[{"id":"worker-1","pool":"local","token_env":"FORGE_WORKER_TOKEN","concurrency":4}],
  "public_repository_root":"$pub_root","git_executable":"$(readlink -f "$(command -v git)")",
  "repositories":[{"id":"demo","default_branch":"main","worker_pool":"local","execution":$exec_policy},
    {"id":"pub","repository_url":"$pub_url","default_branch":"main","worker_pool":"local","execution":$exec_policy}]}
@@ -255,7 +283,10 @@ HOSTILE_WRITE=$(printf '%s:' "$tmp/home" "$tmp/repos" "$repo" "$repo/.git" "$rep
 HOSTILE_GATE_REPOS=$(printf '%s:' "$pub_root" "$pub_prepared")
 decoy_dir=$tmp/worktrees/wt-decoy
 HOSTILE_ATTEMPTS=$decoy_dir
-export HOSTILE_READ HOSTILE_WRITE HOSTILE_GATE_REPOS HOSTILE_ATTEMPTS
+# Two public-source jobs at once: their plugins meet at the collector's
+# barriers, which name each one's container to the other.
+HOSTILE_PEERS=2
+export HOSTILE_READ HOSTILE_WRITE HOSTILE_GATE_REPOS HOSTILE_ATTEMPTS HOSTILE_PEERS
 attempt_secret=ATTEMPT-$(rand)
 
 # decoy_attempt: another attempt's container as the Worker makes one (0700,
@@ -274,10 +305,10 @@ decoy_attempt() {
 # run_phase NAME SANDBOX_FIELD: a Worker with that sandbox, a text job and
 # a coding job whose check is the agent; the reports land in NAME.jsonl.
 run_phase() {
-  local name=$1 sandbox=$2 text coding public
+  local name=$1 sandbox=$2 text coding public j
   : >"$tmp/reports/current.jsonl"
   cat >"$tmp/worker.json" <<EOF
-{"version":1,"gate_url":"ws://$addr","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":3,
+{"version":1,"gate_url":"ws://$addr","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":4,
  "repository_roots":["$tmp/repos"],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
  "repositories":[{"id":"demo","path":"$repo"},{"id":"pub","source":"gate"}],
  "plugins":[{"id":"hostile","argv":["$bin/hostile-agent"]}],
@@ -302,16 +333,21 @@ import json, sys
 print(json.dumps({"repository_id": "pub", "base_sha": sys.argv[1], "instruction": "be hostile",
                   "tests": [[sys.argv[2], "check"]]}))
 PY
-  public=$("$bin/forge" submit -file "$tmp/task-pub.json" | field id) || fail "$name: submit public-source coding"
+  public=()
+  for _ in 1 2; do
+    public+=("$("$bin/forge" submit -file "$tmp/task-pub.json" | field id)") || fail "$name: submit public-source coding"
+  done
   "$bin/forge" wait -timeout 120s -poll 100ms "$text" >"$tmp/agg-$name-text.json" || fail "$name: text job did not succeed"
   "$bin/forge" wait -timeout 120s -poll 100ms "$coding" >"$tmp/agg-$name-coding.json" || fail "$name: coding job did not succeed"
   # Unconfined, the agent stores a candidate of its own first: the job's
   # own candidate is then refused and the job fails; it must end.
-  if ! "$bin/forge" wait -timeout 120s -poll 100ms "$public" >"$tmp/agg-$name-public.json" 2>"$tmp/wait-$name-public.err"; then
-    [ "$name" = none ] || fail "$name: public-source job did not succeed: $(head -c 2000 "$tmp/agg-$name-public.json")"
-    python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["job"]["status"] == "failed"' "$tmp/agg-$name-public.json" ||
-      fail "$name: public-source job did not end: $(head -c 2000 "$tmp/agg-$name-public.json")"
-  fi
+  for j in "${public[@]}"; do
+    if ! "$bin/forge" wait -timeout 120s -poll 100ms "$j" >"$tmp/agg-$name-public.json" 2>"$tmp/wait-$name-public.err"; then
+      [ "$name" = none ] || fail "$name: public-source job did not succeed: $(head -c 2000 "$tmp/agg-$name-public.json")"
+      python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["job"]["status"] == "failed"' "$tmp/agg-$name-public.json" ||
+        fail "$name: public-source job did not end: $(head -c 2000 "$tmp/agg-$name-public.json")"
+    fi
+  done
   stop Worker "$worker_pid"
   # One report file per layout: public-source attempts mark theirs.
   grep -v '"layout":"gate"' "$tmp/reports/current.jsonl" >"$tmp/reports/$name.jsonl" || true
@@ -322,6 +358,16 @@ for f in sys.argv[1:]:
     who = {json.loads(l)["who"] for l in open(f) if l.strip()}
     assert who == {"plugin", "check"}, (f, who)
 PY
+  # Both plugins met twice, and each tried the other's real container.
+  python3 - "$tmp/reports/current.jsonl.barriers" "$tmp/reports/$name-source.jsonl" "$tmp/worktrees/" "$decoy_dir" <<'PY' ||
+import json, sys
+bars = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()[-4:]]
+assert [(b["barrier"], b["arrived"]) for b in bars] == [("start", 2)] * 2 + [("end", 2)] * 2, bars
+real = {t["target"] for t in map(json.loads, open(sys.argv[2]))
+        if t["kind"] == "attempt-read" and t["target"].startswith(sys.argv[3]) and not t["target"].startswith(sys.argv[4])}
+assert real, "no real container tried"
+PY
+    fail "$name: the two public-source plugins did not meet, or did not try each other's container"
 }
 
 secrets=("$FORGE_OWNER_TOKEN" "$FORGE_WORKER_TOKEN" "$key_marker" "$decoy_token" "$attempt_secret")

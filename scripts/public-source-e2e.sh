@@ -53,13 +53,7 @@ if [ "${AGENT_FORGE_NETNS:-}" != 1 ]; then (cd "$(dirname "$0")/.." && go mod do
 netns_enter "$@"
 cd "$(dirname "$0")/.."
 
-tmp=$(cd "$(mktemp -d)" && pwd -P)
-pids=()
-e2e_traps
-fail() { e2e_fail public-source-e2e "$@"; }
-
-bin=$tmp/bin
-mkdir -p "$bin"
+e2e_setup public-source-e2e
 e2e_build forge-gate forge-worker forge
 go build -o "$bin/edit-plugin" ./testdata/edit-plugin || fail "build edit-plugin"
 netns_setup
@@ -482,6 +476,9 @@ else
   warm=$(($(objects "$tmp/wb/runtime/sources/hello.git") - before_b))
 fi
 [ "$warm" = "$new_want" ] || fail "the warm fetch added $warm objects, the new history has $new_want"
+# The Worker logs what each fetch received (the bundle's object count).
+[ "$(count_in "$tmp/worker-${wc_#worker-}.log" "e.get('msg') == 'base fetched' and e.get('job') == '$jc' and e.get('objects') == $new_want")" = 1 ] ||
+  fail "worker log lacks the warm fetch's object count"
 echo "public-source-e2e: worker caches: cold fetch $cold_want objects each (worker-a uid $ua, worker-b uid $ub in its own netns); warm fetch on $wc_ $warm objects (exactly the new ones)"
 for w in a b; do
   [ -z "$(ls -A "$tmp/w$w/worktrees")" ] || fail "worker-$w left a worktree"

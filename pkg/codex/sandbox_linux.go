@@ -20,8 +20,8 @@ const PermissionProfile = "forge"
 // full filesystem write with the network off: its helper (codex-linux-
 // sandbox, Codex's own executable re-executed from CODEX_HOME/tmp) then
 // only sets no_new_privs and installs a seccomp filter that refuses
-// sockets other than AF_UNIX, connect, io_uring and ptrace before it
-// executes the command. So the permission profile below writes
+// sockets other than AF_UNIX, connect and io_uring before it executes the
+// command. So the permission profile below writes
 // everywhere (the Worker's domain decides where that really is) and turns
 // the network off: the commands Codex runs keep the network block that
 // workspace-write gave them, and Codex keeps its model API.

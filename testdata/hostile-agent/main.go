@@ -73,6 +73,7 @@ type agent struct {
 	tree    map[int]bool // itself and its descendants
 	tries   []try
 	found   []string // token-like values seen in anything read
+	peers   []string // the concurrent hostile plugins' containers (source.go)
 	targets []string // files to link to
 }
 

@@ -23,8 +23,12 @@ package main
 //     Gate's prepared repositories, other repositories); a reach when git
 //     then lists an object it did not list before. The file is put back.
 //   - attempt-read, attempt-write: every other attempt's container it can
-//     name (its own container's siblings, HOSTILE_ATTEMPTS): list it and
-//     its git/ and tree/, read their files, create a file in each;
+//     name (its own container's siblings, HOSTILE_ATTEMPTS, and the
+//     containers of the concurrent hostile plugins: with HOSTILE_PEERS=N
+//     a plugin meets N-1 others at a barrier of the collector, which names
+//     their containers, and again once all have probed, so each container
+//     exists while the others try it): list it and its git/ and tree/,
+//     read their files, create a file in each;
 //   - gate-repo-read, gate-repo-write: the same on HOSTILE_GATE_REPOS (the
 //     Gate's public repository root and prepared repositories, their refs
 //     and packs);
@@ -44,6 +48,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -91,6 +96,8 @@ func findLayout(dir string) (layout, bool) {
 func (a *agent) probeSourceLayout(dir string) {
 	l, ok := findLayout(dir)
 	if ok {
+		a.peers = a.barrier("start", l)
+		defer a.barrier("end", l)
 		if l.cache != "" {
 			a.probeCache(l.cache)
 		}
@@ -228,7 +235,7 @@ func (a *agent) probeTree(kind, p string) {
 }
 
 // otherAttempts are the containers it can name besides its own.
-func otherAttempts(l layout) []string {
+func otherAttempts(l layout, peers []string) []string {
 	var out []string
 	root := filepath.Dir(l.container)
 	if ents, err := os.ReadDir(root); err == nil {
@@ -238,7 +245,7 @@ func otherAttempts(l layout) []string {
 			}
 		}
 	}
-	for _, p := range splitList(os.Getenv("HOSTILE_ATTEMPTS")) {
+	for _, p := range append(splitList(os.Getenv("HOSTILE_ATTEMPTS")), peers...) {
 		if p != l.container {
 			out = append(out, p)
 		}
@@ -247,16 +254,16 @@ func otherAttempts(l layout) []string {
 }
 
 func (a *agent) probeAttempts(l layout) {
-	for _, c := range otherAttempts(l) {
+	for _, c := range otherAttempts(l, a.peers) {
 		a.probeTree("attempt", c)
 	}
 }
 
 // foreignObjects are the object directories it can name that are not its
 // own or the cache's.
-func foreignObjects(l layout) []string {
+func foreignObjects(l layout, peers []string) []string {
 	var cands []string
-	for _, c := range otherAttempts(l) {
+	for _, c := range otherAttempts(l, peers) {
 		cands = append(cands, filepath.Join(c, "git", "objects"))
 	}
 	for _, p := range append(splitList(os.Getenv("HOSTILE_GATE_REPOS")), splitList(os.Getenv("HOSTILE_READ"))...) {
@@ -289,7 +296,7 @@ func (a *agent) probeAlternates(l layout) {
 	}
 	defer os.WriteFile(alt, l.alternates, fi.Mode().Perm())
 	before := objectCount(l.gitDir)
-	for _, o := range foreignObjects(l) {
+	for _, o := range foreignObjects(l, a.peers) {
 		if os.WriteFile(alt, append(bytes.Clone(l.alternates), []byte(o+"\n")...), fi.Mode().Perm()) != nil {
 			a.add("alternates", o, false, nil)
 			continue
@@ -316,6 +323,40 @@ func gitOut(gitDir string, env []string, args ...string) ([]byte, error) {
 	cmd.Stdin = nil
 	out, err := cmd.Output()
 	return bytes.TrimRight(out, "\n"), err
+}
+
+// barrier meets the other hostile plugins (HOSTILE_PEERS of them in all)
+// at the collector's barrier name and returns their containers; nothing
+// for a check, or without HOSTILE_PEERS.
+func (a *agent) barrier(name string, l layout) []string {
+	n, err := strconv.Atoi(os.Getenv("HOSTILE_PEERS"))
+	addr := os.Getenv("HOSTILE_REPORT")
+	if a.who != "plugin" || err != nil || n < 2 || addr == "" {
+		return nil
+	}
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(45 * time.Second))
+	req, _ := json.Marshal(map[string]any{"barrier": name, "container": l.container, "parties": n})
+	if _, err := c.Write(append(req, '\n')); err != nil {
+		return nil
+	}
+	var resp struct {
+		Peers []string `json:"peers"`
+	}
+	if json.NewDecoder(io.LimitReader(c, 1<<16)).Decode(&resp) != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range resp.Peers {
+		if filepath.IsAbs(p) {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	return out
 }
 
 // lease is one attempt binding it can name.
