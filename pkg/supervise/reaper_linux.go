@@ -159,19 +159,20 @@ func (s *reaperServer) serve() {
 			}
 			pid, escalate = 0, nil
 			rep := s.sweep()
+			if !closing {
+				r := reply{kind: msgExited, code: ws.ExitStatus(), timedOut: rep.timedOut,
+					fast: rep.fast, term: rep.term, kill: rep.kill}
+				if ws.Signaled() {
+					r.code, r.signal = -1, int(ws.Signal())
+				}
+				s.send(r)
+			}
+			// The program's tree is gone: its guard goes too (after the
+			// answer, which need not wait for it).
 			if s.guard != nil {
-				s.guard.Close() // the program's tree is gone
+				s.guard.Close()
 				s.guard = nil
 			}
-			if closing {
-				continue
-			}
-			r := reply{kind: msgExited, code: ws.ExitStatus(), timedOut: rep.timedOut,
-				fast: rep.fast, term: rep.term, kill: rep.kill}
-			if ws.Signaled() {
-				r.code, r.signal = -1, int(ws.Signal())
-			}
-			s.send(r)
 		}
 	}
 }
