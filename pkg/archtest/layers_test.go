@@ -64,6 +64,7 @@ var ranks = map[string]int{
 	"pkg/acceptance":            tierApp,
 	"pkg/archtest":              tierApp,
 	"pkg/githubfake":            tierApp,
+	"pkg/providerfake":          tierApp,
 	"pkg/debugview/browsertest": tierApp,
 	"pkg/debugview/readertest":  tierApp,
 
