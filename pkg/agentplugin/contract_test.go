@@ -2,29 +2,22 @@ package agentplugin_test
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/agent"
 	"github.com/0k-lab/agent-forge/pkg/agentplugin"
+	"github.com/0k-lab/agent-forge/pkg/agenttest"
 	"github.com/0k-lab/agent-forge/pkg/claude"
 	"github.com/0k-lab/agent-forge/pkg/codex"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
-	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
-		os.Exit(supervise.ReaperMain(os.Args[2:]))
-	}
+	agenttest.ServeReaper()
 	os.Exit(m.Run())
 }
 
@@ -36,26 +29,6 @@ type implementation struct {
 	build func(t *testing.T, mode, pidFile string) agentplugin.Adapter
 }
 
-func fake(t *testing.T, name string) string {
-	t.Helper()
-	p, err := filepath.Abs("../../testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func reapers(t *testing.T) *supervise.ReaperPool {
-	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := supervise.NewReaperPool(self)
-	t.Cleanup(p.Close)
-	return p
-}
-
 func implementations() []implementation {
 	return []implementation{
 		{
@@ -64,7 +37,7 @@ func implementations() []implementation {
 				"late": "late-unknown", "malformed": "malformed-event", "provider-failure": "turn-failed-exit0",
 				"refused": "status-401", "hang": "hang", "diagnostic": "retried-error"},
 			build: func(t *testing.T, mode, pidFile string) agentplugin.Adapter {
-				return codex.Adapter{Config: codex.Config{Bin: fake(t, "fake-codex/codex"), Reaper: reapers(t), TempDir: t.TempDir(),
+				return codex.Adapter{Config: codex.Config{Bin: agenttest.FakeCodex(t), Reaper: agenttest.Reapers(t), TempDir: t.TempDir(),
 					Env: []string{"PATH=/usr/bin:/bin", "FAKE_CODEX_MODE=" + mode, "FAKE_CODEX_PID_FILE=" + pidFile}}}
 			},
 		},
@@ -74,27 +47,11 @@ func implementations() []implementation {
 				"late": "late-event", "malformed": "malformed", "provider-failure": "result-error",
 				"refused": "auth-refused", "hang": "hang", "diagnostic": "tool-error"},
 			build: func(t *testing.T, mode, pidFile string) agentplugin.Adapter {
-				return claude.Adapter{Config: claude.Config{Bin: fake(t, "fake-claude/claude"), Reaper: reapers(t), TempDir: t.TempDir(),
+				return claude.Adapter{Config: claude.Config{Bin: agenttest.FakeClaude(t), Reaper: agenttest.Reapers(t), TempDir: t.TempDir(),
 					Env: []string{"PATH=/usr/bin:/bin", "ANTHROPIC_API_KEY=sk-contract", "FAKE_CLAUDE_MODE=" + mode, "FAKE_CLAUDE_PID_FILE=" + pidFile}}}
 			},
 		},
 	}
-}
-
-func workspace(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "--template=", "-b", "main"},
-		{"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "base"},
-	} {
-		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + dir}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git: %v\n%s", err, out)
-		}
-	}
-	return dir
 }
 
 // TestAdapterContract runs the same behavioural contract against every
@@ -128,7 +85,7 @@ func TestAdapterContract(t *testing.T) {
 					t.Fatalf("capabilities %+v", caps)
 				}
 				var stages []plugin.Stage
-				out, err := ad.Run(ctx, agent.Request{Workspace: workspace(t), Timeout: timeout, Want: want,
+				out, err := ad.Run(ctx, agent.Request{Workspace: agenttest.GitWorkspace(t), Timeout: timeout, Want: want,
 					Instruction: "Create a file named C.md containing one line: contract."},
 					func(s plugin.Stage, _ string) error { stages = append(stages, s); return nil })
 				return out, stages, err, pids
@@ -177,30 +134,9 @@ func TestAdapterContract(t *testing.T) {
 					if agent.ReasonOf(err) != wantReason {
 						t.Fatalf("%v, want %q", err, wantReason)
 					}
-					requireGone(t, pids)
+					agenttest.RequireGone(t, pids)
 				})
 			}
 		})
-	}
-}
-
-// requireGone checks the fake, its child and its process group are gone.
-func requireGone(t *testing.T, pidFile string) {
-	t.Helper()
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal("the fake did not record its pids")
-	}
-	for i, s := range strings.Fields(string(b)) {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 1 {
-			t.Fatalf("pid file %q", b)
-		}
-		if i == 1 {
-			n = -n
-		}
-		if err := syscall.Kill(n, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Fatalf("process (group) %d still exists: %v", n, err)
-		}
 	}
 }

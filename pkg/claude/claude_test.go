@@ -5,25 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/agent"
+	"github.com/0k-lab/agent-forge/pkg/agenttest"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
-	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
-		os.Exit(supervise.ReaperMain(os.Args[2:]))
-	}
+	agenttest.ServeReaper()
 	os.Exit(m.Run())
 }
 
@@ -34,51 +29,18 @@ const (
 
 var both = agent.Want{Subject: true, Report: true}
 
-func fakeClaude(t *testing.T) string {
-	t.Helper()
-	p, err := filepath.Abs("../../testdata/fake-claude/claude")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func gitWorkspace(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "--template=", "-b", "main"},
-		{"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "base"},
-	} {
-		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + dir}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v\n%s", args[0], err, out)
-		}
-	}
-	return dir
-}
-
 type fixture struct {
-	t       *testing.T
-	cfg     Config
-	req     agent.Request
-	files   string
-	mu      sync.Mutex
-	stages  []plugin.Stage
-	working chan struct{}
-	once    sync.Once
+	t     *testing.T
+	cfg   Config
+	req   agent.Request
+	files string
+	*agenttest.Stages
 }
 
 func newFixture(t *testing.T, want agent.Want, env ...string) *fixture {
 	t.Helper()
 	files := t.TempDir()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reapers := supervise.NewReaperPool(self)
-	t.Cleanup(reapers.Close)
+	reapers := agenttest.Reapers(t)
 	base := []string{"PATH=/usr/bin:/bin", "CORP_KEY=" + testKey,
 		"FAKE_CLAUDE_ARGV_FILE=" + filepath.Join(files, "argv.json"),
 		"FAKE_CLAUDE_PROMPT_FILE=" + filepath.Join(files, "prompt.txt"),
@@ -87,30 +49,16 @@ func newFixture(t *testing.T, want agent.Want, env ...string) *fixture {
 	}
 	return &fixture{
 		t: t,
-		cfg: Config{Bin: fakeClaude(t), Env: append(base, env...), Reaper: reapers, TempDir: t.TempDir(),
+		cfg: Config{Bin: agenttest.FakeClaude(t), Env: append(base, env...), Reaper: reapers, TempDir: t.TempDir(),
 			Profile: Profile{Model: "claude-opus-4-6", Effort: "high", KeyEnv: "CORP_KEY", BaseURL: "http://127.0.0.1:9/"}},
-		req:     agent.Request{Workspace: gitWorkspace(t), Instruction: instruction, Timeout: time.Minute, Want: want},
-		files:   files,
-		working: make(chan struct{}),
+		req:    agent.Request{Workspace: agenttest.GitWorkspace(t), Instruction: instruction, Timeout: time.Minute, Want: want},
+		files:  files,
+		Stages: agenttest.NewStages(t, map[plugin.Stage]string{plugin.StageStarted: TextStarted, plugin.StageWorking: TextWorking, plugin.StageFinalizing: TextFinalized}),
 	}
-}
-
-func (f *fixture) progress(stage plugin.Stage, text string) error {
-	f.mu.Lock()
-	f.stages = append(f.stages, stage)
-	f.mu.Unlock()
-	want := map[plugin.Stage]string{plugin.StageStarted: TextStarted, plugin.StageWorking: TextWorking, plugin.StageFinalizing: TextFinalized}
-	if text != want[stage] {
-		f.t.Errorf("progress %s text %q is not the fixed lifecycle text", stage, text)
-	}
-	if stage == plugin.StageWorking {
-		f.once.Do(func() { close(f.working) })
-	}
-	return nil
 }
 
 func (f *fixture) run(ctx context.Context) (agent.Outcome, error) {
-	return Run(ctx, f.cfg, f.req, f.progress)
+	return Run(ctx, f.cfg, f.req, f.Progress)
 }
 
 func (f *fixture) file(name string) string {
@@ -124,23 +72,7 @@ func (f *fixture) file(name string) string {
 
 func (f *fixture) requireNoRunDir() {
 	f.t.Helper()
-	entries, err := os.ReadDir(f.cfg.TempDir)
-	if err != nil || len(entries) != 0 {
-		f.t.Fatalf("private run directory left behind (%d entries, %v)", len(entries), err)
-	}
-}
-
-func requireReason(t *testing.T, err error, want agent.Reason, cat plugin.Category) {
-	t.Helper()
-	if got := agent.ReasonOf(err); got != want {
-		t.Fatalf("reason %q (%v), want %q", got, err, want)
-	}
-	if got := agent.CategoryOf(err); got != cat {
-		t.Fatalf("category %s, want %s", got, cat)
-	}
-	if strings.Contains(err.Error(), "/") || strings.Contains(err.Error(), testKey) {
-		t.Fatalf("error text carries a path or the key: %q", err)
-	}
+	agenttest.RequireEmpty(f.t, f.cfg.TempDir)
 }
 
 func TestRunSuccessWithDescription(t *testing.T) {
@@ -156,8 +88,8 @@ func TestRunSuccessWithDescription(t *testing.T) {
 		!slices.Equal(out.Changes, []string{"NOTES.md: new file with one line"}) || out.Diagnostics != 0 {
 		t.Fatalf("outcome %+v", out)
 	}
-	if want := []plugin.Stage{plugin.StageStarted, plugin.StageWorking, plugin.StageFinalizing}; !slices.Equal(f.stages, want) {
-		t.Fatalf("progress %v, want %v", f.stages, want)
+	if want := []plugin.Stage{plugin.StageStarted, plugin.StageWorking, plugin.StageFinalizing}; !slices.Equal(f.Got(), want) {
+		t.Fatalf("progress %v, want %v", f.Got(), want)
 	}
 	var argv []string
 	if err := json.Unmarshal([]byte(f.file("argv.json")), &argv); err != nil {
@@ -244,7 +176,7 @@ func TestRunFailures(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			f := newFixture(t, both, "FAKE_CLAUDE_MODE="+tc.mode)
 			_, err := f.run(context.Background())
-			requireReason(t, err, tc.reason, plugin.CategoryExecutionFailed)
+			agenttest.RequireReason(t, err, tc.reason, plugin.CategoryExecutionFailed, testKey)
 			f.requireNoRunDir()
 		})
 	}
@@ -265,7 +197,7 @@ func TestRunRefusedCredentialsAreAMisconfiguration(t *testing.T) {
 	f := newFixture(t, both, "FAKE_CLAUDE_MODE=auth-refused", "FAKE_CLAUDE_ECHO_KEY=1")
 	start := time.Now()
 	_, err := f.run(context.Background())
-	requireReason(t, err, agent.ReasonAuthRefused, plugin.CategoryIncompatible)
+	agenttest.RequireReason(t, err, agent.ReasonAuthRefused, plugin.CategoryIncompatible, testKey)
 	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("the refusal took %v to end the run", d)
 	}
@@ -290,7 +222,7 @@ func TestRunSetupFailuresAreMisconfigurations(t *testing.T) {
 		f := newFixture(t, both)
 		f.cfg.Profile.KeyEnv = "MISSING_KEY"
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonProviderKey, plugin.CategoryIncompatible)
+		agenttest.RequireReason(t, err, agent.ReasonProviderKey, plugin.CategoryIncompatible, testKey)
 		if _, err := os.Stat(filepath.Join(f.files, "argv.json")); err == nil {
 			t.Fatal("Claude Code started without a key")
 		}
@@ -300,38 +232,14 @@ func TestRunSetupFailuresAreMisconfigurations(t *testing.T) {
 		f.cfg.Bin = ""
 		f.cfg.Env = append(f.cfg.Env, "PATH="+t.TempDir())
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible)
+		agenttest.RequireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible, testKey)
 	})
 	t.Run("workspace missing", func(t *testing.T) {
 		f := newFixture(t, both)
 		f.req.Workspace = filepath.Join(t.TempDir(), "gone")
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonWorkspace, plugin.CategoryInvalidRequest)
+		agenttest.RequireReason(t, err, agent.ReasonWorkspace, plugin.CategoryInvalidRequest, testKey)
 	})
-}
-
-func requireGone(t *testing.T, pidFile string) {
-	t.Helper()
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal("the fake did not record its pids")
-	}
-	fields := strings.Fields(string(b))
-	if len(fields) != 3 {
-		t.Fatalf("pid file %q", b)
-	}
-	for i, s := range fields {
-		n, _ := strconv.Atoi(s)
-		if n <= 1 {
-			t.Fatalf("pid file %q", b)
-		}
-		if i == 1 {
-			n = -n
-		}
-		if err := syscall.Kill(n, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Fatalf("process (group) %d still exists: %v", n, err)
-		}
-	}
 }
 
 func TestRunCancelAndTimeoutStopTheProcessTree(t *testing.T) {
@@ -340,7 +248,7 @@ func TestRunCancelAndTimeoutStopTheProcessTree(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {
-			<-f.working
+			<-f.Working()
 			for i := 0; i < 200; i++ { // the pid file follows system/init
 				if _, err := os.Stat(filepath.Join(f.files, "pids")); err == nil {
 					break
@@ -350,16 +258,16 @@ func TestRunCancelAndTimeoutStopTheProcessTree(t *testing.T) {
 			cancel()
 		}()
 		_, err := f.run(ctx)
-		requireReason(t, err, agent.ReasonCancelled, plugin.CategoryCancelled)
-		requireGone(t, filepath.Join(f.files, "pids"))
+		agenttest.RequireReason(t, err, agent.ReasonCancelled, plugin.CategoryCancelled, testKey)
+		agenttest.RequireGone(t, filepath.Join(f.files, "pids"))
 		f.requireNoRunDir()
 	})
 	t.Run("timeout", func(t *testing.T) {
 		f := newFixture(t, both, "FAKE_CLAUDE_MODE=hang")
 		f.req.Timeout = 2 * time.Second
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonTimeout, plugin.CategoryExecutionFailed)
-		requireGone(t, filepath.Join(f.files, "pids"))
+		agenttest.RequireReason(t, err, agent.ReasonTimeout, plugin.CategoryExecutionFailed, testKey)
+		agenttest.RequireGone(t, filepath.Join(f.files, "pids"))
 		f.requireNoRunDir()
 	})
 }

@@ -4,79 +4,38 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/0k-lab/agent-forge/pkg/agent"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/agent"
+	"github.com/0k-lab/agent-forge/pkg/agenttest"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
-	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
-		os.Exit(supervise.ReaperMain(os.Args[2:]))
-	}
+	agenttest.ServeReaper()
 	os.Exit(m.Run())
 }
 
 const conformanceInstruction = "Create a file named CONFORMANCE.md containing one line: plugin conformance check."
 
-// fakeCodex is the absolute path of the deterministic fake.
-func fakeCodex(t *testing.T) string {
-	t.Helper()
-	p, err := filepath.Abs("../../testdata/fake-codex/codex")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// gitWorkspace creates a one-commit Git repository and returns its path.
-func gitWorkspace(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "--template=", "-b", "main"},
-		{"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "base"},
-	} {
-		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + dir}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v\n%s", args[0], err, out)
-		}
-	}
-	return dir
-}
-
 // fixture is one run against the fake.
 type fixture struct {
-	t       *testing.T
-	cfg     Config
-	req     agent.Request
-	files   string // where the fake records argv, prompt, env names, pids
-	mu      sync.Mutex
-	stages  []plugin.Stage
-	working chan struct{}
-	once    sync.Once
+	t     *testing.T
+	cfg   Config
+	req   agent.Request
+	files string // where the fake records argv, prompt, env names, pids
+	*agenttest.Stages
 }
 
 func newFixture(t *testing.T, want agent.Want, env ...string) *fixture {
 	t.Helper()
 	files := t.TempDir()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reapers := supervise.NewReaperPool(self)
-	t.Cleanup(reapers.Close)
+	reapers := agenttest.Reapers(t)
 	base := []string{"PATH=/usr/bin:/bin",
 		"FAKE_CODEX_ARGV_FILE=" + filepath.Join(files, "argv.json"),
 		"FAKE_CODEX_PROMPT_FILE=" + filepath.Join(files, "prompt.txt"),
@@ -84,30 +43,16 @@ func newFixture(t *testing.T, want agent.Want, env ...string) *fixture {
 		"FAKE_CODEX_PID_FILE=" + filepath.Join(files, "pids"),
 	}
 	return &fixture{
-		t:       t,
-		cfg:     Config{Bin: fakeCodex(t), Env: append(base, env...), Reaper: reapers, TempDir: t.TempDir()},
-		req:     agent.Request{Workspace: gitWorkspace(t), Instruction: conformanceInstruction, Timeout: time.Minute, Want: want},
-		files:   files,
-		working: make(chan struct{}),
+		t:      t,
+		cfg:    Config{Bin: agenttest.FakeCodex(t), Env: append(base, env...), Reaper: reapers, TempDir: t.TempDir()},
+		req:    agent.Request{Workspace: agenttest.GitWorkspace(t), Instruction: conformanceInstruction, Timeout: time.Minute, Want: want},
+		files:  files,
+		Stages: agenttest.NewStages(t, map[plugin.Stage]string{plugin.StageStarted: TextStarted, plugin.StageWorking: TextWorking, plugin.StageFinalizing: TextFinalized}),
 	}
-}
-
-func (f *fixture) progress(stage plugin.Stage, text string) error {
-	f.mu.Lock()
-	f.stages = append(f.stages, stage)
-	f.mu.Unlock()
-	want := map[plugin.Stage]string{plugin.StageStarted: TextStarted, plugin.StageWorking: TextWorking, plugin.StageFinalizing: TextFinalized}
-	if text != want[stage] {
-		f.t.Errorf("progress %s text %q is not the fixed lifecycle text", stage, text)
-	}
-	if stage == plugin.StageWorking {
-		f.once.Do(func() { close(f.working) })
-	}
-	return nil
 }
 
 func (f *fixture) run(ctx context.Context) (Outcome, error) {
-	return Run(ctx, f.cfg, f.req, f.progress)
+	return Run(ctx, f.cfg, f.req, f.Progress)
 }
 
 func (f *fixture) file(name string) string {
@@ -127,23 +72,7 @@ func (f *fixture) workspaceFile(name string) (string, bool) {
 // requireNoRunDir checks the private run directory was removed.
 func (f *fixture) requireNoRunDir() {
 	f.t.Helper()
-	entries, err := os.ReadDir(f.cfg.TempDir)
-	if err != nil || len(entries) != 0 {
-		f.t.Fatalf("private run directory left behind (%d entries, %v)", len(entries), err)
-	}
-}
-
-func requireReason(t *testing.T, err error, want agent.Reason, cat plugin.Category) {
-	t.Helper()
-	if got := agent.ReasonOf(err); got != want {
-		t.Fatalf("reason %q (%v), want %q", got, err, want)
-	}
-	if got := agent.CategoryOf(err); got != cat {
-		t.Fatalf("category %s, want %s", got, cat)
-	}
-	if strings.Contains(err.Error(), "/") || strings.Contains(err.Error(), "panicked") {
-		t.Fatalf("error text carries a path or executor output: %q", err)
-	}
+	agenttest.RequireEmpty(f.t, f.cfg.TempDir)
 }
 
 func TestRunSuccessWithDescription(t *testing.T) {
@@ -162,8 +91,8 @@ func TestRunSuccessWithDescription(t *testing.T) {
 	if out.SubjectDropped || out.ReportDropped || out.Diagnostics != 0 {
 		t.Fatalf("diagnostics %+v", out)
 	}
-	if want := []plugin.Stage{plugin.StageStarted, plugin.StageWorking, plugin.StageFinalizing}; !slices.Equal(f.stages, want) {
-		t.Fatalf("progress %v, want %v", f.stages, want)
+	if want := []plugin.Stage{plugin.StageStarted, plugin.StageWorking, plugin.StageFinalizing}; !slices.Equal(f.Got(), want) {
+		t.Fatalf("progress %v, want %v", f.Got(), want)
 	}
 
 	var argv []string
@@ -287,8 +216,8 @@ func TestRunFailures(t *testing.T) {
 			f := newFixture(t, both, append(tc.env, "FAKE_CODEX_MODE="+tc.mode)...)
 			f.cfg.OutputLimit = tc.limit
 			_, err := f.run(context.Background())
-			requireReason(t, err, tc.reason, plugin.CategoryExecutionFailed)
-			if slices.Contains(f.stages, plugin.StageFinalizing) {
+			agenttest.RequireReason(t, err, tc.reason, plugin.CategoryExecutionFailed, "panicked")
+			if slices.Contains(f.Got(), plugin.StageFinalizing) {
 				t.Fatal("finalizing reported for a failed run")
 			}
 			f.requireNoRunDir()
@@ -302,7 +231,7 @@ func TestRunFailures(t *testing.T) {
 func TestRunRefusedCredentialsAreAMisconfiguration(t *testing.T) {
 	f := newFixture(t, both, "FAKE_CODEX_MODE=status-401")
 	_, err := f.run(context.Background())
-	requireReason(t, err, agent.ReasonAuthRefused, plugin.CategoryIncompatible)
+	agenttest.RequireReason(t, err, agent.ReasonAuthRefused, plugin.CategoryIncompatible, "panicked")
 	f.requireNoRunDir()
 }
 
@@ -318,7 +247,7 @@ func TestRunPromptDirectiveSelectsMode(t *testing.T) {
 	f := newFixture(t, both)
 	f.req.Instruction = "Do something.\nfake-codex-mode: crash"
 	_, err := f.run(context.Background())
-	requireReason(t, err, agent.ReasonExit, plugin.CategoryExecutionFailed)
+	agenttest.RequireReason(t, err, agent.ReasonExit, plugin.CategoryExecutionFailed, "panicked")
 }
 
 func TestRunRetriedErrorsAreDiagnosticsNotFailures(t *testing.T) {
@@ -339,7 +268,7 @@ func TestRunFailureKeepsARedactedRawTail(t *testing.T) {
 	f := newFixture(t, both, "FAKE_CODEX_MODE=late-error", "FAKE_CODEX_ECHO_ENV=LLM_API_KEY", "LLM_API_KEY="+key)
 	f.cfg.Profile = Profile{Provider: &Provider{Name: "p", BaseURL: "http://127.0.0.1:1/v1", WireAPI: "responses", EnvKey: "LLM_API_KEY"}}
 	_, err := f.run(context.Background())
-	requireReason(t, err, agent.ReasonUnexpectedEvent, plugin.CategoryExecutionFailed)
+	agenttest.RequireReason(t, err, agent.ReasonUnexpectedEvent, plugin.CategoryExecutionFailed, "panicked")
 	var e *agent.Error
 	if !errors.As(err, &e) {
 		t.Fatal("not a run error")
@@ -371,31 +300,6 @@ func TestRunFallbackEditForOtherInstructions(t *testing.T) {
 	}
 }
 
-// requireGone checks the fake, its child and its process group are gone.
-func requireGone(t *testing.T, pidFile string) {
-	t.Helper()
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal("the fake did not record its pids")
-	}
-	fields := strings.Fields(string(b))
-	if len(fields) != 3 {
-		t.Fatalf("pid file %q", b)
-	}
-	for i, s := range fields {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 1 {
-			t.Fatalf("pid file %q", b)
-		}
-		if i == 1 {
-			n = -n // the process group
-		}
-		if err := syscall.Kill(n, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Fatalf("process (group) %d still exists after Run returned: %v", n, err)
-		}
-	}
-}
-
 func TestRunCancelKillsTheProcessGroup(t *testing.T) {
 	for _, mode := range []string{"hang", "hang-ignore-term"} {
 		t.Run(mode, func(t *testing.T) {
@@ -403,12 +307,12 @@ func TestRunCancelKillsTheProcessGroup(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() {
-				<-f.working // the fake wrote its pids and started its turn
+				<-f.Working() // the fake wrote its pids and started its turn
 				cancel()
 			}()
 			_, err := f.run(ctx)
-			requireReason(t, err, agent.ReasonCancelled, plugin.CategoryCancelled)
-			requireGone(t, filepath.Join(f.files, "pids"))
+			agenttest.RequireReason(t, err, agent.ReasonCancelled, plugin.CategoryCancelled, "panicked")
+			agenttest.RequireGone(t, filepath.Join(f.files, "pids"))
 			f.requireNoRunDir()
 		})
 	}
@@ -418,7 +322,7 @@ func TestRunTimeout(t *testing.T) {
 	f := newFixture(t, both, "FAKE_CODEX_MODE=hang")
 	f.req.Timeout = time.Second
 	_, err := f.run(context.Background())
-	requireReason(t, err, agent.ReasonTimeout, plugin.CategoryExecutionFailed)
+	agenttest.RequireReason(t, err, agent.ReasonTimeout, plugin.CategoryExecutionFailed, "panicked")
 	f.requireNoRunDir()
 }
 
@@ -427,14 +331,14 @@ func TestRunSetupFailures(t *testing.T) {
 		f := newFixture(t, both)
 		f.cfg.Bin = filepath.Join(t.TempDir(), "codex")
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible)
+		agenttest.RequireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible, "panicked")
 	})
 	t.Run("codex not on PATH", func(t *testing.T) {
 		f := newFixture(t, both)
 		f.cfg.Bin = ""
 		f.cfg.Env = []string{"PATH=" + t.TempDir()}
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible)
+		agenttest.RequireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible, "panicked")
 	})
 	t.Run("not executable", func(t *testing.T) {
 		f := newFixture(t, both)
@@ -444,26 +348,26 @@ func TestRunSetupFailures(t *testing.T) {
 		}
 		f.cfg.Bin = p
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible)
+		agenttest.RequireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible, "panicked")
 	})
 	t.Run("workspace missing", func(t *testing.T) {
 		f := newFixture(t, both)
 		f.req.Workspace = filepath.Join(t.TempDir(), "gone")
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonWorkspace, plugin.CategoryInvalidRequest)
+		agenttest.RequireReason(t, err, agent.ReasonWorkspace, plugin.CategoryInvalidRequest, "panicked")
 	})
 	t.Run("workspace outside Git", func(t *testing.T) {
 		f := newFixture(t, both)
 		f.req.Workspace = t.TempDir()
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonExit, plugin.CategoryExecutionFailed)
+		agenttest.RequireReason(t, err, agent.ReasonExit, plugin.CategoryExecutionFailed, "panicked")
 	})
 	t.Run("already cancelled", func(t *testing.T) {
 		f := newFixture(t, both)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := f.run(ctx)
-		requireReason(t, err, agent.ReasonCancelled, plugin.CategoryCancelled)
+		agenttest.RequireReason(t, err, agent.ReasonCancelled, plugin.CategoryCancelled, "panicked")
 		if _, err := os.Stat(filepath.Join(f.files, "argv.json")); err == nil {
 			t.Fatal("Codex started after cancellation")
 		}
