@@ -16,7 +16,8 @@
 //
 // Every plugin invocation and scoped check runs in a Landlock sandbox
 // (docs/sandbox.md) unless the config says "sandbox": "none"; without
-// Landlock the Worker refuses to start (exit 1) rather than run them
+// Landlock, or without the seccomp user notification its metadata guard
+// needs, the Worker refuses to start (exit 1) rather than run them
 // unconfined. The log says which sandbox, and which Landlock ABI, is in
 // use. The Worker is non-dumpable from its first instruction on.
 //
@@ -92,7 +93,13 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 	if abi := worker.SandboxABI(cfg); abi == 0 {
 		log.Warn("sandbox disabled: plugins and scoped checks run unconfined", "sandbox", worker.SandboxNone)
 	} else {
-		log.Info("sandbox", "sandbox", worker.SandboxLandlock, "landlock_abi", abi, "scoped", sandbox.Scoped(abi))
+		// The metadata guard (docs/sandbox.md) needs seccomp user
+		// notification: without it every sandboxed start would fail.
+		if err := sandbox.ProbeGuard(); err != nil {
+			log.Error("startup failed", "error", "the sandbox's metadata guard cannot be installed: "+err.Error())
+			return fmt.Errorf("the sandbox's metadata guard cannot be installed: %w", err)
+		}
+		log.Info("sandbox", "sandbox", worker.SandboxLandlock, "landlock_abi", abi, "scoped", sandbox.Scoped(abi), "metadata_guard", true)
 	}
 	self, err := supervise.Self()
 	if err != nil {

@@ -19,7 +19,19 @@ import (
 // waits for its stdin to close.
 const holderEnv = "FORGE_SANDBOX_HOLDER"
 
+// probeEnv makes the test binary run ProbeGuard and print its outcome
+// (TestProbeGuard).
+const probeEnv = "FORGE_SANDBOX_PROBE"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(probeEnv) != "" {
+		if err := sandbox.ProbeGuard(); err != nil {
+			os.Stdout.WriteString("refused: " + err.Error() + "\n")
+		} else {
+			os.Stdout.WriteString("ok\n")
+		}
+		os.Exit(0)
+	}
 	if mode := os.Getenv(holderEnv); mode != "" {
 		if mode == "protect" && sandbox.ProtectSelf() != nil {
 			os.Exit(3)

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/0k-lab/agent-forge/pkg/sandbox"
 )
@@ -170,5 +171,83 @@ func TestGuardMetadata(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > goroutines {
 		t.Errorf("goroutines: %d after, %d before", n, goroutines)
+	}
+}
+
+// probeUnder runs the test binary in probe mode from a fresh locked
+// thread, under a seccomp filter refusing seccomp(2) when deny is set (the
+// child inherits it on every thread, as a service manager's filter), and
+// returns what it printed.
+func probeUnder(t *testing.T, deny bool) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	errs := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread, filtered, ends with the goroutine
+		defer w.Close()
+		if deny {
+			if err := denySeccomp(); err != nil {
+				errs <- err
+				return
+			}
+		}
+		pid, err := syscall.ForkExec(os.Args[0], []string{os.Args[0]}, &syscall.ProcAttr{
+			Env: []string{probeEnv + "=1"}, Files: []uintptr{0, w.Fd(), 2},
+		})
+		if err == nil {
+			var ws syscall.WaitStatus
+			_, err = syscall.Wait4(pid, &ws, 0, nil)
+		}
+		errs <- err
+	}()
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 256)
+	n, _ := readFull(r, b)
+	return strings.TrimSpace(string(b[:n]))
+}
+
+// denySeccomp sets no_new_privs on the calling thread and installs a
+// filter answering EPERM to seccomp(2) there.
+func denySeccomp() error {
+	nr := uint32(317) // amd64
+	if runtime.GOARCH == "arm64" {
+		nr = 277
+	}
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, 38, 1, 0, 0, 0, 0); e != 0 {
+		return e
+	}
+	// ld nr; jeq seccomp ? errno(EPERM) : allow
+	ins := [4]struct {
+		code   uint16
+		jt, jf uint8
+		k      uint32
+	}{{0x20, 0, 0, 0}, {0x15, 0, 1, nr}, {0x06, 0, 0, 0x00050000 | uint32(syscall.EPERM)}, {0x06, 0, 0, 0x7fff0000}}
+	prog := struct {
+		n   uint16
+		ins unsafe.Pointer
+	}{4, unsafe.Pointer(&ins[0])}
+	if _, _, e := syscall.RawSyscall(uintptr(nr), 1, 0, uintptr(unsafe.Pointer(&prog))); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// ProbeGuard passes here, and fails (with the errno, as the Worker's
+// refusal to start says) in a process whose filter refuses seccomp(2).
+func TestProbeGuard(t *testing.T) {
+	if err := sandbox.ProbeGuard(); err != nil {
+		t.Fatalf("ProbeGuard: %v", err)
+	}
+	if got := probeUnder(t, false); got != "ok" {
+		t.Errorf("child without a filter: %q, want ok", got)
+	}
+	if got := probeUnder(t, true); got != "refused: operation not permitted" {
+		t.Errorf("child whose filter refuses seccomp: %q", got)
 	}
 }

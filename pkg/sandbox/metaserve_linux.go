@@ -5,6 +5,7 @@ package sandbox
 import (
 	"encoding/binary"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -156,4 +157,26 @@ func (g *Guard) serveOne() bool {
 		return false
 	}
 	return true
+}
+
+// ProbeGuard installs the metadata filter once, on a throwaway thread, and
+// reports whether that works here: a Linux kernel without seccomp user
+// notification (before 5.0), or a service manager's filter that refuses
+// seccomp(2), would otherwise fail every sandboxed start. The error carries
+// only an errno.
+func ProbeGuard() error {
+	errs := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread, filtered, ends with the goroutine
+		if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0, 0, 0, 0); e != 0 {
+			errs <- e
+			return
+		}
+		fd, err := installMetaFilter()
+		if err == nil {
+			syscall.Close(fd)
+		}
+		errs <- err
+	}()
+	return <-errs
 }
