@@ -172,15 +172,20 @@ func (s *reaperServer) serve() {
 // failed start, and arranges for exited to be told when it ends. It
 // returns the pid, 0 when the start failed.
 func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
-	var st started
 	if m.spawn.sandbox != nil {
-		st = startSandboxed(m, &s.layers, exited)
-	} else {
-		st = forkExec(m, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})
-		if st.err == nil {
-			go awaitExit(st.pid, st.pidfd, exited)
-		}
+		return startSandboxed(m, &s.layers, s.answer, exited)
 	}
+	st := forkExec(m, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})
+	if st.err == nil {
+		go awaitExit(st.pid, st.pidfd, exited)
+	}
+	return s.answer(m, st)
+}
+
+// answer closes the reaper's copies of the program's descriptors and
+// tells supervise how its start went. It returns the pid, 0 when the
+// start failed.
+func (s *reaperServer) answer(m inbound, st started) int {
 	closeFDs(m.fds[:])
 	if st.err != nil {
 		errno, ok := st.err.(syscall.Errno)
@@ -216,27 +221,34 @@ func forkExec(m inbound, sys *syscall.SysProcAttr) started {
 	return st
 }
 
-// startSandboxed starts the program of m inside its Landlock policy. A
-// Landlock domain (and no_new_privs) binds a thread for good, so a
-// goroutine locks itself to a fresh OS thread, restricts that thread,
-// starts the program from it and then waits there for the program's exit:
-// the thread must outlive the program, whose parent-death signal follows
-// the thread that forked it. The goroutine then ends still locked, and the
-// Go runtime discards the thread with it; it never runs anything else, and
-// the runtime never clones a locked thread for new ones.
+// startSandboxed starts the program of m inside its Landlock policy and
+// answers supervise (answer, see reaperServer.answer); it returns what
+// answer returned. A Landlock domain (and no_new_privs) binds a thread for
+// good, so a goroutine locks itself to a fresh OS thread, restricts that
+// thread, starts the program from it and then waits there for the
+// program's exit: the thread must outlive the program, whose parent-death
+// signal follows the thread that forked it. The goroutine then ends still
+// locked, and the Go runtime discards the thread with it; it never runs
+// anything else, and the runtime never clones a locked thread for new
+// ones.
+//
+// The answer goes from that thread, before it waits: the reaper runs on
+// one P, which the thread keeps while it waits in the kernel until the
+// runtime's monitor takes it back (tens of microseconds to milliseconds),
+// and supervise, and the program, would wait that long for the answer.
 //
 // The program also gets a session of its own (its process group, as
 // unsandboxed, and no controlling terminal to reach the operator through).
-func startSandboxed(m inbound, layers *sandbox.Cache, exited chan<- struct{}) started {
-	res := make(chan started, 1)
+func startSandboxed(m inbound, layers *sandbox.Cache, answer func(inbound, started) int, exited chan<- struct{}) int {
+	res := make(chan int, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
 		if _, err := sandbox.RestrictThread(m.spawn.sandbox, layers); err != nil {
-			res <- started{err: err}
+			res <- answer(m, started{err: err})
 			return
 		}
 		st := forkExec(m, &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL})
-		res <- st
+		res <- answer(m, st)
 		if st.err == nil {
 			// The thread is this program's alone: it waits in the kernel
 			// (waitid, unreaped), which wakes it directly, rather than
@@ -263,6 +275,7 @@ func (s *reaperServer) read(in chan<- inbound) {
 	defer close(in)
 	buf := make([]byte, maxReaperMsg+1)
 	oob := make([]byte, syscall.CmsgSpace(4*4)) // room for one fd too many
+	var held *sandbox.Shared                    // the last Shared supervise sent
 	for {
 		// Received descriptors are close-on-exec (the runtime asks for
 		// MSG_CMSG_CLOEXEC).
@@ -272,24 +285,28 @@ func (s *reaperServer) read(in chan<- inbound) {
 			return
 		}
 		fds := receivedFDs(oob[:oobn])
-		m, ok := parseInbound(buf[:n], fds, flags)
+		m, ok := parseInbound(buf[:n], fds, flags, held)
 		if !ok {
 			closeFDs(fds)
 			return
+		}
+		if m.spawn.sandbox != nil {
+			held = m.spawn.sandbox.Shared
 		}
 		in <- m
 	}
 }
 
 // parseInbound checks one datagram and the descriptors that came with it:
-// a spawn carries exactly three, nothing else carries any.
-func parseInbound(b []byte, fds []int, flags int) (inbound, bool) {
+// a spawn carries exactly three, nothing else carries any. held is the
+// sandbox.Shared the reaper holds (see spawnRequest.encode).
+func parseInbound(b []byte, fds []int, flags int, held *sandbox.Shared) (inbound, bool) {
 	if flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) != 0 || len(b) == 0 {
 		return inbound{}, false
 	}
 	switch b[0] {
 	case msgSpawn:
-		req, err := decodeSpawn(b)
+		req, err := decodeSpawn(b, held)
 		if err != nil || len(fds) != 3 {
 			return inbound{}, false
 		}

@@ -598,7 +598,7 @@ func BenchmarkSandboxCost(b *testing.B) {
 	sb := newSandboxRules(cfg)
 	cfg.ConfigPath = "/etc/hostname" // any /etc entry: the installed layout's /etc/agent-forge
 	excluding := newSandboxRules(cfg)
-	if excluding.readable == nil {
+	if len(excluding.current().Readable()) == 0 {
 		b.Fatal("no shared read layer")
 	}
 	rounds := newRounds()
@@ -620,8 +620,8 @@ func BenchmarkSandboxCost(b *testing.B) {
 		report(restrictCPU(b, sb, sessions), "restrict-cpu-us")
 		report(restrictCPU(b, excluding, sessions), "excluding-restrict-cpu-us")
 		report(restrictCPU(b, nil, sessions), "thread-cpu-us")
-		report(float64(len(sb.base)), "sandbox-rules")
-		report(float64(len(excluding.readable)), "readable-rules")
+		report(float64(len(sb.current().Rules())), "sandbox-rules")
+		report(float64(len(excluding.current().Readable())), "readable-rules")
 	}
 	rounds.reportMedians(b)
 }
