@@ -8,7 +8,10 @@
 #     Codex's own apply_patch tool adding the file the task names, turn 2
 #     the final JSON message for the --output-schema the plugin sent. A
 #     control run of Codex with only a provider configured shows the strace
-#     check catches its DNS lookups (plugin marketplace, analytics).
+#     check catches its DNS lookups (plugin marketplace, analytics); the
+#     same run, with the sandbox flags the plugin used to pass on Linux
+#     (danger-full-access), shows the network probe of 4b reaching the
+#     fake, so that probe can fail.
 #  2. The operator has a Codex directory (CODEX_HOME: auth.json, a
 #     config.toml naming another model, an installation id), the repository
 #     a .codex/config.toml naming another model and provider with analytics
@@ -18,15 +21,21 @@
 #     lanes) runs under strace, following every process it starts; the
 #     plugin and Codex run in the Worker's Landlock sandbox (reading the
 #     npm installation and the operator's directory as sandbox_read_paths)
-#     with Codex told to add no sandbox of its own (docs/codex.md).
+#     with Codex's own sandbox for its commands being a permission profile
+#     with the network off (seccomp, no bubblewrap: docs/codex.md). The
+#     repository's config also asks for danger-full-access, which Codex
+#     must not load.
 #  3. Two slow jobs at once: while both run, their CODEX_HOMEs are two
 #     different private 0700 directories sharing no file. Both succeed on
 #     attempt 1; each candidate holds the file Codex's apply_patch wrote;
 #     commit subject and agent report come from the structured answer.
 #  4. A job whose first model stream is cut mid-way (Codex retries)
 #     succeeds on attempt 1.
-#  4b. A command Codex runs (the model asks for `env`) does not see the
-#     provider key (shell_environment_policy).
+#  4b. Commands Codex runs (the model asks for `env`, then for a bash
+#     command that writes a file in the workspace and connects to the fake)
+#     do not see the provider key (shell_environment_policy), can write the
+#     workspace, and cannot connect: the fake gets no request from them,
+#     while Codex's own model requests go on.
 #  5. A provider answering 400 ends every attempt as a plugin failure
 #     (retryable); one answering 401 ends the job after one attempt as the
 #     terminal plugin_incompatible, Codex stopped at its first retry.
@@ -114,15 +123,21 @@ mkdir -m 0700 "$tmp/control-home" "$tmp/control-ws"
 git -C "$tmp/control-ws" init -q
 printf 'model = "gpt-5.5"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "fake"\nbase_url = "http://%s/v1"\nwire_api = "responses"\nenv_key = "CODEX_E2E_PROVIDER_KEY"\n' \
   "$fake_addr" >"$tmp/control-home/config.toml"
-# (slow: the answer waits 3 s, so the lookups Codex starts at startup happen)
-printf 'Say done.\nfake-responses-mode: slow\n' |
+# (slow: the answer waits 3 s, so the lookups Codex starts at startup happen;
+# net-probe: the command of 4b, with the old danger-full-access)
+printf 'Say done.\nfake-responses-mode: slow,net-probe\n' |
   CODEX_HOME=$tmp/control-home strace -f -qq --seccomp-bpf -e trace=connect,sendto,sendmsg,sendmmsg -o "$tmp/control-strace.txt" \
-    "$CODEX_BIN" exec --cd "$tmp/control-ws" --sandbox workspace-write --ephemeral --json - >"$tmp/control.out" 2>&1 ||
+    "$CODEX_BIN" exec --cd "$tmp/control-ws" --sandbox danger-full-access -c 'approval_policy="never"' \
+    --ephemeral --json - >"$tmp/control.out" 2>&1 ||
   fail "control run of Codex failed"
 if net_check "$tmp/control-strace.txt" "$fake_port" >"$tmp/control-net.out" 2>&1; then
   fail "net_check did not catch the control run's lookups"
 fi
 grep -q 'DNS query' "$tmp/control-net.out" || fail "control run: no DNS query seen: $(cat "$tmp/control-net.out")"
+if [ "$(count_in "$tmp/fake-requests.jsonl" 'e["path"] == "/net-probe"')" != 1 ] ||
+  [ "$(count_in "$tmp/fake-requests.jsonl" 'e["net_probe_reached"]')" = 0 ]; then
+  fail "control run: the network probe did not reach the fake with danger-full-access"
+fi
 : >"$tmp/fake-requests.jsonl"
 
 # 2. The operator's Codex directory and profile.
@@ -146,7 +161,7 @@ GIT_CONFIG_GLOBAL=/dev/null git init -q -b main "$repo"
 printf 'demo repository\n' >"$repo/README.md"
 # Repository configuration that must not change the run.
 mkdir "$repo/.codex"
-printf 'model = "repo-model"\nmodel_provider = "repo"\n[model_providers.repo]\nname = "repo"\nbase_url = "http://127.0.0.1:9/v1"\nwire_api = "responses"\n[analytics]\nenabled = true\n[features]\nplugins = true\n' \
+printf 'model = "repo-model"\nmodel_provider = "repo"\nsandbox_mode = "danger-full-access"\ndefault_permissions = ":danger-full-access"\n[model_providers.repo]\nname = "repo"\nbase_url = "http://127.0.0.1:9/v1"\nwire_api = "responses"\n[analytics]\nenabled = true\n[features]\nplugins = true\n' \
   >"$repo/.codex/config.toml"
 g add -A
 GIT_AUTHOR_NAME=Seed GIT_AUTHOR_EMAIL=seed@example.invalid GIT_COMMITTER_NAME=Seed GIT_COMMITTER_EMAIL=seed@example.invalid \
@@ -274,15 +289,22 @@ check_success gamma
 [ "$(count_in "$tmp/fake-requests.jsonl" 'e["mode"] == "cut-first" and e["turn"] == 1')" = 2 ] ||
   fail "the cut stream was not retried by Codex"
 
-# 4b. The model has Codex run `env` first: the command runs, and its
-#     output (what any command Codex runs sees) lacks the provider key.
-job_z=$(submit zeta "$(create zeta env-probe)") || fail "submit zeta"
+# 4b. The model has Codex run `env`, then the network probe: both run; the
+#     first's output (what any command Codex runs sees) lacks the provider
+#     key; the second writes the workspace and is refused its connection
+#     (the fake logs no request from it), and the job still succeeds, so
+#     Codex's own model requests were not refused.
+job_z=$(submit zeta "$(create zeta env-probe,net-probe)") || fail "submit zeta"
 wait_job "$job_z" zeta
 check_success zeta
-[ "$(count_in "$tmp/fake-requests.jsonl" 'e["mode"] == "env-probe" and e["probe_ran"]')" -ge 1 ] ||
+[ "$(count_in "$tmp/fake-requests.jsonl" 'e["mode"] == "env-probe,net-probe" and e["probe_ran"]')" -ge 1 ] ||
   fail "the env probe command did not run"
 [ "$(count_in "$tmp/fake-requests.jsonl" 'e["probe_saw_key"]')" = 0 ] ||
   fail "a command Codex ran saw the provider key"
+[ "$(count_in "$tmp/fake-requests.jsonl" 'e["net_probe_ran"] and e["net_probe_wrote"]')" -ge 1 ] ||
+  fail "the network probe command did not run or could not write the workspace"
+[ "$(count_in "$tmp/fake-requests.jsonl" 'e["net_probe_reached"] or e["path"] == "/net-probe"')" = 0 ] ||
+  fail "a command Codex ran reached the network"
 
 # 5. The provider answers 400: a plugin failure, every attempt.
 job_d=$(submit delta "$(create delta status-400)") || fail "submit delta"

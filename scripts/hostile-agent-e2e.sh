@@ -23,8 +23,35 @@
 #     Worker (non-dumpable) a decoy of the same account, dumpable, with a
 #     secret in its environment, stands for any process the sandbox alone
 #     must keep the agent from.
-#  3. The same with "sandbox": "none": reached > 0 is required (each kind
-#     of check can fail), and what was reached is printed per kind.
+#  3. The public-source layout (DECISIONS 15), in the same phase: the
+#     Gate clones octo/pub from an offline github.com (scripts/lib/netns.sh:
+#     the whole script runs in a private network and mount namespace) and
+#     the Worker (a "source":"gate" registration) fetches the base into its
+#     source cache <runtime_root>/sources/pub.git; the agent, as plugin and
+#     check of that job, runs in the attempt's private container (git/ and
+#     tree/, borrowing the cache's objects) and also tries the cache
+#     (read its config and refs; create files in it, its objects, refs,
+#     hooks, sources/; open its config, refs and packs for writing; chmod),
+#     its own repository's alternates pointed at every other object
+#     directory it can name, the other attempt's container (two such jobs
+#     run at once; their plugins meet at the collector's barriers, which
+#     name each one's container to the other) and a stand-in container
+#     beside them (same owner and mode, a secret inside), the
+#     Gate's public root and prepared repository, and the Worker's bundle
+#     routes (GET /v1/worker/source, PUT /v1/worker/candidate) with
+#     whatever it found, replaying a lane's working binding with other
+#     leases. Printed per layout: tried=N reached=0 (required). Landlock
+#     does not govern chmod (docs/sandbox.md, known limits): while no
+#     filter closes it, a cache-chmod that reaches is printed as that known
+#     gap, not counted.
+#  4. The same with "sandbox": "none": reached > 0 is required (each kind
+#     of check can fail), and what was reached is printed per kind; in the
+#     public-source layout the agent then reads and writes the cache and
+#     the other container, reads the Gate's prepared repository, fetches
+#     its base and stores a candidate of its own with the Worker token it
+#     read (that job then fails: its candidate ref is taken). Replaying
+#     another lease stays refused (the Gate's lease binding, not the
+#     sandbox): required reached=0 there too.
 # Final line: HOSTILE-AGENT-E2E PASS.
 #
 # Standalone parts, for running the agent under other deployments (the
@@ -35,17 +62,19 @@
 #   scripts/hostile-agent-e2e.sh collect ADDR_FILE REPORT_FILE
 # runs the collector (its address goes to ADDR_FILE), and
 #   scripts/hostile-agent-e2e.sh count REPORT_FILE SECRET...
-# prints the counts and exits 0 only when nothing was reached.
+# prints the counts and exits 0 only when nothing was reached (kinds listed
+# in HOSTILE_GAPS, space-separated, are printed as known gaps instead).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/e2e.sh
 source "$(dirname "$0")/lib/e2e.sh"
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source=lib/netns.sh
+source "$(dirname "$0")/lib/netns.sh"
 
 # collect ADDR_FILE REPORT_FILE: accept reports (JSON lines) on loopback TCP
 # until killed; also hold an abstract UNIX socket open as a target.
 collect() {
   exec python3 - "$1" "$2" <<'PY'
-import os, socket, sys, threading
+import json, os, socket, sys, threading
 addr_file, out = sys.argv[1], sys.argv[2]
 lock = threading.Lock()
 abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -58,6 +87,29 @@ s.listen(16)
 with open(addr_file + ".tmp", "w") as f:
     f.write("127.0.0.1:%d" % s.getsockname()[1])
 os.rename(addr_file + ".tmp", addr_file)
+# A barrier line {"barrier": NAME, "container": PATH, "parties": N} holds
+# the connection until N containers arrived at NAME (or 30 s passed), then
+# answers {"peers": [the others' containers]} and logs the release.
+barriers, cond = {}, threading.Condition()
+def barrier(c, req):
+    name, parties = str(req["barrier"]), int(req["parties"])
+    with cond:
+        b = barriers.setdefault(name, {"in": [], "gen": 0})
+        gen = b["gen"]
+        b["in"].append(str(req["container"]))
+        if len(b["in"]) >= parties:
+            b["out"], b["in"], b["gen"] = b["in"], [], gen + 1
+            cond.notify_all()
+        else:
+            cond.wait_for(lambda: b["gen"] != gen, timeout=30)
+            if b["gen"] == gen:  # timed out: release whoever is there
+                b["out"], b["in"], b["gen"] = b["in"], [], gen + 1
+                cond.notify_all()
+        arrived = b["out"]
+    peers = [p for p in arrived if p != req["container"]]
+    c.sendall((json.dumps({"peers": peers}) + "\n").encode())
+    with lock, open(out + ".barriers", "a") as f:
+        f.write(json.dumps({"barrier": name, "arrived": len(arrived)}) + "\n")
 def serve(c):
     data = b""
     while True:
@@ -65,6 +117,9 @@ def serve(c):
         if not b:
             break
         data += b
+        if data.startswith(b'{"barrier"') and b"\n" in data:
+            line, data = data.split(b"\n", 1)
+            barrier(c, json.loads(line))
     c.close()
     with lock, open(out, "ab") as f:
         f.write(data)
@@ -76,12 +131,15 @@ PY
 
 # count REPORT SECRET...: tried, reached (the try succeeded, or what it read
 # holds a secret); cmdline reads count only by a secret. Exit 1 if reached.
+# A kind in $HOSTILE_GAPS that reached is printed as a known gap instead.
 count() {
   python3 - "$@" <<'PY'
-import base64, collections, json, sys
+import base64, collections, json, os, sys
 report, secrets = sys.argv[1], [s.encode() for s in sys.argv[2:] if s]
+gaps = set(os.environ.get("HOSTILE_GAPS", "").split())
 tried, reached = collections.Counter(), collections.Counter()
 who = collections.Counter()
+where = collections.defaultdict(list)
 for line in open(report, "rb").read().splitlines():
     t = json.loads(line)
     kind = t["kind"]
@@ -91,10 +149,18 @@ for line in open(report, "rb").read().splitlines():
     leak = any(s in data for s in secrets)
     if leak or (t["ok"] and kind != "proc-cmdline"):
         reached[kind] += 1
+        where[kind].append(t["target"])
+gap = collections.Counter()
 for k in sorted(tried):
-    print("  %-16s tried=%-5d reached=%d" % (k, tried[k], reached[k]))
+    if k in gaps and reached[k]:
+        gap[k] = reached.pop(k)
+        print("  %-16s tried=%-5d known gap=%d (docs/sandbox.md: Landlock does not govern it)" % (k, tried[k], gap[k]))
+    else:
+        print("  %-16s tried=%-5d reached=%d" % (k, tried[k], reached[k]))
+    for w in sorted(set(where[k]))[:3]:
+        print("      e.g. " + w)
 print("  by source: " + " ".join("%s=%d" % kv for kv in sorted(who.items())))
-print("tried=%d reached=%d" % (sum(tried.values()), sum(reached.values())))
+print("tried=%d reached=%d" % (sum(tried.values()), sum(reached.values())) + (" known-gap=%d" % sum(gap.values()) if gap else ""))
 sys.exit(1 if sum(reached.values()) else 0)
 PY
 }
@@ -106,6 +172,16 @@ count) shift; count "$@"; exit $? ;;
 *) echo "usage: $0 [collect ADDR_FILE REPORT_FILE | count REPORT_FILE SECRET...]" >&2; exit 2 ;;
 esac
 
+# The public-source layout needs github.com: the rest of the script runs
+# in a private network and mount namespace (modules fetched before).
+if [ "${AGENT_FORGE_NETNS:-}" != 1 ]; then
+  (cd "$(dirname "$0")/.." && go mod download) || exit 1
+  HOSTILE_E2E_UID=$(id -u)
+  export HOSTILE_E2E_UID
+fi
+netns_enter "$@"
+cd "$(dirname "$0")/.."
+
 tmp=$(cd "$(mktemp -d)" && pwd -P)
 pids=()
 e2e_traps
@@ -113,7 +189,7 @@ fail() { e2e_fail hostile-agent-e2e "$@"; }
 
 # The one account Gate and Worker share. as_account replaces the shell it
 # runs in: use it as `as_account CMD... &`, so $! is CMD's own pid.
-if [ "$(id -u)" = 0 ]; then
+if [ "${HOSTILE_E2E_UID:-$(id -u)}" = 0 ]; then
   account=65534
   as_account() { exec setpriv --reuid="$account" --regid="$account" --clear-groups --inh-caps=-all "$@"; }
 else
@@ -125,6 +201,9 @@ bin=$tmp/bin
 mkdir -p "$bin"
 e2e_build forge-gate forge-worker forge
 go build -o "$bin/hostile-agent" ./testdata/hostile-agent || fail "build hostile-agent"
+netns_setup
+# shellcheck disable=SC2119 # the git service alone: no App API
+netns_start_fake
 chmod -R a+rX "$bin"
 
 FORGE_OWNER_TOKEN=owner-$(rand)
@@ -145,24 +224,47 @@ GIT_AUTHOR_NAME=Seed GIT_AUTHOR_EMAIL=seed@example.invalid GIT_COMMITTER_NAME=Se
   g commit -q -m base || fail "seed commit"
 base=$(g rev-parse HEAD)
 
+# The public-source layout: octo/pub upstream on the offline github.com,
+# the Gate's public repository root, the path its prepared repository gets.
+source_setup() {
+  local w=$tmp/work/pub
+  export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
+  git init -q -b main "$w"
+  printf 'pub\n' >"$w/README"
+  git -C "$w" add -A
+  GIT_AUTHOR_NAME=Seed GIT_AUTHOR_EMAIL=seed@example.invalid GIT_COMMITTER_NAME=Seed GIT_COMMITTER_EMAIL=seed@example.invalid \
+    git -C "$w" commit -q -m first || fail "seed octo/pub"
+  git init -q --bare "$fake_git_root/octo/pub.git"
+  git -C "$w" push -q "$fake_git_root/octo/pub.git" main || fail "push octo/pub"
+  pub_base=$(git -C "$w" rev-parse HEAD)
+  pub_url=https://github.com/octo/pub.git
+  pub_root=$tmp/public
+  mkdir -m 0700 "$pub_root"
+  pub_prepared=$pub_root/$(printf %s "$pub_url" | sha256sum | cut -d' ' -f1).git
+  unset GIT_CONFIG_GLOBAL GIT_CONFIG_NOSYSTEM
+}
+source_setup
+
 # The collector runs as the caller (root in CI): not a target of signals.
 collect "$tmp/collector.addr" "$tmp/reports/current.jsonl" 2>"$tmp/collector.log" &
 pids+=($!)
 for _ in $(seq 200); do [ -s "$tmp/collector.addr" ] && break; sleep 0.05; done
 report_addr=$(cat "$tmp/collector.addr") || fail "collector did not start"
 
-envs='["PATH","HOSTILE_REPORT","HOSTILE_READ","HOSTILE_WRITE","HOSTILE_GATE"]'
+envs='["PATH","HOSTILE_REPORT","HOSTILE_READ","HOSTILE_WRITE","HOSTILE_GATE","HOSTILE_GATE_REPOS","HOSTILE_ATTEMPTS","HOSTILE_PEERS"]'
 exec_policy='{"plugin_id":"hostile","environment":'$envs',"plugin_timeout":"2m","check_timeout":"2m","git_timeout":"1m","cleanup_timeout":"5s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}'
 cat >"$tmp/gate.json" <<EOF
 {"version":1,"listen":"127.0.0.1:0","database":"$tmp/state/forge.db","owner_token_env":"FORGE_OWNER_TOKEN",
  "recovery_interval":"200ms","lease_poll_interval":"100ms","default_pool":"local",
  "lifecycle":{"lease_ttl":"30s","retry_base":"1s","max_attempts":1},
  "default_execution":$exec_policy,
- "workers":[{"id":"worker-1","pool":"local","token_env":"FORGE_WORKER_TOKEN","concurrency":2}],
- "repositories":[{"id":"demo","default_branch":"main","worker_pool":"local","execution":$exec_policy}]}
+ "workers":[{"id":"worker-1","pool":"local","token_env":"FORGE_WORKER_TOKEN","concurrency":4}],
+ "public_repository_root":"$pub_root","git_executable":"$(readlink -f "$(command -v git)")",
+ "repositories":[{"id":"demo","default_branch":"main","worker_pool":"local","execution":$exec_policy},
+   {"id":"pub","repository_url":"$pub_url","default_branch":"main","worker_pool":"local","execution":$exec_policy}]}
 EOF
 chown -R "$account:$account" "$tmp/state" "$tmp/repos" "$tmp/worktrees" "$tmp/runtime" "$tmp/home" \
-  "$tmp/gate.env" "$tmp/worker.env" "$tmp/gate.json"
+  "$tmp/gate.env" "$tmp/worker.env" "$tmp/gate.json" "$pub_root"
 "$bin/forge-gate" --version >/dev/null || fail "forge-gate does not run"
 as_account "$bin/forge-gate" -config "$tmp/gate.json" 2>"$tmp/gate.log" &
 gate_pid=$!
@@ -181,20 +283,42 @@ pids+=($!)
 export HOSTILE_REPORT=$report_addr HOSTILE_GATE=$addr
 HOSTILE_READ=$(printf '%s:' "$tmp/state" "$tmp/state/forge.db" "$tmp/state/forge.db-wal" "$tmp/state/forge.db-shm" \
   "$tmp/state/app-key.pem" "$tmp/gate.env" "$tmp/worker.env" "$tmp/gate.json" "$tmp/worker.json" \
-  "$tmp/runtime" "$tmp/worktrees" "$tmp/repos" "$tmp/home" "$tmp")
+  "$tmp/runtime" "$tmp/worktrees" "$tmp/repos" "$repo" "$tmp/home" "$tmp")
 HOSTILE_WRITE=$(printf '%s:' "$tmp/home" "$tmp/repos" "$repo" "$repo/.git" "$repo/.git/refs/heads" "$repo/.git/hooks" \
   "$tmp/state" "$tmp/runtime" "$tmp/worktrees" "$tmp")
-export HOSTILE_READ HOSTILE_WRITE
+# The public-source layout's targets: the Gate's public root and prepared
+# repository, and a stand-in for another attempt's container (decoy_attempt).
+HOSTILE_GATE_REPOS=$(printf '%s:' "$pub_root" "$pub_prepared")
+decoy_dir=$tmp/worktrees/wt-decoy
+HOSTILE_ATTEMPTS=$decoy_dir
+# Two public-source jobs at once: their plugins meet at the collector's
+# barriers, which name each one's container to the other.
+HOSTILE_PEERS=2
+export HOSTILE_READ HOSTILE_WRITE HOSTILE_GATE_REPOS HOSTILE_ATTEMPTS HOSTILE_PEERS
+attempt_secret=ATTEMPT-$(rand)
+
+# decoy_attempt: another attempt's container as the Worker makes one (0700,
+# the account's, git/ a repository, tree/ its workspace), a secret in its
+# files. The Worker sweeps wt-* at startup: made once it runs.
+decoy_attempt() {
+  rm -rf "$decoy_dir"
+  mkdir -m 0700 "$decoy_dir"
+  GIT_CONFIG_GLOBAL=/dev/null git init -q --template= --separate-git-dir="$decoy_dir/git" "$decoy_dir/tree" || fail "decoy attempt"
+  printf 'TOKEN=%s\n' "$attempt_secret" >"$decoy_dir/tree/secret.txt"
+  printf '[forge]\n\tsecret = %s\n' "$attempt_secret" >>"$decoy_dir/git/config"
+  GIT_CONFIG_GLOBAL=/dev/null git --git-dir="$decoy_dir/git" hash-object -w "$decoy_dir/tree/secret.txt" >/dev/null || fail "decoy object"
+  chown -R "$account:$account" "$decoy_dir"
+}
 
 # run_phase NAME SANDBOX_FIELD: a Worker with that sandbox, a text job and
 # a coding job whose check is the agent; the reports land in NAME.jsonl.
 run_phase() {
-  local name=$1 sandbox=$2 text coding
+  local name=$1 sandbox=$2 text coding public j
   : >"$tmp/reports/current.jsonl"
   cat >"$tmp/worker.json" <<EOF
-{"version":1,"gate_url":"ws://$addr","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":2,
+{"version":1,"gate_url":"ws://$addr","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":4,
  "repository_roots":["$tmp/repos"],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
- "repositories":[{"id":"demo","path":"$repo"}],
+ "repositories":[{"id":"demo","path":"$repo"},{"id":"pub","source":"gate"}],
  "plugins":[{"id":"hostile","argv":["$bin/hostile-agent"]}],
  "environment_allowlist":$envs,"check_environment_allowlist":$envs,$sandbox
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
@@ -204,6 +328,7 @@ EOF
   worker_pid=$!
   pids+=("$worker_pid")
   wait_log "$tmp/worker-$name.log" "e.get('msg') == 'started'" >/dev/null || fail "$name: Worker did not start"
+  decoy_attempt
   text=$(printf '%s\n' '{"input":"hostile"}' | "$bin/forge" submit -file - | field id) || fail "$name: submit text"
   python3 - "$base" "$bin/hostile-agent" >"$tmp/task.json" <<'PY'
 import json, sys
@@ -211,18 +336,53 @@ print(json.dumps({"repository_id": "demo", "base_sha": sys.argv[1], "instruction
                   "tests": [[sys.argv[2], "check"]]}))
 PY
   coding=$("$bin/forge" submit -file "$tmp/task.json" | field id) || fail "$name: submit coding"
+  python3 - "$pub_base" "$bin/hostile-agent" >"$tmp/task-pub.json" <<'PY'
+import json, sys
+print(json.dumps({"repository_id": "pub", "base_sha": sys.argv[1], "instruction": "be hostile",
+                  "tests": [[sys.argv[2], "check"]]}))
+PY
+  public=()
+  for _ in 1 2; do
+    public+=("$("$bin/forge" submit -file "$tmp/task-pub.json" | field id)") || fail "$name: submit public-source coding"
+  done
   "$bin/forge" wait -timeout 120s -poll 100ms "$text" >"$tmp/agg-$name-text.json" || fail "$name: text job did not succeed"
   "$bin/forge" wait -timeout 120s -poll 100ms "$coding" >"$tmp/agg-$name-coding.json" || fail "$name: coding job did not succeed"
+  # Unconfined, the agent stores a candidate of its own first: the job's
+  # own candidate is then refused and the job fails; it must end.
+  for j in "${public[@]}"; do
+    if ! "$bin/forge" wait -timeout 120s -poll 100ms "$j" >"$tmp/agg-$name-public.json" 2>"$tmp/wait-$name-public.err"; then
+      [ "$name" = none ] || fail "$name: public-source job did not succeed: $(head -c 2000 "$tmp/agg-$name-public.json")"
+      python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["job"]["status"] == "failed"' "$tmp/agg-$name-public.json" ||
+        fail "$name: public-source job did not end: $(head -c 2000 "$tmp/agg-$name-public.json")"
+    fi
+  done
   stop Worker "$worker_pid"
-  cp "$tmp/reports/current.jsonl" "$tmp/reports/$name.jsonl"
-  python3 - "$tmp/reports/$name.jsonl" <<'PY' || fail "$name: the plugin and the check did not both report"
+  # One report file per layout: public-source attempts mark theirs.
+  grep -v '"layout":"gate"' "$tmp/reports/current.jsonl" >"$tmp/reports/$name.jsonl" || true
+  grep '"layout":"gate"' "$tmp/reports/current.jsonl" >"$tmp/reports/$name-source.jsonl" || true
+  python3 - "$tmp/reports/$name.jsonl" "$tmp/reports/$name-source.jsonl" <<'PY' || fail "$name: the plugin and the check did not both report in both layouts"
 import json, sys
-who = {json.loads(l)["who"] for l in open(sys.argv[1]) if l.strip()}
-assert who == {"plugin", "check"}, who
+for f in sys.argv[1:]:
+    who = {json.loads(l)["who"] for l in open(f) if l.strip()}
+    assert who == {"plugin", "check"}, (f, who)
 PY
+  # Both plugins met twice, and each tried the other's real container.
+  python3 - "$tmp/reports/current.jsonl.barriers" "$tmp/reports/$name-source.jsonl" "$tmp/worktrees/" "$decoy_dir" <<'PY' ||
+import json, sys
+bars = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()[-4:]]
+assert [(b["barrier"], b["arrived"]) for b in bars] == [("start", 2)] * 2 + [("end", 2)] * 2, bars
+real = {t["target"] for t in map(json.loads, open(sys.argv[2]))
+        if t["kind"] == "attempt-read" and t["target"].startswith(sys.argv[3]) and not t["target"].startswith(sys.argv[4])}
+assert real, "no real container tried"
+PY
+    fail "$name: the two public-source plugins did not meet, or did not try each other's container"
 }
 
-secrets=("$FORGE_OWNER_TOKEN" "$FORGE_WORKER_TOKEN" "$key_marker" "$decoy_token")
+secrets=("$FORGE_OWNER_TOKEN" "$FORGE_WORKER_TOKEN" "$key_marker" "$decoy_token" "$attempt_secret")
+source_kinds="cache-read cache-write cache-chmod alternates attempt-read attempt-write gate-repo-read gate-repo-write worker-source worker-candidate"
+# Landlock does not govern chmod (docs/sandbox.md): a known gap until a
+# filter on the metadata calls closes it.
+source_gaps=cache-chmod
 
 # 2. Sandboxed (the default).
 run_phase sandboxed ""
@@ -238,6 +398,15 @@ tried=$(sed -n 's/^tried=\([0-9]*\) .*/\1/p' "$tmp/count-sandboxed.out")
 for kind in proc-environ proc-mem proc-fd signal ptrace abstract-socket read list write symlink hardlink gate-no-token; do
   grep -q "^  $kind " "$tmp/count-sandboxed.out" || fail "no $kind try"
 done
+echo "hostile-agent-e2e: sandboxed, public-source layout (source cache, attempt container, the Gate's bundle routes):"
+HOSTILE_GAPS=$source_gaps count "$tmp/reports/sandboxed-source.jsonl" "${secrets[@]}" >"$tmp/count-sandboxed-source.out" || {
+  cat "$tmp/count-sandboxed-source.out"
+  fail "the sandboxed agent reached something in the public-source layout"
+}
+cat "$tmp/count-sandboxed-source.out"
+for kind in $source_kinds proc-environ read write; do
+  grep -q "^  $kind " "$tmp/count-sandboxed-source.out" || fail "public-source layout: no $kind try"
+done
 
 # 3. Unconfined: the same agent reaches things.
 run_phase none '"sandbox":"none",'
@@ -251,6 +420,20 @@ cat "$tmp/count-none.out"
 for kind in proc-environ proc-mem proc-fd ptrace read write signal gate-replay; do
   grep -Eq "^  $kind +tried=[0-9]+ +reached=[1-9]" "$tmp/count-none.out" || fail "unconfined, $kind reached nothing"
 done
+echo "hostile-agent-e2e: \"sandbox\": \"none\", public-source layout:"
+if count "$tmp/reports/none-source.jsonl" "${secrets[@]}" >"$tmp/count-none-source.out"; then
+  cat "$tmp/count-none-source.out"
+  fail "public-source layout, with sandbox none the agent reached nothing: the checks cannot fail"
+fi
+cat "$tmp/count-none-source.out"
+for kind in cache-read cache-write alternates attempt-read attempt-write gate-repo-read gate-repo-write worker-source worker-candidate; do
+  grep -Eq "^  $kind +tried=[0-9]+ +reached=[1-9]" "$tmp/count-none-source.out" || fail "unconfined, public-source layout: $kind reached nothing"
+done
+# The Gate, not the sandbox, binds a bundle request to the lane's current
+# lease: even with the Worker token and a working lane and generation,
+# every other lease is refused.
+grep -Eq "^  worker-replay +tried=[1-9][0-9]* +reached=0" "$tmp/count-none-source.out" ||
+  fail "unconfined, public-source layout: replaying another lease was not tried, or reached"
 
 stop Gate "$gate_pid"
 echo "HOSTILE-AGENT-E2E PASS"

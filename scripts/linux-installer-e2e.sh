@@ -14,8 +14,9 @@
 #   install v0.1.0 --enable-now (the two accounts, units enabled and active, Gate
 #   version proof, Worker connected, a text job succeeds); each account
 #   cannot read the other's state, configuration or secrets; the Worker
-#   unit's seccomp filter lets Landlock through (ABI >= 1 under the unit,
-#   EPERM without the allow line); the same-version
+#   unit's seccomp filter lets Landlock and the seccomp filter of Codex's
+#   command sandbox through (ABI >= 1 and 0 under the unit, EPERM without
+#   the allow line); the same-version
 #   re-run is byte-identical; the units' `systemd-analyze security` exposure
 #   is <= 2.0 (printed) and `systemd-analyze verify` has empty stderr;
 #   forge doctor is healthy and read-only, and unhealthy (exit 2) for a
@@ -296,17 +297,23 @@ as agent-forge-worker cat /etc/agent-forge/worker.json >/dev/null || fail "the W
 as agent-forge-gate cat /etc/agent-forge/gate.json >/dev/null || fail "the Gate account cannot read its own config"
 echo "linux-installer-e2e: the Gate and Worker accounts cannot read each other's state, configuration or secrets"
 
-# --- A3: Landlock passes the Worker unit's seccomp filter ---------------------------
+# --- A3: Landlock and Codex's seccomp pass the Worker unit's seccomp filter ------
 # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) is 444 on
 # amd64 and arm64; it answers the ABI version, or EPERM from the filter.
-probe="import ctypes,sys;n=ctypes.CDLL(None,use_errno=True).syscall(444,None,0,1);e=ctypes.get_errno();print('landlock',n,e);sys.exit(0 if n>=1 else 3)"
-grep -q landlock_create_ruleset <<<"$(c systemctl show -p SystemCallFilter agent-forge-worker)" || fail "the Worker unit's filter lacks the Landlock calls"
+# seccomp(SECCOMP_SET_MODE_FILTER, 0, one "allow" instruction), 317 on amd64
+# and 277 on arm64, is what Codex's sandbox helper does for each command it
+# runs (docs/codex.md): 0, or EPERM from the filter.
+probe="import ctypes,sys,platform;l=ctypes.CDLL(None,use_errno=True);n=l.syscall(444,None,0,1);print('landlock',n,ctypes.get_errno());l.prctl(38,1,0,0,0);f=(ctypes.c_uint64*1)(0x7fff000000000006);p=(ctypes.c_uint64*2)(1,ctypes.addressof(f));r=l.syscall({'x86_64':317,'aarch64':277}[platform.machine()],1,0,p);print('seccomp',r,ctypes.get_errno());sys.exit(0 if n>=1 and r==0 else 3)"
+filter=$(c systemctl show -p SystemCallFilter agent-forge-worker)
+grep -q landlock_create_ruleset <<<"$filter" || fail "the Worker unit's filter lacks the Landlock calls"
+grep -qw seccomp <<<"$filter" || fail "the Worker unit's filter lacks seccomp"
 c mkdir -p /etc/systemd/system/agent-forge-worker.service.d
 printf '[Service]\nExecStartPre=/usr/bin/python3 -c "%s"\n' "$probe" | c sh -c 'cat >/etc/systemd/system/agent-forge-worker.service.d/e2e-landlock.conf'
 c systemctl daemon-reload
 c systemctl restart agent-forge-worker || fail "Landlock is refused under the Worker unit: $(c journalctl --no-pager -n 5 -u agent-forge-worker)"
 c journalctl --no-pager -u agent-forge-worker >"$tmp/worker-journal.log"
 grep -q 'landlock [1-9]' "$tmp/worker-journal.log" || fail "the Landlock probe did not run under the Worker unit"
+grep -q 'seccomp 0 ' "$tmp/worker-journal.log" || fail "a seccomp filter is refused under the Worker unit"
 c rm -r /etc/systemd/system/agent-forge-worker.service.d
 c systemctl daemon-reload
 c systemctl restart agent-forge-worker
@@ -316,8 +323,9 @@ c systemd-run --quiet --wait --pipe -p NoNewPrivileges=yes -p SystemCallFilter=@
   /usr/bin/python3 -c "$probe" >"$tmp/landlock-control.log" 2>&1
 rc=$?
 set -e
-{ [ "$rc" = 3 ] && grep -q 'landlock -1 1$' "$tmp/landlock-control.log"; } || fail "control: @system-service alone did not refuse Landlock (exit $rc: $(cat "$tmp/landlock-control.log"))"
-echo "linux-installer-e2e: Landlock passes the Worker unit's filter (@system-service alone: EPERM)"
+{ [ "$rc" = 3 ] && grep -q 'landlock -1 1$' "$tmp/landlock-control.log" && grep -q 'seccomp -1 1$' "$tmp/landlock-control.log"; } ||
+  fail "control: @system-service alone did not refuse Landlock and seccomp (exit $rc: $(cat "$tmp/landlock-control.log"))"
+echo "linux-installer-e2e: Landlock and seccomp pass the Worker unit's filter (@system-service alone: EPERM)"
 
 # --- B: same version again: validation only -------------------------------------
 before=$(snapshot)

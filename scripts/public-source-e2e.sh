@@ -482,6 +482,9 @@ else
   warm=$(($(objects "$tmp/wb/runtime/sources/hello.git") - before_b))
 fi
 [ "$warm" = "$new_want" ] || fail "the warm fetch added $warm objects, the new history has $new_want"
+# The Worker logs what each fetch received (the bundle's object count).
+[ "$(count_in "$tmp/worker-${wc_#worker-}.log" "e.get('msg') == 'base fetched' and e.get('job') == '$jc' and e.get('objects') == $new_want")" = 1 ] ||
+  fail "worker log lacks the warm fetch's object count"
 echo "public-source-e2e: worker caches: cold fetch $cold_want objects each (worker-a uid $ua, worker-b uid $ub in its own netns); warm fetch on $wc_ $warm objects (exactly the new ones)"
 for w in a b; do
   [ -z "$(ls -A "$tmp/w$w/worktrees")" ] || fail "worker-$w left a worktree"

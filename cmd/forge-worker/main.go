@@ -113,7 +113,7 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 	// The coding pipeline needs git only when repositories are
 	// registered; without them coding jobs are never routed here.
 	if len(cfg.Repositories) > 0 {
-		coding, err := worker.NewCodingExecutor(cfg, worker.CodingOptions{LookupEnv: os.LookupEnv, Reaper: reaper})
+		coding, err := worker.NewCodingExecutor(cfg, worker.CodingOptions{LookupEnv: os.LookupEnv, Reaper: reaper, Logger: log})
 		if err != nil {
 			log.Error("startup failed", "error", "git executable not found on PATH")
 			return errors.New("git executable not found on PATH")

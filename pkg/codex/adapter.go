@@ -14,8 +14,8 @@ type Adapter struct{ Config Config }
 // process per run, codex-cli 0.169.0) really does: a structured event
 // stream, a schema-shaped final answer (--output-schema), tool items,
 // SIGTERM interruption, shell commands confined by Codex's own sandbox
-// (workspace-write, no network), token usage in turn.completed. It never
-// resumes (--ephemeral) and has no decision backchannel (approvals never).
+// (no network; the files: workspace-write on macOS, the Worker's sandbox
+// on Linux), token usage in turn.completed. It never resumes (--ephemeral) and has no decision backchannel (approvals never).
 func (a Adapter) Capabilities() agent.Capabilities {
 	return agent.Capabilities{
 		StructuredEvents: true,

@@ -16,10 +16,22 @@
 // runs with exactly this argv (flags of codex-cli 0.169.0, checked against
 // its --help):
 //
-//	codex exec --cd WORKSPACE --sandbox workspace-write --ephemeral
-//	    --strict-config --ignore-rules -c approval_policy="never"
-//	    -c sandbox_workspace_write.network_access=false --json
+//	codex exec --cd WORKSPACE SANDBOX --ephemeral
+//	    --strict-config --ignore-rules -c approval_policy="never" --json
 //	    [--output-schema DIR/schema.json --output-last-message DIR/last-message.json] -
+//
+// SANDBOX (SandboxArgs) is Codex's own sandbox for the commands it runs,
+// with the network off on every platform. On Linux it is a permission
+// profile defined by -c overrides:
+//
+//	-c default_permissions="forge"
+//	-c permissions.forge.filesystem={":root"="write"}
+//	-c permissions.forge.network.enabled=false
+//
+// which Codex enforces with seccomp alone (no bubblewrap, which cannot run
+// inside the Worker's Landlock sandbox), leaving the files to that
+// sandbox; elsewhere it is --sandbox workspace-write -c
+// sandbox_workspace_write.network_access=false (seatbelt on macOS).
 //
 // The prompt goes to stdin ("-"). The two output flags appear only when a
 // commit subject or an agent report was negotiated. DIR is a private 0700
@@ -28,7 +40,7 @@
 // one, outside the temporary directories the sandbox lets Codex write).
 // --ignore-rules keeps user and project execpolicy .rules files, which
 // could otherwise allow commands, out of the run. The -c overrides and
-// --sandbox take precedence over any project configuration (which Codex
+// the sandbox flags take precedence over any project configuration (which Codex
 // does not load for an untrusted project anyway), so the sandbox, the
 // approval policy and the network switch are the adapter's, not the
 // repository's. --skip-git-repo-check is deliberately absent: the

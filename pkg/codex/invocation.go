@@ -10,19 +10,17 @@ const (
 
 // Args returns the arguments after the program name for one run. schema
 // and lastMessage are the paths of the schema and final-message files;
-// they are used only when want.Structured().
+// they are used only when want.Structured(). SandboxArgs are the
+// platform's choice of Codex's own sandbox.
 func Args(workspace string, want agent.Want, schema, lastMessage string) []string {
-	args := []string{
-		"exec",
-		"--cd", workspace,
-		"--sandbox", SandboxMode,
+	args := append([]string{"exec", "--cd", workspace}, SandboxArgs()...)
+	args = append(args,
 		"--ephemeral",
 		"--strict-config",
 		"--ignore-rules",
 		"-c", `approval_policy="never"`,
-		"-c", "sandbox_workspace_write.network_access=false",
 		"--json",
-	}
+	)
 	if want.Structured() {
 		args = append(args, "--output-schema", schema, "--output-last-message", lastMessage)
 	}

@@ -9,9 +9,8 @@ import (
 
 func TestArgsAreExactlyTheSupportedFlags(t *testing.T) {
 	const ws = "/srv/forge/worktrees/a1"
-	base := []string{"exec", "--cd", ws, "--sandbox", SandboxMode, "--ephemeral",
-		"--strict-config", "--ignore-rules", "-c", `approval_policy="never"`,
-		"-c", "sandbox_workspace_write.network_access=false", "--json"}
+	base := append([]string{"exec", "--cd", ws}, SandboxArgs()...)
+	base = append(base, "--ephemeral", "--strict-config", "--ignore-rules", "-c", `approval_policy="never"`, "--json")
 	tests := []struct {
 		name string
 		want agent.Want

@@ -100,11 +100,16 @@ func identity(runAsRoot bool, account string) string {
 	return "User=" + account + "\nGroup=" + account + "\n"
 }
 
-// landlockSyscalls are the Worker's sandbox calls (DECISIONS 14): systemd
+// sandboxSyscalls are the Worker's sandbox calls (DECISIONS 14): systemd
 // 252's @system-service lacks them (they are only in @known), so the
 // Worker unit allows them by name or every sandboxed attempt fails with
-// EPERM.
-const landlockSyscalls = "SystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self\n"
+// EPERM. seccomp is Codex's own sandbox call, also only in @known: the
+// helper that runs each of Codex's commands installs a seccomp filter
+// keeping it off the network (docs/codex.md) and fails the command when
+// that is refused. Installing a filter only ever takes rights away (and
+// needs no_new_privs, which the unit sets), so allowing it costs no
+// exposure.
+const sandboxSyscalls = "SystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp\n"
 
 func gateUnit(runAsRoot bool) []byte {
 	return []byte(`[Unit]
@@ -138,7 +143,7 @@ Restart=on-failure
 RestartSec=2s
 StateDirectory=agent-forge/worker agent-forge/worker/worktrees agent-forge/worker/runtime agent-forge/worker/repositories
 StateDirectoryMode=0700
-` + hardening + landlockSyscalls + `
+` + hardening + sandboxSyscalls + `
 [Install]
 WantedBy=multi-user.target
 `)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -102,6 +103,9 @@ type CodingOptions struct {
 	Git string
 	// Now is the clock for commit dates and durations (default time.Now).
 	Now func() time.Time
+	// Logger receives the source cache's records (fetches, maintenance;
+	// counts and identifiers only). Nil discards them.
+	Logger *slog.Logger
 }
 
 // CodingExecutor runs coding jobs. It is safe for concurrent use by lanes.
@@ -111,6 +115,8 @@ type CodingExecutor struct {
 
 	dirs *runDirs      // the plugins' private working directories
 	sb   *sandboxRules // nil: no sandbox
+
+	log *slog.Logger
 
 	mu    sync.Mutex
 	repos map[string]*repoGuard // by repository ID
@@ -128,8 +134,12 @@ type repoGuard struct {
 	// worktrees serialises git worktree add, remove and prune: concurrent
 	// adds race inside git (one reads another's half-written entry).
 	worktrees sync.Mutex
-	// cache serialises fetches into a Gate registration's source cache.
+	// cache serialises fetches into a Gate registration's source cache
+	// and its maintenance.
 	cache sync.Mutex
+	// borrowed counts, per cached base, the attempts whose repositories
+	// borrow it (x.mu; coding_cache.go): maintenance keeps their refs.
+	borrowed map[string]int
 	// refs serialises the Worker's own reads and writes of the shared
 	// refs: saving the baseline, snapshots, restores and candidate
 	// creation (coding_restore.go). Lock order: refs, then x.mu.
@@ -225,7 +235,11 @@ func NewCodingExecutor(cfg *Config, opt CodingOptions) (*CodingExecutor, error) 
 		}
 		opt.Git = git
 	}
-	return &CodingExecutor{cfg: cfg, opt: opt, dirs: &runDirs{root: cfg.RuntimeRoot}, sb: newSandboxRules(cfg)}, nil
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &CodingExecutor{cfg: cfg, opt: opt, log: log, dirs: &runDirs{root: cfg.RuntimeRoot}, sb: newSandboxRules(cfg)}, nil
 }
 
 // Execute implements Executor: it runs one coding attempt, binding its
@@ -261,6 +275,9 @@ type codingJob struct {
 	// (gateDirs) borrowing the source cache's objects.
 	gate     bool
 	gateDirs AttemptDirs
+	// borrowed is the cached base this attempt registered as borrowed
+	// (released at cleanup).
+	borrowed string
 
 	records []evidence.Record
 }
@@ -493,6 +510,10 @@ func (j *codingJob) cleanup() error {
 		if err := os.RemoveAll(j.gitHome); err != nil {
 			failed = true
 		}
+	}
+	if j.borrowed != "" {
+		j.x.releaseBase(j.task.RepositoryID, j.borrowed)
+		j.borrowed = ""
 	}
 	if failed {
 		return errors.New("cleanup failed")

@@ -2,11 +2,12 @@ package worker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -18,14 +19,25 @@ import (
 // keeps one bare repository per repository id at
 // <runtime_root>/sources/<id>.git, owned by this Worker and written only
 // by it, one fetch at a time per repository. It holds the bases fetched
-// so far, each pinned by refs/forge/bases/<sha> (nothing is ever
-// garbage-collected: removing the directory while the Worker is stopped
-// is always safe, the next attempt fetches cold). An attempt whose base
-// is already there transfers nothing; otherwise the Worker asks the Gate
-// for the base minus the newest MaxHaves bases it holds, so only new
-// objects cross. Attempts never write the cache: their repositories
-// borrow its objects read-only through objects/info/alternates
-// (coding_attempt.go).
+// so far, each pinned by refs/forge/bases/<sha> (removing the directory
+// while the Worker is stopped is always safe, the next attempt fetches
+// cold). An attempt whose base is already there transfers nothing;
+// otherwise the Worker asks the Gate for the base minus the newest
+// MaxHaves bases it holds, so only new objects cross. Attempts never
+// write the cache: their repositories borrow its objects read-only
+// through objects/info/alternates (coding_attempt.go), and each attempt
+// registers its base as borrowed until its container is gone.
+//
+// Every fetch adds one pack and one ref. Once a fetch leaves
+// cacheMaintainPacks packs, the same fetch (still holding the cache's
+// lock, so no other fetch runs) maintains the cache: it deletes the refs
+// of the bases that are neither among the newest maxCacheHaves (what the
+// next fetch names as haves) nor borrowed by an attempt, then repacks
+// everything still reachable into one pack (git repack -a -d), which
+// drops what only the deleted bases reached. A borrowed base keeps its
+// ref, so every object its attempt can read stays; git writes the new
+// pack before it deletes the old ones, and a reader that misses an object
+// in a pack that went away looks again and finds it in the new one.
 
 // sourcesDir is the cache root under runtime_root; SweepRuntime leaves it.
 const sourcesDir = "sources"
@@ -38,6 +50,10 @@ const MaxBaseBundleBytes = 16 << 30
 
 // maxCacheHaves is how many cached bases a fetch names (wire.MaxHaves).
 const maxCacheHaves = 32
+
+// cacheMaintainPacks is the number of packs at which a fetch maintains
+// the cache: one full repack per cacheMaintainPacks-1 fetches.
+const cacheMaintainPacks = 16
 
 // CacheDir is repository id's source cache under runtimeRoot.
 func CacheDir(runtimeRoot, id string) string {
@@ -56,6 +72,7 @@ func (j *codingJob) ensureBase(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"cat-file", "-e", base + "^{commit}"}}); err == nil {
+		j.borrowBase()
 		return cache, nil
 	} else if _, exited := gitx.ExitCode(err); !exited {
 		return "", err
@@ -75,14 +92,16 @@ func (j *codingJob) ensureBase(ctx context.Context) (string, error) {
 		return "", err
 	}
 	file := filepath.Join(j.gitHome, "base.bundle")
+	start := j.x.opt.Now()
 	tctx, cancel := context.WithTimeout(ctx, j.git.Timeout)
 	defer cancel()
-	_, err = j.attempt.Gate.FetchBase(tctx, base, haves, file, MaxBaseBundleBytes)
+	size, err := j.attempt.Gate.FetchBase(tctx, base, haves, file, MaxBaseBundleBytes)
 	if err != nil {
 		return "", err
 	}
 	defer os.Remove(file)
-	if err := checkBaseBundle(file, base, haves); err != nil {
+	objects, err := checkBaseBundle(file, base)
+	if err != nil {
 		return "", err
 	}
 	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Bundle: true, Args: []string{"fetch", "--quiet", "--no-tags",
@@ -90,7 +109,108 @@ func (j *codingJob) ensureBase(ctx context.Context) (string, error) {
 		source.BaseRef + ":" + basesPrefix + base}}); err != nil {
 		return "", err
 	}
+	j.borrowBase()
+	log := j.log()
+	log.Info("base fetched", "objects", objects, "bytes", size, "haves", len(haves),
+		"ms", j.x.opt.Now().Sub(start).Milliseconds())
+	// The fetch stands whatever maintenance does: a failed repack leaves
+	// at worst an extra pack, deleted refs only unreachable objects.
+	if deleted, ran, err := j.maintainCache(ctx, cache); err != nil {
+		log.Warn("source cache maintenance failed")
+	} else if ran {
+		log.Info("source cache maintained", "refs_deleted", deleted)
+	}
 	return cache, nil
+}
+
+// log is the attempt's logger for the source cache: the repository id
+// and, with a lease, the job and attempt (identifiers only).
+func (j *codingJob) log() *slog.Logger {
+	l := j.x.log.With("repository", j.task.RepositoryID)
+	if j.lease != nil {
+		l = l.With("job", j.lease.JobID, "attempt", j.lease.AttemptID)
+	}
+	return l
+}
+
+// borrowBase registers the attempt's base as borrowed (once).
+func (j *codingJob) borrowBase() {
+	if j.borrowed != "" {
+		return
+	}
+	j.x.mu.Lock()
+	defer j.x.mu.Unlock()
+	g := j.x.guard(j.task.RepositoryID)
+	if g.borrowed == nil {
+		g.borrowed = map[string]int{}
+	}
+	g.borrowed[j.task.BaseSHA]++
+	j.borrowed = j.task.BaseSHA
+}
+
+// releaseBase ends a borrowBase of base on repository id.
+func (x *CodingExecutor) releaseBase(id, base string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	g := x.guard(id)
+	if g.borrowed[base]--; g.borrowed[base] <= 0 {
+		delete(g.borrowed, base)
+	}
+}
+
+// borrowedBases returns the bases attempts on repository id borrow now.
+func (x *CodingExecutor) borrowedBases(id string) map[string]bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	in := map[string]bool{}
+	for b := range x.guard(id).borrowed {
+		in[b] = true
+	}
+	return in
+}
+
+// maintainCache runs the cache's maintenance (above) when it holds
+// cacheMaintainPacks packs or more, and reports whether it ran and how
+// many refs it deleted. The caller holds the cache's lock.
+func (j *codingJob) maintainCache(ctx context.Context, cache string) (deleted int, ran bool, err error) {
+	ents, err := os.ReadDir(filepath.Join(cache, "objects", "pack"))
+	if err != nil {
+		return 0, false, err
+	}
+	packs := 0
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".pack") {
+			packs++
+		}
+	}
+	if packs < cacheMaintainPacks {
+		return 0, false, nil
+	}
+	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"for-each-ref", "--sort=-creatordate",
+		"--format=%(objectname) %(refname)", basesPrefix}})
+	if err != nil {
+		return 0, true, err
+	}
+	borrowed := j.x.borrowedBases(j.task.RepositoryID)
+	var del strings.Builder
+	for i, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		sha, ref, ok := strings.Cut(line, " ")
+		if !ok || ref != basesPrefix+sha {
+			return 0, true, errors.New("unexpected ref in the source cache")
+		}
+		if i < maxCacheHaves || borrowed[sha] {
+			continue
+		}
+		del.WriteString("delete " + ref + " " + sha + "\n")
+		deleted++
+	}
+	if deleted > 0 {
+		if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Stdin: []byte(del.String()), Args: []string{"update-ref", "--stdin"}}); err != nil {
+			return 0, true, err
+		}
+	}
+	_, err = j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"repack", "-a", "-d", "-q", "--no-write-bitmap-index"}})
+	return deleted, true, err
 }
 
 // initCache creates the cache repository on first use: a bare repository
@@ -118,29 +238,33 @@ func (j *codingJob) initCache(ctx context.Context, cache string) error {
 }
 
 // checkBaseBundle parses the bundle's header strictly: exactly one ref,
-// source.BaseRef at base, and prerequisites among haves only.
-func checkBaseBundle(path, base string, haves []string) error {
+// source.BaseRef at base. Its prerequisites are git's to check: fetch
+// verifies that each is a commit of the cache reachable from its refs
+// (so its whole history is there). They are not only the haves: a base
+// that merges a branch forked before the newest cached base names that
+// fork point, an ancestor of a have. It returns the number of objects
+// the pack's header announces.
+func checkBaseBundle(path, base string) (uint32, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer f.Close()
 	buf := make([]byte, gitx.MaxBundleHeaderBytes+gitx.MaxBundleLineBytes+8)
 	n, err := io.ReadFull(f, buf)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return err
+		return 0, err
 	}
 	h, err := gitx.ParseBundleHeader(buf[:n])
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if len(h.Refs) != 1 || h.Refs[0].SHA != base || h.Refs[0].Name != source.BaseRef {
-		return errors.New("base bundle names another ref")
+		return 0, errors.New("base bundle names another ref")
 	}
-	for _, p := range h.Prerequisites {
-		if !slices.Contains(haves, p.SHA) {
-			return errors.New("base bundle needs a commit the cache lacks")
-		}
+	// "PACK", version, object count (git's pack header, big-endian).
+	if n < h.Size+12 {
+		return 0, errors.New("base bundle's pack is truncated")
 	}
-	return nil
+	return binary.BigEndian.Uint32(buf[h.Size+8 : h.Size+12]), nil
 }

@@ -13,7 +13,8 @@
 //     output schema the request names (commit_subject, summary, changes),
 //     describing the added file.
 //
-// A line "fake-responses-mode: MODE" in the prompt picks a fault:
+// A line "fake-responses-mode: MODE[,MODE...]" in the prompt picks the
+// modes of the conversation (the probes run in the order named):
 //
 //	cut-first   the first turn-1 stream of each conversation stops after
 //	            its first event and the connection is closed (Codex
@@ -25,10 +26,19 @@
 //	            the request carrying its output is logged with probe_ran
 //	            (the output holds PATH=) and probe_saw_key (it holds the
 //	            key), then the conversation goes on as usual
+//	net-probe   turn 1 first calls exec_command with a bash command that
+//	            writes and removes a file in its working directory, then
+//	            opens a TCP connection to the fake's own address and sends
+//	            GET /net-probe over it (a probe that got through is logged
+//	            as that request); the request carrying the command's output
+//	            is logged with net_probe_wrote (the file was written),
+//	            net_probe_ran (the command got to its end) and
+//	            net_probe_reached (it says it connected), then the
+//	            conversation goes on as usual
 //
 // Any other method or path is answered 404 (and logged). The log line is
 // {"method","path","host","turn","mode","authorized","model","effort",
-// "tools"} (the request's model, reasoning effort and tool names, or type
+// "tools", and the probe fields} (mode as written; the request's model, reasoning effort and tool names, or type
 // for unnamed tools): authorized says
 // whether the Authorization header was "Bearer " plus the value of the
 // environment variable named by -key-env. The key itself is never logged.
@@ -44,6 +54,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,7 +80,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fake-responses:", err)
 		os.Exit(1)
 	}
-	s := &server{log: logf, key: os.Getenv(*keyEnv), slow: *slow, cut: map[string]bool{}}
+	s := &server{log: logf, key: os.Getenv(*keyEnv), slow: *slow, cut: map[string]bool{},
+		port: l.Addr().(*net.TCPAddr).Port}
 	if err := os.WriteFile(*addrFile, []byte(l.Addr().String()+"\n"), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, "fake-responses:", err)
 		os.Exit(1)
@@ -85,6 +97,7 @@ type server struct {
 	log  io.Writer
 	key  string
 	slow time.Duration
+	port int // the port the fake listens on, which net-probe connects to
 
 	mu  sync.Mutex
 	cut map[string]bool // conversations whose first stream was cut
@@ -104,6 +117,11 @@ type logLine struct {
 	// its output held the key.
 	ProbeRan    bool `json:"probe_ran"`
 	ProbeSawKey bool `json:"probe_saw_key"`
+	// net-probe: the command wrote its file, ran to its end, and said it
+	// connected.
+	NetProbeWrote   bool `json:"net_probe_wrote"`
+	NetProbeRan     bool `json:"net_probe_ran"`
+	NetProbeReached bool `json:"net_probe_reached"`
 }
 
 func (s *server) record(l logLine) {
@@ -134,8 +152,21 @@ type request struct {
 	} `json:"text"`
 }
 
-// probeCallID is the call id of the env-probe mode's command.
-const probeCallID = "call_fake_env_probe"
+// The call ids of the probe commands, by mode.
+var probeCallIDs = map[string]string{"env-probe": "call_fake_env_probe", "net-probe": "call_fake_net_probe"}
+
+// probeCommand is the probe mode's command line (run by Codex's shell);
+// port is the fake's. The words the net probe prints are split in the
+// source, so that only its output, never an echo of the command, holds
+// them.
+func probeCommand(mode string, port int) string {
+	if mode == "env-probe" {
+		return "env"
+	}
+	return fmt.Sprintf(`bash -c 'if echo probe >net-probe.tmp && rm net-probe.tmp; then echo "net-probe: wr""ote"; fi; `+
+		`if exec 3<>/dev/tcp/127.0.0.1/%d; then printf "GET /net-probe HTTP/1.0\r\nHost: probe\r\n\r\n" >&3; echo "net-probe: re""ached"; `+
+		`else echo "net-probe: ref""used"; fi'`, port)
+}
 
 type inputItem struct {
 	Type    string          `json:"type"`
@@ -150,7 +181,7 @@ type inputItem struct {
 
 var (
 	createRE = regexp.MustCompile(`Create a file named ([A-Za-z0-9._/-]+) containing one line: ([^\n]*)\.`)
-	modeRE   = regexp.MustCompile(`fake-responses-mode: ([a-z0-9-]+)`)
+	modeRE   = regexp.MustCompile(`fake-responses-mode: ([a-z0-9,-]+)`)
 )
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -167,19 +198,24 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"bad request body"}}`, http.StatusBadRequest)
 		return
 	}
-	prompt, toolDone, probed := "", false, false
+	prompt, toolDone, probed := "", false, map[string]bool{}
 	for _, raw := range req.Input {
 		var it inputItem
 		if json.Unmarshal(raw, &it) != nil {
 			continue
 		}
+		out := string(it.Output)
 		switch {
-		case it.Type == "function_call_output" && it.CallID == probeCallID:
+		case it.Type == "function_call_output" && it.CallID == probeCallIDs["env-probe"]:
 			// The env-probe command's output: what a command Codex runs sees.
-			probed = true
-			out := string(it.Output)
+			probed["env-probe"] = true
 			line.ProbeRan = strings.Contains(out, "PATH=")
 			line.ProbeSawKey = s.key != "" && strings.Contains(out, s.key)
+		case it.Type == "function_call_output" && it.CallID == probeCallIDs["net-probe"]:
+			probed["net-probe"] = true
+			line.NetProbeWrote = strings.Contains(out, "net-probe: wrote")
+			line.NetProbeReached = strings.Contains(out, "net-probe: reached")
+			line.NetProbeRan = line.NetProbeReached || strings.Contains(out, "net-probe: refused")
 		case it.Type == "custom_tool_call_output" || it.Type == "function_call_output":
 			toolDone = true
 		case it.Type == "message" && it.Role == "user":
@@ -200,25 +236,34 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if toolDone {
 		line.Turn = 2
 	}
+	var modes []string
 	if m := modeRE.FindStringSubmatch(prompt); m != nil {
 		line.Mode = m[1]
+		modes = strings.Split(m[1], ",")
 	}
 	s.record(line)
-	probe := line.Mode == "env-probe" && !probed && !toolDone
+	mode := func(name string) bool { return slices.Contains(modes, name) }
+	probe := "" // the next probe mode whose command has not run yet
+	for _, m := range modes {
+		if probeCallIDs[m] != "" && !probed[m] && !toolDone {
+			probe = m
+			break
+		}
+	}
 
-	if line.Mode == "status-400" {
+	if mode("status-400") {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, `{"error":{"message":"the fake provider refuses this request","type":"invalid_request_error","code":"fake_refusal"}}`)
 		return
 	}
-	if line.Mode == "status-401" {
+	if mode("status-401") {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		io.WriteString(w, `{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","code":"invalid_api_key"}}`)
 		return
 	}
-	if line.Mode == "slow" {
+	if mode("slow") {
 		time.Sleep(s.slow)
 	}
 	path, text := "", ""
@@ -230,15 +275,15 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	sse := &stream{w: w}
 	sse.event("response.created", map[string]any{"response": map[string]any{"id": "resp_fake"}})
-	if line.Mode == "cut-first" && line.Turn == 1 && s.firstCut(req.PromptCacheKey) {
+	if mode("cut-first") && line.Turn == 1 && s.firstCut(req.PromptCacheKey) {
 		sse.flush()
 		hijackClose(w)
 		return
 	}
-	if probe {
-		args, _ := json.Marshal(map[string]any{"cmd": "env", "login": false, "tty": false})
+	if probe != "" {
+		args, _ := json.Marshal(map[string]any{"cmd": probeCommand(probe, s.port), "login": false, "tty": false})
 		sse.event("response.output_item.done", map[string]any{"item": map[string]any{
-			"type": "function_call", "id": "fc_fake", "call_id": probeCallID,
+			"type": "function_call", "id": "fc_fake", "call_id": probeCallIDs[probe],
 			"name": "exec_command", "arguments": string(args), "status": "completed"}})
 	} else if line.Turn == 1 && path != "" {
 		patch := "*** Begin Patch\n*** Add File: " + path + "\n+" + text + "\n*** End Patch\n"

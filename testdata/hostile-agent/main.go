@@ -18,6 +18,9 @@
 //     own workspace and run directory (where the other attempts live);
 //   - symlink, hardlink: a link in its own directory to every file it was
 //     told about, then a read through it;
+//   - the public-source layout (the Worker's source cache, other attempts'
+//     containers, the Gate's prepared repositories, the Worker's bundle
+//     routes): source.go;
 //   - gate: GET /v1/version on HOSTILE_GATE without a token, then with every
 //     token-like value (NAME=value with TOKEN or KEY in NAME) found in
 //     anything it read.
@@ -58,14 +61,17 @@ type try struct {
 	Target string `json:"target"` // what was tried
 	OK     bool   `json:"ok"`     // the operation itself succeeded
 	Data   string `json:"data,omitempty"`
+	Layout string `json:"layout,omitempty"` // "gate" in a public-source attempt (source.go)
 }
 
 type agent struct {
 	who     string
+	layout  string
 	self    int
 	tree    map[int]bool // itself and its descendants
 	tries   []try
 	found   []string // token-like values seen in anything read
+	peers   []string // the concurrent hostile plugins' containers (source.go)
 	targets []string // files to link to
 }
 
@@ -112,7 +118,7 @@ func newAgent(who string) *agent {
 }
 
 func (a *agent) add(kind, target string, ok bool, data []byte) {
-	t := try{Who: a.who, Kind: kind, Target: target, OK: ok}
+	t := try{Who: a.who, Kind: kind, Target: target, OK: ok, Layout: a.layout}
 	if len(data) > 0 {
 		if len(data) > sample {
 			data = data[:sample]
@@ -136,6 +142,9 @@ func (a *agent) harvest(data []byte) {
 }
 
 func (a *agent) run(dir string) {
+	if _, ok := findLayout(dir); ok {
+		a.layout = "gate"
+	}
 	procs := a.processes()
 	a.probeProc(procs)
 	a.probeSignals(procs)
@@ -148,6 +157,7 @@ func (a *agent) run(dir string) {
 	for _, d := range a.writeTargets(dir) {
 		a.probeWrite(d)
 	}
+	a.probeSourceLayout(dir) // source.go
 	a.probeLinks(dir)
 	a.probeGate()
 }
@@ -337,7 +347,8 @@ func (a *agent) writeTargets(dir string) []string {
 	} else if t := os.Getenv("TMPDIR"); filepath.IsAbs(t) {
 		out = append(out, filepath.Dir(filepath.Dir(t)))
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, ".git")); err == nil {
+	// A public-source attempt's .git names its own repository: source.go.
+	if b, err := os.ReadFile(filepath.Join(dir, ".git")); err == nil && a.layout == "" {
 		out = append(out, filepath.Dir(filepath.Dir(dir)))
 		if admin, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: "); ok && filepath.IsAbs(admin) {
 			common := filepath.Dir(filepath.Dir(admin))
