@@ -172,20 +172,15 @@ func (s *reaperServer) serve() {
 // failed start, and arranges for exited to be told when it ends. It
 // returns the pid, 0 when the start failed.
 func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
+	var st started
 	if m.spawn.sandbox != nil {
-		return startSandboxed(m, &s.layers, s.answer, exited)
+		st = startSandboxed(m, &s.layers, exited)
+	} else {
+		st = forkExec(m, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})
+		if st.err == nil {
+			go awaitExit(st.pid, st.pidfd, exited)
+		}
 	}
-	st := forkExec(m, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})
-	if st.err == nil {
-		go awaitExit(st.pid, st.pidfd, exited)
-	}
-	return s.answer(m, st)
-}
-
-// answer closes the reaper's copies of the program's descriptors and
-// tells supervise how its start went. It returns the pid, 0 when the
-// start failed.
-func (s *reaperServer) answer(m inbound, st started) int {
 	closeFDs(m.fds[:])
 	if st.err != nil {
 		errno, ok := st.err.(syscall.Errno)
@@ -221,34 +216,27 @@ func forkExec(m inbound, sys *syscall.SysProcAttr) started {
 	return st
 }
 
-// startSandboxed starts the program of m inside its Landlock policy and
-// answers supervise (answer, see reaperServer.answer); it returns what
-// answer returned. A Landlock domain (and no_new_privs) binds a thread for
-// good, so a goroutine locks itself to a fresh OS thread, restricts that
-// thread, starts the program from it and then waits there for the
-// program's exit: the thread must outlive the program, whose parent-death
-// signal follows the thread that forked it. The goroutine then ends still
-// locked, and the Go runtime discards the thread with it; it never runs
-// anything else, and the runtime never clones a locked thread for new
-// ones.
-//
-// The answer goes from that thread, before it waits: the reaper runs on
-// one P, which the thread keeps while it waits in the kernel until the
-// runtime's monitor takes it back (tens of microseconds to milliseconds),
-// and supervise, and the program, would wait that long for the answer.
+// startSandboxed starts the program of m inside its Landlock policy. A
+// Landlock domain (and no_new_privs) binds a thread for good, so a
+// goroutine locks itself to a fresh OS thread, restricts that thread,
+// starts the program from it and then waits there for the program's exit:
+// the thread must outlive the program, whose parent-death signal follows
+// the thread that forked it. The goroutine then ends still locked, and the
+// Go runtime discards the thread with it; it never runs anything else, and
+// the runtime never clones a locked thread for new ones.
 //
 // The program also gets a session of its own (its process group, as
 // unsandboxed, and no controlling terminal to reach the operator through).
-func startSandboxed(m inbound, layers *sandbox.Cache, answer func(inbound, started) int, exited chan<- struct{}) int {
-	res := make(chan int, 1)
+func startSandboxed(m inbound, layers *sandbox.Cache, exited chan<- struct{}) started {
+	res := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
 		if _, err := sandbox.RestrictThread(m.spawn.sandbox, layers); err != nil {
-			res <- answer(m, started{err: err})
+			res <- started{err: err}
 			return
 		}
 		st := forkExec(m, &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL})
-		res <- answer(m, st)
+		res <- st
 		if st.err == nil {
 			// The thread is this program's alone: it waits in the kernel
 			// (waitid, unreaped), which wakes it directly, rather than
