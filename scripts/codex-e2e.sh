@@ -49,32 +49,22 @@
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/e2e.sh
 source "$(dirname "$0")/lib/e2e.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/agents.sh
+source "$(dirname "$0")/lib/agents.sh"
 cd "$(dirname "$0")/.."
 
-tmp=$(cd "$(mktemp -d)" && pwd -P)
-pids=()
-worker_pid=
-e2e_traps
-# The Worker runs under strace: end it first, by its own pid.
-trap 'if [ -n "$worker_pid" ]; then kill -KILL "$worker_pid" 2>/dev/null || true; fi; e2e_cleanup' EXIT
-fail() { e2e_fail codex-e2e "$@"; }
-for tool in npm strace python3 git; do
-  command -v "$tool" >/dev/null || fail "$tool is required (.ci/run installs it)"
-done
+e2e_setup codex-e2e
+agents_traps
+e2e_require npm strace python3 git
 
-bin=$tmp/bin
-mkdir -p "$bin"
+# 1. The pinned Codex CLI (installed in parallel with the build) and the
+# fake provider.
+agents_npm_ci "$tmp/npm" testdata/codex-npm &
+npm_pid=$!
 e2e_build forge-gate forge-worker forge forge-codex-plugin
 go build -o "$bin/fake-responses" ./testdata/fake-responses || fail "build fake-responses"
-
-# 1. The pinned Codex CLI and the fake provider.
-mkdir "$tmp/npm"
-cp testdata/codex-npm/package.json testdata/codex-npm/package-lock.json "$tmp/npm/"
-(cd "$tmp/npm" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) >"$tmp/npm.out" 2>&1 || fail "npm ci"
-CODEX_BIN=$(find "$tmp/npm/node_modules/@openai" -path '*/vendor/*/bin/codex' -type f | head -n 1)
-[ -x "$CODEX_BIN" ] || fail "the npm package has no native codex binary for this platform"
-[ "$("$CODEX_BIN" --version)" = "codex-cli 0.169.0" ] || fail "codex --version is not 0.169.0"
-export CODEX_BIN
+wait "$npm_pid" || fail "npm ci: $(tail -5 "$tmp/npm.out")"
+agents_codex_bin "$tmp/npm"
 
 CODEX_E2E_PROVIDER_KEY=sk-e2e-$(rand)
 operator_canary=sk-operator-$(rand)
@@ -89,36 +79,9 @@ for _ in $(seq 100); do [ -s "$tmp/fake.addr" ] && break; sleep 0.05; done
 fake_addr=$(cat "$tmp/fake.addr") || fail "fake Responses API did not start"
 fake_port=${fake_addr##*:}
 
-# net_check STRACE PORT..: every AF_INET/AF_INET6 address in the strace
-# output is loopback with one of the PORTs (so no DNS query either), and at
-# least 4 connections went to the last PORT (the sample covers Codex).
-net_check() {
-  python3 - "$@" <<'PY'
-import re, sys
-path, ports, fake = sys.argv[1], sys.argv[2:], sys.argv[-1]
-inet = re.compile(r'sa_family=AF_INET6?, sin6?_port=htons\((\d+)\)')
-seen_fake, bad = 0, []
-for line in open(path, errors="replace"):
-    if "AF_INET" not in line:
-        continue
-    m = inet.search(line)
-    port = m.group(1) if m else None
-    loop = 'inet_addr("127.0.0.1")' in line or '"::1"' in line
-    if port not in ports or not loop:
-        bad.append(("DNS query " if port == "53" else "") + line.strip()[:200])
-    elif port == fake and "connect(" in line:
-        seen_fake += 1
-if bad:
-    sys.exit("%d calls, first: %s" % (len(bad), bad[0]))
-if seen_fake < 4:
-    sys.exit("strace saw %d connections to the fake; the sample does not cover Codex" % seen_fake)
-print("strace: %d connections to the fake provider, none elsewhere" % seen_fake)
-PY
-}
-
 # The sampler catches what it is meant to: Codex with only a provider
 # configured (no switches off) looks up its plugin marketplace and
-# analytics hosts, which net_check must refuse.
+# analytics hosts, which agents_net_check must refuse.
 mkdir -m 0700 "$tmp/control-home" "$tmp/control-ws"
 git -C "$tmp/control-ws" init -q
 printf 'model = "gpt-5.5"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "fake"\nbase_url = "http://%s/v1"\nwire_api = "responses"\nenv_key = "CODEX_E2E_PROVIDER_KEY"\n' \
@@ -126,12 +89,12 @@ printf 'model = "gpt-5.5"\nmodel_provider = "fake"\n[model_providers.fake]\nname
 # (slow: the answer waits 3 s, so the lookups Codex starts at startup happen;
 # net-probe: the command of 4b, with the old danger-full-access)
 printf 'Say done.\nfake-responses-mode: slow,net-probe\n' |
-  CODEX_HOME=$tmp/control-home strace -f -qq --seccomp-bpf -e trace=connect,sendto,sendmsg,sendmmsg -o "$tmp/control-strace.txt" \
+  CODEX_HOME=$tmp/control-home agents_strace "$tmp/control-strace.txt" \
     "$CODEX_BIN" exec --cd "$tmp/control-ws" --sandbox danger-full-access -c 'approval_policy="never"' \
     --ephemeral --json - >"$tmp/control.out" 2>&1 ||
   fail "control run of Codex failed"
-if net_check "$tmp/control-strace.txt" "$fake_port" >"$tmp/control-net.out" 2>&1; then
-  fail "net_check did not catch the control run's lookups"
+if agents_net_check "$tmp/control-strace.txt" "$fake_port:4:the fake provider" >"$tmp/control-net.out" 2>&1; then
+  fail "agents_net_check did not catch the control run's lookups"
 fi
 grep -q 'DNS query' "$tmp/control-net.out" || fail "control run: no DNS query seen: $(cat "$tmp/control-net.out")"
 if [ "$(count_in "$tmp/fake-requests.jsonl" 'e["path"] == "/net-probe"')" != 1 ] ||
@@ -163,9 +126,7 @@ printf 'demo repository\n' >"$repo/README.md"
 mkdir "$repo/.codex"
 printf 'model = "repo-model"\nmodel_provider = "repo"\nsandbox_mode = "danger-full-access"\ndefault_permissions = ":danger-full-access"\n[model_providers.repo]\nname = "repo"\nbase_url = "http://127.0.0.1:9/v1"\nwire_api = "responses"\n[analytics]\nenabled = true\n[features]\nplugins = true\n' \
   >"$repo/.codex/config.toml"
-g add -A
-GIT_AUTHOR_NAME=Seed GIT_AUTHOR_EMAIL=seed@example.invalid GIT_COMMITTER_NAME=Seed GIT_COMMITTER_EMAIL=seed@example.invalid \
-  g commit -q -m "base" || fail "seed commit"
+seed_commit base
 base=$(g rev-parse HEAD)
 
 envs='["PATH","CODEX_HOME","CODEX_BIN","CODEX_E2E_PROVIDER_KEY"]'
@@ -189,14 +150,7 @@ cat >"$tmp/worker.json" <<EOF
  "sandbox_read_paths":["$tmp/npm/node_modules","$op"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF
-# The Worker execs from a shell that wrote its pid, so the pid is the Worker's.
-# shellcheck disable=SC2016 # $$ and $1 are the inner shell's
-strace -f -qq --seccomp-bpf -e trace=connect,sendto,sendmsg,sendmmsg -o "$tmp/strace.txt" \
-  sh -c 'echo $$ >"$1/worker.pid"; exec "$1/bin/forge-worker" -config "$1/worker.json" 2>"$1/worker.log"' sh "$tmp" &
-strace_pid=$!
-pids+=("$strace_pid")
-for _ in $(seq 100); do [ -s "$tmp/worker.pid" ] && break; sleep 0.05; done
-worker_pid=$(cat "$tmp/worker.pid") || fail "Worker did not start under strace"
+agents_start_worker
 wait_log "$tmp/worker.log" "e.get('msg') == 'sandbox' and e.get('sandbox') == 'landlock'" >/dev/null ||
   fail "the Worker does not run Codex in its Landlock sandbox"
 
@@ -211,29 +165,9 @@ PY
   "$bin/forge" submit -file "$tmp/task-$1.json" | field id
 }
 create() { printf 'Create a file named %s.txt containing one line: %s from forge.\nfake-responses-mode: %s' "$1" "$1" "$2"; }
-wait_job() { "$bin/forge" wait -timeout 120s -poll 100ms "$1" >"$tmp/agg-$2.json" 2>>"$tmp/forge.out" || true; }
-
-# check_success NAME JOB: succeeded on attempt 1 with NAME.txt, the
+# check_success NAME: succeeded on attempt 1 with NAME.txt, the
 # structured subject and the agent report.
-check_success() {
-  python3 - "$tmp/agg-$1.json" "$1" <<'PY' || fail "job $1: aggregate does not match"
-import json, sys
-a = json.load(open(sys.argv[1]))
-name = sys.argv[2]
-job, attempts = a["job"], a["attempts"]
-assert job["status"] == "succeeded", job
-assert len(attempts) == 1 and attempts[0]["status"] == "succeeded", attempts
-rep = attempts[0].get("agent_report")
-assert rep == {"self_reported": True, "summary": "Added %s.txt as the task asked." % name,
-               "changes": ["%s.txt: new file with one line" % name]}, rep
-PY
-  local cand
-  cand=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["job"]["candidate_sha"])' "$tmp/agg-$1.json")
-  [ "$(g show "$cand:$1.txt")" = "$1 from forge" ] || fail "job $1: candidate lacks the file apply_patch wrote"
-  [ "$(g log -1 --format=%s "$cand")" = "feat: add $1.txt" ] || fail "job $1: commit subject is not the structured answer's"
-  [ "$(g rev-parse "$cand^")" = "$base" ] || fail "job $1: candidate parent is not the base"
-  [ "$(g diff --name-only "$base" "$cand")" = "$1.txt" ] || fail "job $1: candidate changes more than $1.txt"
-}
+check_success() { agents_check_success "$base" "$1"; }
 
 # 3. Two jobs on two lanes at once, each Codex with its own CODEX_HOME.
 job_a=$(submit alpha "$(create alpha slow)") || fail "submit alpha"
@@ -334,9 +268,7 @@ assert at["status"] == "failed" and at["failure_code"] == "plugin_incompatible",
 PY
 [ "$(count_in "$tmp/fake-requests.jsonl" 'e["mode"] == "status-401"')" -le 2 ] || fail "Codex was not stopped at the first 401"
 
-kill -TERM "$worker_pid"
-wait "$strace_pid" || fail "Worker did not exit 0 on SIGTERM"
-worker_pid=
+agents_stop_worker
 stop Gate "$gate_pid"
 
 # 6. Nothing left, nothing changed, nobody else contacted, nothing leaked.
@@ -354,7 +286,7 @@ for e in lines:
     assert "apply_patch" in e["tools"], e["tools"]
 PY
 gate_port=${addr##*:}
-net_check "$tmp/strace.txt" "$gate_port" "$fake_port" >"$tmp/net.out" ||
+agents_net_check "$tmp/strace.txt" "$gate_port" "$fake_port:4:the fake provider" >"$tmp/net.out" ||
   fail "strace: a network call beyond the Gate and the fake provider: $(cat "$tmp/net.out")"
 cat "$tmp/net.out"
 for f in "$tmp"/*.log "$tmp/state/forge.db"; do

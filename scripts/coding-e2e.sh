@@ -22,13 +22,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib/e2e.sh"
 cd "$(dirname "$0")/.."
 
-tmp=$(cd "$(mktemp -d)" && pwd -P)
-pids=()
-e2e_traps
-fail() { e2e_fail coding-e2e "$@"; }
-
-bin=$tmp/bin
-mkdir -p "$bin"
+e2e_setup coding-e2e
 e2e_build forge-gate forge-worker forge
 if [ -d cmd/forge-codex-plugin ]; then
   go build -o "$bin/forge-codex-plugin" ./cmd/forge-codex-plugin || fail "build forge-codex-plugin"
@@ -64,9 +58,7 @@ mkdir -m 0700 "$tmp/repos" "$tmp/worktrees" "$tmp/runtime" "$tmp/state"
 repo=$tmp/repos/demo
 GIT_CONFIG_GLOBAL=/dev/null git init -q -b main "$repo"
 printf 'demo repository\n' >"$repo/README.md"
-g add -A
-GIT_AUTHOR_NAME=Seed GIT_AUTHOR_EMAIL=seed@example.invalid GIT_COMMITTER_NAME=Seed GIT_COMMITTER_EMAIL=seed@example.invalid \
-  g commit -q -m "base" || fail "seed commit"
+seed_commit base
 base=$(g rev-parse HEAD)
 
 exec_policy='{"plugin_id":"codex","environment":["PATH","CODEX_BIN"],"plugin_timeout":"2m","check_timeout":"1m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}'

@@ -16,7 +16,9 @@
 #     /proc/<pid>/environ|mem|fd|cmdline of every process outside its tree,
 #     ptrace of the forge processes, signals, abstract sockets, reading the
 #     Gate's database, state, env files, key, the Worker's config and roots,
-#     writing outside its workspace, symlinks and hardlinks out, the Gate's
+#     writing outside its workspace, symlinks and hardlinks out, changing
+#     the metadata (mode, owner, times, attributes) of everything it was
+#     told about and of its repository's files by every route, the Gate's
 #     API without and with anything found) is counted; a try reached when it
 #     succeeded or when what it read holds a secret (either token, the key).
 #     Printed: tried=N reached=0 (required), per source. Besides Gate and
@@ -40,10 +42,8 @@
 #     Gate's public root and prepared repository, and the Worker's bundle
 #     routes (GET /v1/worker/source, PUT /v1/worker/candidate) with
 #     whatever it found, replaying a lane's working binding with other
-#     leases. Printed per layout: tried=N reached=0 (required). Landlock
-#     does not govern chmod (docs/sandbox.md, known limits): while no
-#     filter closes it, a cache-chmod that reaches is printed as that known
-#     gap, not counted.
+#     leases. Printed per layout: tried=N reached=0 (required); the
+#     cache's chmod too (the sandbox's metadata guard, docs/sandbox.md).
 #  4. The same with "sandbox": "none": reached > 0 is required (each kind
 #     of check can fail), and what was reached is printed per kind; in the
 #     public-source layout the agent then reads and writes the cache and
@@ -62,8 +62,7 @@
 #   scripts/hostile-agent-e2e.sh collect ADDR_FILE REPORT_FILE
 # runs the collector (its address goes to ADDR_FILE), and
 #   scripts/hostile-agent-e2e.sh count REPORT_FILE SECRET...
-# prints the counts and exits 0 only when nothing was reached (kinds listed
-# in HOSTILE_GAPS, space-separated, are printed as known gaps instead).
+# prints the counts and exits 0 only when nothing was reached.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/e2e.sh
 source "$(dirname "$0")/lib/e2e.sh"
@@ -131,12 +130,10 @@ PY
 
 # count REPORT SECRET...: tried, reached (the try succeeded, or what it read
 # holds a secret); cmdline reads count only by a secret. Exit 1 if reached.
-# A kind in $HOSTILE_GAPS that reached is printed as a known gap instead.
 count() {
   python3 - "$@" <<'PY'
-import base64, collections, json, os, sys
+import base64, collections, json, sys
 report, secrets = sys.argv[1], [s.encode() for s in sys.argv[2:] if s]
-gaps = set(os.environ.get("HOSTILE_GAPS", "").split())
 tried, reached = collections.Counter(), collections.Counter()
 who = collections.Counter()
 where = collections.defaultdict(list)
@@ -150,17 +147,12 @@ for line in open(report, "rb").read().splitlines():
     if leak or (t["ok"] and kind != "proc-cmdline"):
         reached[kind] += 1
         where[kind].append(t["target"])
-gap = collections.Counter()
 for k in sorted(tried):
-    if k in gaps and reached[k]:
-        gap[k] = reached.pop(k)
-        print("  %-16s tried=%-5d known gap=%d (docs/sandbox.md: Landlock does not govern it)" % (k, tried[k], gap[k]))
-    else:
-        print("  %-16s tried=%-5d reached=%d" % (k, tried[k], reached[k]))
+    print("  %-16s tried=%-5d reached=%d" % (k, tried[k], reached[k]))
     for w in sorted(set(where[k]))[:3]:
         print("      e.g. " + w)
 print("  by source: " + " ".join("%s=%d" % kv for kv in sorted(who.items())))
-print("tried=%d reached=%d" % (sum(tried.values()), sum(reached.values())) + (" known-gap=%d" % sum(gap.values()) if gap else ""))
+print("tried=%d reached=%d" % (sum(tried.values()), sum(reached.values())))
 sys.exit(1 if sum(reached.values()) else 0)
 PY
 }
@@ -380,9 +372,6 @@ PY
 
 secrets=("$FORGE_OWNER_TOKEN" "$FORGE_WORKER_TOKEN" "$key_marker" "$decoy_token" "$attempt_secret")
 source_kinds="cache-read cache-write cache-chmod alternates attempt-read attempt-write gate-repo-read gate-repo-write worker-source worker-candidate"
-# Landlock does not govern chmod (docs/sandbox.md): a known gap until a
-# filter on the metadata calls closes it.
-source_gaps=cache-chmod
 
 # 2. Sandboxed (the default).
 run_phase sandboxed ""
@@ -395,11 +384,14 @@ count "$tmp/reports/sandboxed.jsonl" "${secrets[@]}" >"$tmp/count-sandboxed.out"
 cat "$tmp/count-sandboxed.out"
 tried=$(sed -n 's/^tried=\([0-9]*\) .*/\1/p' "$tmp/count-sandboxed.out")
 [ "$tried" -ge 50 ] || fail "only $tried tries"
-for kind in proc-environ proc-mem proc-fd signal ptrace abstract-socket read list write symlink hardlink gate-no-token; do
+meta_kinds="meta-chmod meta-utimes meta-xattr meta-symlink meta-procfd meta-dirfd meta-emptypath meta-fd"
+[ "$(uname -m)" = x86_64 ] && meta_kinds="$meta_kinds meta-i386"
+for kind in proc-environ proc-mem proc-fd signal ptrace abstract-socket read list write symlink hardlink gate-no-token \
+  $meta_kinds meta-chown; do
   grep -q "^  $kind " "$tmp/count-sandboxed.out" || fail "no $kind try"
 done
 echo "hostile-agent-e2e: sandboxed, public-source layout (source cache, attempt container, the Gate's bundle routes):"
-HOSTILE_GAPS=$source_gaps count "$tmp/reports/sandboxed-source.jsonl" "${secrets[@]}" >"$tmp/count-sandboxed-source.out" || {
+count "$tmp/reports/sandboxed-source.jsonl" "${secrets[@]}" >"$tmp/count-sandboxed-source.out" || {
   cat "$tmp/count-sandboxed-source.out"
   fail "the sandboxed agent reached something in the public-source layout"
 }
@@ -417,7 +409,7 @@ if count "$tmp/reports/none.jsonl" "${secrets[@]}" >"$tmp/count-none.out"; then
   fail "with sandbox none the agent reached nothing: the checks cannot fail"
 fi
 cat "$tmp/count-none.out"
-for kind in proc-environ proc-mem proc-fd ptrace read write signal gate-replay; do
+for kind in proc-environ proc-mem proc-fd ptrace read write signal gate-replay $meta_kinds; do
   grep -Eq "^  $kind +tried=[0-9]+ +reached=[1-9]" "$tmp/count-none.out" || fail "unconfined, $kind reached nothing"
 done
 echo "hostile-agent-e2e: \"sandbox\": \"none\", public-source layout:"
@@ -426,7 +418,7 @@ if count "$tmp/reports/none-source.jsonl" "${secrets[@]}" >"$tmp/count-none-sour
   fail "public-source layout, with sandbox none the agent reached nothing: the checks cannot fail"
 fi
 cat "$tmp/count-none-source.out"
-for kind in cache-read cache-write alternates attempt-read attempt-write gate-repo-read gate-repo-write worker-source worker-candidate; do
+for kind in cache-read cache-write cache-chmod alternates attempt-read attempt-write gate-repo-read gate-repo-write worker-source worker-candidate; do
   grep -Eq "^  $kind +tried=[0-9]+ +reached=[1-9]" "$tmp/count-none-source.out" || fail "unconfined, public-source layout: $kind reached nothing"
 done
 # The Gate, not the sandbox, binds a bundle request to the lane's current

@@ -29,13 +29,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib/e2e.sh"
 cd "$(dirname "$0")/.."
 
-tmp=$(cd "$(mktemp -d)" && pwd -P)
-pids=()
-e2e_traps
-fail() { e2e_fail hostile-e2e "$@"; }
-
-bin=$tmp/bin
-mkdir -p "$bin"
+e2e_setup hostile-e2e
 e2e_build forge-gate forge-worker forge
 
 FORGE_OWNER_TOKEN=owner-$(rand)

@@ -135,7 +135,7 @@ chmod 0755 "$ns" "$ns/opt" "$ns/units" "$ns/var-lib"
 # seccomp filter refuses Landlock unless told otherwise: the container must
 # not hide what the Worker unit's filter allows.
 systemd-nspawn -D / --volatile=yes -b --private-network --register=no --keep-unit \
-  --system-call-filter="landlock_create_ruleset landlock_add_rule landlock_restrict_self" \
+  --system-call-filter="landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp" \
   --machine="forge-e2e-$$" --overlay="/etc:$ns/etc-upper:/etc" \
   --bind="$ns/opt:/opt" --bind="$ns/units:/etc/systemd/system" --bind="$ns/var-lib:/var/lib" \
   --bind-ro="$share:/mnt/share" </dev/null >"$tmp/nspawn.log" 2>&1 &

@@ -37,14 +37,8 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 
-tmp=$(cd "$(mktemp -d)" && pwd -P)
-pids=()
-e2e_traps
-fail() { e2e_fail load-e2e "$@"; }
-
+e2e_setup load-e2e
 ulimit -n "$(ulimit -Hn)"
-bin=$tmp/bin
-mkdir -p "$bin"
 e2e_build forge-gate forge-worker forge-ref-plugin
 go build -o "$bin/load-lanes" ./testdata/load-lanes || fail "build load-lanes"
 FORGE_OWNER_TOKEN=owner-$(rand)

@@ -53,13 +53,7 @@ if [ "${AGENT_FORGE_NETNS:-}" != 1 ]; then (cd "$(dirname "$0")/.." && go mod do
 netns_enter "$@"
 cd "$(dirname "$0")/.."
 
-tmp=$(cd "$(mktemp -d)" && pwd -P)
-pids=()
-e2e_traps
-fail() { e2e_fail public-source-e2e "$@"; }
-
-bin=$tmp/bin
-mkdir -p "$bin"
+e2e_setup public-source-e2e
 e2e_build forge-gate forge-worker forge
 go build -o "$bin/edit-plugin" ./testdata/edit-plugin || fail "build edit-plugin"
 netns_setup

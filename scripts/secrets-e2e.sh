@@ -28,13 +28,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib/e2e.sh"
 cd "$(dirname "$0")/.."
 
-tmp=$(cd "$(mktemp -d)" && pwd -P)
-pids=()
-e2e_traps
-fail() { e2e_fail secrets-e2e "$@"; }
-
-bin=$tmp/bin
-mkdir -p "$bin" "$tmp/api"
+e2e_setup secrets-e2e
+mkdir "$tmp/api"
 e2e_build forge-gate forge-worker forge
 go build -o "$bin/edit-plugin" ./testdata/edit-plugin || fail "build edit-plugin"
 
@@ -57,9 +52,7 @@ mkdir -m 0700 "$tmp/repos" "$tmp/worktrees" "$tmp/runtime" "$tmp/state"
 repo=$tmp/repos/demo
 GIT_CONFIG_GLOBAL=/dev/null git init -q -b main "$repo"
 printf 'token=%s\ngithub=%s\naws=%s\n' "$repo_canary" "$ghp" "$akia" >"$repo/credentials.txt"
-g add -A
-GIT_AUTHOR_NAME=Seed GIT_AUTHOR_EMAIL=seed@example.invalid GIT_COMMITTER_NAME=Seed GIT_COMMITTER_EMAIL=seed@example.invalid \
-  g commit -q -m base
+seed_commit base
 base=$(g rev-parse HEAD)
 
 exec_policy='{"plugin_id":"edit","environment":["PATH"],"plugin_timeout":"1m","check_timeout":"1m","git_timeout":"1m","cleanup_timeout":"5s","plugin_output_bytes":1048576,"check_output_bytes":4096,"git_output_bytes":1048576}'

@@ -12,46 +12,30 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/agentplugin"
+	"github.com/0k-lab/agent-forge/pkg/agenttest"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/plugin/conformance"
-	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 // pluginArg turns the test binary into forge-claude-plugin (see TestMain).
 const pluginArg = "forge-claude-plugin-under-test"
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
-		os.Exit(supervise.ReaperMain(os.Args[2:]))
-	}
+	agenttest.ServeReaper()
 	if len(os.Args) > 1 && os.Args[1] == pluginArg {
 		os.Exit(agentplugin.ExitCode(agentplugin.Run(context.Background(), claudePlugin(), os.Args[2:], os.Stdin, os.Stdout, os.Stderr)))
 	}
 	os.Exit(m.Run())
 }
 
-func fakeClaude(t *testing.T) string {
-	t.Helper()
-	p, err := filepath.Abs("../../testdata/fake-claude/claude")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestConformanceWithFakeClaude runs the protocol suite for workspace_edit
 // against this binary driving the fake Claude Code.
 func TestConformanceWithFakeClaude(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reapers := supervise.NewReaperPool(self)
-	t.Cleanup(reapers.Close)
+	self, reapers := agenttest.Self(t), agenttest.Reapers(t)
 	sum, err := conformance.Run(context.Background(), conformance.Config{
 		Command:   []string{self, pluginArg},
 		Operation: plugin.OpWorkspaceEdit,
-		Env: []string{"PATH=/usr/bin:/bin", "CLAUDE_BIN=" + fakeClaude(t), "ANTHROPIC_API_KEY=sk-test",
+		Env: []string{"PATH=/usr/bin:/bin", "CLAUDE_BIN=" + agenttest.FakeClaude(t), "ANTHROPIC_API_KEY=sk-test",
 			"GORACE=atexit_sleep_ms=0"},
 		TempDir: t.TempDir(),
 		Reaper:  reapers,
@@ -82,7 +66,7 @@ func TestInvalidProfileIsAMisconfiguration(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- agentplugin.RunWith(context.Background(), claudePlugin(), agentplugin.Setup{
-			Env: []string{"PATH=/usr/bin:/bin", "CLAUDE_BIN=" + fakeClaude(t), "ANTHROPIC_API_KEY=k", "FAKE_CLAUDE_ARGV_FILE=" + record},
+			Env: []string{"PATH=/usr/bin:/bin", "CLAUDE_BIN=" + agenttest.FakeClaude(t), "ANTHROPIC_API_KEY=k", "FAKE_CLAUDE_ARGV_FILE=" + record},
 		}, []string{"-profile", bad}, inR, &out, &errb)
 	}()
 	io.WriteString(inW, in)

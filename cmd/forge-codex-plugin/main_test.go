@@ -19,12 +19,12 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/agent"
 	"github.com/0k-lab/agent-forge/pkg/agentplugin"
+	"github.com/0k-lab/agent-forge/pkg/agenttest"
 	"github.com/0k-lab/agent-forge/pkg/buildinfo"
 	"github.com/0k-lab/agent-forge/pkg/codex"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/plugin/conformance"
 	"github.com/0k-lab/agent-forge/pkg/plugin/host"
-	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 // pluginArg turns the test binary into forge-codex-plugin (see TestMain),
@@ -32,9 +32,7 @@ import (
 const pluginArg = "forge-codex-plugin-under-test"
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
-		os.Exit(supervise.ReaperMain(os.Args[2:]))
-	}
+	agenttest.ServeReaper()
 	if len(os.Args) > 1 && os.Args[1] == pluginArg {
 		main2(os.Args[2:])
 	}
@@ -55,48 +53,6 @@ const instruction = "Create a file named NOTES.md containing one line: edited by
 
 var fullOffer = []plugin.Capability{plugin.CapWorkspaceEdit, plugin.CapProgress, plugin.CapCancel,
 	plugin.CapCommitSubject, plugin.CapAgentReport}
-
-func self(t *testing.T) string {
-	t.Helper()
-	p, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// reapers is a pool of the test binary's reapers, closed after the test.
-func reapers(t *testing.T) *supervise.ReaperPool {
-	t.Helper()
-	pl := supervise.NewReaperPool(self(t))
-	t.Cleanup(pl.Close)
-	return pl
-}
-
-func fakeCodex(t *testing.T) string {
-	t.Helper()
-	p, err := filepath.Abs("../../testdata/fake-codex/codex")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func gitWorkspace(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "--template=", "-b", "main"},
-		{"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "base"},
-	} {
-		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + dir}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v\n%s", args[0], err, out)
-		}
-	}
-	return dir
-}
 
 func head(t *testing.T, dir string) string {
 	t.Helper()
@@ -132,12 +88,12 @@ func newSession(t *testing.T, env ...string) *session {
 	files := t.TempDir()
 	return &session{
 		t: t,
-		env: append([]string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(), raceExitNow,
+		env: append([]string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + agenttest.FakeCodex(t), "TMPDIR=" + t.TempDir(), raceExitNow,
 			"FAKE_CODEX_ARGV_FILE=" + filepath.Join(files, "argv.json"),
 			"FAKE_CODEX_PROMPT_FILE=" + filepath.Join(files, "prompt.txt"),
 			"FAKE_CODEX_PID_FILE=" + filepath.Join(files, "pids")}, env...),
 		offer:     fullOffer,
-		workspace: gitWorkspace(t),
+		workspace: agenttest.GitWorkspace(t),
 		instr:     instruction,
 		timeoutMS: 60000,
 		budget:    64 << 10, // far below Codex's output in the huge modes
@@ -148,7 +104,7 @@ func newSession(t *testing.T, env ...string) *session {
 
 func (s *session) run(ctx context.Context) (host.Outcome, error) {
 	return host.Run(ctx, host.Command{
-		Path: self(s.t), Args: []string{pluginArg}, Env: s.env, Reaper: reapers(s.t),
+		Path: agenttest.Self(s.t), Args: []string{pluginArg}, Env: s.env, Reaper: agenttest.Reapers(s.t),
 		OutputBytes: s.budget,
 		Trace: func(dir host.Direction, b []byte) {
 			if dir != host.FromPlugin {
@@ -368,7 +324,7 @@ func inProcessArgs(t *testing.T, args, env []string, ws string) (frames []plugin
 	var errBuf bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		err := agentplugin.RunWith(context.Background(), codexPlugin(), agentplugin.Setup{Env: env, Reaper: reapers(t)}, args, inR, outW, &errBuf)
+		err := agentplugin.RunWith(context.Background(), codexPlugin(), agentplugin.Setup{Env: env, Reaper: agenttest.Reapers(t)}, args, inR, outW, &errBuf)
 		outW.Close()
 		done <- err
 	}()
@@ -414,8 +370,8 @@ func inProcessArgs(t *testing.T, args, env []string, ws string) (frames []plugin
 }
 
 func TestExecutorOutputNeverLeavesThePlugin(t *testing.T) {
-	ws := gitWorkspace(t)
-	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_MODE=crash"}
+	ws := agenttest.GitWorkspace(t)
+	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + agenttest.FakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_MODE=crash"}
 	frames, stderr, err := inProcess(t, env, ws)
 	if err != nil {
 		t.Fatalf("session: %v", err)
@@ -447,8 +403,8 @@ func TestExecutorOutputNeverLeavesThePlugin(t *testing.T) {
 func TestCompletionRulesAreClosed(t *testing.T) {
 	for _, mode := range []string{"unknown-event", "no-turn-start", "second-turn", "late-unknown", "late-error"} {
 		t.Run(mode, func(t *testing.T) {
-			env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_MODE=" + mode}
-			frames, stderr, err := inProcess(t, env, gitWorkspace(t))
+			env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + agenttest.FakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_MODE=" + mode}
+			frames, stderr, err := inProcess(t, env, agenttest.GitWorkspace(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -469,9 +425,9 @@ func TestRawTailRedactsTheProviderKey(t *testing.T) {
 	profile := filepath.Join(dir, "codex.json")
 	os.WriteFile(profile, []byte(`{"version":1,"provider":{"name":"gw","base_url":"https://llm.example.com/v1","wire_api":"responses","env_key":"LLM_KEY"}}`), 0o600)
 	const key = "sk-canary-provider-key-42"
-	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(),
+	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + agenttest.FakeCodex(t), "TMPDIR=" + t.TempDir(),
 		"LLM_KEY=" + key, "FAKE_CODEX_MODE=late-error", "FAKE_CODEX_ECHO_ENV=LLM_KEY"}
-	frames, stderr, err := inProcessArgs(t, []string{"-profile", profile}, env, gitWorkspace(t))
+	frames, stderr, err := inProcessArgs(t, []string{"-profile", profile}, env, agenttest.GitWorkspace(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,8 +440,8 @@ func TestRawTailRedactsTheProviderKey(t *testing.T) {
 }
 
 func TestRetriedErrorsCountedNotForwarded(t *testing.T) {
-	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_MODE=retried-error"}
-	frames, stderr, err := inProcess(t, env, gitWorkspace(t))
+	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + agenttest.FakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_MODE=retried-error"}
+	frames, stderr, err := inProcess(t, env, agenttest.GitWorkspace(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,9 +467,9 @@ func TestProfileAndAuthReachCodexPrivately(t *testing.T) {
 	profile := filepath.Join(dir, "codex.json")
 	os.WriteFile(profile, []byte(`{"version":1,"model":"gpt-5.5","provider":{"name":"gw","base_url":"https://llm.example.com/v1","wire_api":"responses","env_key":"LLM_KEY"}}`), 0o600)
 	record := filepath.Join(dir, "home.json")
-	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(),
+	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + agenttest.FakeCodex(t), "TMPDIR=" + t.TempDir(),
 		"CODEX_HOME=" + op, "LLM_KEY=sk-provider", "FAKE_CODEX_HOME_FILE=" + record}
-	frames, _, err := inProcessArgs(t, []string{"-profile", profile}, env, gitWorkspace(t))
+	frames, _, err := inProcessArgs(t, []string{"-profile", profile}, env, agenttest.GitWorkspace(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,8 +506,8 @@ func TestInvalidProfileIsAMisconfiguration(t *testing.T) {
 	os.WriteFile(bad, []byte(`{"version":1,"model":"gpt-5.5","approval_policy":"canary-never"}`), 0o600)
 	for _, path := range []string{bad, filepath.Join(dir, "missing.json")} {
 		record := filepath.Join(t.TempDir(), "argv.json")
-		env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_ARGV_FILE=" + record}
-		frames, stderr, err := inProcessArgs(t, []string{"-profile", path}, env, gitWorkspace(t))
+		env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + agenttest.FakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_ARGV_FILE=" + record}
+		frames, stderr, err := inProcessArgs(t, []string{"-profile", path}, env, agenttest.GitWorkspace(t))
 		if err != nil {
 			t.Fatalf("session: %v", err)
 		}
@@ -593,11 +549,11 @@ func TestInvalidInitializeWritesNothing(t *testing.T) {
 
 func TestConformanceWithFakeCodex(t *testing.T) {
 	sum, err := conformance.Run(context.Background(), conformance.Config{
-		Command:   []string{self(t), pluginArg},
+		Command:   []string{agenttest.Self(t), pluginArg},
 		Operation: plugin.OpWorkspaceEdit,
-		Env:       []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + fakeCodex(t), raceExitNow},
+		Env:       []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + agenttest.FakeCodex(t), raceExitNow},
 		TempDir:   t.TempDir(),
-		Reaper:    reapers(t),
+		Reaper:    agenttest.Reapers(t),
 	}, func(r conformance.Result) {
 		if !r.Passed() {
 			t.Errorf("%s", r.Line())

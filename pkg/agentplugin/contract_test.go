@@ -15,16 +15,14 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/agent"
 	"github.com/0k-lab/agent-forge/pkg/agentplugin"
+	"github.com/0k-lab/agent-forge/pkg/agenttest"
 	"github.com/0k-lab/agent-forge/pkg/claude"
 	"github.com/0k-lab/agent-forge/pkg/codex"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
-	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
-		os.Exit(supervise.ReaperMain(os.Args[2:]))
-	}
+	agenttest.ServeReaper()
 	os.Exit(m.Run())
 }
 
@@ -36,26 +34,6 @@ type implementation struct {
 	build func(t *testing.T, mode, pidFile string) agentplugin.Adapter
 }
 
-func fake(t *testing.T, name string) string {
-	t.Helper()
-	p, err := filepath.Abs("../../testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func reapers(t *testing.T) *supervise.ReaperPool {
-	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := supervise.NewReaperPool(self)
-	t.Cleanup(p.Close)
-	return p
-}
-
 func implementations() []implementation {
 	return []implementation{
 		{
@@ -64,7 +42,7 @@ func implementations() []implementation {
 				"late": "late-unknown", "malformed": "malformed-event", "provider-failure": "turn-failed-exit0",
 				"refused": "status-401", "hang": "hang", "diagnostic": "retried-error"},
 			build: func(t *testing.T, mode, pidFile string) agentplugin.Adapter {
-				return codex.Adapter{Config: codex.Config{Bin: fake(t, "fake-codex/codex"), Reaper: reapers(t), TempDir: t.TempDir(),
+				return codex.Adapter{Config: codex.Config{Bin: agenttest.FakeCodex(t), Reaper: agenttest.Reapers(t), TempDir: t.TempDir(),
 					Env: []string{"PATH=/usr/bin:/bin", "FAKE_CODEX_MODE=" + mode, "FAKE_CODEX_PID_FILE=" + pidFile}}}
 			},
 		},
@@ -74,7 +52,7 @@ func implementations() []implementation {
 				"late": "late-event", "malformed": "malformed", "provider-failure": "result-error",
 				"refused": "auth-refused", "hang": "hang", "diagnostic": "tool-error"},
 			build: func(t *testing.T, mode, pidFile string) agentplugin.Adapter {
-				return claude.Adapter{Config: claude.Config{Bin: fake(t, "fake-claude/claude"), Reaper: reapers(t), TempDir: t.TempDir(),
+				return claude.Adapter{Config: claude.Config{Bin: agenttest.FakeClaude(t), Reaper: agenttest.Reapers(t), TempDir: t.TempDir(),
 					Env: []string{"PATH=/usr/bin:/bin", "ANTHROPIC_API_KEY=sk-contract", "FAKE_CLAUDE_MODE=" + mode, "FAKE_CLAUDE_PID_FILE=" + pidFile}}}
 			},
 		},

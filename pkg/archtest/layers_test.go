@@ -62,8 +62,10 @@ var ranks = map[string]int{
 	"pkg/publish": tierApp,
 	// Test support: imported only by tests, free to build on anything below.
 	"pkg/acceptance":            tierApp,
+	"pkg/agenttest":             tierApp,
 	"pkg/archtest":              tierApp,
 	"pkg/githubfake":            tierApp,
+	"pkg/providerfake":          tierApp,
 	"pkg/debugview/browsertest": tierApp,
 	"pkg/debugview/readertest":  tierApp,
 

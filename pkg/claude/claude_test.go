@@ -5,25 +5,21 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/agent"
+	"github.com/0k-lab/agent-forge/pkg/agenttest"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
-	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
-		os.Exit(supervise.ReaperMain(os.Args[2:]))
-	}
+	agenttest.ServeReaper()
 	os.Exit(m.Run())
 }
 
@@ -34,51 +30,18 @@ const (
 
 var both = agent.Want{Subject: true, Report: true}
 
-func fakeClaude(t *testing.T) string {
-	t.Helper()
-	p, err := filepath.Abs("../../testdata/fake-claude/claude")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func gitWorkspace(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "--template=", "-b", "main"},
-		{"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "base"},
-	} {
-		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + dir}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v\n%s", args[0], err, out)
-		}
-	}
-	return dir
-}
-
 type fixture struct {
-	t       *testing.T
-	cfg     Config
-	req     agent.Request
-	files   string
-	mu      sync.Mutex
-	stages  []plugin.Stage
-	working chan struct{}
-	once    sync.Once
+	t     *testing.T
+	cfg   Config
+	req   agent.Request
+	files string
+	*agenttest.Stages
 }
 
 func newFixture(t *testing.T, want agent.Want, env ...string) *fixture {
 	t.Helper()
 	files := t.TempDir()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reapers := supervise.NewReaperPool(self)
-	t.Cleanup(reapers.Close)
+	reapers := agenttest.Reapers(t)
 	base := []string{"PATH=/usr/bin:/bin", "CORP_KEY=" + testKey,
 		"FAKE_CLAUDE_ARGV_FILE=" + filepath.Join(files, "argv.json"),
 		"FAKE_CLAUDE_PROMPT_FILE=" + filepath.Join(files, "prompt.txt"),
@@ -87,30 +50,16 @@ func newFixture(t *testing.T, want agent.Want, env ...string) *fixture {
 	}
 	return &fixture{
 		t: t,
-		cfg: Config{Bin: fakeClaude(t), Env: append(base, env...), Reaper: reapers, TempDir: t.TempDir(),
+		cfg: Config{Bin: agenttest.FakeClaude(t), Env: append(base, env...), Reaper: reapers, TempDir: t.TempDir(),
 			Profile: Profile{Model: "claude-opus-4-6", Effort: "high", KeyEnv: "CORP_KEY", BaseURL: "http://127.0.0.1:9/"}},
-		req:     agent.Request{Workspace: gitWorkspace(t), Instruction: instruction, Timeout: time.Minute, Want: want},
-		files:   files,
-		working: make(chan struct{}),
+		req:    agent.Request{Workspace: agenttest.GitWorkspace(t), Instruction: instruction, Timeout: time.Minute, Want: want},
+		files:  files,
+		Stages: agenttest.NewStages(t, map[plugin.Stage]string{plugin.StageStarted: TextStarted, plugin.StageWorking: TextWorking, plugin.StageFinalizing: TextFinalized}),
 	}
-}
-
-func (f *fixture) progress(stage plugin.Stage, text string) error {
-	f.mu.Lock()
-	f.stages = append(f.stages, stage)
-	f.mu.Unlock()
-	want := map[plugin.Stage]string{plugin.StageStarted: TextStarted, plugin.StageWorking: TextWorking, plugin.StageFinalizing: TextFinalized}
-	if text != want[stage] {
-		f.t.Errorf("progress %s text %q is not the fixed lifecycle text", stage, text)
-	}
-	if stage == plugin.StageWorking {
-		f.once.Do(func() { close(f.working) })
-	}
-	return nil
 }
 
 func (f *fixture) run(ctx context.Context) (agent.Outcome, error) {
-	return Run(ctx, f.cfg, f.req, f.progress)
+	return Run(ctx, f.cfg, f.req, f.Progress)
 }
 
 func (f *fixture) file(name string) string {
@@ -124,10 +73,7 @@ func (f *fixture) file(name string) string {
 
 func (f *fixture) requireNoRunDir() {
 	f.t.Helper()
-	entries, err := os.ReadDir(f.cfg.TempDir)
-	if err != nil || len(entries) != 0 {
-		f.t.Fatalf("private run directory left behind (%d entries, %v)", len(entries), err)
-	}
+	agenttest.RequireEmpty(f.t, f.cfg.TempDir)
 }
 
 func requireReason(t *testing.T, err error, want agent.Reason, cat plugin.Category) {
@@ -156,8 +102,8 @@ func TestRunSuccessWithDescription(t *testing.T) {
 		!slices.Equal(out.Changes, []string{"NOTES.md: new file with one line"}) || out.Diagnostics != 0 {
 		t.Fatalf("outcome %+v", out)
 	}
-	if want := []plugin.Stage{plugin.StageStarted, plugin.StageWorking, plugin.StageFinalizing}; !slices.Equal(f.stages, want) {
-		t.Fatalf("progress %v, want %v", f.stages, want)
+	if want := []plugin.Stage{plugin.StageStarted, plugin.StageWorking, plugin.StageFinalizing}; !slices.Equal(f.Got(), want) {
+		t.Fatalf("progress %v, want %v", f.Got(), want)
 	}
 	var argv []string
 	if err := json.Unmarshal([]byte(f.file("argv.json")), &argv); err != nil {
@@ -340,7 +286,7 @@ func TestRunCancelAndTimeoutStopTheProcessTree(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {
-			<-f.working
+			<-f.Working()
 			for i := 0; i < 200; i++ { // the pid file follows system/init
 				if _, err := os.Stat(filepath.Join(f.files, "pids")); err == nil {
 					break

@@ -3,6 +3,7 @@ package codex
 import (
 	"errors"
 	"github.com/0k-lab/agent-forge/pkg/agent"
+	"github.com/0k-lab/agent-forge/pkg/agenttest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestArgsUseOnlyRealFlags(t *testing.T) {
 // one's behaviour: clap-style value forms, exit 2 for bad usage, exit 1
 // outside a Git repository.
 func TestFakeSpeaksTheCLISurface(t *testing.T) {
-	ws := gitWorkspace(t)
+	ws := agenttest.GitWorkspace(t)
 	plain := t.TempDir()
 	tests := []struct {
 		name string
@@ -57,7 +58,7 @@ func TestFakeSpeaksTheCLISurface(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(fakeCodex(t), tc.args...)
+			cmd := exec.Command(agenttest.FakeCodex(t), tc.args...)
 			cmd.Env = []string{"PATH=/usr/bin:/bin"}
 			cmd.Stdin = strings.NewReader("Append the line one to the file named log.txt.\n")
 			err := cmd.Run()

@@ -5,78 +5,39 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/0k-lab/agent-forge/pkg/agent"
+	"github.com/0k-lab/agent-forge/pkg/agenttest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/plugin"
-	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
-		os.Exit(supervise.ReaperMain(os.Args[2:]))
-	}
+	agenttest.ServeReaper()
 	os.Exit(m.Run())
 }
 
 const conformanceInstruction = "Create a file named CONFORMANCE.md containing one line: plugin conformance check."
 
-// fakeCodex is the absolute path of the deterministic fake.
-func fakeCodex(t *testing.T) string {
-	t.Helper()
-	p, err := filepath.Abs("../../testdata/fake-codex/codex")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// gitWorkspace creates a one-commit Git repository and returns its path.
-func gitWorkspace(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "--template=", "-b", "main"},
-		{"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "base"},
-	} {
-		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + dir}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v\n%s", args[0], err, out)
-		}
-	}
-	return dir
-}
-
 // fixture is one run against the fake.
 type fixture struct {
-	t       *testing.T
-	cfg     Config
-	req     agent.Request
-	files   string // where the fake records argv, prompt, env names, pids
-	mu      sync.Mutex
-	stages  []plugin.Stage
-	working chan struct{}
-	once    sync.Once
+	t     *testing.T
+	cfg   Config
+	req   agent.Request
+	files string // where the fake records argv, prompt, env names, pids
+	*agenttest.Stages
 }
 
 func newFixture(t *testing.T, want agent.Want, env ...string) *fixture {
 	t.Helper()
 	files := t.TempDir()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reapers := supervise.NewReaperPool(self)
-	t.Cleanup(reapers.Close)
+	reapers := agenttest.Reapers(t)
 	base := []string{"PATH=/usr/bin:/bin",
 		"FAKE_CODEX_ARGV_FILE=" + filepath.Join(files, "argv.json"),
 		"FAKE_CODEX_PROMPT_FILE=" + filepath.Join(files, "prompt.txt"),
@@ -84,30 +45,16 @@ func newFixture(t *testing.T, want agent.Want, env ...string) *fixture {
 		"FAKE_CODEX_PID_FILE=" + filepath.Join(files, "pids"),
 	}
 	return &fixture{
-		t:       t,
-		cfg:     Config{Bin: fakeCodex(t), Env: append(base, env...), Reaper: reapers, TempDir: t.TempDir()},
-		req:     agent.Request{Workspace: gitWorkspace(t), Instruction: conformanceInstruction, Timeout: time.Minute, Want: want},
-		files:   files,
-		working: make(chan struct{}),
+		t:      t,
+		cfg:    Config{Bin: agenttest.FakeCodex(t), Env: append(base, env...), Reaper: reapers, TempDir: t.TempDir()},
+		req:    agent.Request{Workspace: agenttest.GitWorkspace(t), Instruction: conformanceInstruction, Timeout: time.Minute, Want: want},
+		files:  files,
+		Stages: agenttest.NewStages(t, map[plugin.Stage]string{plugin.StageStarted: TextStarted, plugin.StageWorking: TextWorking, plugin.StageFinalizing: TextFinalized}),
 	}
-}
-
-func (f *fixture) progress(stage plugin.Stage, text string) error {
-	f.mu.Lock()
-	f.stages = append(f.stages, stage)
-	f.mu.Unlock()
-	want := map[plugin.Stage]string{plugin.StageStarted: TextStarted, plugin.StageWorking: TextWorking, plugin.StageFinalizing: TextFinalized}
-	if text != want[stage] {
-		f.t.Errorf("progress %s text %q is not the fixed lifecycle text", stage, text)
-	}
-	if stage == plugin.StageWorking {
-		f.once.Do(func() { close(f.working) })
-	}
-	return nil
 }
 
 func (f *fixture) run(ctx context.Context) (Outcome, error) {
-	return Run(ctx, f.cfg, f.req, f.progress)
+	return Run(ctx, f.cfg, f.req, f.Progress)
 }
 
 func (f *fixture) file(name string) string {
@@ -127,10 +74,7 @@ func (f *fixture) workspaceFile(name string) (string, bool) {
 // requireNoRunDir checks the private run directory was removed.
 func (f *fixture) requireNoRunDir() {
 	f.t.Helper()
-	entries, err := os.ReadDir(f.cfg.TempDir)
-	if err != nil || len(entries) != 0 {
-		f.t.Fatalf("private run directory left behind (%d entries, %v)", len(entries), err)
-	}
+	agenttest.RequireEmpty(f.t, f.cfg.TempDir)
 }
 
 func requireReason(t *testing.T, err error, want agent.Reason, cat plugin.Category) {
@@ -162,8 +106,8 @@ func TestRunSuccessWithDescription(t *testing.T) {
 	if out.SubjectDropped || out.ReportDropped || out.Diagnostics != 0 {
 		t.Fatalf("diagnostics %+v", out)
 	}
-	if want := []plugin.Stage{plugin.StageStarted, plugin.StageWorking, plugin.StageFinalizing}; !slices.Equal(f.stages, want) {
-		t.Fatalf("progress %v, want %v", f.stages, want)
+	if want := []plugin.Stage{plugin.StageStarted, plugin.StageWorking, plugin.StageFinalizing}; !slices.Equal(f.Got(), want) {
+		t.Fatalf("progress %v, want %v", f.Got(), want)
 	}
 
 	var argv []string
@@ -288,7 +232,7 @@ func TestRunFailures(t *testing.T) {
 			f.cfg.OutputLimit = tc.limit
 			_, err := f.run(context.Background())
 			requireReason(t, err, tc.reason, plugin.CategoryExecutionFailed)
-			if slices.Contains(f.stages, plugin.StageFinalizing) {
+			if slices.Contains(f.Got(), plugin.StageFinalizing) {
 				t.Fatal("finalizing reported for a failed run")
 			}
 			f.requireNoRunDir()
@@ -403,7 +347,7 @@ func TestRunCancelKillsTheProcessGroup(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() {
-				<-f.working // the fake wrote its pids and started its turn
+				<-f.Working() // the fake wrote its pids and started its turn
 				cancel()
 			}()
 			_, err := f.run(ctx)

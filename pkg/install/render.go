@@ -103,12 +103,14 @@ func identity(runAsRoot bool, account string) string {
 // sandboxSyscalls are the Worker's sandbox calls (DECISIONS 14): systemd
 // 252's @system-service lacks them (they are only in @known), so the
 // Worker unit allows them by name or every sandboxed attempt fails with
-// EPERM. seccomp is Codex's own sandbox call, also only in @known: the
-// helper that runs each of Codex's commands installs a seccomp filter
-// keeping it off the network (docs/codex.md) and fails the command when
-// that is refused. Installing a filter only ever takes rights away (and
-// needs no_new_privs, which the unit sets), so allowing it costs no
-// exposure.
+// EPERM. seccomp is also only in @known, and two sandboxes need it: the
+// Worker's metadata guard (docs/sandbox.md: every sandboxed start installs
+// a filter that hands chmod, chown, utimes and xattr calls to the reaper)
+// and Codex's own (the helper that runs each of Codex's commands installs
+// a seccomp filter keeping it off the network, docs/codex.md, and fails
+// the command when that is refused). Installing a filter only ever takes
+// rights away (and needs no_new_privs, which the unit sets), so allowing
+// it costs no exposure.
 const sandboxSyscalls = "SystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp\n"
 
 func gateUnit(runAsRoot bool) []byte {

@@ -86,8 +86,11 @@ type reaperServer struct {
 	// programs; only the goroutine starting a program uses it, while
 	// serve waits for it.
 	layers sandbox.Cache
-	sigs   chan os.Signal // termination signals: shut down
-	chld   chan os.Signal // SIGCHLD while a sweep polls: wakes it early
+	// guard serves the running sandboxed program's metadata calls (nil
+	// otherwise); closed once the program is reaped and swept.
+	guard *sandbox.Guard
+	sigs  chan os.Signal // termination signals: shut down
+	chld  chan os.Signal // SIGCHLD while a sweep polls: wakes it early
 }
 
 func newReaperServer(conn *net.UnixConn) *reaperServer {
@@ -155,6 +158,10 @@ func (s *reaperServer) serve() {
 			}
 			pid, escalate = 0, nil
 			rep := s.sweep()
+			if s.guard != nil {
+				s.guard.Close() // the program's tree is gone
+				s.guard = nil
+			}
 			if closing {
 				continue
 			}
@@ -190,6 +197,7 @@ func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
 		s.send(reply{kind: msgFailed, errno: int(errno)})
 		return 0
 	}
+	s.guard = st.guard
 	s.send(reply{kind: msgStarted, pid: st.pid})
 	return st.pid
 }
@@ -198,6 +206,7 @@ func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
 // (-1 when the kernel has none), or the error.
 type started struct {
 	pid, pidfd int
+	guard      *sandbox.Guard // a sandboxed program's metadata guard
 	err        error
 }
 
@@ -235,7 +244,19 @@ func startSandboxed(m inbound, layers *sandbox.Cache, exited chan<- struct{}) st
 			res <- started{err: err}
 			return
 		}
+		// What Landlock does not govern (chmod, chown, utimes, xattrs)
+		// goes to a guard that serves it only inside the writable trees.
+		guard, err := sandbox.GuardMetadata(m.spawn.sandbox)
+		if err != nil {
+			res <- started{err: err}
+			return
+		}
 		st := forkExec(m, &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL})
+		if st.err != nil {
+			guard.Close()
+		} else {
+			st.guard = guard
+		}
 		res <- st
 		if st.err == nil {
 			// The thread is this program's alone: it waits in the kernel

@@ -26,6 +26,27 @@ p environ cat /proc/$T/environ
 p mem sh -c 'exec 3</proc/$T/mem'
 p fd ls -l /proc/$T/fd/
 p signal kill -0 $T
+p chmod-outside chmod 0600 "$SECRET"
+p chmod-symlink sh -c 'ln -s "$SECRET" "$WS/mlink" && chmod 0600 "$WS/mlink"'
+p chown-outside chown "$(id -u):$(id -g)" "$SECRET"
+p lchown-outside chown -h "$(id -u)" "$OUT"
+p touch-outside touch -c -r "$SECRET" "$SECRET"
+p xattr-outside "$PY" -c 'import os,sys; os.setxattr(sys.argv[1], "user.forge", b"x")' "$SECRET"
+p rmxattr-outside "$PY" -c 'import os,sys; os.removexattr(sys.argv[1], "user.forge-old")' "$OLD"
+p chmod-procfd "$PY" -c 'import os,sys; os.chmod("/proc/self/fd/%d" % os.open(sys.argv[1], os.O_PATH), 0o600)' "$SECRET"
+p chmod-dirfd "$PY" -c 'import os,sys; os.chmod(os.path.basename(sys.argv[1]), 0o600, dir_fd=os.open(os.path.dirname(sys.argv[1]), os.O_PATH))' "$SECRET"
+p chmod-cwd sh -c 'cd "$OUT" && chmod 0700 .'
+p chown-emptypath "$PY" -c 'import ctypes,os,sys; fd=os.open(sys.argv[1], os.O_PATH); sys.exit(ctypes.CDLL(None, use_errno=True).fchownat(fd, b"", os.getuid(), -1, 0x1000) != 0)' "$SECRET"
+p fchmod-readonly "$PY" -c 'import os,sys; os.fchmod(os.open(sys.argv[1], os.O_RDONLY), 0o644)' "$RO/f"
+p futimens-readonly "$PY" -c 'import os,sys; os.utime(os.open(sys.argv[1], os.O_RDONLY))' "$RO/f"
+p chattr-outside chattr +d "$OLD"
+p build-inside sh -c 'printf "#!/bin/sh\necho built\n" > "$WS/build.sh" && chmod +x "$WS/build.sh" && "$WS/build.sh"'
+p touch-inside sh -c 'touch "$WS/t" && touch -d @1000000000 "$WS/t" && test "$(stat -c %Y "$WS/t")" = 1000000000'
+p chown-inside chown "$(id -u):$(id -g)" "$WS/t"
+p copy-inside sh -c 'mkdir -p "$WS/src/d" && echo a > "$WS/src/d/a" && chmod 0750 "$WS/src/d/a" && cp -pR "$WS/src" "$WS/cp" && test -x "$WS/cp/d/a"'
+p tar-inside sh -c 'tar -C "$WS" -cf "$WS/t.tar" src && mkdir "$WS/x" && tar -C "$WS/x" -xpf "$WS/t.tar" && test -x "$WS/x/src/d/a"'
+p python-inside "$PY" -c 'import os,shutil,sys; w=sys.argv[1]; shutil.copytree(w+"/src", w+"/py"); shutil.copy2(w+"/src/d/a", w+"/py/b"); os.setxattr(w+"/py/b", "user.forge", b"x"); os.removexattr(w+"/py/b", "user.forge"); os.fchmod(os.open(w+"/py/b", os.O_RDONLY), 0o600); os.utime(w+"/py/b", (1, 2), follow_symlinks=False); os.chown(w+"/py", -1, os.getgid(), follow_symlinks=False)' "$WS"
+p git-inside sh -c 'cd "$WS" && git init -q g && cd g && echo x > f && chmod +x f && git add f && git -c user.name=a -c user.email=a@b.invalid commit -qm x && git update-index --chmod=-x f && git checkout -q -- f'
 `
 
 // unprivileged is the account the probes run as when the test runs as
@@ -42,7 +63,9 @@ func probe(t *testing.T, pl *supervise.ReaperPool, policy *sandbox.Policy, ws, s
 		c.Args = append([]string{"--reuid=" + strconv.Itoa(unprivileged), "--regid=" + strconv.Itoa(unprivileged), "--clear-groups", mustLook(t, "sh")}, c.Args...)
 	}
 	c.Reaper, c.Sandbox = pl, policy
-	c.Env = append(c.Env, "WS="+ws, "SECRET="+secret, "OUT="+out, "T="+strconv.Itoa(target))
+	c.Env = append(c.Env, "WS="+ws, "SECRET="+secret, "OUT="+out, "T="+strconv.Itoa(target),
+		"RO="+filepath.Join(filepath.Dir(secret), "ro"), "OLD="+filepath.Join(filepath.Dir(secret), "old"),
+		"PY=/usr/bin/python3", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
 	res, err := supervise.Run(context.Background(), c, nil)
 	if err != nil || !res.Exit.Success() {
 		t.Fatalf("probe: %v %+v %q", err, res.Exit, res.Stderr)
@@ -103,6 +126,21 @@ func TestSandboxConfinesChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	owned(secret)
+	// A read-only tree (the child may open its file, not change it) and a
+	// file outside with an attribute to remove.
+	ro, old := filepath.Join(dir, "ro"), filepath.Join(dir, "old")
+	if err := os.Mkdir(ro, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(ro, "f"), old} {
+		if err := os.WriteFile(f, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		owned(f)
+	}
+	if err := syscall.Setxattr(old, "user.forge-old", []byte("1"), 0); err != nil {
+		t.Fatalf("this filesystem has no user attributes: %v", err)
+	}
 	// The target: a process of the same account outside the sandbox.
 	decoy := exec.Command(mustLook(t, "sleep"), "300")
 	decoy.Env = []string{"DECOY_SECRET=s3cret"}
@@ -114,9 +152,20 @@ func TestSandboxConfinesChild(t *testing.T) {
 	}
 	t.Cleanup(func() { decoy.Process.Kill(); decoy.Wait() })
 	pl := reapers(t)
-	boxed := probe(t, pl, systemPolicy(ws), ws, secret, out, decoy.Process.Pid)
+	policy := systemPolicy(ws)
+	policy.Rules = append(policy.Rules, sandbox.Rule{Path: ro, Access: sandbox.ReadOnly},
+		sandbox.Rule{Path: "/dev/urandom", Access: sandbox.Device}) // git's temporary files
+	boxed := probe(t, pl, policy, ws, secret, out, decoy.Process.Pid)
 	want := map[string]string{"write-workspace": "yes", "read-secret": "no", "write-outside": "no",
-		"hardlink-out": "no", "symlink-out": "no", "environ": "no", "mem": "no", "fd": "no", "signal": "no"}
+		"hardlink-out": "no", "symlink-out": "no", "environ": "no", "mem": "no", "fd": "no", "signal": "no",
+		// Metadata, which Landlock does not govern: the guard refuses it
+		// outside the writable trees, by any name, and serves it inside.
+		"chmod-outside": "no", "chmod-symlink": "no", "chown-outside": "no", "lchown-outside": "no",
+		"touch-outside": "no", "xattr-outside": "no", "rmxattr-outside": "no", "chmod-procfd": "no",
+		"chmod-dirfd": "no", "chmod-cwd": "no", "chown-emptypath": "no", "fchmod-readonly": "no",
+		"futimens-readonly": "no", "chattr-outside": "no", // inode flags are refused everywhere
+		"build-inside": "yes", "touch-inside": "yes", "chown-inside": "yes", "copy-inside": "yes",
+		"tar-inside": "yes", "python-inside": "yes", "git-inside": "yes"}
 	if !sandbox.Scoped(abi) {
 		want["signal"] = "yes" // signals are scoped from ABI 6 on
 	}

@@ -31,7 +31,10 @@ import (
 // (one changed file). Rounds alternate cold, clone, warm, clone, ...;
 // each figure is the median of its rounds, and the base's fetch
 // (fetch-*-ms) and the candidate's return (candidate-ms) are reported
-// alone too. Run with -benchtime Nx (N rounds of each).
+// alone too, and so is the median of each round's difference between the
+// job and the clone right after it (cold-extra-ms, warm-extra-ms: what
+// the job costs beyond a clone, robust to the machine's drift across
+// rounds). Run with -benchtime Nx (N rounds of each).
 //
 // The timed path is production's: one preparation, which fetches the base
 // itself. The fetch alone is timed on a twin Worker (its own runtime root,
@@ -221,16 +224,18 @@ func BenchmarkPublicSourceTransfer(b *testing.B) {
 	base := advance(-1)
 	job(base) // prepares the Gate's repository and warms the page cache
 	clone(-1)
-	var cs, ws, pc, pw, fc, fw, ss []time.Duration
+	var cs, ws, pc, pw, fc, fw, ss, dc, dw []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t, f, s := cold(base)
 		cs, fc, ss = append(cs, t), append(fc, f), append(ss, s)
 		pc = append(pc, clone(2*i))
+		dc = append(dc, t-pc[i])
 		base = advance(i)
 		t, f, s = job(base)
 		ws, fw, ss = append(ws, t), append(fw, f), append(ss, s)
 		pw = append(pw, clone(2*i+1))
+		dw = append(dw, t-pw[i])
 	}
 	b.StopTimer()
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -244,4 +249,6 @@ func BenchmarkPublicSourceTransfer(b *testing.B) {
 	b.ReportMetric(ms(median(fc)), "fetch-cold-ms")
 	b.ReportMetric(ms(median(fw)), "fetch-warm-ms")
 	b.ReportMetric(ms(median(ss)), "candidate-ms")
+	b.ReportMetric(ms(median(dc)), "cold-extra-ms")
+	b.ReportMetric(ms(median(dw)), "warm-extra-ms")
 }

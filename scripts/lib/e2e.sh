@@ -4,12 +4,17 @@
 #   source "$(dirname "$0")/lib/e2e.sh"
 # It only defines functions: sourcing runs nothing, sets no options and no
 # traps. The functions use the caller's globals where noted:
-#   tmp   the script's private temp dir (mktemp -d)
+#   tmp   the script's private temp dir (mktemp -d; e2e_setup makes it)
 #   pids  an array of the background processes to end on exit
 #   bin   the directory the script builds its binaries into
 #   repo  the generated git repository (for g)
 # and call the caller's own `fail MESSAGE` on errors.
 #
+#   e2e_setup NAME      the common start: tmp a fresh private temp dir (its
+#                       physical path), pids empty, bin=$tmp/bin (made),
+#                       e2e_traps, and fail MSG.. as e2e_fail NAME MSG..
+#   e2e_require TOOL..  fail "TOOL is required (.ci/run installs it)" for
+#                       the first TOOL not on PATH.
 #   e2e_cleanup         SIGKILL and reap every pid in pids, then remove tmp.
 #   e2e_traps           install e2e_cleanup as the EXIT trap and make INT
 #                       and TERM exit 130, so the EXIT trap runs on signals.
@@ -18,7 +23,7 @@
 #   e2e_fail NAME MSG.. print "NAME: FAIL: MSG" to stderr, then the last 30
 #                       lines of each $tmp/*.log and $tmp/*.out, and exit 1
 #                       (the EXIT trap then cleans up). Scripts define
-#                       fail() { e2e_fail NAME "$@"; }.
+#                       fail() { e2e_fail NAME "$@"; } (e2e_setup does).
 #   e2e_build CMD..     go build ./cmd/CMD into $bin/CMD for each CMD;
 #                       fail "build CMD" when one does not build.
 #   rand                32 random hex digits (for tokens and canaries).
@@ -28,6 +33,9 @@
 #                       line and return 0, or return 1 after 30 s.
 #   count_in F EXPR     print how many JSON lines of F satisfy EXPR.
 #   g ARGS..            git -C "$repo" ARGS without global or system config.
+#   seed_commit MSG     commit everything in $repo as Seed
+#                       <seed@example.invalid> with subject MSG; fail
+#                       "commit MSG" when git refuses.
 #   e2e_start_gate LOG MESSAGE
 #                       start "$bin/forge-gate" -config "$tmp/gate.json" in
 #                       the background, stderr to LOG, add it to pids, wait
@@ -41,6 +49,24 @@
 #                       fail "NAME did not exit 0 on SIGTERM".
 
 # shellcheck disable=SC2154 # tmp, pids, bin and repo belong to the caller
+
+e2e_setup() {
+  e2e_name=$1
+  # shellcheck disable=SC2317 # called by the script and the other helpers
+  fail() { e2e_fail "$e2e_name" "$@"; }
+  tmp=$(cd "$(mktemp -d)" && pwd -P)
+  pids=()
+  e2e_traps
+  bin=$tmp/bin
+  mkdir -p "$bin"
+}
+
+e2e_require() {
+  local t
+  for t in "$@"; do
+    command -v "$t" >/dev/null || fail "$t is required (.ci/run installs it)"
+  done
+}
 
 e2e_cleanup() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
@@ -118,6 +144,12 @@ PY
 }
 
 g() { GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git -C "$repo" "$@"; }
+
+seed_commit() {
+  g add -A || fail "commit $1"
+  GIT_AUTHOR_NAME=Seed GIT_AUTHOR_EMAIL=seed@example.invalid GIT_COMMITTER_NAME=Seed GIT_COMMITTER_EMAIL=seed@example.invalid \
+    g commit -q -m "$1" || fail "commit $1"
+}
 
 e2e_start_gate() {
   "$bin/forge-gate" -config "$tmp/gate.json" 2>"$1" &

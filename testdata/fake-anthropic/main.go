@@ -54,18 +54,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/providerfake"
 )
 
 func main() {
@@ -79,36 +78,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: fake-anthropic -addr-file FILE -log FILE [-key-env NAME] [-slow D]")
 		os.Exit(2)
 	}
-	logf, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fake-anthropic:", err)
-		os.Exit(1)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fake-anthropic:", err)
-		os.Exit(1)
-	}
-	s := &server{log: logf, key: os.Getenv(*keyEnv), slow: *slow, canary: *canary, cut: map[string]bool{}}
-	if err := os.WriteFile(*addrFile, []byte(l.Addr().String()+"\n"), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, "fake-anthropic:", err)
-		os.Exit(1)
-	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	if err := srv.Serve(l); err != nil {
-		fmt.Fprintln(os.Stderr, "fake-anthropic:", err)
-		os.Exit(1)
-	}
+	err := providerfake.Run(*addrFile, *logFile, func(log *providerfake.Log, _ int) http.Handler {
+		return &server{log: log, key: os.Getenv(*keyEnv), slow: *slow, canary: *canary}
+	})
+	fmt.Fprintln(os.Stderr, "fake-anthropic:", err)
+	os.Exit(1)
 }
 
 type server struct {
-	log    io.Writer
+	log    *providerfake.Log
 	key    string
 	slow   time.Duration
 	canary string
-
-	mu  sync.Mutex
-	cut map[string]bool // conversations whose first stream was cut
+	cut    providerfake.Once // conversations whose first stream was cut (or overloaded)
 }
 
 type logLine struct {
@@ -124,13 +106,6 @@ type logLine struct {
 	ToolErrors int      `json:"tool_errors"`
 	Structured bool     `json:"structured"`
 	Canary     bool     `json:"canary"`
-}
-
-func (s *server) record(l logLine) {
-	b, _ := json.Marshal(l)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.log.Write(append(b, '\n'))
 }
 
 // request is the part of a Messages request the fake reads.
@@ -174,9 +149,8 @@ func blocks(raw json.RawMessage) []block {
 }
 
 var (
-	createRE = regexp.MustCompile(`Create a file named ([A-Za-z0-9._/-]+) containing one line: ([^\n]*)\.`)
-	modeRE   = regexp.MustCompile(`fake-anthropic-mode: ([a-z0-9-]+)`)
-	cwdRE    = regexp.MustCompile(`(?:CWD|[Ww]orking directory): (/[^\s"\\]*)`)
+	modeRE = regexp.MustCompile(`fake-anthropic-mode: ([a-z0-9-]+)`)
+	cwdRE  = regexp.MustCompile(`(?:CWD|[Ww]orking directory): (/[^\s"\\]*)`)
 )
 
 const structuredTool = "StructuredOutput"
@@ -196,7 +170,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	line := logLine{Method: r.Method, Path: r.URL.Path, Host: r.Host,
 		Authorized: s.key != "" && r.Header.Get("X-Api-Key") == s.key}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
-		s.record(line)
+		s.log.Record(line)
 		http.NotFound(w, r)
 		return
 	}
@@ -207,7 +181,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = json.Unmarshal(body, &req)
 	}
 	if err != nil {
-		s.record(line)
+		s.log.Record(line)
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "bad request body")
 		return
 	}
@@ -253,7 +227,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if m := modeRE.FindStringSubmatch(prompt); m != nil {
 		line.Mode = m[1]
 	}
-	s.record(line)
+	s.log.Record(line)
 
 	switch line.Mode {
 	case "status-401":
@@ -263,17 +237,15 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 		return
 	case "overloaded-first":
-		if line.Turn == 1 && s.firstCut("overloaded:"+conversationKey(prompt)) {
+		if line.Turn == 1 && s.cut.First("overloaded:"+conversationKey(prompt)) {
 			writeError(w, 529, "overloaded_error", "Overloaded")
 			return
 		}
 	case "slow":
 		time.Sleep(s.slow)
 	}
-	path, text := "", ""
-	if m := createRE.FindStringSubmatch(prompt); m != nil {
-		path, text = m[1], m[2]
-	} else if strings.Contains(prompt, taskBegin) {
+	path, text := providerfake.CreateTask(prompt)
+	if path == "" && strings.Contains(prompt, taskBegin) {
 		// Any other task: a file of its own recording it.
 		k := conversationKey(prompt)[:12]
 		path, text = "FAKE-ANTHROPIC-"+k+".md", "task "+k
@@ -282,20 +254,16 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if m := cwdRE.FindSubmatch(req.System); m != nil {
 		cwd = string(m[1])
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	sse := &stream{w: w}
-	sse.event("message_start", map[string]any{"message": map[string]any{
+	sse := stream{providerfake.StartStream(w)}
+	sse.Event("message_start", map[string]any{"message": map[string]any{
 		"id": "msg_fake", "type": "message", "role": "assistant", "content": []any{},
 		"model": req.Model, "stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": 10, "output_tokens": 1}}})
-	if line.Mode == "cut-first" && line.Turn == 1 && s.firstCut(conversationKey(prompt)) {
-		sse.flush()
-		hijackClose(w)
+	if line.Mode == "cut-first" && line.Turn == 1 && s.cut.First(conversationKey(prompt)) {
+		sse.Cut()
 		return
 	}
-	sse.event("ping", map[string]any{})
+	sse.Event("ping", map[string]any{})
 	switch {
 	case !created && path != "" && cwd != "" && line.Mode == "tool-error" && !editFailed:
 		sse.toolUse(idBadEdit, "Edit", map[string]any{
@@ -313,49 +281,17 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sse.toolUse(idCreate, "Edit", map[string]any{
 			"file_path": filepath.Join(cwd, path), "old_string": "", "new_string": text + "\n"})
 	case lastTool != structuredTool && structured != nil:
-		sse.toolUse("toolu_fake_structured", structuredTool, describe(structured, path))
+		sse.toolUse("toolu_fake_structured", structuredTool, providerfake.Answer(structured, path))
 	default:
 		sse.text("done")
 	}
-	sse.flush()
+	sse.Flush()
 }
 
 // conversationKey identifies one task's conversation by its prompt.
 func conversationKey(prompt string) string {
 	h := sha256.Sum256([]byte(prompt))
 	return hex.EncodeToString(h[:])
-}
-
-// firstCut reports whether this is the first cut-first stream of the
-// conversation key (and remembers it).
-func (s *server) firstCut(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cut[key] {
-		return false
-	}
-	s.cut[key] = true
-	return true
-}
-
-// describe answers the structured output schema: only the properties it
-// names, describing the added file.
-func describe(props map[string]json.RawMessage, path string) map[string]any {
-	what := "nothing"
-	if path != "" {
-		what = path
-	}
-	msg := map[string]any{}
-	if _, ok := props["commit_subject"]; ok {
-		msg["commit_subject"] = "feat: add " + what
-	}
-	if _, ok := props["summary"]; ok {
-		msg["summary"] = "Added " + what + " as the task asked."
-	}
-	if _, ok := props["changes"]; ok {
-		msg["changes"] = []string{what + ": new file with one line"}
-	}
-	return msg
 }
 
 func writeError(w http.ResponseWriter, status int, typ, msg string) {
@@ -367,64 +303,38 @@ func writeError(w http.ResponseWriter, status int, typ, msg string) {
 	w.Write(b)
 }
 
+// stream is a Messages API event stream.
 type stream struct {
-	w http.ResponseWriter
-}
-
-func (s *stream) event(typ string, fields map[string]any) {
-	fields["type"] = typ
-	b, _ := json.Marshal(fields)
-	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", typ, b)
+	*providerfake.Stream
 }
 
 // toolUse streams one tool_use block, its input in two JSON fragments,
 // and ends the message with stop_reason tool_use.
-func (s *stream) toolUse(id, name string, input map[string]any) {
+func (s stream) toolUse(id, name string, input map[string]any) {
 	b, _ := json.Marshal(input)
 	half := len(b) / 2
-	s.event("content_block_start", map[string]any{"index": 0, "content_block": map[string]any{
+	s.Event("content_block_start", map[string]any{"index": 0, "content_block": map[string]any{
 		"type": "tool_use", "id": id, "name": name, "input": map[string]any{}}})
 	for _, part := range []string{string(b[:half]), string(b[half:])} {
-		s.event("content_block_delta", map[string]any{"index": 0,
+		s.Event("content_block_delta", map[string]any{"index": 0,
 			"delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
 	}
-	s.event("content_block_stop", map[string]any{"index": 0})
+	s.Event("content_block_stop", map[string]any{"index": 0})
 	s.end("tool_use")
 }
 
 // text streams one text block and ends the message with end_turn.
-func (s *stream) text(t string) {
-	s.event("content_block_start", map[string]any{"index": 0,
+func (s stream) text(t string) {
+	s.Event("content_block_start", map[string]any{"index": 0,
 		"content_block": map[string]any{"type": "text", "text": ""}})
-	s.event("content_block_delta", map[string]any{"index": 0,
+	s.Event("content_block_delta", map[string]any{"index": 0,
 		"delta": map[string]any{"type": "text_delta", "text": t}})
-	s.event("content_block_stop", map[string]any{"index": 0})
+	s.Event("content_block_stop", map[string]any{"index": 0})
 	s.end("end_turn")
 }
 
-func (s *stream) end(reason string) {
-	s.event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": reason, "stop_sequence": nil},
+func (s stream) end(reason string) {
+	s.Event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": reason, "stop_sequence": nil},
 		"usage": map[string]any{"output_tokens": 5}})
-	s.event("message_stop", map[string]any{})
-}
-
-func (s *stream) flush() {
-	if f, ok := s.w.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// hijackClose drops the connection without ending the chunked body, as a
-// network cut would.
-func hijackClose(w http.ResponseWriter) {
-	h, ok := w.(http.Hijacker)
-	if !ok {
-		panic(errors.New("fake-anthropic: connection cannot be hijacked"))
-	}
-	conn, buf, err := h.Hijack()
-	if err != nil {
-		panic(err)
-	}
-	buf.Flush()
-	conn.Close()
+	s.Event("message_stop", map[string]any{})
 }

@@ -46,18 +46,17 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/providerfake"
 )
 
 func main() {
@@ -70,37 +69,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: fake-responses -addr-file FILE -log FILE [-key-env NAME] [-slow D]")
 		os.Exit(2)
 	}
-	logf, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fake-responses:", err)
-		os.Exit(1)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fake-responses:", err)
-		os.Exit(1)
-	}
-	s := &server{log: logf, key: os.Getenv(*keyEnv), slow: *slow, cut: map[string]bool{},
-		port: l.Addr().(*net.TCPAddr).Port}
-	if err := os.WriteFile(*addrFile, []byte(l.Addr().String()+"\n"), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, "fake-responses:", err)
-		os.Exit(1)
-	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	if err := srv.Serve(l); err != nil {
-		fmt.Fprintln(os.Stderr, "fake-responses:", err)
-		os.Exit(1)
-	}
+	err := providerfake.Run(*addrFile, *logFile, func(log *providerfake.Log, port int) http.Handler {
+		return &server{log: log, key: os.Getenv(*keyEnv), slow: *slow, port: port}
+	})
+	fmt.Fprintln(os.Stderr, "fake-responses:", err)
+	os.Exit(1)
 }
 
 type server struct {
-	log  io.Writer
+	log  *providerfake.Log
 	key  string
 	slow time.Duration
-	port int // the port the fake listens on, which net-probe connects to
-
-	mu  sync.Mutex
-	cut map[string]bool // conversations whose first stream was cut
+	port int               // the port the fake listens on, which net-probe connects to
+	cut  providerfake.Once // conversations whose first stream was cut
 }
 
 type logLine struct {
@@ -122,13 +103,6 @@ type logLine struct {
 	NetProbeWrote   bool `json:"net_probe_wrote"`
 	NetProbeRan     bool `json:"net_probe_ran"`
 	NetProbeReached bool `json:"net_probe_reached"`
-}
-
-func (s *server) record(l logLine) {
-	b, _ := json.Marshal(l)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.log.Write(append(b, '\n'))
 }
 
 // request is the part of a Responses request the fake reads.
@@ -179,22 +153,19 @@ type inputItem struct {
 	} `json:"content"`
 }
 
-var (
-	createRE = regexp.MustCompile(`Create a file named ([A-Za-z0-9._/-]+) containing one line: ([^\n]*)\.`)
-	modeRE   = regexp.MustCompile(`fake-responses-mode: ([a-z0-9,-]+)`)
-)
+var modeRE = regexp.MustCompile(`fake-responses-mode: ([a-z0-9,-]+)`)
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	line := logLine{Method: r.Method, Path: r.URL.Path, Host: r.Host,
 		Authorized: s.key != "" && r.Header.Get("Authorization") == "Bearer "+s.key}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
-		s.record(line)
+		s.log.Record(line)
 		http.NotFound(w, r)
 		return
 	}
 	var req request
 	if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(&req); err != nil {
-		s.record(line)
+		s.log.Record(line)
 		http.Error(w, `{"error":{"message":"bad request body"}}`, http.StatusBadRequest)
 		return
 	}
@@ -241,7 +212,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		line.Mode = m[1]
 		modes = strings.Split(m[1], ",")
 	}
-	s.record(line)
+	s.log.Record(line)
 	mode := func(name string) bool { return slices.Contains(modes, name) }
 	probe := "" // the next probe mode whose command has not run yet
 	for _, m := range modes {
@@ -266,51 +237,32 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if mode("slow") {
 		time.Sleep(s.slow)
 	}
-	path, text := "", ""
-	if m := createRE.FindStringSubmatch(prompt); m != nil {
-		path, text = m[1], m[2]
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	sse := &stream{w: w}
-	sse.event("response.created", map[string]any{"response": map[string]any{"id": "resp_fake"}})
-	if mode("cut-first") && line.Turn == 1 && s.firstCut(req.PromptCacheKey) {
-		sse.flush()
-		hijackClose(w)
+	path, text := providerfake.CreateTask(prompt)
+	sse := providerfake.StartStream(w)
+	sse.Event("response.created", map[string]any{"response": map[string]any{"id": "resp_fake"}})
+	if mode("cut-first") && line.Turn == 1 && s.cut.First(req.PromptCacheKey) {
+		sse.Cut()
 		return
 	}
 	if probe != "" {
 		args, _ := json.Marshal(map[string]any{"cmd": probeCommand(probe, s.port), "login": false, "tty": false})
-		sse.event("response.output_item.done", map[string]any{"item": map[string]any{
+		sse.Event("response.output_item.done", map[string]any{"item": map[string]any{
 			"type": "function_call", "id": "fc_fake", "call_id": probeCallIDs[probe],
 			"name": "exec_command", "arguments": string(args), "status": "completed"}})
 	} else if line.Turn == 1 && path != "" {
 		patch := "*** Begin Patch\n*** Add File: " + path + "\n+" + text + "\n*** End Patch\n"
-		sse.event("response.output_item.done", map[string]any{"item": map[string]any{
+		sse.Event("response.output_item.done", map[string]any{"item": map[string]any{
 			"type": "custom_tool_call", "id": "ctc_fake", "call_id": "call_fake_patch",
 			"name": "apply_patch", "input": patch, "status": "completed"}})
 	} else {
-		sse.event("response.output_item.done", map[string]any{"item": map[string]any{
+		sse.Event("response.output_item.done", map[string]any{"item": map[string]any{
 			"type": "message", "role": "assistant", "id": "msg_fake",
 			"content": []any{map[string]any{"type": "output_text", "text": finalMessage(req, path)}}}})
 	}
-	sse.event("response.completed", map[string]any{"response": map[string]any{"id": "resp_fake",
+	sse.Event("response.completed", map[string]any{"response": map[string]any{"id": "resp_fake",
 		"usage": map[string]any{"input_tokens": 10, "input_tokens_details": nil, "output_tokens": 5,
 			"output_tokens_details": nil, "total_tokens": 15}}})
-	sse.flush()
-}
-
-// firstCut reports whether this is the first cut-first stream of the
-// conversation key (and remembers it).
-func (s *server) firstCut(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cut[key] {
-		return false
-	}
-	s.cut[key] = true
-	return true
+	sse.Flush()
 }
 
 // finalMessage is the answer to the request's output schema: only the
@@ -320,51 +272,6 @@ func finalMessage(req request, path string) string {
 	if len(props) == 0 {
 		return "done"
 	}
-	what := "nothing"
-	if path != "" {
-		what = path
-	}
-	msg := map[string]any{}
-	if _, ok := props["commit_subject"]; ok {
-		msg["commit_subject"] = "feat: add " + what
-	}
-	if _, ok := props["summary"]; ok {
-		msg["summary"] = "Added " + what + " as the task asked."
-	}
-	if _, ok := props["changes"]; ok {
-		msg["changes"] = []string{what + ": new file with one line"}
-	}
-	b, _ := json.Marshal(msg)
+	b, _ := json.Marshal(providerfake.Answer(props, path))
 	return string(b)
-}
-
-type stream struct {
-	w http.ResponseWriter
-}
-
-func (s *stream) event(typ string, fields map[string]any) {
-	fields["type"] = typ
-	b, _ := json.Marshal(fields)
-	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", typ, b)
-}
-
-func (s *stream) flush() {
-	if f, ok := s.w.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// hijackClose drops the connection without ending the chunked body, as a
-// network cut would.
-func hijackClose(w http.ResponseWriter) {
-	h, ok := w.(http.Hijacker)
-	if !ok {
-		panic(errors.New("fake-responses: connection cannot be hijacked"))
-	}
-	conn, buf, err := h.Hijack()
-	if err != nil {
-		panic(err)
-	}
-	buf.Flush()
-	conn.Close()
 }

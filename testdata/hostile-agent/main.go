@@ -18,6 +18,8 @@
 //     own workspace and run directory (where the other attempts live);
 //   - symlink, hardlink: a link in its own directory to every file it was
 //     told about, then a read through it;
+//   - meta-*: the metadata of every file and directory it was told about
+//     and of its repository's files, by every route (meta.go);
 //   - the public-source layout (the Worker's source cache, other attempts'
 //     containers, the Gate's prepared repositories, the Worker's bundle
 //     routes): source.go;
@@ -76,6 +78,9 @@ type agent struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "foreign" {
+		foreignMain(os.Args[2:]) // meta.go
+	}
 	if len(os.Args) > 1 && os.Args[1] == "check" {
 		a := newAgent("check")
 		a.run(mustWD())
@@ -154,11 +159,13 @@ func (a *agent) run(dir string) {
 	for _, p := range reads {
 		a.probeRead(p)
 	}
-	for _, d := range a.writeTargets(dir) {
+	writeDirs := a.writeTargets(dir)
+	for _, d := range writeDirs {
 		a.probeWrite(d)
 	}
 	a.probeSourceLayout(dir) // source.go
 	a.probeLinks(dir)
+	a.probeMeta(dir, writeDirs)
 	a.probeGate()
 }
 

@@ -1,0 +1,133 @@
+// Package agenttest is the fixture setup the agent adapters' tests share
+// (pkg/claude, pkg/codex, pkg/agentplugin and the forge-claude-plugin and
+// forge-codex-plugin commands): the test binary doubling as the supervise
+// reaper, a reaper pool of it, the paths of the fake CLIs under the
+// top-level testdata, a one-commit Git workspace, and a recorder of an
+// adapter's progress stages. It is imported by tests only, from packages
+// two directories below the module root (pkg/NAME, cmd/NAME).
+package agenttest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/plugin"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
+)
+
+// ServeReaper, called first in TestMain, runs the test binary as the
+// reaper and exits when it was started as one (supervise.ReaperArg).
+func ServeReaper() {
+	if len(os.Args) > 1 && os.Args[1] == supervise.ReaperArg {
+		os.Exit(supervise.ReaperMain(os.Args[2:]))
+	}
+}
+
+// Self is the running test binary's path.
+func Self(t testing.TB) string {
+	t.Helper()
+	p, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Reapers is a pool of the test binary's reapers (see ServeReaper), closed
+// after the test.
+func Reapers(t testing.TB) *supervise.ReaperPool {
+	t.Helper()
+	pl := supervise.NewReaperPool(Self(t))
+	t.Cleanup(pl.Close)
+	return pl
+}
+
+// Program is the absolute path of the test program testdata/NAME.
+func Program(t testing.TB, name string) string {
+	t.Helper()
+	p, err := filepath.Abs("../../testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// FakeClaude is the deterministic fake Claude Code (testdata/fake-claude).
+func FakeClaude(t testing.TB) string { t.Helper(); return Program(t, "fake-claude/claude") }
+
+// FakeCodex is the deterministic fake Codex CLI (testdata/fake-codex).
+func FakeCodex(t testing.TB) string { t.Helper(); return Program(t, "fake-codex/codex") }
+
+// GitWorkspace creates a Git repository with one empty commit on main in a
+// temporary directory, without global or system Git configuration, and
+// returns its path.
+func GitWorkspace(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "--template=", "-b", "main"},
+		{"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "base"},
+	} {
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + dir}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", args[0], err, out)
+		}
+	}
+	return dir
+}
+
+// Stages records the progress an adapter reports. Its Progress method is
+// the adapter's progress callback: it requires each stage's text to be the
+// adapter's fixed lifecycle text and closes Working at the first working
+// stage.
+type Stages struct {
+	t       testing.TB
+	texts   map[plugin.Stage]string
+	mu      sync.Mutex
+	stages  []plugin.Stage
+	working chan struct{}
+	once    sync.Once
+}
+
+// NewStages returns a recorder expecting texts as the text of each stage.
+func NewStages(t testing.TB, texts map[plugin.Stage]string) *Stages {
+	return &Stages{t: t, texts: texts, working: make(chan struct{})}
+}
+
+// Progress records stage.
+func (s *Stages) Progress(stage plugin.Stage, text string) error {
+	s.mu.Lock()
+	s.stages = append(s.stages, stage)
+	s.mu.Unlock()
+	if text != s.texts[stage] {
+		s.t.Errorf("progress %s text %q is not the fixed lifecycle text", stage, text)
+	}
+	if stage == plugin.StageWorking {
+		s.once.Do(func() { close(s.working) })
+	}
+	return nil
+}
+
+// Got is the stages recorded so far.
+func (s *Stages) Got() []plugin.Stage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]plugin.Stage(nil), s.stages...)
+}
+
+// Working is closed once the working stage was reported.
+func (s *Stages) Working() <-chan struct{} { return s.working }
+
+// RequireEmpty fails the test unless dir exists and is empty (an adapter's
+// private run directories are gone).
+func RequireEmpty(t testing.TB, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 0 {
+		t.Fatalf("private run directory left behind (%d entries, %v)", len(entries), err)
+	}
+}

@@ -1,0 +1,257 @@
+//go:build linux && (amd64 || arm64)
+
+package sandbox
+
+import (
+	"encoding/binary"
+	"runtime"
+	"sort"
+	"strconv"
+	"syscall"
+	"unsafe"
+)
+
+// seccomp(2) and classic BPF, as the metadata filter uses them.
+const (
+	seccompSetModeFilter   = 1      // SECCOMP_SET_MODE_FILTER
+	seccompFlagNewListener = 1 << 3 // SECCOMP_FILTER_FLAG_NEW_LISTENER
+
+	retKillProcess = 0x80000000 // SECCOMP_RET_KILL_PROCESS
+	retErrno       = 0x00050000 // SECCOMP_RET_ERRNO | errno
+	retUserNotif   = 0x7fc00000 // SECCOMP_RET_USER_NOTIF
+	retAllow       = 0x7fff0000 // SECCOMP_RET_ALLOW
+
+	bpfLdAbsW = 0x20 // BPF_LD | BPF_W | BPF_ABS
+	bpfJeqK   = 0x15 // BPF_JMP | BPF_JEQ | BPF_K
+	bpfJgtK   = 0x25 // BPF_JMP | BPF_JGT | BPF_K
+	bpfJgeK   = 0x35 // BPF_JMP | BPF_JGE | BPF_K
+	bpfRetK   = 0x06 // BPF_RET | BPF_K
+
+	// Offsets in struct seccomp_data (little-endian: an argument's low
+	// half comes first).
+	dataNr    = 0
+	dataArch  = 4
+	dataIP    = 8
+	dataArg1L = 16 + 8*1
+)
+
+// Numbers shared by every Linux architecture (the unified table from 424
+// on): the *at extended-attribute calls and file_setattr are refused with
+// ENOSYS (callers fall back to the calls the guard serves) or EPERM.
+const (
+	sysFchmodat2    = 452
+	sysSetxattrat   = 463
+	sysRemovexattat = 466
+	sysFileSetattr  = 469
+)
+
+// The ioctls that change an inode's flags, its fsxattr (chattr) or its
+// generation: refused everywhere, they are metadata Landlock does not
+// govern either.
+const (
+	fsIocSetflags     = 0x40086602 // FS_IOC_SETFLAGS
+	fsIoc32Setflags   = 0x40046602 // FS_IOC32_SETFLAGS
+	fsIocFssetxattr   = 0x401c5820 // FS_IOC_FSSETXATTR
+	fsIocSetversion   = 0x40087602 // FS_IOC_SETVERSION
+	fsIoc32Setversion = 0x40047602 // FS_IOC32_SETVERSION
+)
+
+// callKind is how the guard decodes one metadata system call's arguments.
+type callKind uint8
+
+const (
+	callChmod        callKind = iota + 1 // path, mode (follows)
+	callFchmod                           // fd, mode
+	callFchmodat                         // dirfd, path, mode (follows)
+	callFchmodat2                        // dirfd, path, mode, flags
+	callChown                            // path, uid, gid (follows)
+	callLchown                           // path, uid, gid
+	callFchown                           // fd, uid, gid
+	callFchownat                         // dirfd, path, uid, gid, flags
+	callUtime                            // path, struct utimbuf *
+	callUtimes                           // path, struct timeval[2]
+	callFutimesat                        // dirfd, path, struct timeval[2]
+	callUtimensat                        // dirfd, path, struct timespec[2], flags
+	callSetxattr                         // path, name, value, size, flags (follows)
+	callLsetxattr                        // path, name, value, size, flags
+	callFsetxattr                        // fd, name, value, size, flags
+	callRemovexattr                      // path, name (follows)
+	callLremovexattr                     // path, name
+	callFremovexattr                     // fd, name
+)
+
+// nativeCall is one native system call the guard serves.
+type nativeCall struct {
+	nr   uint32
+	kind callKind
+}
+
+// sockFilter is struct sock_filter.
+type sockFilter struct {
+	code   uint16
+	jt, jf uint8
+	k      uint32
+}
+
+// bpfProg assembles a filter whose conditional jumps name their targets
+// by label; every jump is forward, as classic BPF requires.
+type bpfProg struct {
+	ins    []sockFilter
+	labels map[string]int
+	fixes  []bpfFix
+}
+
+type bpfFix struct {
+	at     int
+	jt, jf string // "" falls through
+}
+
+func (p *bpfProg) op(code uint16, k uint32) { p.ins = append(p.ins, sockFilter{code: code, k: k}) }
+
+func (p *bpfProg) jump(code uint16, k uint32, jt, jf string) {
+	p.fixes = append(p.fixes, bpfFix{at: len(p.ins), jt: jt, jf: jf})
+	p.ins = append(p.ins, sockFilter{code: code, k: k})
+}
+
+func (p *bpfProg) label(name string) { p.labels[name] = len(p.ins) }
+
+// resolve fills in the jump offsets; it reports false when a label is
+// missing, behind its jump, or too far for an 8-bit offset.
+func (p *bpfProg) resolve() bool {
+	off := func(at int, name string) (uint8, bool) {
+		if name == "" {
+			return 0, true
+		}
+		to, ok := p.labels[name]
+		ok = ok && to >= 0
+		d := to - at - 1
+		return uint8(d), ok && d >= 0 && d <= 255
+	}
+	for _, f := range p.fixes {
+		jt, ok1 := off(f.at, f.jt)
+		jf, ok2 := off(f.at, f.jf)
+		if !ok1 || !ok2 {
+			return false
+		}
+		p.ins[f.at].jt, p.ins[f.at].jf = jt, jf
+	}
+	return true
+}
+
+// bpfRange is a run of system call numbers, lo to hi, that a search sends
+// to one label.
+type bpfRange struct {
+	lo, hi uint32
+	to     string
+}
+
+// ranges sorts cases (number to label) and merges neighbours with the
+// same label.
+func ranges(cases map[uint32]string) []bpfRange {
+	nrs := make([]uint32, 0, len(cases))
+	for nr := range cases {
+		nrs = append(nrs, nr)
+	}
+	sort.Slice(nrs, func(i, j int) bool { return nrs[i] < nrs[j] })
+	var rs []bpfRange
+	for _, nr := range nrs {
+		if n := len(rs); n > 0 && rs[n-1].hi+1 == nr && rs[n-1].to == cases[nr] {
+			rs[n-1].hi = nr
+			continue
+		}
+		rs = append(rs, bpfRange{nr, nr, cases[nr]})
+	}
+	return rs
+}
+
+// search emits a binary search over rs (sorted, disjoint) that jumps to a
+// range's label when the number is in it and to def otherwise: a few
+// comparisons per call instead of one per number.
+func (p *bpfProg) search(rs []bpfRange, def string) {
+	if len(rs) == 1 {
+		r := rs[0]
+		if r.lo == r.hi {
+			p.jump(bpfJeqK, r.lo, r.to, def)
+			return
+		}
+		p.jump(bpfJgtK, r.hi, def, "")
+		p.jump(bpfJgeK, r.lo, r.to, def)
+		return
+	}
+	mid := len(rs) / 2
+	right := "r" + strconv.Itoa(len(p.ins))
+	p.labels[right] = -1 // reserved until placed
+	p.jump(bpfJgeK, rs[mid].lo, right, "")
+	p.search(rs[:mid], def)
+	p.label(right)
+	p.search(rs[mid:], def)
+}
+
+// metaFilter is the filter: on the native architecture the calls of
+// nativeCalls go to the guard (user notification), the unified-table
+// extras and the inode-flag ioctls are refused, x32 is refused (amd64),
+// everything else is allowed; every call of the compat architecture
+// (i386 on amd64, arm on arm64) fails with ENOSYS, as under the installed
+// Worker unit's SystemCallArchitectures=native; any other architecture
+// kills the process.
+//
+// The filter is kept short: installing it costs the start about a
+// microsecond per instruction (the kernel translates and compiles it), so
+// the compat table is refused as a whole rather than call by call.
+func metaFilter() []sockFilter {
+	p := &bpfProg{labels: map[string]int{}}
+	// A load of the instruction pointer first keeps the kernel from
+	// building its cache of always-allowed calls (it emulates the filter
+	// for every call number of both tables, and gives up at a load of
+	// anything but the number or the architecture): that cache cost each
+	// start more CPU than the whole rest of the guard, and saves next to
+	// nothing per call (a filtered call pays the seccomp entry either way).
+	p.op(bpfLdAbsW, dataIP)
+	p.op(bpfLdAbsW, dataArch)
+	p.jump(bpfJeqK, auditArchNative, "", "compat")
+	p.op(bpfLdAbsW, dataNr)
+	if x32Bit != 0 {
+		p.jump(bpfJgeK, x32Bit, "enosys", "")
+	}
+	cases := map[uint32]string{sysSetxattrat: "enosys", sysRemovexattat: "enosys", sysFileSetattr: "eperm", sysIoctlNative: "ioctl"}
+	for _, c := range nativeCalls() {
+		cases[c.nr] = "notify"
+	}
+	p.search(ranges(cases), "allow")
+	p.label("compat")
+	p.jump(bpfJeqK, auditArchCompat, "enosys", "kill")
+	p.label("ioctl")
+	p.op(bpfLdAbsW, dataArg1L)
+	for _, cmd := range []uint32{fsIocSetflags, fsIoc32Setflags, fsIocFssetxattr, fsIocSetversion, fsIoc32Setversion} {
+		p.jump(bpfJeqK, cmd, "eperm", "")
+	}
+	p.label("allow")
+	p.op(bpfRetK, retAllow)
+	p.label("notify")
+	p.op(bpfRetK, retUserNotif)
+	p.label("enosys")
+	p.op(bpfRetK, retErrno|uint32(syscall.ENOSYS))
+	p.label("eperm")
+	p.op(bpfRetK, retErrno|uint32(syscall.EPERM))
+	p.label("kill")
+	p.op(bpfRetK, retKillProcess)
+	if !p.resolve() {
+		panic("sandbox: metadata filter does not assemble") // a programming error, caught by every test
+	}
+	return p.ins
+}
+
+// installMetaFilter installs the metadata filter on the calling thread
+// (no_new_privs must be set) and returns its listener, close-on-exec.
+func installMetaFilter() (int, error) {
+	ins := metaFilter()
+	var prog [16]byte // struct sock_fprog: u16 len, padding, pointer
+	binary.NativeEndian.PutUint16(prog[0:], uint16(len(ins)))
+	binary.NativeEndian.PutUint64(prog[8:], uint64(uintptr(unsafe.Pointer(&ins[0]))))
+	fd, _, e := syscall.RawSyscall(sysSeccomp, seccompSetModeFilter, seccompFlagNewListener, uintptr(unsafe.Pointer(&prog[0])))
+	runtime.KeepAlive(ins)
+	if e != 0 {
+		return -1, e
+	}
+	return int(fd), nil
+}

@@ -1,0 +1,172 @@
+//go:build linux && (amd64 || arm64)
+
+package sandbox_test
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
+)
+
+// guardScript changes metadata inside its workspace and outside it, and
+// lists its descriptors (the filter's listener must not be among them).
+const guardScript = `p() { n=$1; shift; if "$@" >/dev/null 2>&1; then echo "$n=yes"; else echo "$n=no"; fi; }
+p chmod-inside chmod 0700 "$WS/f"
+p touch-inside touch -d @1000000000 "$WS/f"
+p chmod-outside chmod 0600 "$OUT"
+p touch-outside touch -c "$OUT"
+p chown-outside chown -h "$(id -u)" "$OUT"
+echo fds=$(ls /proc/self/fd | tr '\n' ,)
+`
+
+// runGuarded starts sh -c script from a fresh locked thread restricted to
+// p and guarded, waits for it, closes the guard and returns its output.
+func runGuarded(t *testing.T, p *sandbox.Policy, env []string, script string) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	errs := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		defer w.Close()
+		if _, err := sandbox.RestrictThread(p, nil); err != nil {
+			errs <- err
+			return
+		}
+		g, err := sandbox.GuardMetadata(p)
+		if err != nil {
+			errs <- err
+			return
+		}
+		defer g.Close()
+		pid, err := syscall.ForkExec("/bin/sh", []string{"sh", "-c", script}, &syscall.ProcAttr{
+			Env: env, Files: []uintptr{0, w.Fd(), 2},
+		})
+		if err != nil {
+			errs <- err
+			return
+		}
+		var ws syscall.WaitStatus
+		_, err = syscall.Wait4(pid, &ws, 0, nil)
+		errs <- err
+	}()
+	out := make(chan string, 1)
+	go func() {
+		b := make([]byte, 1<<16)
+		n, _ := readFull(r, b)
+		out <- string(b[:n])
+	}()
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	return <-out
+}
+
+func readFull(f *os.File, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		k, err := f.Read(b[n:])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// inherited is what ls /proc/self/fd lists in a child: 0, 1, 2, its own
+// directory's 3, and whatever the test process holds without
+// close-on-exec (a test runner may pass some).
+func inherited(t *testing.T) string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"0", "1", "2", "3"}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 3 {
+			continue
+		}
+		if fl, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFD, 0); errno == 0 && fl&syscall.FD_CLOEXEC == 0 {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",") + ","
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// A guarded program changes metadata inside its ReadWrite tree and not
+// outside it, even as root (the guard's check is not DAC's); its
+// descriptors are its three standard ones (the listener is close-on-exec);
+// and a guard leaves no descriptor or goroutine behind.
+func TestGuardMetadata(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	ws, out := t.TempDir(), filepath.Join(t.TempDir(), "out")
+	for _, f := range []string{filepath.Join(ws, "f"), out} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &sandbox.Policy{}
+	for _, d := range []string{"/usr", "/bin", "/lib", "/lib64", "/etc", "/proc"} {
+		p.Rules = append(p.Rules, sandbox.Rule{Path: d, Access: sandbox.ReadOnly, Optional: true})
+	}
+	p.Rules = append(p.Rules, sandbox.Rule{Path: "/dev/null", Access: sandbox.Device}, sandbox.Rule{Path: ws, Access: sandbox.ReadWrite})
+	env := []string{"PATH=/usr/bin:/bin", "WS=" + ws, "OUT=" + out}
+	runGuarded(t, p, env, guardScript) // warm up: the runtime's own threads and descriptors
+	fds, goroutines := openFDs(t), runtime.NumGoroutine()
+	for range 3 {
+		got := map[string]string{}
+		for _, line := range strings.Fields(runGuarded(t, p, env, guardScript)) {
+			k, v, _ := strings.Cut(line, "=")
+			got[k] = v
+		}
+		want := map[string]string{"chmod-inside": "yes", "touch-inside": "yes", "chmod-outside": "no",
+			"touch-outside": "no", "chown-outside": "no", "fds": inherited(t)}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s = %q, want %q", k, got[k], v)
+			}
+		}
+	}
+	if st, err := os.Stat(filepath.Join(ws, "f")); err != nil || st.Mode().Perm() != 0o700 || st.ModTime().Unix() != 1000000000 {
+		t.Errorf("inside: %v %v", st.Mode(), err)
+	}
+	if st, err := os.Stat(out); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("outside changed: %v %v", st.Mode(), err)
+	}
+	if n := openFDs(t); n != fds {
+		t.Errorf("descriptors: %d after, %d before", n, fds)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > goroutines && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > goroutines {
+		t.Errorf("goroutines: %d after, %d before", n, goroutines)
+	}
+}

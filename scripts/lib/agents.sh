@@ -1,0 +1,153 @@
+# shellcheck shell=bash
+# Helpers for the e2e scripts that drive the real agent CLIs
+# (scripts/claude-e2e.sh, scripts/codex-e2e.sh): the pinned npm
+# installations, a Worker under strace and the check of what strace saw.
+# Source it after scripts/lib/e2e.sh, before the script changes directory,
+# with
+#   source "$(dirname "$0")/lib/agents.sh"
+# It only defines functions. They use the caller's globals tmp, pids, bin
+# and repo and the caller's `fail MESSAGE`, like scripts/lib/e2e.sh.
+#
+#   agents_traps        after e2e_setup: make the EXIT trap first SIGKILL
+#                       worker_pid (the Worker under strace: killing strace
+#                       does not end it), then run e2e_cleanup; sets
+#                       worker_pid empty.
+#   agents_npm_ci DIR SRC
+#                       npm ci the package.json and package-lock.json of
+#                       SRC (the pinned versions and integrity) into the
+#                       new directory DIR, without install scripts; output
+#                       to DIR.out. Returns npm's status (run it in the
+#                       background to overlap it with the build).
+#   agents_codex_bin DIR
+#                       set and export CODEX_BIN, the native codex of the
+#                       npm installation DIR; fail unless it reports the
+#                       pinned version 0.169.0.
+#   agents_strace OUT CMD..
+#                       run CMD under strace following every process,
+#                       recording its network calls (connect, sendto,
+#                       sendmsg, sendmmsg) into OUT.
+#   agents_start_worker start "$bin/forge-worker" -config "$tmp/worker.json"
+#                       under agents_strace into $tmp/strace.txt, stderr
+#                       to $tmp/worker.log, in the background; add strace
+#                       to pids and set strace_pid and worker_pid (the
+#                       Worker's own pid).
+#   agents_stop_worker  SIGTERM the Worker and require it to exit 0; clears
+#                       worker_pid.
+#   agents_net_check STRACE PORT[:MIN:NAME]..
+#                       every AF_INET/AF_INET6 address in the strace output
+#                       STRACE is loopback with one of the PORTs (so no DNS
+#                       query either), and each PORT given a MIN got at
+#                       least MIN connect() calls (the sample covers that
+#                       agent). Prints one line; exits non-zero with the
+#                       first offending call, "DNS query" leading a call to
+#                       port 53.
+#   wait_job ID NAME    forge wait for job ID (120 s), aggregate into
+#                       $tmp/agg-NAME.json; never fails itself.
+#   agents_check_success BASE NAME
+#                       the job NAME (its aggregate from wait_job) succeeded
+#                       on attempt 1 with the agent report of the
+#                       structured answer, and its candidate, a child of
+#                       BASE in $repo with the structured commit subject,
+#                       adds only NAME.txt holding "NAME from forge".
+
+# shellcheck disable=SC2154 # tmp, pids, bin and repo belong to the caller
+
+agents_cleanup() {
+  if [ -n "${worker_pid:-}" ]; then kill -KILL "$worker_pid" 2>/dev/null || true; fi
+  e2e_cleanup
+}
+
+agents_traps() {
+  worker_pid=
+  trap agents_cleanup EXIT
+}
+
+agents_npm_ci() {
+  mkdir "$1"
+  cp "$2/package.json" "$2/package-lock.json" "$1/"
+  (cd "$1" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) >"$1.out" 2>&1
+}
+
+agents_codex_bin() {
+  CODEX_BIN=$(find "$1/node_modules/@openai" -path '*/vendor/*/bin/codex' -type f | head -n 1)
+  [ -x "$CODEX_BIN" ] || fail "the npm package has no native codex binary for this platform"
+  [ "$("$CODEX_BIN" --version)" = "codex-cli 0.169.0" ] || fail "codex --version is not 0.169.0"
+  export CODEX_BIN
+}
+
+agents_strace() {
+  local out=$1
+  shift
+  strace -f -qq --seccomp-bpf -e trace=connect,sendto,sendmsg,sendmmsg -o "$out" "$@"
+}
+
+agents_start_worker() {
+  # The Worker execs from a shell that wrote its pid, so the pid is the Worker's.
+  # shellcheck disable=SC2016 # $$, $1 and $2 are the inner shell's
+  agents_strace "$tmp/strace.txt" \
+    sh -c 'echo $$ >"$1/worker.pid"; exec "$2/forge-worker" -config "$1/worker.json" 2>"$1/worker.log"' sh "$tmp" "$bin" &
+  strace_pid=$!
+  pids+=("$strace_pid")
+  for _ in $(seq 100); do [ -s "$tmp/worker.pid" ] && break; sleep 0.05; done
+  worker_pid=$(cat "$tmp/worker.pid") || fail "Worker did not start under strace"
+}
+
+agents_stop_worker() {
+  kill -TERM "$worker_pid"
+  wait "$strace_pid" || fail "Worker did not exit 0 on SIGTERM"
+  worker_pid=
+}
+
+agents_net_check() {
+  python3 - "$@" <<'PY'
+import re, sys
+path, specs = sys.argv[1], sys.argv[2:]
+ports, want, names = set(), {}, {}
+for s in specs:
+    port, _, rest = s.partition(":")
+    ports.add(port)
+    if rest:
+        n, _, name = rest.partition(":")
+        want[port], names[port] = int(n), name
+inet = re.compile(r'sa_family=AF_INET6?, sin6?_port=htons\((\d+)\)')
+seen, bad = dict.fromkeys(want, 0), []
+for line in open(path, errors="replace"):
+    if "AF_INET" not in line:
+        continue
+    m = inet.search(line)
+    port = m.group(1) if m else None
+    loop = 'inet_addr("127.0.0.1")' in line or '"::1"' in line
+    if port not in ports or not loop:
+        bad.append(("DNS query " if port == "53" else "") + line.strip()[:200])
+    elif port in seen and "connect(" in line:
+        seen[port] += 1
+if bad:
+    sys.exit("%d calls, first: %s" % (len(bad), bad[0]))
+counts = ", ".join("%d to %s" % (seen[p], names[p]) for p in want)
+if any(seen[p] < want[p] for p in want):
+    sys.exit("strace saw connections: %s; the sample does not cover the agents" % counts)
+print("strace: connections %s, none elsewhere" % counts)
+PY
+}
+
+wait_job() { "$bin/forge" wait -timeout 120s -poll 100ms "$1" >"$tmp/agg-$2.json" 2>>"$tmp/forge.out" || true; }
+
+agents_check_success() {
+  local base=$1 name=$2 agg=$tmp/agg-$2.json cand
+  python3 - "$agg" "$name" <<'PY' || fail "job $name: aggregate does not match: $(head -c 600 "$agg")"
+import json, sys
+a = json.load(open(sys.argv[1]))
+name = sys.argv[2]
+job, attempts = a["job"], a["attempts"]
+assert job["status"] == "succeeded", job
+assert len(attempts) == 1 and attempts[0]["status"] == "succeeded", attempts
+rep = attempts[0].get("agent_report")
+assert rep == {"self_reported": True, "summary": "Added %s.txt as the task asked." % name,
+               "changes": ["%s.txt: new file with one line" % name]}, rep
+PY
+  cand=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["job"]["candidate_sha"])' "$agg")
+  [ "$(g show "$cand:$name.txt")" = "$name from forge" ] || fail "job $name: candidate lacks the file the agent wrote"
+  [ "$(g log -1 --format=%s "$cand")" = "feat: add $name.txt" ] || fail "job $name: commit subject is not the structured answer's"
+  [ "$(g rev-parse "$cand^")" = "$base" ] || fail "job $name: candidate parent is not the base"
+  [ "$(g diff --name-only "$base" "$cand")" = "$name.txt" ] || fail "job $name: candidate changes more than $name.txt"
+}
