@@ -32,7 +32,7 @@ const (
 // relatives, setting and removing extended attributes): the filter
 // GuardMetadata installs hands each one to the guard, which performs it
 // itself when the object lies beneath one of the policy's ReadWrite rules
-// and refuses it (EACCES) otherwise. See GuardMetadata.
+// (its own or its Shared's) and refuses it (EACCES) otherwise. See GuardMetadata.
 type Guard struct {
 	file  *os.File
 	done  chan struct{}
@@ -63,7 +63,7 @@ func GuardMetadata(p *Policy) (*Guard, error) {
 	// a symbolic link to anywhere in its place. Their names, which cost a
 	// readlink each, wait for the first call (most programs make none).
 	var rw []string
-	for _, r := range p.Rules {
+	for _, r := range append(p.Shared.Rules(), p.Rules...) {
 		if r.Access == ReadWrite {
 			rw = append(rw, r.Path)
 		}
