@@ -17,6 +17,7 @@ import (
 // the difference.
 func BenchmarkGuardStart(b *testing.B) {
 	p := &sandbox.Policy{Rules: []sandbox.Rule{{Path: b.TempDir(), Access: sandbox.ReadWrite}, {Path: b.TempDir(), Access: sandbox.ReadWrite}}}
+	var gs sandbox.Guards
 	defer reportCPU(b)()
 	for range b.N {
 		errs := make(chan error, 1)
@@ -26,7 +27,7 @@ func BenchmarkGuardStart(b *testing.B) {
 				errs <- e
 				return
 			}
-			g, err := sandbox.GuardMetadata(p)
+			g, err := gs.Start(p)
 			if err == nil {
 				g.Close()
 			}
