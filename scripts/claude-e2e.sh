@@ -14,7 +14,8 @@
 #  3. Gate, and a two-lane Worker under strace following every process,
 #     with two repositories: "claude" (plugin claude, an operator profile
 #     naming model, effort, the key's variable and the fake as base URL;
-#     plugin_timeout 8s) and "codex" (plugin codex, a profile whose provider
+#     plugin_timeout 1m; "claude-hang", the same plugin with 8s, takes the
+#     hang job) and "codex" (plugin codex, a profile whose provider
 #     is fake-responses). Both plugins and both CLIs run in the Worker's
 #     Landlock sandbox (the npm installations and the operator's directory
 #     as sandbox_read_paths; claude is a native binary that needs nothing
@@ -112,7 +113,7 @@ tail -n 1 "$tmp/conformance.out"
 # 3. Gate and Worker, one repository per agent.
 mkdir -m 0700 "$tmp/repos" "$tmp/worktrees" "$tmp/runtime" "$tmp/state"
 declare -A bases
-for name in claude codex claude-bad; do
+for name in claude codex claude-bad claude-hang; do
   repo=$tmp/repos/$name
   GIT_CONFIG_GLOBAL=/dev/null git init -q -b main "$repo"
   printf '%s repository\n' "$name" >"$repo/README.md"
@@ -131,9 +132,12 @@ bases[claude]=$(g rev-parse HEAD)
 policy() { # PLUGIN ENVS TIMEOUT
   printf '{"plugin_id":"%s","environment":%s,"plugin_timeout":"%s","check_timeout":"1m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":4194304,"check_output_bytes":2048,"git_output_bytes":1048576}' "$1" "$2" "$3"
 }
-claude_policy=$(policy claude '["PATH","CLAUDE_BIN","CLAUDE_E2E_KEY"]' 8s)
+# One minute: a loaded machine (strace follows every process) must not turn
+# a slow start into plugin_timeout; the hang job has its own 8s repository.
+claude_policy=$(policy claude '["PATH","CLAUDE_BIN","CLAUDE_E2E_KEY"]' 1m)
+hang_policy=$(policy claude '["PATH","CLAUDE_BIN","CLAUDE_E2E_KEY"]' 8s)
 codex_policy=$(policy codex '["PATH","CODEX_BIN","CODEX_E2E_PROVIDER_KEY"]' 2m)
-bad_policy=$(policy claude-bad '["PATH","CLAUDE_BIN","CLAUDE_E2E_KEY"]' 8s)
+bad_policy=$(policy claude-bad '["PATH","CLAUDE_BIN","CLAUDE_E2E_KEY"]' 1m)
 cat >"$tmp/gate.json" <<EOF
 {"version":1,"listen":"127.0.0.1:0","database":"$tmp/state/forge.db","owner_token_env":"FORGE_OWNER_TOKEN",
  "recovery_interval":"200ms","lease_poll_interval":"100ms","default_pool":"local",
@@ -142,7 +146,8 @@ cat >"$tmp/gate.json" <<EOF
  "workers":[{"id":"worker-1","pool":"local","token_env":"FORGE_WORKER_TOKEN","concurrency":2}],
  "repositories":[{"id":"claude","default_branch":"main","worker_pool":"local","execution":$claude_policy},
                  {"id":"codex","default_branch":"main","worker_pool":"local","execution":$codex_policy},
-                 {"id":"claude-bad","default_branch":"main","worker_pool":"local","execution":$bad_policy}]}
+                 {"id":"claude-bad","default_branch":"main","worker_pool":"local","execution":$bad_policy},
+                 {"id":"claude-hang","default_branch":"main","worker_pool":"local","execution":$hang_policy}]}
 EOF
 e2e_start_gate "$tmp/gate.log" "Gate did not start"
 
@@ -150,7 +155,7 @@ cat >"$tmp/worker.json" <<EOF
 {"version":1,"gate_url":"ws://$addr","id":"worker-1","token_env":"FORGE_WORKER_TOKEN","heartbeat_interval":"500ms","concurrency":2,
  "repository_roots":["$tmp/repos"],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
  "repositories":[{"id":"claude","path":"$tmp/repos/claude"},{"id":"codex","path":"$tmp/repos/codex"},
-                 {"id":"claude-bad","path":"$tmp/repos/claude-bad"}],
+                 {"id":"claude-bad","path":"$tmp/repos/claude-bad"},{"id":"claude-hang","path":"$tmp/repos/claude-hang"}],
  "plugins":[{"id":"claude","argv":["$bin/forge-claude-plugin","-profile","$op/claude.json"]},
             {"id":"codex","argv":["$bin/forge-codex-plugin","-profile","$op/codex.json"]},
             {"id":"claude-bad","argv":["$bin/forge-claude-plugin","-profile","$op/claude-bad.json"]}],
@@ -197,7 +202,7 @@ for p in os.listdir("/proc"):
 PY
 }
 
-job_hang=$(submit claude hang hang) || fail "submit hang"
+job_hang=$(submit claude-hang hang hang) || fail "submit hang"
 job_codex=$(submit codex codexjob success) || fail "submit codex"
 # While the hang job's Claude waits on the fake, its process tree is known.
 for _ in $(seq 200); do
@@ -244,34 +249,14 @@ if [ -n "$(find "$tmp" -name escaped.txt -print -quit)" ]; then
 fi
 [ ! -e "$tmp/hook-ran" ] || fail "a repository hook ran"
 [ "$(count_in "$tmp/fake-anthropic.jsonl" 'e["canary"]')" = 0 ] || fail "the repository's CLAUDE.md reached the model"
-python3 - "$tmp/agg-refused.json" <<'PY' || fail "job refused: aggregate does not match: $(head -c 600 "$tmp/agg-refused.json")"
-import json, sys
-a = json.load(open(sys.argv[1]))
-assert a["job"]["status"] == "failed", a["job"]
-assert len(a["attempts"]) == 1, a["attempts"]
-at = a["attempts"][0]
-assert at["status"] == "failed" and at["failure_code"] == "plugin_incompatible", at
-assert at["evidence"] == [{"phase": "plugin", "reason": "failed"}], at
-PY
-python3 - "$tmp/agg-badprofile.json" <<'PY' || fail "job badprofile: aggregate does not match: $(head -c 600 "$tmp/agg-badprofile.json")"
-import json, sys
-a = json.load(open(sys.argv[1]))
-assert a["job"]["status"] == "failed" and len(a["attempts"]) == 1, a
-assert a["attempts"][0]["failure_code"] == "plugin_incompatible", a["attempts"][0]
-PY
+agents_check_failed refused 1 plugin_incompatible plugin-failed
+agents_check_failed badprofile 1 plugin_incompatible
 refusals=$(count_in "$tmp/fake-anthropic.jsonl" 'e["mode"] == "status-401"')
 if [ "$refusals" -lt 1 ] || [ "$refusals" -gt 3 ]; then
   fail "the 401 reached the API $refusals times (Claude was not stopped at once)"
 fi
 wait_job "$job_hang" hang
-python3 - "$tmp/agg-hang.json" <<'PY' || fail "job hang: aggregate does not match: $(head -c 600 "$tmp/agg-hang.json")"
-import json, sys
-a = json.load(open(sys.argv[1]))
-assert a["job"]["status"] == "failed", a["job"]
-assert len(a["attempts"]) == 2, a["attempts"]
-for at in a["attempts"]:
-    assert at["status"] == "failed" and at["failure_code"] == "plugin_failed", at
-PY
+agents_check_failed hang 2 plugin_failed
 for p in $hang_pids; do
   [ ! -e "/proc/$p" ] || fail "claude process $p of the hang job is still running"
 done

@@ -2,14 +2,9 @@ package agentplugin_test
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -59,22 +54,6 @@ func implementations() []implementation {
 	}
 }
 
-func workspace(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "--template=", "-b", "main"},
-		{"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "base"},
-	} {
-		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + dir}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git: %v\n%s", err, out)
-		}
-	}
-	return dir
-}
-
 // TestAdapterContract runs the same behavioural contract against every
 // adapter (agent-adapters.md, "Adapter contract suite"), each with its
 // deterministic fake CLI: normal completion with a structured answer,
@@ -106,7 +85,7 @@ func TestAdapterContract(t *testing.T) {
 					t.Fatalf("capabilities %+v", caps)
 				}
 				var stages []plugin.Stage
-				out, err := ad.Run(ctx, agent.Request{Workspace: workspace(t), Timeout: timeout, Want: want,
+				out, err := ad.Run(ctx, agent.Request{Workspace: agenttest.GitWorkspace(t), Timeout: timeout, Want: want,
 					Instruction: "Create a file named C.md containing one line: contract."},
 					func(s plugin.Stage, _ string) error { stages = append(stages, s); return nil })
 				return out, stages, err, pids
@@ -155,30 +134,9 @@ func TestAdapterContract(t *testing.T) {
 					if agent.ReasonOf(err) != wantReason {
 						t.Fatalf("%v, want %q", err, wantReason)
 					}
-					requireGone(t, pids)
+					agenttest.RequireGone(t, pids)
 				})
 			}
 		})
-	}
-}
-
-// requireGone checks the fake, its child and its process group are gone.
-func requireGone(t *testing.T, pidFile string) {
-	t.Helper()
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal("the fake did not record its pids")
-	}
-	for i, s := range strings.Fields(string(b)) {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 1 {
-			t.Fatalf("pid file %q", b)
-		}
-		if i == 1 {
-			n = -n
-		}
-		if err := syscall.Kill(n, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Fatalf("process (group) %d still exists: %v", n, err)
-		}
 	}
 }

@@ -2,18 +2,24 @@
 // (pkg/claude, pkg/codex, pkg/agentplugin and the forge-claude-plugin and
 // forge-codex-plugin commands): the test binary doubling as the supervise
 // reaper, a reaper pool of it, the paths of the fake CLIs under the
-// top-level testdata, a one-commit Git workspace, and a recorder of an
-// adapter's progress stages. It is imported by tests only, from packages
+// top-level testdata, a one-commit Git workspace, a recorder of an
+// adapter's progress stages, and the checks that a run's error has the
+// expected reason and category and that a fake's processes are gone. It is imported by tests only, from packages
 // two directories below the module root (pkg/NAME, cmd/NAME).
 package agenttest
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
+	"github.com/0k-lab/agent-forge/pkg/agent"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
@@ -129,5 +135,50 @@ func RequireEmpty(t testing.TB, dir string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil || len(entries) != 0 {
 		t.Fatalf("private run directory left behind (%d entries, %v)", len(entries), err)
+	}
+}
+
+// RequireReason fails the test unless err carries the adapter reason want
+// and the category cat, and its text holds no "/" (no path) and none of
+// forbidden.
+func RequireReason(t testing.TB, err error, want agent.Reason, cat plugin.Category, forbidden ...string) {
+	t.Helper()
+	if got := agent.ReasonOf(err); got != want {
+		t.Fatalf("reason %q (%v), want %q", got, err, want)
+	}
+	if got := agent.CategoryOf(err); got != cat {
+		t.Fatalf("category %s, want %s", got, cat)
+	}
+	for _, s := range append([]string{"/"}, forbidden...) {
+		if strings.Contains(err.Error(), s) {
+			t.Fatalf("error text carries %q: %q", s, err)
+		}
+	}
+}
+
+// RequireGone reads the pid file a fake CLI writes (its own pid, its
+// process group and its child's pid) and fails the test unless all three
+// are gone.
+func RequireGone(t testing.TB, pidFile string) {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal("the fake did not record its pids")
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) != 3 {
+		t.Fatalf("pid file %q", b)
+	}
+	for i, s := range fields {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 1 {
+			t.Fatalf("pid file %q", b)
+		}
+		if i == 1 {
+			n = -n // the process group
+		}
+		if err := syscall.Kill(n, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Fatalf("process (group) %d still exists: %v", n, err)
+		}
 	}
 }

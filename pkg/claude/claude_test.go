@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -74,19 +73,6 @@ func (f *fixture) file(name string) string {
 func (f *fixture) requireNoRunDir() {
 	f.t.Helper()
 	agenttest.RequireEmpty(f.t, f.cfg.TempDir)
-}
-
-func requireReason(t *testing.T, err error, want agent.Reason, cat plugin.Category) {
-	t.Helper()
-	if got := agent.ReasonOf(err); got != want {
-		t.Fatalf("reason %q (%v), want %q", got, err, want)
-	}
-	if got := agent.CategoryOf(err); got != cat {
-		t.Fatalf("category %s, want %s", got, cat)
-	}
-	if strings.Contains(err.Error(), "/") || strings.Contains(err.Error(), testKey) {
-		t.Fatalf("error text carries a path or the key: %q", err)
-	}
 }
 
 func TestRunSuccessWithDescription(t *testing.T) {
@@ -190,7 +176,7 @@ func TestRunFailures(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			f := newFixture(t, both, "FAKE_CLAUDE_MODE="+tc.mode)
 			_, err := f.run(context.Background())
-			requireReason(t, err, tc.reason, plugin.CategoryExecutionFailed)
+			agenttest.RequireReason(t, err, tc.reason, plugin.CategoryExecutionFailed, testKey)
 			f.requireNoRunDir()
 		})
 	}
@@ -211,7 +197,7 @@ func TestRunRefusedCredentialsAreAMisconfiguration(t *testing.T) {
 	f := newFixture(t, both, "FAKE_CLAUDE_MODE=auth-refused", "FAKE_CLAUDE_ECHO_KEY=1")
 	start := time.Now()
 	_, err := f.run(context.Background())
-	requireReason(t, err, agent.ReasonAuthRefused, plugin.CategoryIncompatible)
+	agenttest.RequireReason(t, err, agent.ReasonAuthRefused, plugin.CategoryIncompatible, testKey)
 	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("the refusal took %v to end the run", d)
 	}
@@ -236,7 +222,7 @@ func TestRunSetupFailuresAreMisconfigurations(t *testing.T) {
 		f := newFixture(t, both)
 		f.cfg.Profile.KeyEnv = "MISSING_KEY"
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonProviderKey, plugin.CategoryIncompatible)
+		agenttest.RequireReason(t, err, agent.ReasonProviderKey, plugin.CategoryIncompatible, testKey)
 		if _, err := os.Stat(filepath.Join(f.files, "argv.json")); err == nil {
 			t.Fatal("Claude Code started without a key")
 		}
@@ -246,38 +232,14 @@ func TestRunSetupFailuresAreMisconfigurations(t *testing.T) {
 		f.cfg.Bin = ""
 		f.cfg.Env = append(f.cfg.Env, "PATH="+t.TempDir())
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible)
+		agenttest.RequireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible, testKey)
 	})
 	t.Run("workspace missing", func(t *testing.T) {
 		f := newFixture(t, both)
 		f.req.Workspace = filepath.Join(t.TempDir(), "gone")
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonWorkspace, plugin.CategoryInvalidRequest)
+		agenttest.RequireReason(t, err, agent.ReasonWorkspace, plugin.CategoryInvalidRequest, testKey)
 	})
-}
-
-func requireGone(t *testing.T, pidFile string) {
-	t.Helper()
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal("the fake did not record its pids")
-	}
-	fields := strings.Fields(string(b))
-	if len(fields) != 3 {
-		t.Fatalf("pid file %q", b)
-	}
-	for i, s := range fields {
-		n, _ := strconv.Atoi(s)
-		if n <= 1 {
-			t.Fatalf("pid file %q", b)
-		}
-		if i == 1 {
-			n = -n
-		}
-		if err := syscall.Kill(n, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Fatalf("process (group) %d still exists: %v", n, err)
-		}
-	}
 }
 
 func TestRunCancelAndTimeoutStopTheProcessTree(t *testing.T) {
@@ -296,16 +258,16 @@ func TestRunCancelAndTimeoutStopTheProcessTree(t *testing.T) {
 			cancel()
 		}()
 		_, err := f.run(ctx)
-		requireReason(t, err, agent.ReasonCancelled, plugin.CategoryCancelled)
-		requireGone(t, filepath.Join(f.files, "pids"))
+		agenttest.RequireReason(t, err, agent.ReasonCancelled, plugin.CategoryCancelled, testKey)
+		agenttest.RequireGone(t, filepath.Join(f.files, "pids"))
 		f.requireNoRunDir()
 	})
 	t.Run("timeout", func(t *testing.T) {
 		f := newFixture(t, both, "FAKE_CLAUDE_MODE=hang")
 		f.req.Timeout = 2 * time.Second
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonTimeout, plugin.CategoryExecutionFailed)
-		requireGone(t, filepath.Join(f.files, "pids"))
+		agenttest.RequireReason(t, err, agent.ReasonTimeout, plugin.CategoryExecutionFailed, testKey)
+		agenttest.RequireGone(t, filepath.Join(f.files, "pids"))
 		f.requireNoRunDir()
 	})
 }

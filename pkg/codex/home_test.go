@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"github.com/0k-lab/agent-forge/pkg/agent"
+	"github.com/0k-lab/agent-forge/pkg/agenttest"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -170,27 +171,27 @@ func TestRunHomeSetupFailures(t *testing.T) {
 		f := homeFixture(t)
 		f.cfg.Profile.Provider = &Provider{Name: "gw", BaseURL: "https://a/v1", WireAPI: "responses", EnvKey: "LLM_KEY"}
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonProviderKey, plugin.CategoryIncompatible)
+		agenttest.RequireReason(t, err, agent.ReasonProviderKey, plugin.CategoryIncompatible, "panicked")
 	})
 	t.Run("auth.json is a directory", func(t *testing.T) {
 		f := homeFixture(t)
 		f.cfg.AuthSource = t.TempDir()
 		os.Mkdir(filepath.Join(f.cfg.AuthSource, AuthFile), 0o700)
 		_, err := f.run(context.Background())
-		requireReason(t, err, ReasonAuth, plugin.CategoryIncompatible)
+		agenttest.RequireReason(t, err, ReasonAuth, plugin.CategoryIncompatible, "panicked")
 		f.requireNoRunDir()
 	})
 	t.Run("auth source relative", func(t *testing.T) {
 		f := homeFixture(t)
 		f.cfg.AuthSource = "codex-home"
 		_, err := f.run(context.Background())
-		requireReason(t, err, ReasonAuth, plugin.CategoryIncompatible)
+		agenttest.RequireReason(t, err, ReasonAuth, plugin.CategoryIncompatible, "panicked")
 	})
 	t.Run("auth.json too large", func(t *testing.T) {
 		f := homeFixture(t)
 		f.cfg.AuthSource = t.TempDir()
 		os.WriteFile(filepath.Join(f.cfg.AuthSource, AuthFile), make([]byte, MaxAuthBytes+1), 0o600)
 		_, err := f.run(context.Background())
-		requireReason(t, err, ReasonAuth, plugin.CategoryIncompatible)
+		agenttest.RequireReason(t, err, ReasonAuth, plugin.CategoryIncompatible, "panicked")
 	})
 }

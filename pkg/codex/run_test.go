@@ -4,17 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/0k-lab/agent-forge/pkg/agent"
-	"github.com/0k-lab/agent-forge/pkg/agenttest"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/agent"
+	"github.com/0k-lab/agent-forge/pkg/agenttest"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 )
 
@@ -75,19 +73,6 @@ func (f *fixture) workspaceFile(name string) (string, bool) {
 func (f *fixture) requireNoRunDir() {
 	f.t.Helper()
 	agenttest.RequireEmpty(f.t, f.cfg.TempDir)
-}
-
-func requireReason(t *testing.T, err error, want agent.Reason, cat plugin.Category) {
-	t.Helper()
-	if got := agent.ReasonOf(err); got != want {
-		t.Fatalf("reason %q (%v), want %q", got, err, want)
-	}
-	if got := agent.CategoryOf(err); got != cat {
-		t.Fatalf("category %s, want %s", got, cat)
-	}
-	if strings.Contains(err.Error(), "/") || strings.Contains(err.Error(), "panicked") {
-		t.Fatalf("error text carries a path or executor output: %q", err)
-	}
 }
 
 func TestRunSuccessWithDescription(t *testing.T) {
@@ -231,7 +216,7 @@ func TestRunFailures(t *testing.T) {
 			f := newFixture(t, both, append(tc.env, "FAKE_CODEX_MODE="+tc.mode)...)
 			f.cfg.OutputLimit = tc.limit
 			_, err := f.run(context.Background())
-			requireReason(t, err, tc.reason, plugin.CategoryExecutionFailed)
+			agenttest.RequireReason(t, err, tc.reason, plugin.CategoryExecutionFailed, "panicked")
 			if slices.Contains(f.Got(), plugin.StageFinalizing) {
 				t.Fatal("finalizing reported for a failed run")
 			}
@@ -246,7 +231,7 @@ func TestRunFailures(t *testing.T) {
 func TestRunRefusedCredentialsAreAMisconfiguration(t *testing.T) {
 	f := newFixture(t, both, "FAKE_CODEX_MODE=status-401")
 	_, err := f.run(context.Background())
-	requireReason(t, err, agent.ReasonAuthRefused, plugin.CategoryIncompatible)
+	agenttest.RequireReason(t, err, agent.ReasonAuthRefused, plugin.CategoryIncompatible, "panicked")
 	f.requireNoRunDir()
 }
 
@@ -262,7 +247,7 @@ func TestRunPromptDirectiveSelectsMode(t *testing.T) {
 	f := newFixture(t, both)
 	f.req.Instruction = "Do something.\nfake-codex-mode: crash"
 	_, err := f.run(context.Background())
-	requireReason(t, err, agent.ReasonExit, plugin.CategoryExecutionFailed)
+	agenttest.RequireReason(t, err, agent.ReasonExit, plugin.CategoryExecutionFailed, "panicked")
 }
 
 func TestRunRetriedErrorsAreDiagnosticsNotFailures(t *testing.T) {
@@ -283,7 +268,7 @@ func TestRunFailureKeepsARedactedRawTail(t *testing.T) {
 	f := newFixture(t, both, "FAKE_CODEX_MODE=late-error", "FAKE_CODEX_ECHO_ENV=LLM_API_KEY", "LLM_API_KEY="+key)
 	f.cfg.Profile = Profile{Provider: &Provider{Name: "p", BaseURL: "http://127.0.0.1:1/v1", WireAPI: "responses", EnvKey: "LLM_API_KEY"}}
 	_, err := f.run(context.Background())
-	requireReason(t, err, agent.ReasonUnexpectedEvent, plugin.CategoryExecutionFailed)
+	agenttest.RequireReason(t, err, agent.ReasonUnexpectedEvent, plugin.CategoryExecutionFailed, "panicked")
 	var e *agent.Error
 	if !errors.As(err, &e) {
 		t.Fatal("not a run error")
@@ -315,31 +300,6 @@ func TestRunFallbackEditForOtherInstructions(t *testing.T) {
 	}
 }
 
-// requireGone checks the fake, its child and its process group are gone.
-func requireGone(t *testing.T, pidFile string) {
-	t.Helper()
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal("the fake did not record its pids")
-	}
-	fields := strings.Fields(string(b))
-	if len(fields) != 3 {
-		t.Fatalf("pid file %q", b)
-	}
-	for i, s := range fields {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 1 {
-			t.Fatalf("pid file %q", b)
-		}
-		if i == 1 {
-			n = -n // the process group
-		}
-		if err := syscall.Kill(n, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Fatalf("process (group) %d still exists after Run returned: %v", n, err)
-		}
-	}
-}
-
 func TestRunCancelKillsTheProcessGroup(t *testing.T) {
 	for _, mode := range []string{"hang", "hang-ignore-term"} {
 		t.Run(mode, func(t *testing.T) {
@@ -351,8 +311,8 @@ func TestRunCancelKillsTheProcessGroup(t *testing.T) {
 				cancel()
 			}()
 			_, err := f.run(ctx)
-			requireReason(t, err, agent.ReasonCancelled, plugin.CategoryCancelled)
-			requireGone(t, filepath.Join(f.files, "pids"))
+			agenttest.RequireReason(t, err, agent.ReasonCancelled, plugin.CategoryCancelled, "panicked")
+			agenttest.RequireGone(t, filepath.Join(f.files, "pids"))
 			f.requireNoRunDir()
 		})
 	}
@@ -362,7 +322,7 @@ func TestRunTimeout(t *testing.T) {
 	f := newFixture(t, both, "FAKE_CODEX_MODE=hang")
 	f.req.Timeout = time.Second
 	_, err := f.run(context.Background())
-	requireReason(t, err, agent.ReasonTimeout, plugin.CategoryExecutionFailed)
+	agenttest.RequireReason(t, err, agent.ReasonTimeout, plugin.CategoryExecutionFailed, "panicked")
 	f.requireNoRunDir()
 }
 
@@ -371,14 +331,14 @@ func TestRunSetupFailures(t *testing.T) {
 		f := newFixture(t, both)
 		f.cfg.Bin = filepath.Join(t.TempDir(), "codex")
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible)
+		agenttest.RequireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible, "panicked")
 	})
 	t.Run("codex not on PATH", func(t *testing.T) {
 		f := newFixture(t, both)
 		f.cfg.Bin = ""
 		f.cfg.Env = []string{"PATH=" + t.TempDir()}
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible)
+		agenttest.RequireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible, "panicked")
 	})
 	t.Run("not executable", func(t *testing.T) {
 		f := newFixture(t, both)
@@ -388,26 +348,26 @@ func TestRunSetupFailures(t *testing.T) {
 		}
 		f.cfg.Bin = p
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible)
+		agenttest.RequireReason(t, err, agent.ReasonUnavailable, plugin.CategoryIncompatible, "panicked")
 	})
 	t.Run("workspace missing", func(t *testing.T) {
 		f := newFixture(t, both)
 		f.req.Workspace = filepath.Join(t.TempDir(), "gone")
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonWorkspace, plugin.CategoryInvalidRequest)
+		agenttest.RequireReason(t, err, agent.ReasonWorkspace, plugin.CategoryInvalidRequest, "panicked")
 	})
 	t.Run("workspace outside Git", func(t *testing.T) {
 		f := newFixture(t, both)
 		f.req.Workspace = t.TempDir()
 		_, err := f.run(context.Background())
-		requireReason(t, err, agent.ReasonExit, plugin.CategoryExecutionFailed)
+		agenttest.RequireReason(t, err, agent.ReasonExit, plugin.CategoryExecutionFailed, "panicked")
 	})
 	t.Run("already cancelled", func(t *testing.T) {
 		f := newFixture(t, both)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := f.run(ctx)
-		requireReason(t, err, agent.ReasonCancelled, plugin.CategoryCancelled)
+		agenttest.RequireReason(t, err, agent.ReasonCancelled, plugin.CategoryCancelled, "panicked")
 		if _, err := os.Stat(filepath.Join(f.files, "argv.json")); err == nil {
 			t.Fatal("Codex started after cancellation")
 		}

@@ -4,8 +4,8 @@
 // the e2e scripts that run the real agent CLIs offline. Each fake keeps its
 // own protocol: the request it reads, the events it streams and its modes.
 //
-// Here: serving on an ephemeral loopback port whose address goes to a file
-// (Run), the JSON-lines request log (Log), remembering the first time a
+// Here: the command line both take (Flags), serving on an ephemeral
+// loopback port whose address goes to a file (Run), the JSON-lines request log (Log), remembering the first time a
 // conversation reaches a fault (Once), a server-sent event stream that can
 // also be cut the way a network cut would (Stream), and the two shared
 // parts of the scripted conversation: the "Create a file named PATH
@@ -16,6 +16,7 @@ package providerfake
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -25,6 +26,22 @@ import (
 	"sync"
 	"time"
 )
+
+// Flags are the command line both fakes take.
+type Flags struct {
+	AddrFile string        // -addr-file: where the listen address goes
+	Log      string        // -log: the request log
+	KeyEnv   string        // -key-env: the variable holding the expected API key
+	Slow     time.Duration // -slow: the delay of the slow mode (2s)
+}
+
+// Register defines the flags on fs.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.AddrFile, "addr-file", "", "file to write the listen address to")
+	fs.StringVar(&f.Log, "log", "", "file to append one JSON line per request to")
+	fs.StringVar(&f.KeyEnv, "key-env", "", "environment variable holding the expected API key")
+	fs.DurationVar(&f.Slow, "slow", 2*time.Second, "delay of the slow mode")
+}
 
 // Run opens the request log at logPath (appending, mode 0600), listens on
 // 127.0.0.1 on an ephemeral port, asks handler for the server of that log

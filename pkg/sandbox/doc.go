@@ -17,7 +17,7 @@
 // every ABI. TCP is not restricted: agents reach their model API over it.
 //
 // Landlock does not govern a file's metadata: chmod, chown, utimes and
-// extended attributes need only a name. GuardMetadata therefore adds, on
+// extended attributes need only a name. Guards.Start therefore adds, on
 // the same thread, a seccomp filter that hands every such call (by path,
 // by descriptor, relative to a dirfd or AT_EMPTY_PATH) to a guard in the
 // unconfined process (SECCOMP_RET_USER_NOTIF): the guard reads the
@@ -40,7 +40,7 @@
 // it before they read any secret.
 //
 // Off Linux there is no Landlock: ABI reports 0, RestrictThread and
-// GuardMetadata fail (GuardMetadata also on Linux architectures other than
+// Guards.Start fail (Guards.Start also on Linux architectures other than
 // amd64 and arm64), and
 // ProtectSelf does nothing.
 package sandbox

@@ -29,7 +29,7 @@ echo fds=$(ls /proc/self/fd | tr '\n' ,)
 
 // runGuarded starts sh -c script from a fresh locked thread restricted to
 // p and guarded, waits for it, closes the guard and returns its output.
-func runGuarded(t *testing.T, p *sandbox.Policy, env []string, script string) string {
+func runGuarded(t *testing.T, gs *sandbox.Guards, p *sandbox.Policy, env []string, script string) string {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -44,7 +44,7 @@ func runGuarded(t *testing.T, p *sandbox.Policy, env []string, script string) st
 			errs <- err
 			return
 		}
-		g, err := sandbox.GuardMetadata(p)
+		g, err := gs.Start(p)
 		if err != nil {
 			errs <- err
 			return
@@ -120,7 +120,8 @@ func openFDs(t *testing.T) int {
 // A guarded program changes metadata inside its ReadWrite tree and not
 // outside it, even as root (the guard's check is not DAC's); its
 // descriptors are its three standard ones (the listener is close-on-exec);
-// and a guard leaves no descriptor or goroutine behind.
+// and a guard leaves no descriptor or goroutine behind (the Guards keep
+// one epoll set and one goroutine for all of them).
 func TestGuardMetadata(t *testing.T) {
 	if sandbox.ABI() < 1 {
 		t.Skip("no Landlock on this kernel")
@@ -137,11 +138,12 @@ func TestGuardMetadata(t *testing.T) {
 	}
 	p.Rules = append(p.Rules, sandbox.Rule{Path: "/dev/null", Access: sandbox.Device}, sandbox.Rule{Path: ws, Access: sandbox.ReadWrite})
 	env := []string{"PATH=/usr/bin:/bin", "WS=" + ws, "OUT=" + out}
-	runGuarded(t, p, env, guardScript) // warm up: the runtime's own threads and descriptors
+	var gs sandbox.Guards
+	runGuarded(t, &gs, p, env, guardScript) // warm up: the runtime's threads, the Guards' epoll set and goroutine
 	fds, goroutines := openFDs(t), runtime.NumGoroutine()
 	for range 3 {
 		got := map[string]string{}
-		for _, line := range strings.Fields(runGuarded(t, p, env, guardScript)) {
+		for _, line := range strings.Fields(runGuarded(t, &gs, p, env, guardScript)) {
 			k, v, _ := strings.Cut(line, "=")
 			got[k] = v
 		}

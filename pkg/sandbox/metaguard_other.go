@@ -4,12 +4,15 @@ package sandbox
 
 import "errors"
 
+// Guards is inert here.
+type Guards struct{}
+
 // Guard is inert here.
 type Guard struct{}
 
-// GuardMetadata always fails here: there is no metadata filter for this
-// platform (and off Linux no Landlock to pair it with).
-func GuardMetadata(p *Policy) (*Guard, error) {
+// Start always fails here: there is no metadata filter for this platform
+// (and off Linux no Landlock to pair it with).
+func (*Guards) Start(p *Policy) (*Guard, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
 	}

@@ -86,11 +86,12 @@ type reaperServer struct {
 	// programs; only the goroutine starting a program uses it, while
 	// serve waits for it.
 	layers sandbox.Cache
-	// guard serves the running sandboxed program's metadata calls (nil
-	// otherwise); closed once the program is reaped and swept.
-	guard *sandbox.Guard
-	sigs  chan os.Signal // termination signals: shut down
-	chld  chan os.Signal // SIGCHLD while a sweep polls: wakes it early
+	// guards serve the sandboxed programs' metadata calls; guard is the
+	// running one's (nil otherwise), closed once it is reaped and swept.
+	guards sandbox.Guards
+	guard  *sandbox.Guard
+	sigs   chan os.Signal // termination signals: shut down
+	chld   chan os.Signal // SIGCHLD while a sweep polls: wakes it early
 }
 
 func newReaperServer(conn *net.UnixConn) *reaperServer {
@@ -158,19 +159,20 @@ func (s *reaperServer) serve() {
 			}
 			pid, escalate = 0, nil
 			rep := s.sweep()
+			if !closing {
+				r := reply{kind: msgExited, code: ws.ExitStatus(), timedOut: rep.timedOut,
+					fast: rep.fast, term: rep.term, kill: rep.kill}
+				if ws.Signaled() {
+					r.code, r.signal = -1, int(ws.Signal())
+				}
+				s.send(r)
+			}
+			// The program's tree is gone: its guard goes too (after the
+			// answer, which need not wait for it).
 			if s.guard != nil {
-				s.guard.Close() // the program's tree is gone
+				s.guard.Close()
 				s.guard = nil
 			}
-			if closing {
-				continue
-			}
-			r := reply{kind: msgExited, code: ws.ExitStatus(), timedOut: rep.timedOut,
-				fast: rep.fast, term: rep.term, kill: rep.kill}
-			if ws.Signaled() {
-				r.code, r.signal = -1, int(ws.Signal())
-			}
-			s.send(r)
 		}
 	}
 }
@@ -181,7 +183,7 @@ func (s *reaperServer) serve() {
 func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
 	var st started
 	if m.spawn.sandbox != nil {
-		st = startSandboxed(m, &s.layers, exited)
+		st = startSandboxed(m, &s.layers, &s.guards, exited)
 	} else {
 		st = forkExec(m, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})
 		if st.err == nil {
@@ -236,7 +238,7 @@ func forkExec(m inbound, sys *syscall.SysProcAttr) started {
 //
 // The program also gets a session of its own (its process group, as
 // unsandboxed, and no controlling terminal to reach the operator through).
-func startSandboxed(m inbound, layers *sandbox.Cache, exited chan<- struct{}) started {
+func startSandboxed(m inbound, layers *sandbox.Cache, guards *sandbox.Guards, exited chan<- struct{}) started {
 	res := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
@@ -246,7 +248,7 @@ func startSandboxed(m inbound, layers *sandbox.Cache, exited chan<- struct{}) st
 		}
 		// What Landlock does not govern (chmod, chown, utimes, xattrs)
 		// goes to a guard that serves it only inside the writable trees.
-		guard, err := sandbox.GuardMetadata(m.spawn.sandbox)
+		guard, err := guards.Start(m.spawn.sandbox)
 		if err != nil {
 			res <- started{err: err}
 			return

@@ -49,6 +49,11 @@
 #                       structured answer, and its candidate, a child of
 #                       BASE in $repo with the structured commit subject,
 #                       adds only NAME.txt holding "NAME from forge".
+#   agents_check_failed NAME N CODE [plugin-failed]
+#                       the job NAME (its aggregate from wait_job) failed
+#                       after N attempts, each failed with failure_code
+#                       CODE; with plugin-failed, each attempt's evidence is
+#                       only the plugin's failure and it has no candidate.
 
 # shellcheck disable=SC2154 # tmp, pids, bin and repo belong to the caller
 
@@ -150,4 +155,20 @@ PY
   [ "$(g log -1 --format=%s "$cand")" = "feat: add $name.txt" ] || fail "job $name: commit subject is not the structured answer's"
   [ "$(g rev-parse "$cand^")" = "$base" ] || fail "job $name: candidate parent is not the base"
   [ "$(g diff --name-only "$base" "$cand")" = "$name.txt" ] || fail "job $name: candidate changes more than $name.txt"
+}
+
+agents_check_failed() {
+  local agg=$tmp/agg-$1.json
+  python3 - "$agg" "$2" "$3" "${4:-}" <<'PY' || fail "job $1: aggregate does not match: $(head -c 600 "$agg")"
+import json, sys
+a = json.load(open(sys.argv[1]))
+n, code, plugin_failed = int(sys.argv[2]), sys.argv[3], sys.argv[4] == "plugin-failed"
+assert a["job"]["status"] == "failed", a["job"]
+assert len(a["attempts"]) == n, a["attempts"]
+for at in a["attempts"]:
+    assert at["status"] == "failed" and at["failure_code"] == code, at
+    if plugin_failed:
+        assert at["evidence"] == [{"phase": "plugin", "reason": "failed"}], at
+        assert at.get("candidate_sha") is None, at
+PY
 }

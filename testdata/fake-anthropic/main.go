@@ -68,18 +68,16 @@ import (
 )
 
 func main() {
-	addrFile := flag.String("addr-file", "", "file to write the listen address to")
-	logFile := flag.String("log", "", "file to append one JSON line per request to")
-	keyEnv := flag.String("key-env", "", "environment variable holding the expected API key")
-	slow := flag.Duration("slow", 2*time.Second, "delay of the slow mode")
+	var fl providerfake.Flags
+	fl.Register(flag.CommandLine)
 	canary := flag.String("canary", "", "text whose presence in a request body is logged")
 	flag.Parse()
-	if *addrFile == "" || *logFile == "" {
+	if fl.AddrFile == "" || fl.Log == "" {
 		fmt.Fprintln(os.Stderr, "usage: fake-anthropic -addr-file FILE -log FILE [-key-env NAME] [-slow D]")
 		os.Exit(2)
 	}
-	err := providerfake.Run(*addrFile, *logFile, func(log *providerfake.Log, _ int) http.Handler {
-		return &server{log: log, key: os.Getenv(*keyEnv), slow: *slow, canary: *canary}
+	err := providerfake.Run(fl.AddrFile, fl.Log, func(log *providerfake.Log, _ int) http.Handler {
+		return &server{log: log, key: os.Getenv(fl.KeyEnv), slow: fl.Slow, canary: *canary}
 	})
 	fmt.Fprintln(os.Stderr, "fake-anthropic:", err)
 	os.Exit(1)

@@ -60,17 +60,15 @@ import (
 )
 
 func main() {
-	addrFile := flag.String("addr-file", "", "file to write the listen address to")
-	logFile := flag.String("log", "", "file to append one JSON line per request to")
-	keyEnv := flag.String("key-env", "", "environment variable holding the expected API key")
-	slow := flag.Duration("slow", 2*time.Second, "delay of the slow mode")
+	var fl providerfake.Flags
+	fl.Register(flag.CommandLine)
 	flag.Parse()
-	if *addrFile == "" || *logFile == "" {
+	if fl.AddrFile == "" || fl.Log == "" {
 		fmt.Fprintln(os.Stderr, "usage: fake-responses -addr-file FILE -log FILE [-key-env NAME] [-slow D]")
 		os.Exit(2)
 	}
-	err := providerfake.Run(*addrFile, *logFile, func(log *providerfake.Log, port int) http.Handler {
-		return &server{log: log, key: os.Getenv(*keyEnv), slow: *slow, port: port}
+	err := providerfake.Run(fl.AddrFile, fl.Log, func(log *providerfake.Log, port int) http.Handler {
+		return &server{log: log, key: os.Getenv(fl.KeyEnv), slow: fl.Slow, port: port}
 	})
 	fmt.Fprintln(os.Stderr, "fake-responses:", err)
 	os.Exit(1)
