@@ -70,6 +70,9 @@
 // the reaper serves many programs), forks and execs from it, and lets
 // that thread wait for the program, whose parent-death signal follows it;
 // a shared read layer, when the policy has one, is built once per reaper.
+// The same thread also gets the sandbox's metadata filter, whose calls
+// (chmod, chown, utimes, xattrs) the reaper serves for the program's whole
+// tree until it has been reaped and swept (sandbox.Guards, one per reaper).
 // The reaper itself is non-dumpable: it sees every program's environment.
 // On other Unix systems Reaper is ignored and only the process group is
 // cleaned up; a Sandbox then fails the start.
