@@ -3,7 +3,6 @@ package sandbox
 import (
 	"encoding/binary"
 	"errors"
-	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -106,10 +105,9 @@ func (a Access) rights(handled uint64) uint64 {
 // no_new_privs on it. Both are per-thread and permanent: the caller must
 // have locked the goroutine to its thread and must never unlock it (the
 // thread then ends with the goroutine), and should start the one program
-// meant to run inside from it. c, when not nil, keeps p.Readable's layer
-// built for the next call with the same Readable rules. It returns the ABI
-// used, or an error carrying only an errno (ErrUnavailable without
-// Landlock).
+// meant to run inside from it. c, when not nil, keeps p.Shared prepared
+// for the next call with the same Shared. It returns the ABI used, or an
+// error carrying only an errno (ErrUnavailable without Landlock).
 func RestrictThread(p *Policy, c *Cache) (int, error) {
 	if err := p.Check(); err != nil {
 		return 0, err
@@ -118,17 +116,13 @@ func RestrictThread(p *Policy, c *Cache) (int, error) {
 	if abi < 1 {
 		return 0, ErrUnavailable
 	}
-	var readable int
-	if len(p.Readable) > 0 {
-		if c == nil {
-			c = &Cache{fd: -1}
-			defer c.Close()
-		}
-		fd, err := c.layer(p.Readable)
-		if err != nil {
-			return abi, err
-		}
-		readable = fd
+	if c == nil {
+		c = &Cache{}
+		defer c.Close()
+	}
+	prep, err := c.prepare(p.Shared)
+	if err != nil {
+		return abi, err
 	}
 	handled := handledFS(abi)
 	var attr [24]byte // struct landlock_ruleset_attr
@@ -146,6 +140,11 @@ func RestrictThread(p *Policy, c *Cache) (int, error) {
 		return abi, e
 	}
 	defer syscall.Close(int(rfd))
+	for _, o := range prep.opened {
+		if err := addOpened(int(rfd), o, o.access.rights(handled)); err != nil {
+			return abi, err
+		}
+	}
 	for _, r := range p.Rules {
 		if err := addRule(int(rfd), r, r.Access.rights(handled)); err != nil {
 			return abi, err
@@ -159,8 +158,8 @@ func RestrictThread(p *Policy, c *Cache) (int, error) {
 	if _, _, e := syscall.RawSyscall(sysRestrictSelf, rfd, 0, 0); e != 0 {
 		return abi, e
 	}
-	if len(p.Readable) > 0 {
-		if _, _, e := syscall.RawSyscall(sysRestrictSelf, uintptr(readable), 0, 0); e != 0 {
+	if prep.layer >= 0 {
+		if _, _, e := syscall.RawSyscall(sysRestrictSelf, uintptr(prep.layer), 0, 0); e != 0 {
 			return abi, e
 		}
 	}
@@ -170,69 +169,123 @@ func RestrictThread(p *Policy, c *Cache) (int, error) {
 // readRights are what the Readable layer handles and grants.
 const readRights = fsExecute | fsReadFile | fsReadDir
 
-// Cache keeps one built Readable layer (a Landlock ruleset) for the next
-// RestrictThread with the same Readable rules. Its zero value is empty.
-// It is not safe for concurrent use.
+// Cache keeps one Shared prepared for the next RestrictThread with the
+// same Shared: its rules' paths open (O_PATH) and its Readable layer built
+// (a Landlock ruleset). Each start then only adds the opened paths to its
+// own ruleset, and restricts itself with the kept layer. Its zero value is
+// empty. It is not safe for concurrent use.
 type Cache struct {
-	key string
-	fd  int // the ruleset, valid when key != ""
+	key  string // the Shared prepared, "" when none
+	prep prepared
 }
 
-// layer returns the ruleset of rules, building it when the cache holds
-// another one (or none).
-func (c *Cache) layer(rules []Rule) (int, error) {
-	var k strings.Builder
-	for _, r := range rules {
-		k.WriteString(r.Path)
-		if r.Optional {
-			k.WriteByte(1)
-		}
-		k.WriteByte(0)
+// prepared is a Shared made ready: its paths (those that exist) opened,
+// and its Readable layer (-1 when it has none).
+type prepared struct {
+	opened []opened
+	layer  int
+}
+
+// opened is one rule's path, open, with what it grants.
+type opened struct {
+	fd     int
+	access Access
+	dir    bool
+}
+
+// prepare returns s prepared, preparing it when the cache holds another
+// one (or none). A nil or empty Shared needs nothing.
+func (c *Cache) prepare(s *Shared) (prepared, error) {
+	if s == nil || len(s.rules)+len(s.readable) == 0 {
+		return prepared{layer: -1}, nil
 	}
-	if c.key != "" && c.key == k.String() {
-		return c.fd, nil
+	if c.key != "" && c.key == s.key {
+		return c.prep, nil
 	}
 	c.Close()
-	var attr [8]byte
-	binary.NativeEndian.PutUint64(attr[0:], readRights)
-	rfd, _, e := syscall.RawSyscall(sysCreateRuleset, uintptr(unsafe.Pointer(&attr[0])), uintptr(len(attr)), 0)
-	if e != 0 {
-		return -1, e
+	p := prepared{layer: -1}
+	fail := func(err error) (prepared, error) {
+		p.close()
+		return prepared{}, err
 	}
-	for _, r := range rules {
-		if err := addRule(int(rfd), r, readRights); err != nil {
-			syscall.Close(int(rfd))
-			return -1, err
+	for _, r := range s.rules {
+		o, ok, err := open(r)
+		if err != nil {
+			return fail(err)
+		}
+		if ok {
+			p.opened = append(p.opened, o)
 		}
 	}
-	c.key, c.fd = k.String(), int(rfd)
-	return c.fd, nil
+	if len(s.readable) > 0 {
+		var attr [8]byte
+		binary.NativeEndian.PutUint64(attr[0:], readRights)
+		rfd, _, e := syscall.RawSyscall(sysCreateRuleset, uintptr(unsafe.Pointer(&attr[0])), uintptr(len(attr)), 0)
+		if e != 0 {
+			return fail(e)
+		}
+		p.layer = int(rfd)
+		for _, r := range s.readable {
+			if err := addRule(p.layer, r, readRights); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	c.key, c.prep = s.key, p
+	return p, nil
 }
 
-// Close releases the kept layer.
+// Close releases what the cache keeps.
 func (c *Cache) Close() {
 	if c.key != "" {
-		syscall.Close(c.fd)
+		c.prep.close()
 	}
-	c.key, c.fd = "", -1
+	c.key, c.prep = "", prepared{}
 }
 
-// addRule adds one path-beneath rule granting allowed (within the handled
-// rights); a file gets only the rights that apply to files.
-func addRule(rfd int, r Rule, allowed uint64) error {
+func (p prepared) close() {
+	for _, o := range p.opened {
+		syscall.Close(o.fd)
+	}
+	if p.layer >= 0 {
+		syscall.Close(p.layer)
+	}
+}
+
+// open opens r's path (O_PATH, which follows a symbolic link: the rule
+// then applies to its target). A missing optional path is not an error
+// and gives false.
+func open(r Rule) (opened, bool, error) {
 	fd, err := syscall.Open(r.Path, oPath|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if r.Optional && (err == syscall.ENOENT || err == syscall.ENOTDIR) {
-			return nil
+			return opened{}, false, nil
 		}
-		return errnoOnly(err)
+		return opened{}, false, errnoOnly(err)
 	}
-	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return errnoOnly(err)
+		syscall.Close(fd)
+		return opened{}, false, errnoOnly(err)
 	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+	return opened{fd: fd, access: r.Access, dir: st.Mode&syscall.S_IFMT == syscall.S_IFDIR}, true, nil
+}
+
+// addRule adds one path-beneath rule granting allowed (within the handled
+// rights) beneath r's path; a file gets only the rights that apply to
+// files.
+func addRule(rfd int, r Rule, allowed uint64) error {
+	o, ok, err := open(r)
+	if !ok {
+		return err
+	}
+	defer syscall.Close(o.fd)
+	return addOpened(rfd, o, allowed)
+}
+
+// addOpened adds one path-beneath rule for an opened path.
+func addOpened(rfd int, o opened, allowed uint64) error {
+	if !o.dir {
 		allowed &= fileRights
 	}
 	if allowed == 0 {
@@ -240,7 +293,7 @@ func addRule(rfd int, r Rule, allowed uint64) error {
 	}
 	var attr [12]byte // struct landlock_path_beneath_attr (packed)
 	binary.NativeEndian.PutUint64(attr[0:], allowed)
-	binary.NativeEndian.PutUint32(attr[8:], uint32(int32(fd)))
+	binary.NativeEndian.PutUint32(attr[8:], uint32(int32(o.fd)))
 	if _, _, e := syscall.RawSyscall6(sysAddRule, uintptr(rfd), rulePathBeneath, uintptr(unsafe.Pointer(&attr[0])), 0, 0, 0); e != 0 {
 		return e
 	}

@@ -156,6 +156,16 @@ func TestGuardMetadata(t *testing.T) {
 			}
 		}
 	}
+	// The same rules as a Shared: its ReadWrite rules are writable trees
+	// for the guard too.
+	shared, err := sandbox.NewShared(p.Rules, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := runGuarded(t, &gs, &sandbox.Policy{Shared: shared}, env, guardScript)
+	if !strings.Contains(got, "chmod-inside=yes") || !strings.Contains(got, "chmod-outside=no") {
+		t.Errorf("with the rules shared:\n%s", got)
+	}
 	if st, err := os.Stat(filepath.Join(ws, "f")); err != nil || st.Mode().Perm() != 0o700 || st.ModTime().Unix() != 1000000000 {
 		t.Errorf("inside: %v %v", st.Mode(), err)
 	}

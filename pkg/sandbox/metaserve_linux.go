@@ -29,8 +29,8 @@ type Guards struct {
 // metadata calls Landlock does not govern (chmod, chown, utimes and their
 // relatives, setting and removing extended attributes): the filter Start
 // installs hands each one to the guard, which performs it itself when the
-// object lies beneath one of the policy's ReadWrite rules and refuses it
-// (EACCES) otherwise.
+// object lies beneath one of the policy's ReadWrite rules (its own or
+// its Shared's) and refuses it (EACCES) otherwise.
 type Guard struct {
 	gs    *Guards
 	id    uint32
@@ -79,7 +79,7 @@ func (gs *Guards) Start(p *Policy) (*Guard, error) {
 	// a symbolic link to anywhere in its place. Their names, which cost a
 	// readlink each, wait for the first call (most programs make none).
 	var rw []string
-	for _, r := range p.Rules {
+	for _, r := range append(p.Shared.Rules(), p.Rules...) { // a policy is its Shared and its own rules
 		if r.Access == ReadWrite {
 			rw = append(rw, r.Path)
 		}

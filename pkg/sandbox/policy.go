@@ -1,8 +1,11 @@
 package sandbox
 
 import (
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -43,33 +46,115 @@ type Rule struct {
 	Optional bool
 }
 
-// Policy is what a sandboxed program may reach in the filesystem. Nothing
-// outside its rules is reachable (see the package documentation for
-// signals, abstract sockets and other processes).
+// Policy is what a sandboxed program may reach in the filesystem: what
+// Shared grants (when set) and Rules. Nothing outside them is reachable
+// (see the package documentation for signals, abstract sockets and other
+// processes).
+type Policy struct {
+	// Shared are the rules many policies have in common, built once.
+	Shared *Shared
+	// Rules are this policy's own: what one start adds to Shared.
+	Rules []Rule
+}
+
+// Shared is the part of many policies that is the same for all of them (a
+// Worker's system paths, /etc, devices and read paths), made once by
+// NewShared and never changed. A Cache keeps it prepared between
+// restrictions: its paths opened, its Readable layer built, so that each
+// start pays only for its own few Rules.
 //
-// Readable, when Readable is set, narrows what Rules let it read and
+// Readable, when set, narrows what the rules let a program read and
 // execute: a second Landlock layer that handles only reading and executing
 // and allows them only beneath Readable's paths (their Access is ignored).
-// It lets Rules grant a whole tree (all of /etc) while Readable leaves out
-// a few entries of it (the installation's own directory), and it is the
-// same for many policies: a Cache keeps it built across restrictions, so
-// each start pays only for its own few Rules.
-type Policy struct {
-	Rules    []Rule
-	Readable []Rule
+// It lets the rules grant a whole tree (all of /etc) while Readable leaves
+// out a few entries of it (the installation's own directory).
+type Shared struct {
+	rules, readable []Rule
+	stamp, key      string
+}
+
+// NewShared checks rules and readable (as Policy.Check does) and returns
+// them as one Shared. Stamp is anything that must tell this Shared from
+// another with the same rules (the state of the directories they were
+// read from), at most MaxPathBytes without NUL; it only enters Key.
+func NewShared(rules, readable []Rule, stamp string) (*Shared, error) {
+	if len(stamp) > MaxPathBytes || strings.IndexByte(stamp, 0) >= 0 {
+		return nil, errPolicy
+	}
+	if err := checkRules(rules); err != nil {
+		return nil, err
+	}
+	if err := checkRules(readable); err != nil {
+		return nil, err
+	}
+	s := &Shared{rules: slices.Clone(rules), readable: slices.Clone(readable), stamp: stamp}
+	h := sha256.New()
+	for _, list := range [][]Rule{s.rules, s.readable} {
+		fmt.Fprintf(h, "%d\n", len(list))
+		for _, r := range list {
+			fmt.Fprintf(h, "%d %t %d %s\n", r.Access, r.Optional, len(r.Path), r.Path)
+		}
+	}
+	fmt.Fprintf(h, "%d %s", len(stamp), stamp)
+	s.key = string(h.Sum(nil))
+	return s, nil
+}
+
+// KeyBytes is the length of Key.
+const KeyBytes = sha256.Size
+
+// Key identifies s: two Shared with the same Key have the same rules,
+// readable rules and stamp. A nil Shared has the key "".
+func (s *Shared) Key() string {
+	if s == nil {
+		return ""
+	}
+	return s.key
+}
+
+// Stamp returns the stamp NewShared was given.
+func (s *Shared) Stamp() string {
+	if s == nil {
+		return ""
+	}
+	return s.stamp
+}
+
+// Rules returns the shared rules. The slice is s's own: callers must not
+// change it.
+func (s *Shared) Rules() []Rule {
+	if s == nil {
+		return nil
+	}
+	return slices.Clip(s.rules)
+}
+
+// Readable returns the Readable layer's rules. The slice is s's own:
+// callers must not change it.
+func (s *Shared) Readable() []Rule {
+	if s == nil {
+		return nil
+	}
+	return slices.Clip(s.readable)
 }
 
 var errPolicy = errors.New("sandbox policy is malformed")
 
-// Check validates the policy's shape: at most MaxRules rules (and
-// Readable rules), each with a
+// Check validates the policy's own rules: at most MaxRules, each with a
 // known access and a clean absolute path of at most MaxPathBytes without
-// NUL. The error is fixed text.
+// NUL (NewShared checked Shared's). The error is fixed text.
 func (p *Policy) Check() error {
-	if p == nil || len(p.Rules) > MaxRules || len(p.Readable) > MaxRules {
+	if p == nil {
 		return errPolicy
 	}
-	for _, r := range append(p.Rules[:len(p.Rules):len(p.Rules)], p.Readable...) {
+	return checkRules(p.Rules)
+}
+
+func checkRules(rules []Rule) error {
+	if len(rules) > MaxRules {
+		return errPolicy
+	}
+	for _, r := range rules {
 		if r.Access < ReadOnly || r.Access > Device || r.Path == "" || len(r.Path) > MaxPathBytes ||
 			strings.IndexByte(r.Path, 0) >= 0 || !filepath.IsAbs(r.Path) || filepath.Clean(r.Path) != r.Path {
 			return errPolicy

@@ -286,6 +286,7 @@ func (s *reaperServer) read(in chan<- inbound) {
 	defer close(in)
 	buf := make([]byte, maxReaperMsg+1)
 	oob := make([]byte, syscall.CmsgSpace(4*4)) // room for one fd too many
+	var held *sandbox.Shared                    // the last Shared supervise sent
 	for {
 		// Received descriptors are close-on-exec (the runtime asks for
 		// MSG_CMSG_CLOEXEC).
@@ -295,24 +296,28 @@ func (s *reaperServer) read(in chan<- inbound) {
 			return
 		}
 		fds := receivedFDs(oob[:oobn])
-		m, ok := parseInbound(buf[:n], fds, flags)
+		m, ok := parseInbound(buf[:n], fds, flags, held)
 		if !ok {
 			closeFDs(fds)
 			return
+		}
+		if m.spawn.sandbox != nil {
+			held = m.spawn.sandbox.Shared
 		}
 		in <- m
 	}
 }
 
 // parseInbound checks one datagram and the descriptors that came with it:
-// a spawn carries exactly three, nothing else carries any.
-func parseInbound(b []byte, fds []int, flags int) (inbound, bool) {
+// a spawn carries exactly three, nothing else carries any. held is the
+// sandbox.Shared the reaper holds (see spawnRequest.encode).
+func parseInbound(b []byte, fds []int, flags int, held *sandbox.Shared) (inbound, bool) {
 	if flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) != 0 || len(b) == 0 {
 		return inbound{}, false
 	}
 	switch b[0] {
 	case msgSpawn:
-		req, err := decodeSpawn(b)
+		req, err := decodeSpawn(b, held)
 		if err != nil || len(fds) != 3 {
 			return inbound{}, false
 		}

@@ -22,6 +22,9 @@ type reaperConn struct {
 	cmd  *exec.Cmd
 	conn *net.UnixConn
 	buf  [64]byte
+	// shared is the Key of the sandbox.Shared the reaper holds: the last
+	// one it was sent ("" for none).
+	shared string
 }
 
 // startReaper starts a reaper process from exe with its end of a new
@@ -126,8 +129,11 @@ func (rc *reaperConn) stop() {
 // child, and the child's pid. An idle reaper that has died meanwhile is
 // replaced once by a fresh one.
 func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File) (*reaperConn, int, error) {
-	msg, ok := req.encode()
-	if !ok {
+	key := "" // the Key of the request's Shared
+	if req.sandbox != nil {
+		key = req.sandbox.Shared.Key()
+	}
+	if _, ok := req.encode(key); !ok { // the short form, checked as the whole
 		return nil, 0, &StartError{Reason: "arguments and environment too large"}
 	}
 	for {
@@ -142,7 +148,11 @@ func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File) (*reaperConn, i
 				return nil, 0, err
 			}
 		}
+		msg, _ := req.encode(rc.shared)
 		r, err := rc.spawn(msg, files)
+		if err == nil && req.sandbox != nil {
+			rc.shared = key // the reaper holds it now, whether the start failed or not
+		}
 		if err != nil {
 			rc.stop()
 			if fresh {

@@ -47,21 +47,50 @@ type spawnRequest struct {
 }
 
 // encode returns the request as one 'S' message, or false when it does not
-// fit in maxReaperMsg.
-func (r spawnRequest) encode() ([]byte, bool) {
+// fit in maxReaperMsg with its sandbox.Shared (whichever form it takes, so
+// that a request fits or not whatever the reaper holds). held is the Key
+// of the Shared the reaper already holds (the last one it was sent, ""
+// for none): a policy whose Shared is that one refers to it by its key
+// instead of carrying it again.
+//
+// After the paths, arguments and environment comes one byte: 0 for no
+// sandbox; 1 for a policy with its Shared (its rules, its Readable rules
+// and its stamp), which the reaper then holds; 2 for a policy whose Shared the
+// reaper holds (the Shared's key). The policy's own rules follow.
+func (r spawnRequest) encode(held string) ([]byte, bool) {
 	b := []byte{msgSpawn}
 	b = appendString(b, r.path)
 	b = appendString(b, r.dir)
 	b = appendStrings(b, r.argv)
 	b = appendStrings(b, r.env)
-	if r.sandbox == nil {
+	switch {
+	case r.sandbox == nil:
 		b = append(b, 0)
-	} else {
-		b = append(b, 1)
+	case held != "" && r.sandbox.Shared.Key() == held:
+		b = append(b, 2)
+		b = append(b, held...)
 		b = appendRules(b, r.sandbox.Rules)
-		b = appendRules(b, r.sandbox.Readable)
+		return b, len(b)-len(held)+sharedBytes(r.sandbox.Shared) <= maxReaperMsg
+	default:
+		b = append(b, 1)
+		b = appendRules(b, r.sandbox.Shared.Rules())
+		b = appendRules(b, r.sandbox.Shared.Readable())
+		b = appendString(b, r.sandbox.Shared.Stamp())
+		b = appendRules(b, r.sandbox.Rules)
 	}
 	return b, len(b) <= maxReaperMsg
+}
+
+// sharedBytes is what a Shared adds to a spawn message (see encode).
+func sharedBytes(s *sandbox.Shared) int {
+	n := 4 + len(s.Stamp())
+	for _, list := range [][]sandbox.Rule{s.Rules(), s.Readable()} {
+		n += 4
+		for _, rule := range list {
+			n += 6 + len(rule.Path)
+		}
+	}
+	return n
 }
 
 // appendRules appends a rule count, then per rule its access, a flags
@@ -94,9 +123,10 @@ func appendStrings(b []byte, ss []string) []byte {
 
 // decodeSpawn parses an 'S' message. Strings may not contain NUL (exec
 // could not pass them), the path must not be empty, argv must have at
-// least the program name, a sandbox policy must pass its own check, and
-// nothing may follow the last field.
-func decodeSpawn(b []byte) (spawnRequest, error) {
+// least the program name, a sandbox policy's rules must pass their checks
+// (and one that refers to a Shared must name held, the one the reaper
+// holds), and nothing may follow the last field.
+func decodeSpawn(b []byte, held *sandbox.Shared) (spawnRequest, error) {
 	if len(b) == 0 || b[0] != msgSpawn || len(b) > maxReaperMsg {
 		return spawnRequest{}, errReaperMsg
 	}
@@ -109,7 +139,19 @@ func decodeSpawn(b []byte) (spawnRequest, error) {
 	switch d.byte() {
 	case 0:
 	case 1:
-		r.sandbox = d.policy()
+		rules, readable := d.rules(), d.rules()
+		shared, err := sandbox.NewShared(rules, readable, d.str())
+		if err != nil {
+			d.bad = true
+		}
+		r.sandbox = d.policy(shared)
+	case 2:
+		if held == nil || len(d.b) < sandbox.KeyBytes || string(d.b[:sandbox.KeyBytes]) != held.Key() {
+			d.bad = true
+			break
+		}
+		d.b = d.b[sandbox.KeyBytes:]
+		r.sandbox = d.policy(held)
 	default:
 		d.bad = true
 	}
@@ -119,10 +161,10 @@ func decodeSpawn(b []byte) (spawnRequest, error) {
 	return r, nil
 }
 
-// policy reads a sandbox policy: its rules, then its Readable rules (see
-// appendRules).
-func (d *msgDecoder) policy() *sandbox.Policy {
-	p := &sandbox.Policy{Rules: d.rules(), Readable: d.rules()}
+// policy reads a policy's own rules (see appendRules); shared is its
+// Shared.
+func (d *msgDecoder) policy(shared *sandbox.Shared) *sandbox.Policy {
+	p := &sandbox.Policy{Shared: shared, Rules: d.rules()}
 	if d.bad || p.Check() != nil {
 		d.bad = true
 		return nil

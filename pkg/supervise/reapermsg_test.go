@@ -11,29 +11,84 @@ import (
 
 func TestSpawnRequestRoundTrip(t *testing.T) {
 	req := spawnRequest{path: "/bin/sh", dir: "/tmp", argv: []string{"/bin/sh", "-c", "exit 0"}, env: []string{}}
-	b, ok := req.encode()
+	b, ok := req.encode("")
 	if !ok {
 		t.Fatal("encode refused a small request")
 	}
-	got, err := decodeSpawn(b)
+	got, err := decodeSpawn(b, nil)
 	if err != nil || !reflect.DeepEqual(got, req) {
 		t.Fatalf("decode = %+v, %v; want %+v", got, err, req)
 	}
-	boxed := spawnRequest{path: "/bin/sh", argv: []string{"/bin/sh"}, env: []string{}, sandbox: &sandbox.Policy{Rules: []sandbox.Rule{
+	shared := testShared(t)
+	boxed := spawnRequest{path: "/bin/sh", argv: []string{"/bin/sh"}, env: []string{}, sandbox: &sandbox.Policy{Shared: shared, Rules: []sandbox.Rule{
 		{Path: "/usr", Access: sandbox.ReadOnly, Optional: true}, {Path: "/w", Access: sandbox.ReadWrite}, {Path: "/dev/null", Access: sandbox.Device},
 	}}}
-	b, _ = boxed.encode()
-	if got, err := decodeSpawn(b); err != nil || !reflect.DeepEqual(got, boxed) {
+	// The first time with the Shared, then by its key to a reaper that
+	// holds it: both decode to the same request, and the second is short.
+	full, _ := boxed.encode("")
+	got, err = decodeSpawn(full, nil)
+	if err != nil || got.sandbox == nil || got.sandbox.Shared.Key() != shared.Key() ||
+		!reflect.DeepEqual(got.sandbox.Shared.Rules(), shared.Rules()) || !reflect.DeepEqual(got.sandbox.Shared.Readable(), shared.Readable()) {
 		t.Fatalf("decode = %+v, %v; want %+v", got, err, boxed)
 	}
+	held := got.sandbox.Shared
+	got.sandbox.Shared = shared
+	if !reflect.DeepEqual(got, boxed) {
+		t.Fatalf("decode = %+v; want %+v", got, boxed)
+	}
+	short, ok := boxed.encode(shared.Key())
+	if !ok || len(short) >= len(full) {
+		t.Fatalf("by key: %d bytes, %v; with the Shared %d", len(short), ok, len(full))
+	}
+	if got, err := decodeSpawn(short, held); err != nil || got.sandbox.Shared != held || !reflect.DeepEqual(got.sandbox.Rules, boxed.sandbox.Rules) {
+		t.Fatalf("decode by key = %+v, %v", got, err)
+	}
+	// A reaper holding no Shared, or another, refuses the short form.
+	other, err := sandbox.NewShared(shared.Rules(), shared.Readable(), "another stamp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, h := range map[string]*sandbox.Shared{"none": nil, "another": other} {
+		if _, err := decodeSpawn(short, h); err == nil {
+			t.Errorf("short form accepted by a reaper holding %s", name)
+		}
+	}
+	// Another Shared travels whole, whatever the reaper holds.
+	if b, _ := boxed.encode(other.Key()); !bytes.Equal(b, full) {
+		t.Error("a Shared the reaper does not hold was sent by key")
+	}
 	big := spawnRequest{path: "/x", argv: []string{"/x"}, env: []string{strings.Repeat("A", maxReaperMsg)}}
-	if _, ok := big.encode(); ok {
+	if _, ok := big.encode(""); ok {
 		t.Fatal("encode accepted a request over maxReaperMsg")
+	}
+	// Whether a request fits does not depend on the form: the short one
+	// of a request too large with its Shared is refused too.
+	many := make([]sandbox.Rule, sandbox.MaxRules)
+	for i := range many {
+		many[i] = sandbox.Rule{Path: "/" + strings.Repeat("p", 300), Access: sandbox.ReadOnly}
+	}
+	huge, err := sandbox.NewShared(many, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	large := spawnRequest{path: "/x", argv: []string{"/x"}, sandbox: &sandbox.Policy{Shared: huge}}
+	if _, ok := large.encode(huge.Key()); ok {
+		t.Fatal("the short form of a request over maxReaperMsg was accepted")
 	}
 }
 
+// testShared is a small Shared with a Readable layer.
+func testShared(t testing.TB) *sandbox.Shared {
+	s, err := sandbox.NewShared([]sandbox.Rule{{Path: "/etc", Access: sandbox.ReadOnly, Optional: true}, {Path: "/dev/tty", Access: sandbox.Device}},
+		[]sandbox.Rule{{Path: "/etc/ssl", Access: sandbox.ReadOnly}}, "1.2.3;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func TestDecodeSpawnRejects(t *testing.T) {
-	good, _ := spawnRequest{path: "/p", argv: []string{"/p"}, env: []string{"A=1"}}.encode()
+	good, _ := spawnRequest{path: "/p", argv: []string{"/p"}, env: []string{"A=1"}}.encode("")
 	cases := map[string][]byte{
 		"empty":            nil,
 		"wrong kind":       append([]byte{msgKill}, good[1:]...),
@@ -44,16 +99,18 @@ func TestDecodeSpawnRejects(t *testing.T) {
 		"no argv":          mustEncode(t, spawnRequest{path: "/p"}),
 		"huge count":       append([]byte{msgSpawn, 2, 0, 0, 0, '/', 'p', 0, 0, 0, 0}, 0xff, 0xff, 0xff, 0xff),
 		"no sandbox byte":  good[:len(good)-1],
-		"bad sandbox byte": append(append([]byte{}, good[:len(good)-1]...), 2),
+		"bad sandbox byte": append(append([]byte{}, good[:len(good)-1]...), 3),
 		"relative rule":    boxedWith(t, sandbox.Rule{Path: "w", Access: sandbox.ReadOnly}),
 		"unclean rule":     boxedWith(t, sandbox.Rule{Path: "/w/../x", Access: sandbox.ReadOnly}),
 		"bad access":       boxedWith(t, sandbox.Rule{Path: "/w", Access: 9}),
 		"no access":        boxedWith(t, sandbox.Rule{Path: "/w"}),
 		"bad flags":        bytes.Replace(boxedWith(t, sandbox.Rule{Path: "/w", Access: sandbox.ReadOnly, Optional: true}), []byte{byte(sandbox.ReadOnly), 1}, []byte{byte(sandbox.ReadOnly), 2}, 1),
 		"rule count over":  append(append([]byte{}, good[:len(good)-1]...), 1, 0xff, 0xff, 0, 0),
+		"bad shared rule":  bytes.Replace(mustEncode(t, spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Shared: testShared(t)}}), []byte("/etc/ssl"), []byte("etc/ssl/"), 1),
+		"nul in stamp":     bytes.Replace(mustEncode(t, spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Shared: testShared(t)}}), []byte("1.2.3;"), []byte("1.2\x003;"), 1),
 	}
 	for name, b := range cases {
-		if _, err := decodeSpawn(b); err == nil {
+		if _, err := decodeSpawn(b, nil); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -66,7 +123,7 @@ func boxedWith(t *testing.T, rule sandbox.Rule) []byte {
 
 func mustEncode(t *testing.T, r spawnRequest) []byte {
 	t.Helper()
-	b, ok := r.encode()
+	b, ok := r.encode("")
 	if !ok {
 		t.Fatal("encode refused")
 	}
@@ -104,17 +161,25 @@ func TestReplyRoundTripAndRejects(t *testing.T) {
 }
 
 // FuzzReaperMessages: neither decoder panics, and whatever they accept
-// encodes back to the same bytes.
+// encodes back to the same bytes. The spawn decoder runs as a reaper that
+// holds testShared (so short forms naming it decode).
 func FuzzReaperMessages(f *testing.F) {
-	seed, _ := spawnRequest{path: "/p", dir: "/d", argv: []string{"/p", "a"}, env: []string{"A=1"}}.encode()
+	held := testShared(f)
+	seed, _ := spawnRequest{path: "/p", dir: "/d", argv: []string{"/p", "a"}, env: []string{"A=1"}}.encode("")
 	f.Add(seed)
-	boxed, _ := spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Rules: []sandbox.Rule{{Path: "/w", Access: sandbox.ReadWrite, Optional: true}}}}.encode()
-	f.Add(boxed)
+	boxed := spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Shared: held, Rules: []sandbox.Rule{{Path: "/w", Access: sandbox.ReadWrite, Optional: true}}}}
+	full, _ := boxed.encode("")
+	f.Add(full)
+	short, _ := boxed.encode(held.Key())
+	f.Add(short)
 	f.Add((reply{kind: msgExited, code: -1, signal: 15, term: 1}).encode())
 	f.Add((reply{kind: msgStarted, pid: 77}).encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if req, err := decodeSpawn(b); err == nil {
-			again, ok := req.encode()
+		if req, err := decodeSpawn(b, held); err == nil {
+			again, ok := req.encode("")
+			if req.sandbox != nil && req.sandbox.Shared == held {
+				again, ok = req.encode(held.Key())
+			}
 			if !ok || !bytes.Equal(again, b) {
 				t.Fatalf("spawn %q re-encodes as %q", b, again)
 			}

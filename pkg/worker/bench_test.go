@@ -578,16 +578,22 @@ func BenchmarkPluginDigest(b *testing.B) {
 
 // BenchmarkSandboxCost is what the Landlock sandbox adds to a plugin
 // session: wrapped-session-cpu-ms is a complete text session of the
-// reference plugin under the reapers (as the Worker runs it), and
+// reference plugin under the reapers (as the Worker runs it: the plugin
+// runner in this process, the reaper, the plugin; no Gate, no lease), and
 // sandboxed-session-cpu-ms the same in the sandbox the Worker builds (the
 // system trees, /etc, the plugin, its run directory: one policy per
-// session, one Landlock domain per start). excluding-session-cpu-ms is the
-// sandbox of a Worker whose config lies in /etc (as an installed one's
-// does): the shared read layer that leaves it out, built once per reaper,
-// is copied into every domain. sandbox-cost-% and excluding-cost-% are
-// the differences as a share of the wrapped session's CPU (target < 10).
-// Each iteration runs the three phases once, in a rotating order; the
-// metrics are medians over the rounds (-benchtime Nx).
+// session, one Landlock domain per start, the shared rules prepared once
+// per reaper). excluding-session-cpu-ms is the sandbox of a Worker whose
+// config lies in /etc (as an installed one's does): the shared read layer
+// that leaves it out, built once per reaper, is copied into every domain.
+// sandbox-cost-% and excluding-cost-% are the differences, round by
+// round, as a share of the same round's wrapped session (target < 10);
+// the -us metrics the same differences in microseconds. floor-session
+// is the same sandboxed start with a domain of one rule that grants
+// everything: what starting from a restricted thread of the reaper costs
+// before any rule (floor-cost-% against wrapped). Each iteration runs the
+// four phases once, in a rotating order; the metrics are medians over the
+// rounds (-benchtime Nx).
 func BenchmarkSandboxCost(b *testing.B) {
 	const sessions = 200
 	if ABI := SandboxABI(&Config{Sandbox: SandboxLandlock}); ABI < 1 {
@@ -598,30 +604,39 @@ func BenchmarkSandboxCost(b *testing.B) {
 	sb := newSandboxRules(cfg)
 	cfg.ConfigPath = "/etc/hostname" // any /etc entry: the installed layout's /etc/agent-forge
 	excluding := newSandboxRules(cfg)
-	if excluding.readable == nil {
+	if len(excluding.current().Readable()) == 0 {
 		b.Fatal("no shared read layer")
 	}
+	everything, err := sandbox.NewShared([]sandbox.Rule{{Path: "/", Access: sandbox.ReadWrite}}, nil, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	floor := &sandboxRules{shared: everything} // watches nothing
 	rounds := newRounds()
 	for i := 0; i < b.N; i++ {
 		report := rounds.next()
-		var got [3]phase
-		for k := range 3 {
-			j := (i + k) % 3
-			got[j] = bareSessionRate(b, plugin, reaper, []*sandboxRules{nil, sb, excluding}[j], sessions)
+		var got [4]phase
+		for k := range 4 {
+			j := (i + k) % 4
+			got[j] = bareSessionRate(b, plugin, reaper, []*sandboxRules{nil, sb, excluding, floor}[j], sessions)
 		}
-		wrapped, boxed, excl := got[0], got[1], got[2]
+		wrapped, boxed, excl, least := got[0], got[1], got[2], got[3]
 		report(wrapped.cpuMS, "wrapped-session-cpu-ms")
 		report(boxed.cpuMS, "sandboxed-session-cpu-ms")
 		report(excl.cpuMS, "excluding-session-cpu-ms")
+		report(least.cpuMS, "floor-session-cpu-ms")
+		report(100*(least.cpuMS-wrapped.cpuMS)/wrapped.cpuMS, "floor-cost-%")
 		report(100*(boxed.cpuMS-wrapped.cpuMS)/wrapped.cpuMS, "sandbox-cost-%")
 		report(100*(excl.cpuMS-wrapped.cpuMS)/wrapped.cpuMS, "excluding-cost-%")
+		report(1000*(boxed.cpuMS-wrapped.cpuMS), "sandbox-cost-us")
+		report(1000*(excl.cpuMS-wrapped.cpuMS), "excluding-cost-us")
 		report(wrapped.rate, "wrapped-sessions/s")
 		report(boxed.rate, "sandboxed-sessions/s")
 		report(restrictCPU(b, sb, sessions), "restrict-cpu-us")
 		report(restrictCPU(b, excluding, sessions), "excluding-restrict-cpu-us")
 		report(restrictCPU(b, nil, sessions), "thread-cpu-us")
-		report(float64(len(sb.base)), "sandbox-rules")
-		report(float64(len(excluding.readable)), "readable-rules")
+		report(float64(len(sb.current().Rules())), "sandbox-rules")
+		report(float64(len(excluding.current().Readable())), "readable-rules")
 	}
 	rounds.reportMedians(b)
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/0k-lab/agent-forge/pkg/sandbox"
 )
@@ -119,25 +120,92 @@ func SandboxABI(c *Config) int {
 }
 
 // sandboxRules makes the policies of one Worker. A nil *sandboxRules
-// (the config says "none") makes none.
+// (the config says "none") makes none. It is safe for concurrent use.
 //
-// base are the rules every policy starts with, readable the shared read
-// layer (sandbox.Policy.Readable): the rules grant /etc as a whole (one
-// rule instead of one per entry: each rule costs every start a few system
-// calls) and readable, built once per reaper, takes the left-out /etc
-// entries back out (nil when nothing in /etc is left out). When one of the Worker's own paths lies in /etc the
-// rules list /etc's entries one by one instead.
+// Every policy shares one sandbox.Shared, which the reapers keep prepared:
+// the rules every policy starts with and the shared read layer
+// (sandbox.Shared's Readable). The rules grant /etc as a whole (one rule
+// instead of one per entry: each rule costs every start a system call)
+// and the layer takes the left-out /etc entries back out (none when
+// nothing in /etc is left out). When one of the Worker's own paths lies in
+// /etc the rules list /etc's entries one by one instead.
+//
+// A prepared rule holds on to what its path named when it was prepared: a
+// file replaced since (an /etc/passwd rewritten by rename) would stay
+// unreadable. So the Shared is made again, and prepared again, whenever a
+// directory holding one of its paths has changed (watched, stamped by
+// their stat).
 type sandboxRules struct {
-	base     []sandbox.Rule
-	readable []sandbox.Rule
+	cfg *Config
+
+	mu     sync.Mutex
+	shared *sandbox.Shared
+	watch  []string   // the directories holding the shared paths
+	seen   []dirState // their state when shared was made
 }
 
 // newSandboxRules lists the rules every policy of c shares; / and /etc
-// are read once, here.
+// are read here, and again when they change.
 func newSandboxRules(c *Config) *sandboxRules {
 	if c.Sandbox == SandboxNone {
 		return nil
 	}
+	s := &sandboxRules{cfg: c}
+	s.make()
+	return s
+}
+
+// current returns the Shared, made again when a watched directory
+// changed.
+func (s *sandboxRules) current() *sandbox.Shared {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, d := range s.watch {
+		if statDir(d) != s.seen[i] {
+			s.make()
+			break
+		}
+	}
+	return s.shared
+}
+
+// make makes the Shared again, and notes the state of the directories
+// that hold its paths. / and /etc, whose entries the rules list, are
+// noted before they are read, so that a change while they are read shows
+// at the next policy; the paths themselves are opened by the reapers,
+// after the notes.
+func (s *sandboxRules) make() {
+	listed := map[string]dirState{"/": statDir("/"), "/etc": statDir("/etc")}
+	var rules, readable []sandbox.Rule
+	rules, readable, s.watch = sharedRules(s.cfg)
+	s.seen = s.seen[:0]
+	var stamp strings.Builder
+	for _, d := range s.watch {
+		st, ok := listed[d]
+		if !ok {
+			st = statDir(d)
+		}
+		s.seen = append(s.seen, st)
+		fmt.Fprintf(&stamp, "%d.%d.%d;", st.dev, st.ino, st.mtime)
+	}
+	// Only a path longer than the sandbox allows fails here; the
+	// policies then fail to start.
+	s.shared, _ = sandbox.NewShared(rules, readable, stamp.String())
+}
+
+// dirState is what tells a directory's entries changed: its device and
+// inode, and its modification time (set by every entry added, removed or
+// renamed). The zero value stands for a directory that is missing.
+type dirState struct {
+	dev, ino uint64
+	mtime    int64
+}
+
+// sharedRules makes the rules and the Readable layer of c's policies, and
+// lists the directories to watch for them: / and /etc, and those holding
+// their paths or, for a symbolic link, its target, outside /proc and /sys
+// (whose entries the kernel makes).
+func sharedRules(c *Config) (rules, readable []sandbox.Rule, watch []string) {
 	ro := func(rules []sandbox.Rule, paths ...string) []sandbox.Rule {
 		for _, p := range paths {
 			rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.ReadOnly, Optional: true})
@@ -145,7 +213,7 @@ func newSandboxRules(c *Config) *sandboxRules {
 		return rules
 	}
 	etc := etcEntries(c)
-	rules := ro(nil, present(systemRO)...)
+	rules = ro(nil, present(systemRO)...)
 	if excluded("/etc", c.privatePaths()) {
 		rules = ro(rules, etc...)
 	} else {
@@ -167,14 +235,22 @@ func newSandboxRules(c *Config) *sandboxRules {
 	// The shared read layer costs every start a copy of its rules: only
 	// when /etc holds something to leave out (the installation's
 	// directory, the Worker's config).
-	var readable []sandbox.Rule
 	if all, err := os.ReadDir("/etc"); err != nil || len(all) != len(etc) {
 		readable = ro(nil, etc...)
 		if ents, err := entriesExcept("/", "etc"); err == nil {
 			readable = ro(readable, ents...)
 		}
 	}
-	return &sandboxRules{base: rules, readable: readable}
+	watch = []string{"/", "/etc"} // for entries added to them
+	for _, r := range append(slices.Clip(rules), readable...) {
+		watch = append(watch, filepath.Dir(r.Path))
+		if real, err := filepath.EvalSymlinks(r.Path); err == nil && real != r.Path {
+			watch = append(watch, filepath.Dir(real))
+		}
+	}
+	watch = slices.DeleteFunc(watch, func(d string) bool { return within(d, "/proc") || within(d, "/sys") })
+	slices.Sort(watch)
+	return rules, readable, slices.Compact(watch)
 }
 
 // present keeps the paths that exist, except symbolic links into another
@@ -236,15 +312,14 @@ func (s *sandboxRules) policy(program string, dirs sandboxDirs) *sandbox.Policy 
 	if s == nil {
 		return nil
 	}
-	rules := slices.Clip(s.base)
-	rules = append(rules, sandbox.Rule{Path: program, Access: sandbox.ReadOnly})
+	rules := []sandbox.Rule{{Path: program, Access: sandbox.ReadOnly}}
 	for _, p := range dirs.ro {
 		rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.ReadOnly, Optional: true})
 	}
 	for _, p := range dirs.rw {
 		rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.ReadWrite})
 	}
-	return &sandbox.Policy{Rules: rules, Readable: s.readable}
+	return &sandbox.Policy{Shared: s.current(), Rules: rules}
 }
 
 // sandboxDirs are an invocation's own directories: rw read and written,

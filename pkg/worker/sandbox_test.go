@@ -176,17 +176,71 @@ func TestSandboxPolicyEtc(t *testing.T) {
 	}
 	dir := t.TempDir()
 	sb := newSandboxRules(&Config{Sandbox: SandboxLandlock, WorktreeRoot: filepath.Join(dir, "wt"), RuntimeRoot: filepath.Join(dir, "rt"), ConfigPath: "/etc/hostname"})
-	sh := "/bin/sh"
 	script := `for f in /etc/passwd /etc/hostname /etc/resolv.conf; do if [ -e "$f" ]; then if cat "$f" >/dev/null 2>&1; then echo "$f=yes"; else echo "$f=no"; fi; fi; done`
 	pl := supervise.NewReaperPool(testBinary(t))
 	t.Cleanup(pl.Close)
+	// Twice through the same reaper: the second start finds the shared
+	// rules prepared.
+	for range 2 {
+		out := sandboxedShell(t, pl, sb, dir, script)
+		if !strings.Contains(out, "/etc/passwd=yes") || !strings.Contains(out, "/etc/hostname=no") || strings.Contains(out, "/etc/resolv.conf=no") {
+			t.Fatalf("inside the sandbox:\n%s", out)
+		}
+	}
+}
+
+// sandboxedShell runs script with sh in a policy of sb (dir read and
+// written) under pl and returns its output.
+func sandboxedShell(t *testing.T, pl *supervise.ReaperPool, sb *sandboxRules, dir, script string) string {
+	t.Helper()
+	sh := "/bin/sh"
 	res, err := supervise.Run(context.Background(), supervise.Command{Path: sh, Args: []string{"-c", script}, Env: []string{}, Dir: dir,
 		Reaper: pl, Sandbox: sb.policy(sh, sandboxDirs{rw: []string{dir}}), OutputLimit: 1 << 16}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := string(res.Stdout)
-	if !strings.Contains(out, "/etc/passwd=yes") || !strings.Contains(out, "/etc/hostname=no") || strings.Contains(out, "/etc/resolv.conf=no") {
-		t.Fatalf("inside the sandbox:\n%s", out)
+	return string(res.Stdout)
+}
+
+// The reapers keep the shared rules prepared, their paths open; a path
+// replaced since (here a read path renamed away and another directory
+// renamed into its place) is followed: the next policy reads the new one,
+// through the same reaper.
+func TestSandboxFollowsReplacedPaths(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools")
+	for _, d := range []string{tools, tools + ".new"} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "v"), []byte(filepath.Base(d)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	work := filepath.Join(dir, "work")
+	os.Mkdir(work, 0o700)
+	sb := newSandboxRules(&Config{Sandbox: SandboxLandlock, WorktreeRoot: filepath.Join(dir, "wt"), RuntimeRoot: filepath.Join(dir, "rt"),
+		SandboxReadPaths: []string{tools}, ConfigPath: "/etc/hostname"})
+	pl := supervise.NewReaperPool(testBinary(t))
+	t.Cleanup(pl.Close)
+	script := "cat " + filepath.Join(tools, "v") + " || echo denied"
+	if out := sandboxedShell(t, pl, sb, work, script); out != "tools\n" {
+		t.Fatalf("before: %q", out)
+	}
+	if err := os.Rename(tools, tools+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tools+".new", tools); err != nil {
+		t.Fatal(err)
+	}
+	if out := sandboxedShell(t, pl, sb, work, script); out != "tools.new\n" {
+		t.Fatalf("after the replacement: %q", out)
+	}
+	// What was renamed away is no longer granted.
+	if out := sandboxedShell(t, pl, sb, work, "cat "+filepath.Join(tools+".old", "v")+" || echo denied"); out != "denied\n" {
+		t.Fatalf("the old directory: %q", out)
 	}
 }
