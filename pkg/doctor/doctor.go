@@ -165,8 +165,10 @@ func (d *doctor) check(id string) string {
 
 // checkSandbox fails when the installed worker.json opts out of the
 // sandbox ("sandbox": "none": plugins and scoped checks run unconfined)
-// or asks for Landlock on a kernel without it (the Worker then refuses
-// to start). Only that one field is read.
+// or asks for Landlock on a kernel without it or without the metadata
+// guard's seccomp user notification (the Worker then refuses to start;
+// the probe filters a throwaway thread of this process only). Only that
+// one field is read.
 func (d *doctor) checkSandbox() string {
 	b, err := d.f.ReadFile(install.WorkerConfig, 1<<20)
 	if err != nil {
@@ -184,6 +186,9 @@ func (d *doctor) checkSandbox() string {
 	case "", sandbox.ModeLandlock:
 		if sandbox.ABI() < 1 {
 			return "Landlock is not available on this kernel: the Worker refuses to start"
+		}
+		if sandbox.ProbeGuard() != nil {
+			return "the sandbox's metadata guard (seccomp user notification) is not available: the Worker refuses to start"
 		}
 		return ""
 	}
