@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -214,7 +215,7 @@ func metaFilter() []sockFilter {
 		p.jump(bpfJgeK, x32Bit, "enosys", "")
 	}
 	cases := map[uint32]string{sysSetxattrat: "enosys", sysRemovexattat: "enosys", sysFileSetattr: "eperm", sysIoctlNative: "ioctl"}
-	for _, c := range nativeCalls() {
+	for _, c := range nativeCalls {
 		cases[c.nr] = "notify"
 	}
 	p.search(ranges(cases), "allow")
@@ -241,10 +242,14 @@ func metaFilter() []sockFilter {
 	return p.ins
 }
 
+// metaProgram is metaFilter, assembled once: every sandboxed start
+// installs the same program (the kernel copies it).
+var metaProgram = sync.OnceValue(metaFilter)
+
 // installMetaFilter installs the metadata filter on the calling thread
 // (no_new_privs must be set) and returns its listener, close-on-exec.
 func installMetaFilter() (int, error) {
-	ins := metaFilter()
+	ins := metaProgram()
 	var prog [16]byte // struct sock_fprog: u16 len, padding, pointer
 	binary.NativeEndian.PutUint16(prog[0:], uint16(len(ins)))
 	binary.NativeEndian.PutUint64(prog[8:], uint64(uintptr(unsafe.Pointer(&ins[0]))))

@@ -13,12 +13,10 @@ const (
 )
 
 // nativeCalls are the x86-64 metadata calls the guard serves.
-func nativeCalls() []nativeCall {
-	return []nativeCall{
-		{90, callChmod}, {91, callFchmod}, {268, callFchmodat}, {sysFchmodat2, callFchmodat2},
-		{92, callChown}, {94, callLchown}, {93, callFchown}, {260, callFchownat},
-		{132, callUtime}, {235, callUtimes}, {261, callFutimesat}, {280, callUtimensat},
-		{188, callSetxattr}, {189, callLsetxattr}, {190, callFsetxattr},
-		{197, callRemovexattr}, {198, callLremovexattr}, {199, callFremovexattr},
-	}
+var nativeCalls = [...]nativeCall{
+	{90, callChmod}, {91, callFchmod}, {268, callFchmodat}, {sysFchmodat2, callFchmodat2},
+	{92, callChown}, {94, callLchown}, {93, callFchown}, {260, callFchownat},
+	{132, callUtime}, {235, callUtimes}, {261, callFutimesat}, {280, callUtimensat},
+	{188, callSetxattr}, {189, callLsetxattr}, {190, callFsetxattr},
+	{197, callRemovexattr}, {198, callLremovexattr}, {199, callFremovexattr},
 }

@@ -13,11 +13,9 @@ const (
 )
 
 // nativeCalls are the AArch64 metadata calls the guard serves.
-func nativeCalls() []nativeCall {
-	return []nativeCall{
-		{52, callFchmod}, {53, callFchmodat}, {sysFchmodat2, callFchmodat2},
-		{55, callFchown}, {54, callFchownat}, {88, callUtimensat},
-		{5, callSetxattr}, {6, callLsetxattr}, {7, callFsetxattr},
-		{14, callRemovexattr}, {15, callLremovexattr}, {16, callFremovexattr},
-	}
+var nativeCalls = [...]nativeCall{
+	{52, callFchmod}, {53, callFchmodat}, {sysFchmodat2, callFchmodat2},
+	{55, callFchown}, {54, callFchownat}, {88, callUtimensat},
+	{5, callSetxattr}, {6, callLsetxattr}, {7, callFsetxattr},
+	{14, callRemovexattr}, {15, callLremovexattr}, {16, callFremovexattr},
 }

@@ -98,7 +98,7 @@ func (rs rootSet) handle(lfd int) bool {
 	}
 	errno := syscall.ENOSYS
 	if arch == auditArchNative {
-		for _, c := range nativeCalls() {
+		for _, c := range nativeCalls {
 			if c.nr == nr {
 				errno = rs.answer(lfd, id, tid, c.kind, args)
 				break
