@@ -26,15 +26,16 @@ const (
 // rank. A new package must be added here; its rank says what it may import
 // and who may import it.
 var ranks = map[string]int{
-	"pkg/ident":      tierLeaf,
-	"pkg/strictjson": tierLeaf,
-	"pkg/buildinfo":  tierLeaf,
-	"pkg/daemonargs": tierLeaf,
-	"pkg/sandbox":    tierLeaf,
-	"pkg/supervise":  tierLeaf + 1, // runs children in pkg/sandbox's policies
-	"pkg/testseed":   tierLeaf,
-	"pkg/policy":     tierLeaf + 1,
-	"pkg/configfile": tierLeaf + 1,
+	"pkg/ident":       tierLeaf,
+	"pkg/strictjson":  tierLeaf,
+	"pkg/buildinfo":   tierLeaf,
+	"pkg/daemonargs":  tierLeaf,
+	"pkg/sandbox":     tierLeaf,
+	"pkg/supervise":   tierLeaf + 1, // runs children in pkg/sandbox's policies
+	"pkg/testseed":    tierLeaf,
+	"pkg/seccomptest": tierLeaf,
+	"pkg/policy":      tierLeaf + 1,
+	"pkg/configfile":  tierLeaf + 1,
 
 	"pkg/plugin":             tierDomain,
 	"pkg/evidence":           tierDomain,

@@ -3,13 +3,11 @@ package install_test
 import (
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
-	"syscall"
 	"testing"
-	"unsafe"
 
 	"github.com/0k-lab/agent-forge/pkg/doctor"
+	"github.com/0k-lab/agent-forge/pkg/seccomptest"
 )
 
 // noSeccompEnv marks the child of TestDoctorWithoutTheMetadataGuard that
@@ -22,7 +20,7 @@ const noSeccompEnv = "FORGE_TEST_DOCTOR_NO_SECCOMP"
 // seccomp available (TestDoctorHealthyAndReadOnly).
 func TestDoctorWithoutTheMetadataGuard(t *testing.T) {
 	if os.Getenv(noSeccompEnv) == "1" {
-		if err := refuseSeccompEverywhere(); err != nil {
+		if err := seccomptest.RefuseSeccomp(true); err != nil {
 			t.Fatalf("cannot install the refusing filter: %v", err)
 		}
 		e := installedMachine(t)
@@ -39,34 +37,4 @@ func TestDoctorWithoutTheMetadataGuard(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "PASS") {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
-}
-
-// refuseSeccompEverywhere installs, on every thread of this process
-// (SECCOMP_FILTER_FLAG_TSYNC), a filter answering EPERM to seccomp(2).
-func refuseSeccompEverywhere() error {
-	nr := uint32(317) // amd64
-	if runtime.GOARCH == "arm64" {
-		nr = 277
-	}
-	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, 38, 1, 0, 0, 0, 0); e != 0 { // PR_SET_NO_NEW_PRIVS
-		return e
-	}
-	// ld nr; jeq seccomp ? errno(EPERM) : allow
-	ins := [4]struct {
-		code   uint16
-		jt, jf uint8
-		k      uint32
-	}{{0x20, 0, 0, 0}, {0x15, 0, 1, nr}, {0x06, 0, 0, 0x00050000 | uint32(syscall.EPERM)}, {0x06, 0, 0, 0x7fff0000}}
-	prog := struct {
-		n   uint16
-		ins unsafe.Pointer
-	}{4, unsafe.Pointer(&ins[0])}
-	const setModeFilter, flagTSync = 1, 1
-	if r, _, e := syscall.RawSyscall(uintptr(nr), setModeFilter, flagTSync, uintptr(unsafe.Pointer(&prog))); e != 0 || r != 0 {
-		if e == 0 {
-			e = syscall.EBUSY // a thread could not be synchronised
-		}
-		return e
-	}
-	return nil
 }

@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/0k-lab/agent-forge/pkg/sandbox"
+	"github.com/0k-lab/agent-forge/pkg/seccomptest"
 )
 
 // guardScript changes metadata inside its workspace and outside it, and
@@ -200,7 +200,7 @@ func probeUnder(t *testing.T, deny bool) string {
 		runtime.LockOSThread() // never unlocked: the thread, filtered, ends with the goroutine
 		defer w.Close()
 		if deny {
-			if err := denySeccomp(); err != nil {
+			if err := seccomptest.RefuseSeccomp(false); err != nil {
 				errs <- err
 				return
 			}
@@ -220,32 +220,6 @@ func probeUnder(t *testing.T, deny bool) string {
 	b := make([]byte, 256)
 	n, _ := readFull(r, b)
 	return strings.TrimSpace(string(b[:n]))
-}
-
-// denySeccomp sets no_new_privs on the calling thread and installs a
-// filter answering EPERM to seccomp(2) there.
-func denySeccomp() error {
-	nr := uint32(317) // amd64
-	if runtime.GOARCH == "arm64" {
-		nr = 277
-	}
-	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, 38, 1, 0, 0, 0, 0); e != 0 {
-		return e
-	}
-	// ld nr; jeq seccomp ? errno(EPERM) : allow
-	ins := [4]struct {
-		code   uint16
-		jt, jf uint8
-		k      uint32
-	}{{0x20, 0, 0, 0}, {0x15, 0, 1, nr}, {0x06, 0, 0, 0x00050000 | uint32(syscall.EPERM)}, {0x06, 0, 0, 0x7fff0000}}
-	prog := struct {
-		n   uint16
-		ins unsafe.Pointer
-	}{4, unsafe.Pointer(&ins[0])}
-	if _, _, e := syscall.RawSyscall(uintptr(nr), 1, 0, uintptr(unsafe.Pointer(&prog))); e != 0 {
-		return e
-	}
-	return nil
 }
 
 // ProbeGuard passes here, and fails (with the errno, as the Worker's
