@@ -133,7 +133,10 @@ func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File) (*reaperConn, i
 	if req.sandbox != nil {
 		key = req.sandbox.Shared.Key()
 	}
-	if _, ok := req.encode(key); !ok { // the short form, checked as the whole
+	// The short form (the Shared by its key), checked as the whole; it is
+	// the message for every reaper that holds that Shared already.
+	short, ok := req.encode(key)
+	if !ok {
 		return nil, 0, &StartError{Reason: "arguments and environment too large"}
 	}
 	for {
@@ -148,7 +151,10 @@ func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File) (*reaperConn, i
 				return nil, 0, err
 			}
 		}
-		msg, _ := req.encode(rc.shared)
+		msg := short
+		if rc.shared != key {
+			msg, _ = req.encode(rc.shared)
+		}
 		r, err := rc.spawn(msg, files)
 		if err == nil && req.sandbox != nil {
 			rc.shared = key // the reaper holds it now, whether the start failed or not
