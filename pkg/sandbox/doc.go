@@ -17,17 +17,19 @@
 // every ABI. TCP is not restricted: agents reach their model API over it.
 //
 // Landlock does not govern a file's metadata: chmod, chown, utimes and
-// extended attributes need only a name. Guards.Start therefore adds, on
-// the same thread, a seccomp filter that hands every such call (by path,
-// by descriptor, relative to a dirfd or AT_EMPTY_PATH) to a guard in the
-// unconfined process (SECCOMP_RET_USER_NOTIF): the guard reads the
-// arguments out of the caller's memory, opens the object itself as the
-// caller names it (from its working directory or descriptor, magic links
-// refused), checks that the object it opened lies beneath one of the
-// policy's ReadWrite rules, makes the change on that same descriptor and
-// answers with its errno; everything else is EACCES. The filter refuses
-// the compat table (i386 on amd64, arm on arm64) and x32 whole, and the
-// inode-flag ioctls (chattr), outright.
+// extended attributes need only a name. GuardProcess therefore puts a
+// process that starts sandboxed programs under a seccomp filter that hands
+// every such call (by path, by descriptor, relative to a dirfd or
+// AT_EMPTY_PATH) to a Guard served by another, unconfined process
+// (SECCOMP_RET_USER_NOTIF); the programs inherit the filter. Armed with
+// the running program's Policy, the guard reads the arguments out of the
+// caller's memory, opens the object itself as the caller names it (from
+// its working directory or descriptor, magic links refused), checks that
+// the object it opened lies beneath one of the policy's ReadWrite rules,
+// makes the change on that same descriptor and answers with its errno;
+// everything else, and every call while it is disarmed, is EACCES. The
+// filter refuses the compat table (i386 on amd64, arm on arm64) and x32
+// whole, and the inode-flag ioctls (chattr), outright.
 //
 // A domain applies to a thread and cannot be lifted, so the caller
 // (pkg/supervise's reaper) restricts a locked thread that it never gives
@@ -39,8 +41,7 @@
 // memory or attach to it. Gate, Worker, forge-github and the reaper call
 // it before they read any secret.
 //
-// Off Linux there is no Landlock: ABI reports 0, RestrictThread and
-// Guards.Start fail (Guards.Start also on Linux architectures other than
-// amd64 and arm64), and
-// ProtectSelf does nothing.
+// Off Linux there is no Landlock: ABI reports 0, RestrictThread fails,
+// GuardProcess and Guards.Serve fail (also on Linux architectures other
+// than amd64 and arm64), and ProtectSelf does nothing.
 package sandbox

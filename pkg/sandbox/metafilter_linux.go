@@ -15,7 +15,9 @@ import (
 // seccomp(2) and classic BPF, as the metadata filter uses them.
 const (
 	seccompSetModeFilter   = 1      // SECCOMP_SET_MODE_FILTER
+	seccompFlagTsync       = 1 << 0 // SECCOMP_FILTER_FLAG_TSYNC
 	seccompFlagNewListener = 1 << 3 // SECCOMP_FILTER_FLAG_NEW_LISTENER
+	seccompFlagTsyncESRCH  = 1 << 4 // SECCOMP_FILTER_FLAG_TSYNC_ESRCH (needed with a listener)
 
 	retKillProcess = 0x80000000 // SECCOMP_RET_KILL_PROCESS
 	retErrno       = 0x00050000 // SECCOMP_RET_ERRNO | errno
@@ -242,18 +244,25 @@ func metaFilter() []sockFilter {
 	return p.ins
 }
 
-// metaProgram is metaFilter, assembled once: every sandboxed start
+// metaProgram is metaFilter, assembled once: every guarded process
 // installs the same program (the kernel copies it).
 var metaProgram = sync.OnceValue(metaFilter)
 
-// installMetaFilter installs the metadata filter on the calling thread
-// (no_new_privs must be set) and returns its listener, close-on-exec.
-func installMetaFilter() (int, error) {
+// installMetaFilter installs the metadata filter (no_new_privs must be
+// set on the calling thread) and returns its listener, close-on-exec:
+// on the calling thread alone, or with allThreads on every thread of the
+// process (which then all have no_new_privs; it fails, ESRCH, if a thread
+// has a filter the caller lacks).
+func installMetaFilter(allThreads bool) (int, error) {
+	flags := uintptr(seccompFlagNewListener)
+	if allThreads {
+		flags |= seccompFlagTsync | seccompFlagTsyncESRCH
+	}
 	ins := metaProgram()
 	var prog [16]byte // struct sock_fprog: u16 len, padding, pointer
 	binary.NativeEndian.PutUint16(prog[0:], uint16(len(ins)))
 	binary.NativeEndian.PutUint64(prog[8:], uint64(uintptr(unsafe.Pointer(&ins[0]))))
-	fd, _, e := syscall.RawSyscall(sysSeccomp, seccompSetModeFilter, seccompFlagNewListener, uintptr(unsafe.Pointer(&prog[0])))
+	fd, _, e := syscall.RawSyscall(sysSeccomp, seccompSetModeFilter, flags, uintptr(unsafe.Pointer(&prog[0])))
 	runtime.KeepAlive(ins)
 	if e != 0 {
 		return -1, e

@@ -115,6 +115,9 @@ func (rs rootSet) handle(lfd int) bool {
 // answer decodes, checks and performs one call for thread tid; it returns
 // the errno the call answers (0: done).
 func (rs rootSet) answer(lfd int, id uint64, tid int, kind callKind, args [6]uint64) syscall.Errno {
+	if len(rs) == 0 {
+		return syscall.EACCES // disarmed, or no writable tree: nothing is inside
+	}
 	req, e := decodeCall(kind, args, func(addr uint64, b []byte) int { return readMemory(tid, addr, b) })
 	if e != 0 {
 		return e

@@ -29,8 +29,15 @@ echo fds=$(ls /proc/self/fd | tr '\n' ,)
 `
 
 // runGuarded starts sh -c script from a fresh locked thread restricted to
-// p and guarded, waits for it, closes the guard and returns its output.
+// p and guarded (armed with p), waits for it, closes the guard and returns its output.
 func runGuarded(t *testing.T, gs *sandbox.Guards, p *sandbox.Policy, env []string, script string) string {
+	t.Helper()
+	return runGuardedArmed(t, gs, p, p, env, script)
+}
+
+// runGuardedArmed is runGuarded with the guard armed with armed (nil:
+// never armed).
+func runGuardedArmed(t *testing.T, gs *sandbox.Guards, p, armed *sandbox.Policy, env []string, script string) string {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -45,7 +52,7 @@ func runGuarded(t *testing.T, gs *sandbox.Guards, p *sandbox.Policy, env []strin
 			errs <- err
 			return
 		}
-		g, err := gs.Start(p)
+		g, err := guardThread(gs, armed)
 		if err != nil {
 			errs <- err
 			return
@@ -72,6 +79,27 @@ func runGuarded(t *testing.T, gs *sandbox.Guards, p *sandbox.Policy, env []strin
 		t.Fatal(err)
 	}
 	return <-out
+}
+
+// guardThread puts the calling thread under the metadata filter and
+// serves it, armed with p unless p is nil.
+func guardThread(gs *sandbox.Guards, p *sandbox.Policy) (*sandbox.Guard, error) {
+	fd, err := sandbox.GuardThread()
+	if err != nil {
+		return nil, err
+	}
+	g, err := gs.Serve(fd)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return g, nil
+	}
+	if err := g.Arm(p); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
 }
 
 func readFull(f *os.File, b []byte) (int, error) {
@@ -122,7 +150,7 @@ func openFDs(t *testing.T) int {
 // outside it, even as root (the guard's check is not DAC's); its
 // descriptors are its three standard ones (the listener is close-on-exec);
 // and a guard leaves no descriptor or goroutine behind (the Guards keep
-// one epoll set and one goroutine for all of them).
+// one epoll set and one goroutine for all the guards open at once).
 func TestGuardMetadata(t *testing.T) {
 	if sandbox.ABI() < 1 {
 		t.Skip("no Landlock on this kernel")
@@ -172,15 +200,51 @@ func TestGuardMetadata(t *testing.T) {
 	if st, err := os.Stat(out); err != nil || st.Mode().Perm() != 0o644 {
 		t.Errorf("outside changed: %v %v", st.Mode(), err)
 	}
-	if n := openFDs(t); n != fds {
-		t.Errorf("descriptors: %d after, %d before", n, fds)
+	// Never armed, or disarmed, a guard refuses what it would serve armed.
+	got = runGuardedArmed(t, &gs, p, nil, env, guardScript)
+	if !strings.Contains(got, "chmod-inside=no") || !strings.Contains(got, "touch-inside=no") {
+		t.Errorf("disarmed:\n%s", got)
 	}
+	// The last guard closed, the Guards' goroutine and epoll set go too
+	// (the set once the goroutine has let go of it).
 	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > goroutines && time.Now().Before(deadline) {
+	for (runtime.NumGoroutine() > goroutines || openFDs(t) > fds) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
+	}
+	if n := openFDs(t); n > fds {
+		t.Errorf("descriptors: %d after, %d before", n, fds)
 	}
 	if n := runtime.NumGoroutine(); n > goroutines {
 		t.Errorf("goroutines: %d after, %d before", n, goroutines)
+	}
+}
+
+// Arm replaces what a guard serves, Disarm takes it back, Close ends it.
+func TestGuardArmDisarm(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	a, b := t.TempDir(), t.TempDir()
+	for _, d := range []string{a, b} {
+		if err := os.WriteFile(filepath.Join(d, "f"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &sandbox.Policy{}
+	for _, d := range []string{"/usr", "/bin", "/lib", "/lib64", "/etc", "/proc"} {
+		p.Rules = append(p.Rules, sandbox.Rule{Path: d, Access: sandbox.ReadOnly, Optional: true})
+	}
+	p.Rules = append(p.Rules, sandbox.Rule{Path: "/dev/null", Access: sandbox.Device},
+		sandbox.Rule{Path: a, Access: sandbox.ReadWrite}, sandbox.Rule{Path: b, Access: sandbox.ReadWrite})
+	onlyB := &sandbox.Policy{Rules: []sandbox.Rule{{Path: b, Access: sandbox.ReadWrite}}}
+	script := `for d in "$A" "$B"; do if chmod 0700 "$d/f" 2>/dev/null; then echo yes; else echo no; fi; done`
+	var gs sandbox.Guards
+	got := strings.Fields(runGuardedArmed(t, &gs, p, onlyB, []string{"PATH=/usr/bin:/bin", "A=" + a, "B=" + b}, script))
+	if strings.Join(got, " ") != "no yes" {
+		t.Errorf("armed with b only: %q, want no yes", got)
+	}
+	if err := (&sandbox.Guard{}).Arm(&sandbox.Policy{Rules: []sandbox.Rule{{Path: "relative", Access: sandbox.ReadWrite}}}); err == nil {
+		t.Error("Arm took a policy that does not check")
 	}
 }
 

@@ -10,19 +10,28 @@ type Guards struct{}
 // Guard is inert here.
 type Guard struct{}
 
-// Start always fails here: there is no metadata filter for this platform
-// (and off Linux no Landlock to pair it with).
-func (*Guards) Start(p *Policy) (*Guard, error) {
+// Serve always fails here: there is no metadata filter for this
+// platform (and off Linux no Landlock to pair it with).
+func (*Guards) Serve(fd int) (*Guard, error) { return nil, errNoGuard }
+
+// Arm always fails here.
+func (*Guard) Arm(p *Policy) error {
 	if err := p.Check(); err != nil {
-		return nil, err
+		return err
 	}
-	return nil, errors.New("the metadata guard is not available on this platform")
+	return errNoGuard
 }
+
+// Disarm does nothing here.
+func (*Guard) Disarm() {}
 
 // Close does nothing here.
 func (*Guard) Close() {}
 
+// GuardProcess always fails here.
+func GuardProcess() (int, error) { return -1, errNoGuard }
+
+var errNoGuard = errors.New("the metadata guard is not available on this platform")
+
 // ProbeGuard always fails here.
-func ProbeGuard() error {
-	return errors.New("the metadata guard is not available on this platform")
-}
+func ProbeGuard() error { return errNoGuard }

@@ -65,14 +65,19 @@
 // The cleanup is best effort: without a cgroup or PID namespace a
 // deliberately hostile process can escape it. Containment is the
 // sandbox's: a Command with Sandbox set starts in that Landlock policy
-// (pkg/sandbox), in a session of its own. The reaper restricts a fresh
-// OS thread it locks for the one program (a domain cannot be lifted, and
-// the reaper serves many programs), forks and execs from it, and lets
-// that thread wait for the program, whose parent-death signal follows it;
-// a shared read layer, when the policy has one, is built once per reaper.
-// The same thread also gets the sandbox's metadata filter, whose calls
-// (chmod, chown, utimes, xattrs) the reaper serves for the program's whole
-// tree until it has been reaped and swept (sandbox.Guards, one per reaper).
+// (pkg/sandbox). The reaper restricts a fresh OS thread it locks for the
+// one program (a domain cannot be lifted, and the reaper serves many
+// programs), forks and execs from it, and lets that thread wait for the
+// program, whose parent-death signal follows it; a shared read layer,
+// when the policy has one, is built once per reaper. Sandboxed programs
+// start only from guarded reapers: once, before its first program, such
+// a reaper puts all its threads under the sandbox's metadata filter
+// (sandbox.GuardProcess), which every program it starts inherits, and
+// sends the filter's listener to the pool, which serves it in the
+// caller's process (sandbox.Guards), armed with the running program's
+// policy until the reaper reports it reaped and swept. Every reaper runs
+// in a session of its own, without a controlling terminal, so no program
+// has one to reach the operator through.
 // The reaper itself is non-dumpable: it sees every program's environment.
 // On other Unix systems Reaper is ignored and only the process group is
 // cleaned up; a Sandbox then fails the start.

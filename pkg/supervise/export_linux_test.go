@@ -14,7 +14,14 @@ func SweepOf(p *Process) string {
 func IdleReapers(pl *ReaperPool) int {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	return len(pl.idle)
+	return len(pl.idle[0]) + len(pl.idle[1])
+}
+
+// IdleGuarded is how many of them are guarded.
+func IdleGuarded(pl *ReaperPool) int {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return len(pl.idle[1])
 }
 
 // ReaperPid is the pid of the reaper running p's child.

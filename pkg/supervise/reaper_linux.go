@@ -86,12 +86,12 @@ type reaperServer struct {
 	// programs; only the goroutine starting a program uses it, while
 	// serve waits for it.
 	layers sandbox.Cache
-	// guards serve the sandboxed programs' metadata calls; guard is the
-	// running one's (nil otherwise), closed once it is reaped and swept.
-	guards sandbox.Guards
-	guard  *sandbox.Guard
-	sigs   chan os.Signal // termination signals: shut down
-	chld   chan os.Signal // SIGCHLD while a sweep polls: wakes it early
+	// guarded: the reaper is under the metadata filter (sandbox.
+	// GuardProcess), whose guard supervise serves; only a guarded reaper
+	// starts sandboxed programs, and they inherit the filter.
+	guarded bool
+	sigs    chan os.Signal // termination signals: shut down
+	chld    chan os.Signal // SIGCHLD while a sweep polls: wakes it early
 }
 
 func newReaperServer(conn *net.UnixConn) *reaperServer {
@@ -135,6 +135,10 @@ func (s *reaperServer) serve() {
 			case m.kind == msgSpawn:
 				closeFDs(m.fds[:]) // one program at a time: a broken caller
 				shutdown()
+			case m.kind == msgGuard && pid == 0 && !s.guarded:
+				s.guard()
+			case m.kind == msgGuard:
+				shutdown() // once, and only while idle: a broken caller
 			case m.kind == msgTerminate && pid > 0:
 				syscall.Kill(-pid, syscall.SIGTERM)
 				syscall.Kill(-pid, syscall.SIGCONT)
@@ -167,12 +171,6 @@ func (s *reaperServer) serve() {
 				}
 				s.send(r)
 			}
-			// The program's tree is gone: its guard goes too (after the
-			// answer, which need not wait for it).
-			if s.guard != nil {
-				s.guard.Close()
-				s.guard = nil
-			}
 		}
 	}
 }
@@ -182,9 +180,12 @@ func (s *reaperServer) serve() {
 // returns the pid, 0 when the start failed.
 func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
 	var st started
-	if m.spawn.sandbox != nil {
-		st = startSandboxed(m, &s.layers, &s.guards, exited)
-	} else {
+	switch {
+	case m.spawn.sandbox != nil && !s.guarded:
+		st.err = syscall.EPERM // its metadata calls would be ungoverned
+	case m.spawn.sandbox != nil:
+		st = startSandboxed(m, &s.layers, exited)
+	default:
 		st = forkExec(m, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})
 		if st.err == nil {
 			go awaitExit(st.pid, st.pidfd, exited)
@@ -199,16 +200,35 @@ func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
 		s.send(reply{kind: msgFailed, errno: int(errno)})
 		return 0
 	}
-	s.guard = st.guard
 	s.send(reply{kind: msgStarted, pid: st.pid})
 	return st.pid
+}
+
+// guard puts the reaper, every thread of it, under the metadata filter
+// and sends supervise the filter's listener, keeping no copy: supervise
+// serves it (a filtered process cannot serve its own filter), armed with
+// each sandboxed program's policy while that program runs. The reaper
+// itself makes no metadata call. Every sandboxed program then inherits
+// the filter from the thread that starts it, at no cost per start.
+func (s *reaperServer) guard() {
+	fd, err := sandbox.GuardProcess()
+	if err != nil {
+		errno, ok := err.(syscall.Errno)
+		if !ok || errno == 0 || errno > 4095 {
+			errno = syscall.EINVAL
+		}
+		s.send(reply{kind: msgFailed, errno: int(errno)})
+		return
+	}
+	s.guarded = true
+	s.conn.WriteMsgUnix([]byte{msgGuarded}, syscall.UnixRights(fd), nil)
+	syscall.Close(fd)
 }
 
 // started is the outcome of one fork and exec: the pid and a pidfd for it
 // (-1 when the kernel has none), or the error.
 type started struct {
 	pid, pidfd int
-	guard      *sandbox.Guard // a sandboxed program's metadata guard
 	err        error
 }
 
@@ -235,10 +255,9 @@ func forkExec(m inbound, sys *syscall.SysProcAttr) started {
 // the thread that forked it. The goroutine then ends still locked, and the
 // Go runtime discards the thread with it; it never runs anything else, and
 // the runtime never clones a locked thread for new ones.
-//
-// The program also gets a session of its own (its process group, as
-// unsandboxed, and no controlling terminal to reach the operator through).
-func startSandboxed(m inbound, layers *sandbox.Cache, guards *sandbox.Guards, exited chan<- struct{}) started {
+// The thread, like every thread of a guarded reaper, is under the
+// metadata filter, which the program inherits.
+func startSandboxed(m inbound, layers *sandbox.Cache, exited chan<- struct{}) started {
 	res := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
@@ -246,19 +265,7 @@ func startSandboxed(m inbound, layers *sandbox.Cache, guards *sandbox.Guards, ex
 			res <- started{err: err}
 			return
 		}
-		// What Landlock does not govern (chmod, chown, utimes, xattrs)
-		// goes to a guard that serves it only inside the writable trees.
-		guard, err := guards.Start(m.spawn.sandbox)
-		if err != nil {
-			res <- started{err: err}
-			return
-		}
-		st := forkExec(m, &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL})
-		if st.err != nil {
-			guard.Close()
-		} else {
-			st.guard = guard
-		}
+		st := forkExec(m, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})
 		res <- st
 		if st.err == nil {
 			// The thread is this program's alone: it waits in the kernel
@@ -322,7 +329,7 @@ func parseInbound(b []byte, fds []int, flags int, held *sandbox.Shared) (inbound
 			return inbound{}, false
 		}
 		return inbound{kind: msgSpawn, spawn: req, fds: [3]int{fds[0], fds[1], fds[2]}}, true
-	case msgTerminate, msgKill:
+	case msgTerminate, msgKill, msgGuard:
 		if len(b) != 1 || len(fds) != 0 {
 			return inbound{}, false
 		}

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
 )
 
 // reaperStartTimeout bounds how long supervise waits for a reaper's answer
@@ -25,13 +27,23 @@ type reaperConn struct {
 	// shared is the Key of the sandbox.Shared the reaper holds: the last
 	// one it was sent ("" for none).
 	shared string
+	// guard serves a guarded reaper's metadata filter (nil: the reaper is
+	// not guarded and starts no sandboxed program). It is armed with a
+	// program's policy from before its spawn until its end is reported.
+	// Each reaper's guard has its own goroutine (guards): a program that
+	// keeps its guard busy delays no other program's calls or start.
+	guard  *sandbox.Guard
+	guards sandbox.Guards
 }
 
 // startReaper starts a reaper process from exe with its end of a new
 // SOCK_SEQPACKET socket pair as fd 3. The reaper runs with GOMAXPROCS=1 as
 // its whole environment (its Go runtime then sizes itself without reading
-// /proc and /sys) in its own process group, so terminal signals meant for
-// the caller do not reach it.
+// /proc and /sys) in a session of its own: terminal signals meant for the
+// caller do not reach it, and neither it nor any program it starts (each
+// in a process group of its own) has a controlling terminal. One session
+// per reaper, not per program, also spares every start a new autogroup
+// of the scheduler.
 func startReaper(exe string) (*reaperConn, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -58,7 +70,7 @@ func startReaper(exe string) (*reaperConn, error) {
 		Args:        []string{name, ReaperArg},
 		Env:         []string{"GOMAXPROCS=1"},
 		ExtraFiles:  []*os.File{theirs},
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	if err := cmd.Start(); err != nil {
 		conn.Close()
@@ -83,6 +95,36 @@ func (rc *reaperConn) spawn(msg []byte, files [3]*os.File) (reply, error) {
 		return reply{}, errReaperGone
 	}
 	return r, nil
+}
+
+// guardSelf asks the reaper to put itself under the metadata filter and
+// serves the listener it sends back (disarmed).
+func (rc *reaperConn) guardSelf() error {
+	rc.conn.SetDeadline(time.Now().Add(reaperStartTimeout))
+	defer rc.conn.SetDeadline(time.Time{})
+	if _, err := rc.conn.Write([]byte{msgGuard}); err != nil {
+		return errReaperGone
+	}
+	oob := make([]byte, syscall.CmsgSpace(2*4)) // room for one fd too many
+	n, oobn, flags, _, err := rc.conn.ReadMsgUnix(rc.buf[:], oob)
+	if err != nil {
+		return errReaperGone
+	}
+	fds := receivedFDs(oob[:oobn])
+	r, err := decodeReply(rc.buf[:n])
+	switch {
+	case err == nil && r.kind == msgGuarded && len(fds) == 1 && flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) == 0:
+		g, err := rc.guards.Serve(fds[0])
+		if err != nil {
+			return err
+		}
+		rc.guard = g
+		return nil
+	case err == nil && r.kind == msgFailed && len(fds) == 0:
+		return syscall.Errno(r.errno)
+	}
+	closeFDs(fds)
+	return errReaperGone
 }
 
 // read returns the reaper's next message.
@@ -122,6 +164,22 @@ func (rc *reaperConn) stop() {
 		rc.cmd.Process.Kill()
 		<-done
 	}
+	// A program's descendant that outlived its reaper stays under the
+	// filter: from now on its metadata calls fail.
+	if rc.guard != nil {
+		rc.guard.Close()
+	}
+}
+
+// guarded reports whether the reaper starts sandboxed programs.
+func (rc *reaperConn) guarded() bool { return rc.guard != nil }
+
+// disarm ends what a guarded reaper's guard serves: its program and all
+// that program started are gone, or the reaper is about to be stopped.
+func (rc *reaperConn) disarm() {
+	if rc.guard != nil {
+		rc.guard.Disarm()
+	}
 }
 
 // spawn starts req under one of the pool's reapers with files as its
@@ -139,8 +197,9 @@ func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File) (*reaperConn, i
 	if !ok {
 		return nil, 0, &StartError{Reason: "arguments and environment too large"}
 	}
+	guarded := req.sandbox != nil
 	for {
-		rc, open := pl.take()
+		rc, open := pl.take(guarded)
 		if !open {
 			return nil, 0, &StartError{Reason: "reaper pool closed"}
 		}
@@ -150,13 +209,26 @@ func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File) (*reaperConn, i
 			if rc, err = startReaper(pl.exe); err != nil {
 				return nil, 0, err
 			}
+			if guarded {
+				if err := rc.guardSelf(); err != nil {
+					rc.stop()
+					return nil, 0, &StartError{Reason: "guard reaper", Err: errnoOf(err)}
+				}
+			}
+		}
+		if guarded {
+			// Armed before the program can make its first call.
+			if err := rc.guard.Arm(req.sandbox); err != nil {
+				pl.put(rc)
+				return nil, 0, &StartError{Reason: "sandbox", Err: err}
+			}
 		}
 		msg := short
 		if rc.shared != key {
 			msg, _ = req.encode(rc.shared)
 		}
 		r, err := rc.spawn(msg, files)
-		if err == nil && req.sandbox != nil {
+		if err == nil && guarded {
 			rc.shared = key // the reaper holds it now, whether the start failed or not
 		}
 		if err != nil {
@@ -167,9 +239,18 @@ func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File) (*reaperConn, i
 			continue // a stale idle reaper; the next one may be fresh
 		}
 		if r.kind == msgFailed {
+			rc.disarm()
 			pl.put(rc)
 			return nil, 0, &StartError{Reason: "spawn", Err: syscall.Errno(r.errno)}
 		}
 		return rc, r.pid, nil
 	}
+}
+
+// errnoOf is err's errno, or nil when it has none (the reaper went away).
+func errnoOf(err error) error {
+	if errno, ok := err.(syscall.Errno); ok {
+		return errno
+	}
+	return nil
 }

@@ -12,3 +12,7 @@ func (*reaperConn) signal(byte) {}
 func (*reaperConn) read() (reply, error) { return reply{}, errReaperMsg }
 
 func (*reaperConn) kill() {}
+
+func (*reaperConn) guarded() bool { return false }
+
+func (*reaperConn) disarm() {}

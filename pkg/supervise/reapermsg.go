@@ -13,16 +13,20 @@ import (
 // Command.Reaper), so the format is private and carries no version.
 //
 //	to the reaper:   'S' spawn (with 3 fds: stdin, stdout, stderr),
-//	                 'T' terminate the program's group, 'K' kill it
-//	from the reaper: 'P' started (pid), 'F' start failed (errno),
-//	                 'X' the program was reaped and its descendants swept
+//	                 'T' terminate the program's group, 'K' kill it,
+//	                 'G' guard yourself (once, before any spawn)
+//	from the reaper: 'P' started (pid), 'F' start or guard failed (errno),
+//	                 'X' the program was reaped and its descendants swept,
+//	                 'L' guarded (with 1 fd: the metadata filter's listener)
 const (
 	msgSpawn     = 'S'
 	msgTerminate = 'T'
 	msgKill      = 'K'
+	msgGuard     = 'G'
 	msgStarted   = 'P'
 	msgFailed    = 'F'
 	msgExited    = 'X'
+	msgGuarded   = 'L'
 )
 
 // maxReaperMsg bounds one message. It stays below the default socket send
@@ -322,6 +326,7 @@ func decodeReply(b []byte) (reply, error) {
 			r.signal == 0 && (r.code < 0 || r.code > 255) || r.signal != 0 && (r.code != -1 || r.signal > 64) {
 			d.bad = true
 		}
+	case msgGuarded: // nothing but the descriptor that comes with it
 	default:
 		d.bad = true
 	}

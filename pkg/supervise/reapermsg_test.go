@@ -136,6 +136,7 @@ func TestReplyRoundTripAndRejects(t *testing.T) {
 		{kind: msgFailed, errno: 2},
 		{kind: msgExited, code: 7, fast: true},
 		{kind: msgExited, code: -1, signal: 9, term: 2, kill: 1, timedOut: true},
+		{kind: msgGuarded},
 	} {
 		got, err := decodeReply(r.encode())
 		if err != nil || got != r {

@@ -18,11 +18,16 @@ const reaperUnresponsive = time.Second
 // back to the pool once its child has been reaped and swept. The pool
 // therefore grows to the largest number of children run at once. It is
 // safe for concurrent use. On systems without reaper support it is inert.
+//
+// Sandboxed programs start from guarded reapers only: a reaper under the
+// metadata filter (sandbox.GuardProcess) whose guard the pool serves in
+// the caller's process, armed with each program's policy while it runs.
+// The pool keeps them apart from the reapers that start trusted programs.
 type ReaperPool struct {
 	exe string
 
 	mu     sync.Mutex
-	idle   []*reaperConn
+	idle   [2][]*reaperConn // [1]: guarded
 	closed bool
 }
 
@@ -38,35 +43,44 @@ func NewReaperPool(exe string) *ReaperPool {
 // that names a closed pool.
 func (pl *ReaperPool) Close() {
 	pl.mu.Lock()
-	idle := pl.idle
-	pl.idle, pl.closed = nil, true
+	idle := append(pl.idle[0], pl.idle[1]...)
+	pl.idle, pl.closed = [2][]*reaperConn{}, true
 	pl.mu.Unlock()
 	for _, rc := range idle {
 		rc.stop()
 	}
 }
 
-// take returns an idle reaper, or nil when there is none; false means the
-// pool is closed.
-func (pl *ReaperPool) take() (*reaperConn, bool) {
+// take returns an idle reaper, guarded or not, or nil when there is none;
+// false means the pool is closed.
+func (pl *ReaperPool) take(guarded bool) (*reaperConn, bool) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if pl.closed {
 		return nil, false
 	}
-	if n := len(pl.idle); n > 0 {
-		rc := pl.idle[n-1]
-		pl.idle = pl.idle[:n-1]
+	idle := &pl.idle[kindOf(guarded)]
+	if n := len(*idle); n > 0 {
+		rc := (*idle)[n-1]
+		*idle = (*idle)[:n-1]
 		return rc, true
 	}
 	return nil, true
+}
+
+func kindOf(guarded bool) int {
+	if guarded {
+		return 1
+	}
+	return 0
 }
 
 // put returns a reaper that is idle and healthy to the pool.
 func (pl *ReaperPool) put(rc *reaperConn) {
 	pl.mu.Lock()
 	if !pl.closed {
-		pl.idle = append(pl.idle, rc)
+		k := kindOf(rc.guarded())
+		pl.idle[k] = append(pl.idle[k], rc)
 		rc = nil
 	}
 	pl.mu.Unlock()

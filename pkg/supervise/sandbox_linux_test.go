@@ -183,8 +183,10 @@ func TestSandboxConfinesChild(t *testing.T) {
 			t.Errorf("unsandboxed %s = %q, want yes (the probe cannot fail)", k, open[k])
 		}
 	}
-	if n := supervise.IdleReapers(pl); n != 1 {
-		t.Errorf("idle reapers = %d, want the one reaper reused", n)
+	// The sandboxed probes reused one guarded reaper, the unsandboxed one
+	// another: a trusted program never starts under the metadata filter.
+	if n, g := supervise.IdleReapers(pl), supervise.IdleGuarded(pl); n != 2 || g != 1 {
+		t.Errorf("idle reapers = %d (%d guarded), want one of each reused", n, g)
 	}
 }
 
@@ -214,5 +216,50 @@ func TestSandboxNeedsReaper(t *testing.T) {
 	c.Sandbox = systemPolicy(t.TempDir())
 	if _, err := supervise.Start(context.Background(), c); err == nil {
 		t.Fatal("a sandboxed command without a reaper started")
+	}
+}
+
+// A guarded reaper is under the metadata filter itself (its programs
+// inherit it), and its guard serves the running program's writable trees
+// only: the next program on the same reaper cannot change the metadata of
+// the previous one's workspace. A trusted program starts from a reaper
+// without the filter. Either is in its reaper's session, which has no
+// controlling terminal.
+func TestGuardFollowsTheRunningProgram(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	a, b := t.TempDir(), t.TempDir()
+	for _, d := range []string{a, b} {
+		if err := os.WriteFile(filepath.Join(d, "f"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pl := reapers(t)
+	const script = `grep -h '^Seccomp:' /proc/$PPID/status /proc/self/status | tr -d '\t' | tr '\n' ' '
+for d in "$A" "$B"; do if chmod 0700 "$d/f" 2>/dev/null; then echo -n "yes "; else echo -n "no "; fi; done
+s=$(cut -d' ' -f6,7 /proc/self/stat); [ "$s" = "$PPID 0" ] && echo -n "session:reaper"`
+	run := func(policy *sandbox.Policy) string {
+		t.Helper()
+		c := shell(t, script)
+		c.Env = append(c.Env, "A="+a, "B="+b)
+		c.Reaper, c.Sandbox = pl, policy
+		res, err := supervise.Run(context.Background(), c, nil)
+		if err != nil || !res.Exit.Success() {
+			t.Fatalf("run: %v %+v %q", err, res.Exit, res.Stderr)
+		}
+		return strings.TrimSpace(string(res.Stdout))
+	}
+	if got, want := run(systemPolicy(a)), "Seccomp:2 Seccomp:2 yes no session:reaper"; got != want {
+		t.Errorf("first program (a writable): %q, want %q", got, want)
+	}
+	if got, want := run(systemPolicy(b)), "Seccomp:2 Seccomp:2 no yes session:reaper"; got != want {
+		t.Errorf("next program on the same reaper (b writable): %q, want %q", got, want)
+	}
+	if n := supervise.IdleGuarded(pl); n != 1 {
+		t.Errorf("%d guarded reapers idle, want the one reused", n)
+	}
+	if got, want := run(nil), "Seccomp:0 Seccomp:0 yes yes session:reaper"; got != want {
+		t.Errorf("trusted program: %q, want %q", got, want)
 	}
 }

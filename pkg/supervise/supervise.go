@@ -42,7 +42,7 @@ type Command struct {
 	// subreaper wrappers (see ReaperPool). Ignored on other systems.
 	Reaper *ReaperPool
 	// Sandbox, when set, is the Landlock policy the child starts in (see
-	// pkg/sandbox); the child then also gets its own session. It needs
+	// pkg/sandbox), under the metadata guard (see ReaperPool). It needs
 	// Reaper on Linux: without one, or on other systems, Start fails
 	// rather than run the child unconfined.
 	Sandbox *sandbox.Policy
@@ -442,6 +442,7 @@ func (p *Process) waitWrapped() {
 		p.exit = Exit{Code: -1, Signal: syscall.SIGKILL}
 	}
 	p.mu.Unlock()
+	p.rc.disarm() // what is left of a timed-out sweep is refused until the reaper is stopped
 	if healthy && !r.timedOut {
 		p.pool.put(p.rc)
 	} else {
