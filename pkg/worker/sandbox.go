@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -133,8 +134,18 @@ func SandboxABI(c *Config) int {
 // A prepared rule holds on to what its path named when it was prepared: a
 // file replaced since (an /etc/passwd rewritten by rename) would stay
 // unreadable. So the Shared is made again, and prepared again, whenever a
-// directory holding one of its paths has changed (watched, stamped by
-// their stat).
+// directory holding one of its paths has changed: / and /etc (whose
+// entries the rules list), /dev and the directories of the read paths and
+// of the symbolic links' targets (sharedRules). Every policy asks, so the
+// asking must cost next to nothing: on Linux an inotify instance watches
+// the directories, their ancestors and the mount table (dirWatch) and an
+// unchanged state is one ppoll; where inotify cannot be had (no instance
+// or watch left, another system) each directory is stated instead. Either
+// way the Shared is stamped with the directories' stat and a count of the
+// makes, so that a reaper never keeps a Shared made before a change.
+//
+// Its inotify descriptors live as long as it does: they are closed when
+// it is collected, and made again (the old ones closed) by every make.
 type sandboxRules struct {
 	cfg *Config
 
@@ -142,15 +153,25 @@ type sandboxRules struct {
 	shared *sandbox.Shared
 	watch  []string   // the directories holding the shared paths
 	seen   []dirState // their state when shared was made
+	notify *dirWatch  // nil or not armed: stat watch instead
+	made   int        // the makes so far
 }
 
 // newSandboxRules lists the rules every policy of c shares; / and /etc
 // are read here, and again when they change.
-func newSandboxRules(c *Config) *sandboxRules {
+func newSandboxRules(c *Config) *sandboxRules { return newSandboxRulesWith(c, true) }
+
+// newSandboxRulesWith is newSandboxRules, watching with inotify only when
+// notify is set.
+func newSandboxRulesWith(c *Config, notify bool) *sandboxRules {
 	if c.Sandbox == SandboxNone {
 		return nil
 	}
 	s := &sandboxRules{cfg: c}
+	if notify {
+		s.notify = newDirWatch()
+		runtime.AddCleanup(s, (*dirWatch).close, s.notify)
+	}
 	s.make()
 	return s
 }
@@ -160,6 +181,12 @@ func newSandboxRules(c *Config) *sandboxRules {
 func (s *sandboxRules) current() *sandbox.Shared {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.notify != nil && s.notify.armed() {
+		if s.notify.changed() {
+			s.make()
+		}
+		return s.shared
+	}
 	for i, d := range s.watch {
 		if statDir(d) != s.seen[i] {
 			s.make()
@@ -170,16 +197,22 @@ func (s *sandboxRules) current() *sandbox.Shared {
 }
 
 // make makes the Shared again, and notes the state of the directories
-// that hold its paths. / and /etc, whose entries the rules list, are
-// noted before they are read, so that a change while they are read shows
-// at the next policy; the paths themselves are opened by the reapers,
-// after the notes.
+// that hold its paths (watches them afresh, or stats them). / and /etc,
+// whose entries the rules list, are noted before they are read, so that a
+// change while they are read shows at the next policy; the paths
+// themselves are opened by the reapers, after the notes.
 func (s *sandboxRules) make() {
+	notify := s.notify != nil && s.notify.open() == nil && s.notify.add("/", "/etc") == nil
 	listed := map[string]dirState{"/": statDir("/"), "/etc": statDir("/etc")}
 	var rules, readable []sandbox.Rule
 	rules, readable, s.watch = sharedRules(s.cfg)
+	if notify = notify && s.notify.add(s.watch...) == nil; !notify && s.notify != nil {
+		s.notify.close()
+	}
 	s.seen = s.seen[:0]
+	s.made++
 	var stamp strings.Builder
+	fmt.Fprintf(&stamp, "%d;", s.made)
 	for _, d := range s.watch {
 		st, ok := listed[d]
 		if !ok {

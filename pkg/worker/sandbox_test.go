@@ -2,11 +2,14 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/evidence"
 	"github.com/0k-lab/agent-forge/pkg/sandbox"
@@ -243,4 +246,128 @@ func TestSandboxFollowsReplacedPaths(t *testing.T) {
 	if out := sandboxedShell(t, pl, sb, work, "cat "+filepath.Join(tools+".old", "v")+" || echo denied"); out != "denied\n" {
 		t.Fatalf("the old directory: %q", out)
 	}
+}
+
+// rulesFixture is a directory a/box holding the read path a/box/conf,
+// and a/box.new and a.new/box, directories with a conf ready to replace
+// a/box and a.
+func rulesFixture(t *testing.T, notify bool) (sb *sandboxRules, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	for _, d := range []string{"a/box", "a/box.new", "a.new/box"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, d, "conf"), []byte(d), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb = newSandboxRulesWith(&Config{Sandbox: SandboxLandlock, WorktreeRoot: filepath.Join(dir, "wt"), RuntimeRoot: filepath.Join(dir, "rt"),
+		SandboxReadPaths: []string{filepath.Join(dir, "a", "box", "conf")}}, notify)
+	if armed := sb.notify != nil && sb.notify.armed(); armed != (notify && runtime.GOOS == "linux") {
+		t.Fatalf("inotify armed = %t", armed)
+	}
+	return sb, dir
+}
+
+// sameShared fails unless sb.current() is want, twice (not made again).
+func sameShared(t *testing.T, sb *sandboxRules, want *sandbox.Shared, what string) {
+	t.Helper()
+	for range 2 {
+		if sb.current() != want {
+			t.Fatalf("%s: the shared rules were made again", what)
+		}
+	}
+}
+
+// madeAgain fails unless sb.current() is a new Shared with a new Key, and
+// returns it.
+func madeAgain(t *testing.T, sb *sandboxRules, old *sandbox.Shared, what string) *sandbox.Shared {
+	t.Helper()
+	s := sb.current()
+	if s == old || s.Key() == old.Key() {
+		t.Fatalf("%s: the shared rules were not made again", what)
+	}
+	sameShared(t, sb, s, what+", then nothing")
+	return s
+}
+
+// The shared rules are made again when a directory holding a shared path
+// changes, and only then: nothing changed, or a change beside the way to
+// the path, keeps the same Shared. Watched with inotify, and stated when
+// inotify is not to be had.
+func TestSandboxRulesNoticeChanges(t *testing.T) {
+	for _, notify := range []bool{true, false} {
+		t.Run(fmt.Sprintf("inotify=%t", notify), func(t *testing.T) {
+			sb, dir := rulesFixture(t, notify)
+			s := sb.current()
+			sameShared(t, sb, s, "nothing changed")
+			for _, d := range []string{"beside", "a/beside"} {
+				if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sameShared(t, sb, s, "entries beside the way to box")
+			box := filepath.Join(dir, "a", "box")
+			if notify && runtime.GOOS == "linux" {
+				// The file replaced by rename: what the stat of box shows
+				// only once the clock has ticked.
+				conf := filepath.Join(box, "conf")
+				if err := os.WriteFile(conf+".tmp", []byte("2"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				s = madeAgain(t, sb, s, "conf.tmp created")
+				if err := os.Rename(conf+".tmp", conf); err != nil {
+					t.Fatal(err)
+				}
+				s = madeAgain(t, sb, s, "conf replaced")
+			}
+			// The directory holding it replaced, then the one above.
+			for _, d := range []string{box, filepath.Join(dir, "a")} {
+				if err := os.Rename(d, d+".old"); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(d+".new", d); err != nil {
+					t.Fatal(err)
+				}
+				s = madeAgain(t, sb, s, filepath.Base(d)+" replaced")
+			}
+		})
+	}
+}
+
+// BenchmarkSandboxRulesCurrent is what asking for the shared rules costs
+// every policy when nothing changed: nanoseconds per current(), watched
+// with inotify (notify-ns) and stated (stat-ns, the fallback and what
+// every policy paid before), alternating; medians over the rounds
+// (-benchtime Nx). made-again counts the rounds in which something on the
+// machine did change a watched directory.
+func BenchmarkSandboxRulesCurrent(b *testing.B) {
+	const calls = 20000
+	dir := b.TempDir()
+	cfg := &Config{Sandbox: SandboxLandlock, WorktreeRoot: filepath.Join(dir, "wt"), RuntimeRoot: filepath.Join(dir, "rt"), ConfigPath: "/etc/hostname"}
+	both := []*sandboxRules{newSandboxRulesWith(cfg, true), newSandboxRulesWith(cfg, false)}
+	if runtime.GOOS == "linux" && !both[0].notify.armed() {
+		b.Fatal("inotify is not armed")
+	}
+	units := []string{"notify-ns", "stat-ns"}
+	rounds := newRounds()
+	for i := 0; i < b.N; i++ {
+		report := rounds.next()
+		again := 0
+		for k := range 2 {
+			j := (i + k) % 2
+			s := both[j].current()
+			start := time.Now()
+			for range calls {
+				if both[j].current() != s {
+					again = 1
+				}
+			}
+			report(float64(time.Since(start).Nanoseconds())/calls, units[j])
+		}
+		report(float64(again), "made-again")
+		report(float64(len(both[0].watch)), "watched-dirs")
+	}
+	rounds.reportMedians(b)
 }
