@@ -36,6 +36,10 @@ func TestNoLeaseOvertakesResultAnswer(t *testing.T) {
 		recorded <- g.recordAndLease(l, 7, fence, store.Outcome{Succeeded: true, Output: &out}, tg.clock.Now(),
 			func(bool, *wire.Ack, wire.RejectCode) bool { t.Error("answered through reply"); return false })
 	}()
+	// The result is stored (and leased nothing: the queue was empty)
+	// before the next job is submitted; otherwise it would lease that job
+	// itself, and ack and lease would arrive together.
+	tg.waitJob(ls.JobID, "succeeded")
 	next := tg.submit(`{"input":"two"}`)
 	l.sendMu.Unlock()
 	if !<-recorded {
