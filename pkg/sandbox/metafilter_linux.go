@@ -34,7 +34,6 @@ const (
 	// half comes first).
 	dataNr    = 0
 	dataArch  = 4
-	dataIP    = 8
 	dataArg1L = 16 + 8*1
 )
 
@@ -198,18 +197,14 @@ func (p *bpfProg) search(rs []bpfRange, def string) {
 // Worker unit's SystemCallArchitectures=native; any other architecture
 // kills the process.
 //
-// The filter is kept short: installing it costs the start about a
-// microsecond per instruction (the kernel translates and compiles it), so
-// the compat table is refused as a whole rather than call by call.
+// The filter reads nothing but the architecture and the number before it
+// allows a call, so that the kernel's cache of always-allowed calls (built
+// once, when a process is guarded) lets every other native call of the
+// reaper and its programs through without running the filter; only the
+// refused and served calls, and ioctl (whose command it reads), run it.
+// The compat table is refused as a whole rather than call by call.
 func metaFilter() []sockFilter {
 	p := &bpfProg{labels: map[string]int{}}
-	// A load of the instruction pointer first keeps the kernel from
-	// building its cache of always-allowed calls (it emulates the filter
-	// for every call number of both tables, and gives up at a load of
-	// anything but the number or the architecture): that cache cost each
-	// start more CPU than the whole rest of the guard, and saves next to
-	// nothing per call (a filtered call pays the seccomp entry either way).
-	p.op(bpfLdAbsW, dataIP)
 	p.op(bpfLdAbsW, dataArch)
 	p.jump(bpfJeqK, auditArchNative, "", "compat")
 	p.op(bpfLdAbsW, dataNr)

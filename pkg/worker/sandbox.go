@@ -246,16 +246,19 @@ func sharedRules(c *Config) (rules, readable []sandbox.Rule, watch []string) {
 		return rules
 	}
 	etc := etcEntries(c)
-	rules = ro(nil, present(systemRO)...)
+	system := present(systemRO)
+	rules = ro(nil, system...)
 	if excluded("/etc", c.privatePaths()) {
 		rules = ro(rules, etc...)
 	} else {
 		rules = ro(rules, "/etc")
 		// A symbolic link out of /etc (resolv.conf into /run, say) leads
-		// where the /etc rule does not reach: its target gets a rule.
+		// where the /etc rule does not reach: its target gets a rule,
+		// unless a system tree holds it already (localtime, os-release).
 		for _, p := range etc {
 			if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-				if real, err := filepath.EvalSymlinks(p); err == nil && !within(real, "/etc") {
+				if real, err := filepath.EvalSymlinks(p); err == nil && !within(real, "/etc") &&
+					!slices.ContainsFunc(system, func(q string) bool { return within(real, q) }) {
 					rules = ro(rules, real)
 				}
 			}
@@ -269,10 +272,11 @@ func sharedRules(c *Config) (rules, readable []sandbox.Rule, watch []string) {
 	// when /etc holds something to leave out (the installation's
 	// directory, the Worker's config).
 	if all, err := os.ReadDir("/etc"); err != nil || len(all) != len(etc) {
-		readable = ro(nil, etc...)
+		layer := etc
 		if ents, err := entriesExcept("/", "etc"); err == nil {
-			readable = ro(readable, ents...)
+			layer = append(slices.Clip(layer), ents...)
 		}
+		readable = ro(nil, direct(layer, c)...)
 	}
 	watch = []string{"/", "/etc"} // for entries added to them
 	for _, r := range append(slices.Clip(rules), readable...) {
@@ -284,6 +288,30 @@ func sharedRules(c *Config) (rules, readable []sandbox.Rule, watch []string) {
 	watch = slices.DeleteFunc(watch, func(d string) bool { return within(d, "/proc") || within(d, "/sys") })
 	slices.Sort(watch)
 	return rules, readable, slices.Compact(watch)
+}
+
+// direct keeps the read layer's paths but its symbolic links whose
+// target another of them holds already (a rule lands on its path's
+// target: on a merged /usr, /bin is /usr/bin; /etc/localtime is in /usr)
+// or whose target lies where the layer must not reach (the installation's
+// directory, the Worker's config and roots): every rule of the layer is
+// copied into every domain.
+func direct(paths []string, c *Config) []string {
+	private := c.privatePaths()
+	if c.ConfigPath != "" {
+		private = append(private, c.ConfigPath)
+	}
+	return slices.DeleteFunc(slices.Clone(paths), func(p string) bool {
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			return false
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil || within(real, installConfigDir) || excluded(real, private) {
+			return true
+		}
+		return slices.ContainsFunc(paths, func(q string) bool { return q != p && within(real, q) })
+	})
 }
 
 // present keeps the paths that exist, except symbolic links into another

@@ -106,6 +106,34 @@ func TestSandboxEtcEntries(t *testing.T) {
 	}
 }
 
+// The read layer leaves out symbolic links that another of its paths
+// covers (their rule would land there anyway) and those leading to the
+// Worker's own paths (their rule would grant them), and keeps the rest.
+func TestSandboxReadLayerDirect(t *testing.T) {
+	d := t.TempDir()
+	usr, priv, other := filepath.Join(d, "usr"), filepath.Join(d, "private"), filepath.Join(t.TempDir(), "other")
+	for _, p := range []string{filepath.Join(usr, "bin"), priv, other} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := map[string]string{"bin": filepath.Join(usr, "bin"), "secret": priv, "out": other}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(d, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &Config{WorktreeRoot: priv, RuntimeRoot: filepath.Join(d, "rt")}
+	paths := []string{usr, filepath.Join(d, "bin"), filepath.Join(d, "secret"), filepath.Join(d, "out")}
+	got := direct(paths, c)
+	if want := []string{usr, filepath.Join(d, "out")}; !slices.Equal(got, want) {
+		t.Errorf("direct = %q, want %q", got, want)
+	}
+	if len(paths) != 4 {
+		t.Error("direct changed its argument")
+	}
+}
+
 // sandboxedFixture is a coding fixture whose plugin and checks run in the
 // sandbox, under reapers of this test binary.
 func sandboxedFixture(t *testing.T, plugin string) *codingFixture {
