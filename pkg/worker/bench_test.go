@@ -110,20 +110,29 @@ func bareSpawnRate(b *testing.B, plugin string, n int) phase {
 // concurrent runners.
 func bareSessionRate(b *testing.B, exe, reaper string, sb *sandboxRules, n int) phase {
 	b.Helper()
-	jobs := make(chan struct{}, n)
-	for i := 0; i < n; i++ {
-		jobs <- struct{}{}
-	}
-	close(jobs)
 	dir := b.TempDir()
 	var reapers *supervise.ReaperPool
 	if reaper != "" {
 		reapers = supervise.NewReaperPool(reaper)
 	}
 	m := begin()
+	if err := runSessions(exe, reapers, sb, dir, 2, n); err != nil {
+		b.Fatal(err)
+	}
+	return m.end(n, reapers)
+}
+
+// runSessions runs n complete text sessions of the plugin exe through the
+// plugin runner in dir, with the given number of concurrent runners.
+func runSessions(exe string, reapers *supervise.ReaperPool, sb *sandboxRules, dir string, runners, n int) error {
+	jobs := make(chan struct{}, n)
+	for i := 0; i < n; i++ {
+		jobs <- struct{}{}
+	}
+	close(jobs)
 	var wg sync.WaitGroup
-	errs := make(chan error, 2)
-	for s := 0; s < 2; s++ {
+	errs := make(chan error, runners)
+	for s := 0; s < runners; s++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -141,10 +150,10 @@ func bareSessionRate(b *testing.B, exe, reaper string, sb *sandboxRules, n int) 
 	wg.Wait()
 	select {
 	case err := <-errs:
-		b.Fatal(err)
+		return err
 	default:
+		return nil
 	}
-	return m.end(n, reapers)
 }
 
 // submitRate submits n text jobs one after another over HTTP to a real
@@ -579,59 +588,55 @@ func BenchmarkPluginDigest(b *testing.B) {
 // BenchmarkSandboxCost is what the Landlock sandbox adds to a plugin
 // session: wrapped-session-cpu-ms is a complete text session of the
 // reference plugin under the reapers (as the Worker runs it: the plugin
-// runner in this process, the reaper, the plugin; no Gate, no lease), and
+// runner, the reaper, the plugin; no Gate, no lease), and
 // sandboxed-session-cpu-ms the same in the sandbox the Worker builds (the
 // system trees, /etc, the plugin, its run directory: one policy per
 // session, one Landlock domain per start, the shared rules prepared once
-// per reaper). excluding-session-cpu-ms is the sandbox of a Worker whose
-// config lies in /etc (as an installed one's does): the shared read layer
-// that leaves it out, built once per reaper, is copied into every domain.
-// sandbox-cost-% and excluding-cost-% are the differences, round by
-// round, as a share of the same round's wrapped session (target < 10);
-// the -us metrics the same differences in microseconds. floor-session
-// is the same sandboxed start with a domain of one rule that grants
-// everything: what starting from a restricted thread of the reaper costs
-// before any rule (floor-cost-% against wrapped). Each iteration runs the
-// four phases once, in a rotating order; the metrics are medians over the
-// rounds (-benchtime Nx).
+// per reaper, the metadata filter once per guarded reaper).
+// excluding-session-cpu-ms is the sandbox of a Worker whose config lies in
+// /etc (as an installed one's does): the shared read layer that leaves it
+// out, built once per reaper, is copied into every domain. sandbox-cost-%
+// and excluding-cost-% are the differences, round by round, as a share of
+// the same round's wrapped session (target < 10); the -us metrics the same
+// differences in microseconds. floor-session is the same sandboxed start
+// with a domain of one rule that grants everything: what starting from a
+// restricted thread of the reaper costs before any rule (floor-cost-%
+// against wrapped).
+//
+// Each iteration is one round. The four configurations each run in a
+// child process of their own (sandboxSessionsArg), with two runners and
+// their own reapers, and take turns of a few sessions, one configuration
+// at a time in a rotating order, until each has run its share: turns of
+// milliseconds, so that a machine whose speed drifts (a shared VM's does,
+// by tens of percent within seconds) slows them all alike. Each child
+// reports the CPU of its sessions (itself and every process it reaped,
+// once its reapers have exited). The metrics are medians over the rounds
+// (-benchtime Nx).
 func BenchmarkSandboxCost(b *testing.B) {
-	const sessions = 200
+	const sessions, turn = 200, 10
 	if ABI := SandboxABI(&Config{Sandbox: SandboxLandlock}); ABI < 1 {
 		b.Skip("no Landlock on this kernel")
 	}
 	plugin, reaper := buildBinaries(b, b.TempDir())
 	cfg := &Config{Sandbox: SandboxLandlock, WorktreeRoot: b.TempDir(), RuntimeRoot: b.TempDir()}
-	sb := newSandboxRules(cfg)
-	cfg.ConfigPath = "/etc/hostname" // any /etc entry: the installed layout's /etc/agent-forge
-	excluding := newSandboxRules(cfg)
+	sb, excluding := sandboxConfig("sandboxed", cfg), sandboxConfig("excluding", cfg)
 	if len(excluding.current().Readable()) == 0 {
 		b.Fatal("no shared read layer")
 	}
-	everything, err := sandbox.NewShared([]sandbox.Rule{{Path: "/", Access: sandbox.ReadWrite}}, nil, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	floor := &sandboxRules{shared: everything} // watches nothing
 	rounds := newRounds()
 	for i := 0; i < b.N; i++ {
 		report := rounds.next()
-		var got [4]phase
-		for k := range 4 {
-			j := (i + k) % 4
-			got[j] = bareSessionRate(b, plugin, reaper, []*sandboxRules{nil, sb, excluding, floor}[j], sessions)
-		}
+		got := takeTurns(b, i, plugin, reaper, sessions, turn)
 		wrapped, boxed, excl, least := got[0], got[1], got[2], got[3]
-		report(wrapped.cpuMS, "wrapped-session-cpu-ms")
-		report(boxed.cpuMS, "sandboxed-session-cpu-ms")
-		report(excl.cpuMS, "excluding-session-cpu-ms")
-		report(least.cpuMS, "floor-session-cpu-ms")
-		report(100*(least.cpuMS-wrapped.cpuMS)/wrapped.cpuMS, "floor-cost-%")
-		report(100*(boxed.cpuMS-wrapped.cpuMS)/wrapped.cpuMS, "sandbox-cost-%")
-		report(100*(excl.cpuMS-wrapped.cpuMS)/wrapped.cpuMS, "excluding-cost-%")
-		report(1000*(boxed.cpuMS-wrapped.cpuMS), "sandbox-cost-us")
-		report(1000*(excl.cpuMS-wrapped.cpuMS), "excluding-cost-us")
-		report(wrapped.rate, "wrapped-sessions/s")
-		report(boxed.rate, "sandboxed-sessions/s")
+		report(wrapped, "wrapped-session-cpu-ms")
+		report(boxed, "sandboxed-session-cpu-ms")
+		report(excl, "excluding-session-cpu-ms")
+		report(least, "floor-session-cpu-ms")
+		report(100*(least-wrapped)/wrapped, "floor-cost-%")
+		report(100*(boxed-wrapped)/wrapped, "sandbox-cost-%")
+		report(100*(excl-wrapped)/wrapped, "excluding-cost-%")
+		report(1000*(boxed-wrapped), "sandbox-cost-us")
+		report(1000*(excl-wrapped), "excluding-cost-us")
 		report(restrictCPU(b, sb, sessions), "restrict-cpu-us")
 		report(restrictCPU(b, excluding, sessions), "excluding-restrict-cpu-us")
 		report(restrictCPU(b, nil, sessions), "thread-cpu-us")
@@ -639,6 +644,130 @@ func BenchmarkSandboxCost(b *testing.B) {
 		report(float64(len(excluding.current().Readable())), "readable-rules")
 	}
 	rounds.reportMedians(b)
+}
+
+// sandboxConfigs are BenchmarkSandboxCost's configurations, in the order
+// of its metrics.
+var sandboxConfigs = [4]string{"wrapped", "sandboxed", "excluding", "floor"}
+
+// sandboxConfig makes the sandbox rules of one configuration on c's roots:
+// none (wrapped), the Worker's (sandboxed), the Worker's with its config
+// in /etc (excluding: any /etc entry stands for the installed layout's
+// /etc/agent-forge), or a Shared of one rule granting everything (floor,
+// which watches nothing).
+func sandboxConfig(name string, c *Config) *sandboxRules {
+	switch name {
+	case "sandboxed":
+		return newSandboxRules(c)
+	case "excluding":
+		cc := *c
+		cc.ConfigPath = "/etc/hostname"
+		return newSandboxRules(&cc)
+	case "floor":
+		everything, err := sandbox.NewShared([]sandbox.Rule{{Path: "/", Access: sandbox.ReadWrite}}, nil, "")
+		if err != nil {
+			panic(err)
+		}
+		return &sandboxRules{shared: everything}
+	}
+	return nil
+}
+
+// takeTurns runs one round of BenchmarkSandboxCost: n sessions of each
+// configuration, each in its own child process, in turns of turn
+// sessions; it returns their CPU milliseconds per session, in
+// sandboxConfigs' order.
+func takeTurns(b *testing.B, round int, plugin, reaper string, n, turn int) [4]float64 {
+	b.Helper()
+	type child struct {
+		cmd  *exec.Cmd
+		in   io.WriteCloser
+		out  *bufio.Reader
+		done bytes.Buffer
+	}
+	var cs [4]*child
+	for j := range cs {
+		c := &child{cmd: exec.Command(os.Args[0], sandboxSessionsArg, sandboxConfigs[j], plugin, reaper, b.TempDir(), b.TempDir())}
+		c.cmd.Stderr = os.Stderr
+		in, err := c.cmd.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := c.cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		c.in, c.out = in, bufio.NewReader(out)
+		cs[j] = c
+	}
+	for t := 0; t*turn < n; t++ {
+		for k := range 4 {
+			c := cs[(round+t+k)%4] // who goes first rotates
+			if _, err := fmt.Fprintln(c.in, turn); err != nil {
+				b.Fatal(err)
+			}
+			if line, err := c.out.ReadString('\n'); err != nil || line != "ok\n" {
+				b.Fatalf("turn: %q %v", line, err)
+			}
+		}
+	}
+	var got [4]float64
+	for j, c := range cs {
+		c.in.Close()
+		line, err := c.out.ReadString('\n')
+		if err == nil {
+			got[j], err = strconv.ParseFloat(strings.TrimSpace(line), 64)
+		}
+		if err != nil {
+			b.Fatalf("%s sessions: %q %v", sandboxConfigs[j], line, err)
+		}
+		if err := c.cmd.Wait(); err != nil {
+			b.Fatalf("%s sessions: %v", sandboxConfigs[j], err)
+		}
+	}
+	return got
+}
+
+// sandboxSessionsArg switches the test binary into one configuration of a
+// BenchmarkSandboxCost round (arguments: configuration, plugin, reaper
+// binary, worktree root, runtime root). Each line read from stdin is a
+// number of sessions to run now, with two runners under its own reapers,
+// answered "ok"; at EOF it stops its reapers and prints the CPU
+// milliseconds per session of all its sessions (this process and every
+// process it reaped, from before the first session until its reapers
+// have exited).
+const sandboxSessionsArg = "__worker_test_sandbox_sessions"
+
+func sandboxSessions(args []string) int {
+	if len(args) != 5 {
+		return 2
+	}
+	sb := sandboxConfig(args[0], &Config{Sandbox: SandboxLandlock, WorktreeRoot: args[3], RuntimeRoot: args[4]})
+	reapers := supervise.NewReaperPool(args[2])
+	total := 0
+	start := processCPU()
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		k, err := strconv.Atoi(in.Text())
+		if err != nil || k < 1 {
+			return 2
+		}
+		if err := runSessions(args[1], reapers, sb, args[3], 2, k); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		total += k
+		fmt.Println("ok")
+	}
+	reapers.Close()
+	if total == 0 {
+		return 2
+	}
+	fmt.Println(float64((processCPU()-start).Microseconds()) / float64(total) / 1000)
+	return 0
 }
 
 // restrictCPU is the CPU microseconds of one sandboxed start's own work in

@@ -37,6 +37,8 @@ func TestMain(m *testing.M) {
 			syscall.Exit(testPlugin(os.Args[2:]))
 		case submitterArg:
 			syscall.Exit(submitter(os.Args[2:]))
+		case sandboxSessionsArg:
+			syscall.Exit(sandboxSessions(os.Args[2:]))
 		}
 	}
 	os.Exit(m.Run())
