@@ -766,7 +766,7 @@ func sandboxSessions(args []string) int {
 	if total == 0 {
 		return 2
 	}
-	fmt.Println(float64((processCPU()-start).Microseconds()) / float64(total) / 1000)
+	fmt.Println(float64((processCPU() - start).Microseconds()) / float64(total) / 1000)
 	return 0
 }
 
