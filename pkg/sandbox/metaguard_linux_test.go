@@ -246,6 +246,18 @@ func TestGuardArmDisarm(t *testing.T) {
 	if err := (&sandbox.Guard{}).Arm(&sandbox.Policy{Rules: []sandbox.Rule{{Path: "relative", Access: sandbox.ReadWrite}}}); err == nil {
 		t.Error("Arm took a policy that does not check")
 	}
+	// A descriptor that is no listener (a regular file: epoll refuses it)
+	// is refused and closed, and the Guards go idle again.
+	fd, err := syscall.Open(filepath.Join(a, "f"), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gs.Serve(fd); err == nil {
+		t.Error("Serve took a regular file")
+	}
+	if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFD, 0); e != syscall.EBADF {
+		t.Errorf("the refused descriptor is still open (%v)", e)
+	}
 }
 
 // probeUnder runs the test binary in probe mode from a fresh locked

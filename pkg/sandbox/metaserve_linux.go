@@ -43,18 +43,28 @@ type Guard struct {
 // takes fd over. The guard starts disarmed. The error carries only an
 // errno.
 func (gs *Guards) Serve(fd int) (*Guard, error) {
+	g, set, err := gs.add(fd)
+	if set != nil {
+		set.Close() // unlocked, see idle
+	}
+	return g, err
+}
+
+// add registers listener fd; on failure it returns the set to close when
+// no guard is left (see idle).
+func (gs *Guards) add(fd int) (*Guard, *os.File, error) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	if gs.file == nil {
 		epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 		if err != nil {
 			syscall.Close(fd)
-			return nil, errnoOnly(err)
+			return nil, nil, errnoOnly(err)
 		}
 		if err := syscall.SetNonblock(epfd, true); err != nil {
 			syscall.Close(epfd)
 			syscall.Close(fd)
-			return nil, errnoOnly(err)
+			return nil, nil, errnoOnly(err)
 		}
 		gs.epfd, gs.file = epfd, os.NewFile(uintptr(epfd), "epoll")
 		if gs.guards == nil {
@@ -67,13 +77,10 @@ func (gs *Guards) Serve(fd int) (*Guard, error) {
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(g.id)}
 	if err := syscall.EpollCtl(gs.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		syscall.Close(fd)
-		if set := gs.idle(); set != nil {
-			defer set.Close() // after the unlock, see idle
-		}
-		return nil, errnoOnly(err)
+		return nil, gs.idle(), errnoOnly(err)
 	}
 	gs.guards[g.id] = g
-	return g, nil
+	return g, nil, nil
 }
 
 // Arm makes the guard serve p's ReadWrite trees, in place of what it
