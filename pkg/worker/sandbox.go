@@ -89,6 +89,16 @@ func (c *Config) privatePaths() []string {
 	return append(out, c.WorktreeRoot, c.RuntimeRoot)
 }
 
+// unreadable are the paths no read rule may reach, in /etc or through a
+// symbolic link: the private trees and the Worker's config.
+func (c *Config) unreadable() []string {
+	private := c.privatePaths()
+	if c.ConfigPath != "" {
+		private = append(private, c.ConfigPath)
+	}
+	return private
+}
+
 // checkSandboxHost checks the sandbox against this machine: every read
 // path exists and is canonical, and Landlock is there unless the config
 // opts out. It returns the Landlock ABI in use (0 with "none").
@@ -297,10 +307,7 @@ func sharedRules(c *Config) (rules, readable []sandbox.Rule, watch []string) {
 // directory, the Worker's config and roots): every rule of the layer is
 // copied into every domain.
 func direct(paths []string, c *Config) []string {
-	private := c.privatePaths()
-	if c.ConfigPath != "" {
-		private = append(private, c.ConfigPath)
-	}
+	private := c.unreadable()
 	return slices.DeleteFunc(slices.Clone(paths), func(p string) bool {
 		fi, err := os.Lstat(p)
 		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -340,10 +347,7 @@ func etcEntries(c *Config) []string {
 	if err != nil {
 		return nil
 	}
-	private := c.privatePaths()
-	if c.ConfigPath != "" {
-		private = append(private, c.ConfigPath)
-	}
+	private := c.unreadable()
 	var out []string
 	for _, e := range ents {
 		p := "/etc/" + e.Name()
