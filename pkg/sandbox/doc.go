@@ -42,6 +42,6 @@
 // it before they read any secret.
 //
 // Off Linux there is no Landlock: ABI reports 0, RestrictThread fails,
-// GuardProcess and Guards.Serve fail (also on Linux architectures other
+// GuardProcess and Serve fail (also on Linux architectures other
 // than amd64 and arm64), and ProtectSelf does nothing.
 package sandbox

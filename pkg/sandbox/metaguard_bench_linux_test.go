@@ -19,8 +19,7 @@ import (
 // BenchmarkGuardInstall is that once.
 func BenchmarkGuardArm(b *testing.B) {
 	p := &sandbox.Policy{Rules: []sandbox.Rule{{Path: b.TempDir(), Access: sandbox.ReadWrite}, {Path: b.TempDir(), Access: sandbox.ReadWrite}}}
-	var gs sandbox.Guards
-	g := servedThreadGuard(b, &gs)
+	g := servedThreadGuard(b)
 	defer g.Close()
 	defer reportCPU(b)()
 	for range b.N {
@@ -32,7 +31,7 @@ func BenchmarkGuardArm(b *testing.B) {
 }
 
 // servedThreadGuard serves a filter installed on a throwaway thread.
-func servedThreadGuard(b *testing.B, gs *sandbox.Guards) *sandbox.Guard {
+func servedThreadGuard(b *testing.B) *sandbox.Guard {
 	fds := make(chan int, 1)
 	errs := make(chan error, 1)
 	go func() {
@@ -45,7 +44,7 @@ func servedThreadGuard(b *testing.B, gs *sandbox.Guards) *sandbox.Guard {
 	if err := <-errs; err != nil {
 		b.Fatal(err)
 	}
-	g, err := gs.Serve(fd)
+	g, err := sandbox.Serve(fd)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,10 +56,9 @@ func servedThreadGuard(b *testing.B, gs *sandbox.Guards) *sandbox.Guard {
 // paid while the filter was installed per start. The bare thread is
 // BenchmarkBareThread.
 func BenchmarkGuardInstall(b *testing.B) {
-	var gs sandbox.Guards
 	defer reportCPU(b)()
 	for range b.N {
-		g := servedThreadGuard(b, &gs)
+		g := servedThreadGuard(b)
 		g.Close()
 	}
 }
@@ -109,7 +107,6 @@ func BenchmarkGuardedChmod(b *testing.B) {
 		b.Fatal(err)
 	}
 	p := &sandbox.Policy{Rules: []sandbox.Rule{{Path: ws, Access: sandbox.ReadWrite}}}
-	var gs sandbox.Guards
 	errs := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
@@ -122,7 +119,7 @@ func BenchmarkGuardedChmod(b *testing.B) {
 			errs <- err
 			return
 		}
-		g, err := gs.Serve(fd)
+		g, err := sandbox.Serve(fd)
 		if err == nil {
 			err = g.Arm(p)
 		}

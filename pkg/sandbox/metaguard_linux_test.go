@@ -30,14 +30,32 @@ echo fds=$(ls /proc/self/fd | tr '\n' ,)
 
 // runGuarded starts sh -c script from a fresh locked thread restricted to
 // p and guarded (armed with p), waits for it, closes the guard and returns its output.
-func runGuarded(t *testing.T, gs *sandbox.Guards, p *sandbox.Policy, env []string, script string) string {
+func runGuarded(t *testing.T, p *sandbox.Policy, env []string, script string) string {
 	t.Helper()
-	return runGuardedArmed(t, gs, p, p, env, script)
+	return runGuardedArmed(t, p, p, env, script)
 }
 
 // runGuardedArmed is runGuarded with the guard armed with armed (nil:
 // never armed).
-func runGuardedArmed(t *testing.T, gs *sandbox.Guards, p, armed *sandbox.Policy, env []string, script string) string {
+func runGuardedArmed(t *testing.T, p, armed *sandbox.Policy, env []string, script string) string {
+	t.Helper()
+	return fromLockedThread(t, func() (func(), error) {
+		if _, err := sandbox.RestrictThread(p, nil); err != nil {
+			return nil, err
+		}
+		g, err := guardThread(armed)
+		if err != nil {
+			return nil, err
+		}
+		return g.Close, nil
+	}, "/bin/sh", []string{"sh", "-c", script}, env)
+}
+
+// fromLockedThread runs setup on a fresh locked thread (which it may
+// restrict or filter for good: the thread ends with the call), starts argv
+// from that thread with its stdout on a pipe, waits for it, runs the
+// cleanup setup returned and returns what the program printed.
+func fromLockedThread(t *testing.T, setup func() (cleanup func(), err error), path string, argv, env []string) string {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -48,25 +66,17 @@ func runGuardedArmed(t *testing.T, gs *sandbox.Guards, p, armed *sandbox.Policy,
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
 		defer w.Close()
-		if _, err := sandbox.RestrictThread(p, nil); err != nil {
-			errs <- err
-			return
-		}
-		g, err := guardThread(gs, armed)
+		cleanup, err := setup()
 		if err != nil {
 			errs <- err
 			return
 		}
-		defer g.Close()
-		pid, err := syscall.ForkExec("/bin/sh", []string{"sh", "-c", script}, &syscall.ProcAttr{
-			Env: env, Files: []uintptr{0, w.Fd(), 2},
-		})
-		if err != nil {
-			errs <- err
-			return
+		defer cleanup()
+		pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: env, Files: []uintptr{0, w.Fd(), 2}})
+		if err == nil {
+			var ws syscall.WaitStatus
+			_, err = syscall.Wait4(pid, &ws, 0, nil)
 		}
-		var ws syscall.WaitStatus
-		_, err = syscall.Wait4(pid, &ws, 0, nil)
 		errs <- err
 	}()
 	out := make(chan string, 1)
@@ -83,12 +93,12 @@ func runGuardedArmed(t *testing.T, gs *sandbox.Guards, p, armed *sandbox.Policy,
 
 // guardThread puts the calling thread under the metadata filter and
 // serves it, armed with p unless p is nil.
-func guardThread(gs *sandbox.Guards, p *sandbox.Policy) (*sandbox.Guard, error) {
+func guardThread(p *sandbox.Policy) (*sandbox.Guard, error) {
 	fd, err := sandbox.GuardThread()
 	if err != nil {
 		return nil, err
 	}
-	g, err := gs.Serve(fd)
+	g, err := sandbox.Serve(fd)
 	if err != nil {
 		return nil, err
 	}
@@ -149,8 +159,8 @@ func openFDs(t *testing.T) int {
 // A guarded program changes metadata inside its ReadWrite tree and not
 // outside it, even as root (the guard's check is not DAC's); its
 // descriptors are its three standard ones (the listener is close-on-exec);
-// and a guard leaves no descriptor or goroutine behind (the Guards keep
-// one epoll set and one goroutine for all the guards open at once).
+// and a guard leaves no descriptor or goroutine behind (its listener and
+// its goroutine end with Close).
 func TestGuardMetadata(t *testing.T) {
 	if sandbox.ABI() < 1 {
 		t.Skip("no Landlock on this kernel")
@@ -167,12 +177,11 @@ func TestGuardMetadata(t *testing.T) {
 	}
 	p.Rules = append(p.Rules, sandbox.Rule{Path: "/dev/null", Access: sandbox.Device}, sandbox.Rule{Path: ws, Access: sandbox.ReadWrite})
 	env := []string{"PATH=/usr/bin:/bin", "WS=" + ws, "OUT=" + out}
-	var gs sandbox.Guards
-	runGuarded(t, &gs, p, env, guardScript) // warm up: the runtime's threads, the Guards' epoll set and goroutine
+	runGuarded(t, p, env, guardScript) // warm up: the runtime's threads
 	fds, goroutines := openFDs(t), runtime.NumGoroutine()
 	for range 3 {
 		got := map[string]string{}
-		for _, line := range strings.Fields(runGuarded(t, &gs, p, env, guardScript)) {
+		for _, line := range strings.Fields(runGuarded(t, p, env, guardScript)) {
 			k, v, _ := strings.Cut(line, "=")
 			got[k] = v
 		}
@@ -190,7 +199,7 @@ func TestGuardMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := runGuarded(t, &gs, &sandbox.Policy{Shared: shared}, env, guardScript)
+	got := runGuarded(t, &sandbox.Policy{Shared: shared}, env, guardScript)
 	if !strings.Contains(got, "chmod-inside=yes") || !strings.Contains(got, "chmod-outside=no") {
 		t.Errorf("with the rules shared:\n%s", got)
 	}
@@ -201,12 +210,12 @@ func TestGuardMetadata(t *testing.T) {
 		t.Errorf("outside changed: %v %v", st.Mode(), err)
 	}
 	// Never armed, or disarmed, a guard refuses what it would serve armed.
-	got = runGuardedArmed(t, &gs, p, nil, env, guardScript)
+	got = runGuardedArmed(t, p, nil, env, guardScript)
 	if !strings.Contains(got, "chmod-inside=no") || !strings.Contains(got, "touch-inside=no") {
 		t.Errorf("disarmed:\n%s", got)
 	}
-	// The last guard closed, the Guards' goroutine and epoll set go too
-	// (the set once the goroutine has let go of it).
+	// Closed, a guard's goroutine and listener are gone (the listener
+	// once the goroutine has let go of it).
 	deadline := time.Now().Add(2 * time.Second)
 	for (runtime.NumGoroutine() > goroutines || openFDs(t) > fds) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -238,21 +247,20 @@ func TestGuardArmDisarm(t *testing.T) {
 		sandbox.Rule{Path: a, Access: sandbox.ReadWrite}, sandbox.Rule{Path: b, Access: sandbox.ReadWrite})
 	onlyB := &sandbox.Policy{Rules: []sandbox.Rule{{Path: b, Access: sandbox.ReadWrite}}}
 	script := `for d in "$A" "$B"; do if chmod 0700 "$d/f" 2>/dev/null; then echo yes; else echo no; fi; done`
-	var gs sandbox.Guards
-	got := strings.Fields(runGuardedArmed(t, &gs, p, onlyB, []string{"PATH=/usr/bin:/bin", "A=" + a, "B=" + b}, script))
+	got := strings.Fields(runGuardedArmed(t, p, onlyB, []string{"PATH=/usr/bin:/bin", "A=" + a, "B=" + b}, script))
 	if strings.Join(got, " ") != "no yes" {
 		t.Errorf("armed with b only: %q, want no yes", got)
 	}
 	if err := (&sandbox.Guard{}).Arm(&sandbox.Policy{Rules: []sandbox.Rule{{Path: "relative", Access: sandbox.ReadWrite}}}); err == nil {
 		t.Error("Arm took a policy that does not check")
 	}
-	// A descriptor that is no listener (a regular file: epoll refuses it)
-	// is refused and closed, and the Guards go idle again.
+	// A descriptor that is no listener (a regular file)
+	// is refused and closed.
 	fd, err := syscall.Open(filepath.Join(a, "f"), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gs.Serve(fd); err == nil {
+	if _, err := sandbox.Serve(fd); err == nil {
 		t.Error("Serve took a regular file")
 	}
 	if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFD, 0); e != syscall.EBADF {
@@ -266,36 +274,14 @@ func TestGuardArmDisarm(t *testing.T) {
 // returns what it printed.
 func probeUnder(t *testing.T, deny bool) string {
 	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	errs := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread, filtered, ends with the goroutine
-		defer w.Close()
+	return strings.TrimSpace(fromLockedThread(t, func() (func(), error) {
 		if deny {
 			if err := seccomptest.RefuseSeccomp(false); err != nil {
-				errs <- err
-				return
+				return nil, err
 			}
 		}
-		pid, err := syscall.ForkExec(os.Args[0], []string{os.Args[0]}, &syscall.ProcAttr{
-			Env: []string{probeEnv + "=1"}, Files: []uintptr{0, w.Fd(), 2},
-		})
-		if err == nil {
-			var ws syscall.WaitStatus
-			_, err = syscall.Wait4(pid, &ws, 0, nil)
-		}
-		errs <- err
-	}()
-	if err := <-errs; err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, 256)
-	n, _ := readFull(r, b)
-	return strings.TrimSpace(string(b[:n]))
+		return func() {}, nil
+	}, os.Args[0], []string{os.Args[0]}, []string{probeEnv + "=1"}))
 }
 
 // ProbeGuard passes here, and fails (with the errno, as the Worker's

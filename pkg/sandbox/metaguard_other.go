@@ -4,15 +4,12 @@ package sandbox
 
 import "errors"
 
-// Guards is inert here.
-type Guards struct{}
-
 // Guard is inert here.
 type Guard struct{}
 
 // Serve always fails here: there is no metadata filter for this
 // platform (and off Linux no Landlock to pair it with).
-func (*Guards) Serve(fd int) (*Guard, error) { return nil, errNoGuard }
+func Serve(fd int) (*Guard, error) { return nil, errNoGuard }
 
 // Arm always fails here.
 func (*Guard) Arm(p *Policy) error {

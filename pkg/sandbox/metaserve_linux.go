@@ -11,76 +11,47 @@ import (
 	"unsafe"
 )
 
-// Guards serves metadata guards: one goroutine waits on an epoll set of
-// their filters' listeners, so arming a guard for a program costs no
-// goroutine and no hand-off. The goroutine and the set exist while at
-// least one guard is open. Its zero value is ready; its methods and the
-// Guards' may be called from any goroutine.
-type Guards struct {
-	mu     sync.Mutex
-	epfd   int               // the current epoll set, valid while file is set
-	file   *os.File          // the set, as the serving goroutine reads it
-	guards map[uint32]*Guard // by id, the epoll event's data
-	next   uint32
-}
-
 // Guard answers the metadata calls Landlock does not govern (chmod,
 // chown, utimes and their relatives, setting and removing extended
 // attributes) for the processes under one metadata filter (GuardProcess).
 // The filter hands each call to the guard; armed with a Policy, the guard
 // performs it itself when the object lies beneath one of the policy's
 // ReadWrite rules (its own or its Shared's), and refuses it (EACCES)
-// otherwise; disarmed, it refuses every call.
+// otherwise; disarmed, it refuses every call. Its methods may be called
+// from any goroutine.
 type Guard struct {
-	gs    *Guards
-	id    uint32
-	fd    int // the listener, -1 once closed
-	roots rootSet
+	file *os.File // the listener, waited on through the runtime's poller
+
+	mu     sync.Mutex
+	fd     int // file's descriptor
+	roots  rootSet
+	closed bool
 }
 
 // Serve serves the filter whose listener is fd (from GuardProcess, in
 // another process: a filtered process cannot serve its own filter) and
-// takes fd over. The guard starts disarmed. The error carries only an
-// errno.
-func (gs *Guards) Serve(fd int) (*Guard, error) {
-	g, set, err := gs.add(fd)
-	if set != nil {
-		set.Close() // unlocked, see idle
-	}
-	return g, err
-}
-
-// add registers listener fd; on failure it returns the set to close when
-// no guard is left (see idle).
-func (gs *Guards) add(fd int) (*Guard, *os.File, error) {
-	gs.mu.Lock()
-	defer gs.mu.Unlock()
-	if gs.file == nil {
-		epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
-		if err != nil {
-			syscall.Close(fd)
-			return nil, nil, errnoOnly(err)
-		}
-		if err := syscall.SetNonblock(epfd, true); err != nil {
-			syscall.Close(epfd)
-			syscall.Close(fd)
-			return nil, nil, errnoOnly(err)
-		}
-		gs.epfd, gs.file = epfd, os.NewFile(uintptr(epfd), "epoll")
-		if gs.guards == nil {
-			gs.guards = map[uint32]*Guard{}
-		}
-		go gs.serve(gs.file)
-	}
-	gs.next++
-	g := &Guard{gs: gs, id: gs.next, fd: fd}
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(g.id)}
-	if err := syscall.EpollCtl(gs.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
+// takes fd over: one goroutine waits for its calls through the runtime's
+// poller, holding no thread while none comes. The guard starts disarmed.
+// The error carries only an errno.
+func Serve(fd int) (*Guard, error) {
+	if err := syscall.SetNonblock(fd, true); err != nil {
 		syscall.Close(fd)
-		return nil, gs.idle(), errnoOnly(err)
+		return nil, errnoOnly(err)
 	}
-	gs.guards[g.id] = g
-	return g, nil, nil
+	g := &Guard{file: os.NewFile(uintptr(fd), "seccomp-listener"), fd: fd}
+	rc, err := g.file.SyscallConn()
+	if err != nil {
+		g.file.Close()
+		return nil, errnoOnly(err)
+	}
+	// Only a listener: anything else (a file, a pipe) is refused here
+	// rather than served.
+	if name, ok := fdName(fd); !ok || name != "anon_inode:seccomp notify" {
+		g.file.Close()
+		return nil, syscall.EINVAL
+	}
+	go g.serve(rc)
+	return g, nil
 }
 
 // Arm makes the guard serve p's ReadWrite trees, in place of what it
@@ -102,9 +73,9 @@ func (g *Guard) Arm(p *Policy) error {
 		}
 	}
 	roots := openRoots(rw)
-	g.gs.mu.Lock()
-	defer g.gs.mu.Unlock()
-	if g.fd < 0 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
 		roots.close()
 		return syscall.EBADF
 	}
@@ -115,8 +86,8 @@ func (g *Guard) Arm(p *Policy) error {
 
 // Disarm makes the guard refuse every call until it is armed again.
 func (g *Guard) Disarm() {
-	g.gs.mu.Lock()
-	defer g.gs.mu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	g.roots.close()
 	g.roots = nil
 }
@@ -124,72 +95,45 @@ func (g *Guard) Disarm() {
 // Close ends the guard: a call still waiting for its answer, or made
 // after, fails (ENOSYS).
 func (g *Guard) Close() {
-	gs := g.gs
-	gs.mu.Lock()
-	if g.fd < 0 {
-		gs.mu.Unlock()
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
 		return
 	}
-	syscall.EpollCtl(gs.epfd, syscall.EPOLL_CTL_DEL, g.fd, nil)
-	delete(gs.guards, g.id)
-	syscall.Close(g.fd)
-	g.fd = -1
+	g.closed = true
 	g.roots.close()
 	g.roots = nil
-	set := gs.idle()
-	gs.mu.Unlock()
-	if set != nil {
-		set.Close()
-	}
+	g.mu.Unlock()
+	// Unlocked: closing waits for the serving goroutine, which may be
+	// waiting for g.mu, to let go of the listener; its read then fails.
+	g.file.Close()
 }
 
-// idle detaches the set once no guard is left (gs.mu is held) and
-// returns it, for the caller to close after unlocking: closing it ends
-// the serving goroutine's read, and waits for the goroutine, which may be
-// waiting for gs.mu, to let go of it.
-func (gs *Guards) idle() *os.File {
-	if len(gs.guards) != 0 || gs.file == nil {
-		return nil
-	}
-	set := gs.file
-	gs.file = nil
-	return set
-}
-
-// serve answers the guards' notifications until the set is closed. An
-// event names its guard by id, never by descriptor: a listener closed and
-// its number reused cannot receive another guard's event.
-func (gs *Guards) serve(set *os.File) {
-	rc, err := set.SyscallConn()
-	if err != nil {
-		return
-	}
-	var evs [8]syscall.EpollEvent
-	rc.Read(func(fd uintptr) bool {
+// serve answers the listener's notifications until it hangs up (the
+// filter has no task left), breaks, or the guard is closed.
+func (g *Guard) serve(rc syscall.RawConn) {
+	rc.Read(func(uintptr) bool {
 		for {
-			n, err := syscall.EpollWait(int(fd), evs[:], 0)
-			if err == syscall.EINTR {
-				continue
+			g.mu.Lock()
+			wait, done := g.serveOne()
+			g.mu.Unlock()
+			if done {
+				return true
 			}
-			if err != nil || n <= 0 {
-				return err != nil // nothing ready: wait for the poller
-			}
-			for _, ev := range evs[:n] {
-				gs.mu.Lock()
-				if g := gs.guards[uint32(ev.Fd)]; g != nil && g.fd >= 0 && !g.serveOne() {
-					// Hung up (the filter has no task left) or broken:
-					// nothing more to answer until Close.
-					syscall.EpollCtl(int(fd), syscall.EPOLL_CTL_DEL, g.fd, nil)
-				}
-				gs.mu.Unlock()
+			if wait {
+				return false // nothing pending: wait for the poller
 			}
 		}
 	})
 }
 
-// serveOne answers one pending notification of g, if any; it reports false
-// when the listener hung up or failed.
-func (g *Guard) serveOne() bool {
+// serveOne answers one pending notification, if any (g.mu is held). It
+// reports wait when none is pending, done when the guard is closed or its
+// listener hung up or failed.
+func (g *Guard) serveOne() (wait, done bool) {
+	if g.closed {
+		return false, true
+	}
 	pfd := [8]byte{} // struct pollfd
 	binary.NativeEndian.PutUint32(pfd[0:], uint32(g.fd))
 	binary.NativeEndian.PutUint16(pfd[4:], pollIn)
@@ -198,21 +142,21 @@ func (g *Guard) serveOne() bool {
 	rev := binary.NativeEndian.Uint16(pfd[6:])
 	switch {
 	case e == syscall.EINTR:
-		return true
+		return false, false
 	case e != 0:
-		return false
+		return false, true
 	case n == 1 && rev&pollIn != 0:
-		return g.roots.handle(g.fd) // never blocks: a notification is pending
+		return false, !g.roots.handle(g.fd) // never blocks: a notification is pending
 	case n == 1 && rev&pollHangUps != 0:
-		return false
+		return false, true
 	}
-	return true
+	return true, false
 }
 
 // GuardProcess puts every thread of the calling process, and everything
 // they start from now on, under the metadata filter, sets no_new_privs on
 // them all, and returns the filter's listener (close-on-exec) for another
-// process to serve (Guards.Serve): the filtered process's own metadata
+// process to serve (Serve): the filtered process's own metadata
 // calls go to the guard too, so it must not serve it itself. Like a
 // Landlock domain the filter cannot be lifted; it is for a process that
 // starts nothing but sandboxed programs (pkg/supervise's guarded

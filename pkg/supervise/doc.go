@@ -74,7 +74,7 @@
 // a reaper puts all its threads under the sandbox's metadata filter
 // (sandbox.GuardProcess), which every program it starts inherits, and
 // sends the filter's listener to the pool, which serves it in the
-// caller's process (sandbox.Guards), armed with the running program's
+// caller's process (sandbox.Serve), armed with the running program's
 // policy until the reaper reports it reaped and swept. Every reaper runs
 // in a session of its own, without a controlling terminal, so no program
 // has one to reach the operator through.

@@ -193,11 +193,7 @@ func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
 	}
 	closeFDs(m.fds[:])
 	if st.err != nil {
-		errno, ok := st.err.(syscall.Errno)
-		if !ok || errno == 0 || errno > 4095 {
-			errno = syscall.EINVAL
-		}
-		s.send(reply{kind: msgFailed, errno: int(errno)})
+		s.send(failed(st.err))
 		return 0
 	}
 	s.send(reply{kind: msgStarted, pid: st.pid})
@@ -213,16 +209,22 @@ func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
 func (s *reaperServer) guard() {
 	fd, err := sandbox.GuardProcess()
 	if err != nil {
-		errno, ok := err.(syscall.Errno)
-		if !ok || errno == 0 || errno > 4095 {
-			errno = syscall.EINVAL
-		}
-		s.send(reply{kind: msgFailed, errno: int(errno)})
+		s.send(failed(err))
 		return
 	}
 	s.guarded = true
 	s.conn.WriteMsgUnix([]byte{msgGuarded}, syscall.UnixRights(fd), nil)
 	syscall.Close(fd)
+}
+
+// failed is the answer to a start or guard request that failed with err:
+// its errno, EINVAL when it has none a reply can carry.
+func failed(err error) reply {
+	errno, ok := err.(syscall.Errno)
+	if !ok || errno == 0 || errno > 4095 {
+		errno = syscall.EINVAL
+	}
+	return reply{kind: msgFailed, errno: int(errno)}
 }
 
 // started is the outcome of one fork and exec: the pid and a pidfd for it

@@ -30,10 +30,9 @@ type reaperConn struct {
 	// guard serves a guarded reaper's metadata filter (nil: the reaper is
 	// not guarded and starts no sandboxed program). It is armed with a
 	// program's policy from before its spawn until its end is reported.
-	// Each reaper's guard has its own goroutine (guards): a program that
-	// keeps its guard busy delays no other program's calls or start.
-	guard  *sandbox.Guard
-	guards sandbox.Guards
+	// Each guard has its own goroutine: a program that keeps its guard
+	// busy delays no other program's calls or start.
+	guard *sandbox.Guard
 }
 
 // startReaper starts a reaper process from exe with its end of a new
@@ -114,7 +113,7 @@ func (rc *reaperConn) guardSelf() error {
 	r, err := decodeReply(rc.buf[:n])
 	switch {
 	case err == nil && r.kind == msgGuarded && len(fds) == 1 && flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) == 0:
-		g, err := rc.guards.Serve(fds[0])
+		g, err := sandbox.Serve(fds[0])
 		if err != nil {
 			return err
 		}
@@ -212,7 +211,7 @@ func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File) (*reaperConn, i
 			if guarded {
 				if err := rc.guardSelf(); err != nil {
 					rc.stop()
-					return nil, 0, &StartError{Reason: "guard reaper", Err: errnoOf(err)}
+					return nil, 0, startError("guard reaper", err)
 				}
 			}
 		}
@@ -245,12 +244,4 @@ func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File) (*reaperConn, i
 		}
 		return rc, r.pid, nil
 	}
-}
-
-// errnoOf is err's errno, or nil when it has none (the reaper went away).
-func errnoOf(err error) error {
-	if errno, ok := err.(syscall.Errno); ok {
-		return errno
-	}
-	return nil
 }
