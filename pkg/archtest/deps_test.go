@@ -25,7 +25,7 @@ var allowedModules = []string{
 	"modernc.org/libc", "modernc.org/mathutil", "modernc.org/memory",
 	"github.com/dustin/go-humanize", "github.com/google/uuid", "github.com/mattn/go-isatty",
 	"github.com/ncruces/go-strftime", "github.com/remyoudompheng/bigfft",
-	"golang.org/x/sys", "golang.org/x/exp",
+	"golang.org/x/sys",
 }
 
 type listedPackage struct {
