@@ -36,6 +36,7 @@ var ranks = map[string]int{
 	"pkg/seccomptest": tierLeaf,
 	"pkg/policy":      tierLeaf + 1,
 	"pkg/configfile":  tierLeaf + 1,
+	"pkg/secretscan":  tierLeaf,
 
 	"pkg/plugin":             tierDomain,
 	"pkg/evidence":           tierDomain,
