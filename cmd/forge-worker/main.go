@@ -90,6 +90,11 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		log.Error("startup failed", "error", err.Error())
 		return err
 	}
+	secrets, err := worker.Secrets(cfg, token)
+	if err != nil {
+		log.Error("startup failed", "error", err.Error())
+		return err
+	}
 	if abi := worker.SandboxABI(cfg); abi == 0 {
 		log.Warn("sandbox disabled: plugins and scoped checks run unconfined", "sandbox", worker.SandboxNone)
 	} else {
@@ -120,7 +125,7 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 	// The coding pipeline needs git only when repositories are
 	// registered; without them coding jobs are never routed here.
 	if len(cfg.Repositories) > 0 {
-		coding, err := worker.NewCodingExecutor(cfg, worker.CodingOptions{LookupEnv: os.LookupEnv, Reaper: reaper, Logger: log})
+		coding, err := worker.NewCodingExecutor(cfg, worker.CodingOptions{LookupEnv: os.LookupEnv, Reaper: reaper, Logger: log, Secrets: secrets})
 		if err != nil {
 			log.Error("startup failed", "error", "git executable not found on PATH")
 			return errors.New("git executable not found on PATH")

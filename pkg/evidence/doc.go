@@ -19,12 +19,17 @@
 //	                      protocol_violation, spawn_failed, cancelled
 //	workspace_validation: head_moved, refs_changed, config_changed,
 //	                      git_dir_changed, path_escape, empty_change,
-//	                      git_failed
+//	                      secret_in_candidate, git_failed
 //	scoped_check:         passed, failed, signalled, timed_out, spawn_failed
 //	candidate_commit:     created, commit_failed, ref_failed
 //	cleanup:              cleanup_failed
 //
 // A candidate_commit/created record also has "sha": the candidate commit.
+// A workspace_validation/secret_in_candidate record may have "path": the
+// file of the change that holds a secret (ValidPath: printable ASCII, at
+// most MaxPathBytes, relative; absent when the secret is in a path, the
+// commit subject, the agent report or the evidence, or the name is not
+// representable). The path is never the secret.
 // A scoped_check record also has:
 //
 //	index            the task's check index (0-based, authoritative order)
@@ -41,7 +46,8 @@
 //	                 (bounded capture); implies output_redacted
 //
 // No other field exists and no other value of output is ever accepted:
-// argv values, check output, paths and secrets cannot be represented.
+// argv values, check output and secrets cannot be represented, and a path
+// only where it names the file holding a secret.
 //
 // # Batches and limits
 //

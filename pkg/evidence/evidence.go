@@ -3,6 +3,7 @@ package evidence
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/0k-lab/agent-forge/pkg/ident"
 )
@@ -71,6 +72,10 @@ const (
 	ReasonGitDirChanged Reason = "git_dir_changed"
 	ReasonPathEscape    Reason = "path_escape"
 	ReasonEmptyChange   Reason = "empty_change"
+	// ReasonSecretInCandidate: a secret the Worker holds (or an encoding
+	// of it) is in the change, the commit subject, the agent report or
+	// the evidence; the record may name the file (Path).
+	ReasonSecretInCandidate Reason = "secret_in_candidate"
 )
 
 // Scoped check reasons.
@@ -100,7 +105,7 @@ func reasonsOf(p Phase) []Reason {
 			ReasonSpawnFailed, ReasonCancelled}
 	case PhaseWorkspaceValidation:
 		return []Reason{ReasonHeadMoved, ReasonRefsChanged, ReasonConfigChanged, ReasonGitDirChanged,
-			ReasonPathEscape, ReasonEmptyChange, ReasonGitFailed}
+			ReasonPathEscape, ReasonEmptyChange, ReasonSecretInCandidate, ReasonGitFailed}
 	case PhaseScopedCheck:
 		return []Reason{ReasonPassed, ReasonFailed, ReasonSignalled, ReasonTimedOut, ReasonSpawnFailed}
 	case PhaseCandidateCommit:
@@ -138,6 +143,7 @@ type Record struct {
 	Reason          Reason   `json:"reason"`
 	Index           *int     `json:"index,omitempty"`
 	SHA             string   `json:"sha,omitempty"`
+	Path            string   `json:"path,omitempty"`
 	ExitCode        *int     `json:"exit_code,omitempty"`
 	DurationMS      *int64   `json:"duration_ms,omitempty"`
 	ArgCount        *int     `json:"arg_count,omitempty"`
@@ -168,6 +174,41 @@ func recErr(i int, field, reason string) error {
 
 // Failure returns a record of a failed phase (any phase but scoped_check).
 func Failure(p Phase, r Reason) Record { return Record{Phase: p, Reason: r} }
+
+// SecretInCandidate returns the workspace_validation/secret_in_candidate
+// record naming the file that holds the secret: path is kept only when
+// ValidPath accepts it ("" when the secret is not in a file's content).
+func SecretInCandidate(path string) Record {
+	r := Failure(PhaseWorkspaceValidation, ReasonSecretInCandidate)
+	if ValidPath(path) {
+		r.Path = path
+	}
+	return r
+}
+
+// MaxPathBytes bounds the path of a secret_in_candidate record.
+const MaxPathBytes = 512
+
+// ValidPath reports whether p may be the path of a secret_in_candidate
+// record: 1 to MaxPathBytes bytes of printable ASCII, relative, without
+// empty, "." or ".." components. Anything else (a name no viewer or
+// terminal may be handed as is) is left out of the record.
+func ValidPath(p string) bool {
+	if p == "" || len(p) > MaxPathBytes || p[0] == '/' {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] < 0x20 || p[i] > 0x7e || p[i] == '\\' {
+			return false
+		}
+	}
+	for _, c := range strings.Split(p, "/") {
+		if c == "" || c == "." || c == ".." {
+			return false
+		}
+	}
+	return true
+}
 
 // Candidate returns the candidate_commit/created record for sha.
 func Candidate(sha string) Record {

@@ -24,6 +24,9 @@ func (r Record) validate(i int) error {
 		r.Output != nil || r.OutputRedacted != nil || r.OutputTruncated != nil {
 		return recErr(i, "phase", "check fields outside a scoped_check record")
 	}
+	if r.Path != "" && (r.Reason != ReasonSecretInCandidate || !ValidPath(r.Path)) {
+		return recErr(i, "path", "only a valid path of a secret_in_candidate record")
+	}
 	if r.Phase == PhaseCandidateCommit && r.Reason == ReasonCreated {
 		if !ident.ValidSHA(r.SHA) {
 			return recErr(i, "sha", "must be 40 lowercase hex digits")
@@ -40,6 +43,8 @@ func (r Record) validateCheck(i int) error {
 		return recErr(i, "index", "required, 0 to 31")
 	case !ident.ValidSHA(r.SHA):
 		return recErr(i, "sha", "must be 40 lowercase hex digits")
+	case r.Path != "":
+		return recErr(i, "path", "not allowed in a scoped_check record")
 	case r.DurationMS == nil || *r.DurationMS < 0 || *r.DurationMS > MaxDurationMS:
 		return recErr(i, "duration_ms", "required, non-negative and bounded")
 	case r.ArgCount == nil || *r.ArgCount < 1 || *r.ArgCount > MaxArgs:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -245,18 +246,84 @@ func (r *Runner) Argv(c Cmd) []string {
 // Run runs c and returns its stdout. A nonzero exit is an *Error with
 // Reason "exit status"; ExitCode extracts its code.
 func (r *Runner) Run(ctx context.Context, c Cmd) ([]byte, error) {
+	op, cmd, err := r.command(c, 0)
+	if err != nil {
+		return nil, err
+	}
+	res, err := supervise.Run(ctx, cmd, c.Stdin)
+	if err := r.outcome(op, c, res, err); err != nil {
+		return nil, err
+	}
+	return res.Stdout, nil
+}
+
+// Stream runs c like Run but hands its stdout to read as it arrives
+// instead of keeping it, so a command may write up to limit bytes (not
+// Runner.OutputBytes) in the memory read needs. When read returns an
+// error, git is stopped and that error is Stream's; otherwise whatever
+// read left is discarded and the command's outcome is Stream's.
+func (r *Runner) Stream(ctx context.Context, c Cmd, limit int64, read func(io.Reader) error) error {
+	op, cmd, err := r.command(c, limit)
+	if err != nil {
+		return err
+	}
+	p, err := supervise.Start(ctx, cmd)
+	if err != nil {
+		return r.outcome(op, c, supervise.Result{}, err)
+	}
+	defer p.Close()
+	go func() {
+		p.Stdin().Write(c.Stdin) // EPIPE when git stops reading
+		p.Stdin().Close()
+	}()
+	if rerr := read(p.Stdout()); rerr != nil {
+		p.Kill()
+		p.CloseStdout()
+		p.Wait()
+		if errors.Is(rerr, supervise.ErrOutputLimit) {
+			return r.outcome(op, c, supervise.Result{}, rerr)
+		}
+		return rerr
+	}
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		io.Copy(io.Discard, p.Stdout())
+	}()
+	exit, reason := p.Wait()
+	select {
+	case <-drained:
+	case <-time.After(cmd.KillGrace):
+		p.CloseStdout() // a leftover process still holds stdout open
+		<-drained
+	}
+	select {
+	case <-p.Exceeded():
+		if reason == nil {
+			reason = supervise.ErrOutputLimit
+		}
+	default:
+	}
+	return r.outcome(op, c, supervise.Result{Exit: exit, Stderr: p.Stderr()}, reason)
+}
+
+// command assembles c for supervise (output limit: limit, or the
+// Runner's when 0) and names its operation for errors.
+func (r *Runner) command(c Cmd, limit int64) (string, supervise.Command, error) {
 	op := "command"
 	if len(c.Args) > 0 && safeWord(c.Args[0]) {
 		op = c.Args[0]
 	}
 	if r.Git == "" || r.Home == "" {
-		return nil, &Error{Op: op, Reason: "runner not configured"}
+		return op, supervise.Command{}, &Error{Op: op, Reason: "runner not configured"}
 	}
 	dir := c.Dir
 	if dir == "" {
 		dir = r.Home
 	}
-	limit := r.OutputBytes
+	if limit <= 0 {
+		limit = r.OutputBytes
+	}
 	if limit <= 0 {
 		limit = DefaultOutputBytes
 	}
@@ -268,7 +335,7 @@ func (r *Runner) Run(ctx context.Context, c Cmd) ([]byte, error) {
 	if grace <= 0 {
 		grace = DefaultKillGrace
 	}
-	res, err := supervise.Run(ctx, supervise.Command{
+	return op, supervise.Command{
 		Path:        r.Git,
 		Args:        r.Argv(c),
 		Env:         append(r.Env(), c.Env...),
@@ -278,30 +345,34 @@ func (r *Runner) Run(ctx context.Context, c Cmd) ([]byte, error) {
 		Timeout:     timeout,
 		KillGrace:   grace,
 		Reaper:      r.Reaper,
-	}, c.Stdin)
+	}, nil
+}
+
+// outcome turns supervise's verdict on c into nil or an *Error.
+func (r *Runner) outcome(op string, c Cmd, res supervise.Result, err error) error {
 	switch {
 	case err == nil:
 	case errors.Is(err, supervise.ErrTimeout):
-		return nil, &Error{Op: op, Reason: "timeout"}
+		return &Error{Op: op, Reason: "timeout"}
 	case errors.Is(err, supervise.ErrOutputLimit):
-		return nil, &Error{Op: op, Reason: "output limit"}
+		return &Error{Op: op, Reason: "output limit"}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return nil, &Error{Op: op, Reason: "cancelled"}
+		return &Error{Op: op, Reason: "cancelled"}
 	default:
-		return nil, &Error{Op: op, Reason: "start failed"}
+		return &Error{Op: op, Reason: "start failed"}
 	}
 	if !res.Exit.Success() {
 		if res.Exit.Signal != 0 {
-			return nil, &Error{Op: op, Reason: "killed by signal"}
+			return &Error{Op: op, Reason: "killed by signal"}
 		}
 		out := append(append([]byte(nil), res.Stdout[:min(len(res.Stdout), 4096)]...), res.Stderr...)
 		e := &Error{Op: op, Reason: "exit status", Code: res.Exit.Code, output: out}
 		if c.HTTPS {
 			e.Transport = classifyTransport(res.Stderr)
 		}
-		return nil, e
+		return e
 	}
-	return res.Stdout, nil
+	return nil
 }
 
 // Line runs c and returns its stdout without the trailing newline.

@@ -2,6 +2,8 @@ package gitx
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,5 +217,34 @@ func TestGraftsIgnored(t *testing.T) {
 	}
 	if string(out) != "2\n" {
 		t.Fatalf("rev-list --count with a graft file: %q, want 2", out)
+	}
+}
+
+// TestStream: output past Runner.OutputBytes streams through read within
+// Stream's own limit; read's error stops git and is returned; the limit
+// still holds.
+func TestStream(t *testing.T) {
+	r := mustRunner(t)
+	dir := mustRepo(t, r)
+	r.OutputBytes = 8
+	ctx := context.Background()
+	c := Cmd{Dir: dir, Stdin: []byte("HEAD:a.txt\nHEAD\n"), Args: []string{"cat-file", "--batch"}}
+	var got []byte
+	err := r.Stream(ctx, c, 1<<20, func(rd io.Reader) error {
+		b, err := io.ReadAll(rd)
+		got = b
+		return err
+	})
+	if err != nil || !strings.Contains(string(got), " blob 2\na\n\n") || !strings.Contains(string(got), " commit ") {
+		t.Fatalf("stream: %q %v", got, err)
+	}
+	stop := errors.New("enough")
+	if err := r.Stream(ctx, c, 1<<20, func(io.Reader) error { return stop }); err != stop {
+		t.Fatalf("early stop: %v", err)
+	}
+	err = r.Stream(ctx, c, 16, func(rd io.Reader) error { _, err := io.Copy(io.Discard, rd); return err })
+	var e *Error
+	if !asError(err, &e) || e.Reason != "output limit" {
+		t.Fatalf("want output limit, got %v", err)
 	}
 }

@@ -39,6 +39,7 @@ const (
 	FailurePluginIncompatible     = "plugin_incompatible"       // the plugin answered failure incompatible: its agent is misconfigured here (missing executable, invalid profile, refused credentials)
 	FailureCandidateTooLarge      = "candidate_too_large"       // coding: the candidate bundle is past the Gate's candidate_bundle_bytes
 	FailureCandidateRefused       = "candidate_refused"         // coding: the Gate's verification of the candidate bundle refused it
+	FailureSecretInCandidate      = "secret_in_candidate"       // coding: a secret the Worker holds is in the change, the commit subject, the agent report or the evidence
 )
 
 // DispositionOf returns the fixed disposition of a Worker failure code and
@@ -53,7 +54,8 @@ func DispositionOf(code string) (Disposition, bool) {
 		FailureEnvironmentNotAllowed, FailureUnknownPlugin, FailureInvalidPolicy, FailureUnsupportedKind,
 		FailureRepositoryUnavailable, FailureDefaultBranchMismatch, FailureInvalidBase,
 		FailureWorkspaceViolation, FailureEmptyChange, FailureCommitIdentity, FailureInvalidActivity,
-		FailureRepositoryOutOfService, FailurePluginIncompatible, FailureCandidateTooLarge, FailureCandidateRefused:
+		FailureRepositoryOutOfService, FailurePluginIncompatible, FailureCandidateTooLarge, FailureCandidateRefused,
+		FailureSecretInCandidate:
 		return DispositionTerminal, true
 	}
 	return "", false
@@ -71,6 +73,7 @@ func FailureCodes() []string {
 		FailureRepositoryUnavailable, FailureDefaultBranchMismatch, FailureInvalidBase,
 		FailureWorkspaceViolation, FailureEmptyChange, FailureCommitIdentity, FailureInvalidActivity,
 		FailureRepositoryOutOfService, FailurePluginIncompatible, FailureCandidateTooLarge, FailureCandidateRefused,
+		FailureSecretInCandidate,
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/gitx"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/plugin/host"
+	"github.com/0k-lab/agent-forge/pkg/secretscan"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
@@ -106,6 +107,9 @@ type CodingOptions struct {
 	// Logger receives the source cache's records (fetches, maintenance;
 	// counts and identifiers only). Nil discards them.
 	Logger *slog.Logger
+	// Secrets are the values no candidate, agent report or evidence
+	// batch may hold (Secrets; coding_secrets.go). Nil: none.
+	Secrets *secretscan.Set
 }
 
 // CodingExecutor runs coding jobs. It is safe for concurrent use by lanes.
@@ -306,7 +310,7 @@ func (j *codingJob) run(ctx context.Context) Report {
 	r := out.report
 	if cancelled {
 		r = Report{Cancelled: true, Code: CodeWorkerShutdown}
-	} else if err := j.bindWork(ctx); err != nil {
+	} else if err := j.bindWork(ctx, &r); err != nil {
 		// Without durable evidence nothing may be claimed.
 		r = Report{Code: codeCodingRetryable, Cancelled: ctx.Err() != nil}
 		cancelled = true
@@ -314,21 +318,32 @@ func (j *codingJob) run(ctx context.Context) Report {
 	cleanErr := j.cleanup()
 	if cleanErr != nil && !cancelled {
 		rec, _ := evidence.Failure(evidence.PhaseCleanup, evidence.ReasonCleanupFailed).Encode()
-		if err := j.bind(ctx, 2, []json.RawMessage{rec}); err != nil {
+		if j.evidenceHoldsSecret([]json.RawMessage{rec}) {
+			r = Report{Code: wire.FailureSecretInCandidate} // and the batch stays here
+		} else if err := j.bind(ctx, 2, []json.RawMessage{rec}); err != nil {
 			r = Report{Code: codeCodingRetryable, Cancelled: ctx.Err() != nil}
 		}
 	}
 	return r
 }
 
-// bindWork sends evidence batch 1.
-func (j *codingJob) bindWork(ctx context.Context) error {
+// bindWork sends evidence batch 1. A batch holding a secret is never
+// sent: the attempt fails secret_in_candidate and its one record (no
+// path) is sent instead.
+func (j *codingJob) bindWork(ctx context.Context, r *Report) error {
 	if len(j.records) == 0 {
 		return nil
 	}
 	raw, err := evidence.EncodeAll(j.records)
 	if err != nil {
 		return err
+	}
+	if j.evidenceHoldsSecret(raw) {
+		j.records = []evidence.Record{evidence.SecretInCandidate("")}
+		*r = Report{Code: wire.FailureSecretInCandidate}
+		if raw, err = evidence.EncodeAll(j.records); err != nil {
+			return err
+		}
 	}
 	return j.bind(ctx, 1, raw)
 }
@@ -435,6 +450,9 @@ func (j *codingJob) edit(ctx context.Context, before gitState) (host.Outcome, st
 	tree, o, ok := j.validate(ctx, before)
 	if !ok {
 		return res, "", nil, o, false
+	}
+	if j.reportHoldsSecret(res) {
+		return res, "", nil, j.failSecret(""), false
 	}
 	checks, o, ok := j.runChecks(ctx)
 	if !ok {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/secretscan"
 	"github.com/0k-lab/agent-forge/pkg/source"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 	"github.com/0k-lab/agent-forge/pkg/wire"
@@ -107,10 +108,15 @@ func (w *publicWorld) workerConfig(id string, lanes int) *Config {
 // events. Its plugins and checks run in the sandbox (the default): the
 // Gate layout's attempt repositories and cache work inside it.
 func (w *publicWorld) startPublicWorker(cfg *Config, token string) chan Event {
+	return w.startPublicWorkerWith(cfg, token, nil)
+}
+
+// startPublicWorkerWith is startPublicWorker with a secret set.
+func (w *publicWorld) startPublicWorkerWith(cfg *Config, token string, secrets *secretscan.Set) chan Event {
 	w.t.Helper()
 	reapers := supervise.NewReaperPool(testBinary(w.t))
 	w.t.Cleanup(reapers.Close)
-	x, err := NewCodingExecutor(cfg, CodingOptions{LookupEnv: lookupIn(codingEnv), Reaper: reapers})
+	x, err := NewCodingExecutor(cfg, CodingOptions{LookupEnv: lookupIn(codingEnv), Reaper: reapers, Secrets: secrets})
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/evidence"
 	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/secretscan"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
@@ -33,6 +34,7 @@ type codingFixture struct {
 	batches [][]json.RawMessage
 	failAt  int                   // bind fails for this batch number (0: never)
 	reaper  *supervise.ReaperPool // runs plugins and checks (nil: none)
+	secrets *secretscan.Set       // CodingOptions.Secrets (nil: none)
 }
 
 const codingSecret = "sk-live-THIS-MUST-NEVER-LEAVE"
@@ -143,7 +145,7 @@ var codingEnv = map[string]string{"PATH": "/usr/bin:/bin", "SECRET_TOKEN": codin
 func (f *codingFixture) run(l *wire.Lease) Report {
 	f.t.Helper()
 	x, err := NewCodingExecutor(f.cfg, CodingOptions{LookupEnv: lookupIn(codingEnv), Reaper: f.reaper,
-		Now: func() time.Time { return time.Unix(1_700_000_000, 0) }})
+		Now: func() time.Time { return time.Unix(1_700_000_000, 0) }, Secrets: f.secrets})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -101,6 +101,11 @@ func (j *codingJob) validate(ctx context.Context, before gitState) (string, outc
 			return fail(evidence.ReasonPathEscape, codeCodingTerminal)
 		}
 	}
+	if file, found, err := j.findSecret(ctx, changes); err != nil {
+		return fail(evidence.ReasonGitFailed, codeCodingRetryable)
+	} else if found {
+		return "", j.failSecret(file), false
+	}
 	return tree, outcome{}, true
 }
 

@@ -258,11 +258,11 @@ func envWith(kv map[string]string) func(string) string {
 }
 
 func TestCheckHost(t *testing.T) {
-	goodEnv := envWith(map[string]string{"FORGE_WORKER_TOKEN": "zq-secret-9"})
+	goodEnv := envWith(map[string]string{"FORGE_WORKER_TOKEN": "zq-secret-9-0123456789"})
 	t.Run("valid", func(t *testing.T) {
 		c, dir := hostFixture(t)
 		tok, err := CheckHost(c, goodEnv)
-		if err != nil || tok != "zq-secret-9" {
+		if err != nil || tok != "zq-secret-9-0123456789" {
 			t.Fatalf("CheckHost = %q, %v", tok, err)
 		}
 		for _, d := range []string{"wt", "rt"} {
@@ -280,8 +280,9 @@ func TestCheckHost(t *testing.T) {
 	}{
 		{"token unset", envWith(nil), nil, "token_env"},
 		{"token empty", envWith(map[string]string{"FORGE_WORKER_TOKEN": ""}), nil, "token_env"},
-		{"token with space", envWith(map[string]string{"FORGE_WORKER_TOKEN": "zq secret"}), nil, "token_env"},
-		{"token with newline", envWith(map[string]string{"FORGE_WORKER_TOKEN": "zq\nsecret"}), nil, "token_env"},
+		{"token with space", envWith(map[string]string{"FORGE_WORKER_TOKEN": "zq secret-0123456789"}), nil, "token_env"},
+		{"token with newline", envWith(map[string]string{"FORGE_WORKER_TOKEN": "zq\nsecret-0123456789"}), nil, "token_env"},
+		{"token of 15 bytes", envWith(map[string]string{"FORGE_WORKER_TOKEN": "zq-secret-9-012"}), nil, "token_env"},
 		{"plugin missing", goodEnv, func(t *testing.T, c *Config, dir string) {
 			c.Plugins[0].Argv[0] = filepath.Join(dir, "nope")
 		}, "plugins[0].argv[0]"},

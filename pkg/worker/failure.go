@@ -64,6 +64,8 @@ func codingCode(p evidence.Phase, r evidence.Reason, class string) string {
 			return wire.FailureWorkspaceValidation
 		case evidence.ReasonEmptyChange:
 			return wire.FailureEmptyChange
+		case evidence.ReasonSecretInCandidate:
+			return wire.FailureSecretInCandidate
 		case evidence.ReasonHeadMoved, evidence.ReasonRefsChanged, evidence.ReasonConfigChanged,
 			evidence.ReasonGitDirChanged, evidence.ReasonPathEscape:
 			return wire.FailureWorkspaceViolation

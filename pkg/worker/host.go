@@ -9,13 +9,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+
+	"github.com/0k-lab/agent-forge/pkg/secretscan"
 )
 
 // CheckHost checks everything about a parsed config that depends on this
 // machine, and returns the worker token. getenv is os.Getenv in production.
 //
-//   - the token variable is set, non-empty, at most MaxTokenBytes of visible
-//     ASCII (it travels in an HTTP header);
+//   - the token variable is set, secretscan.MinSecretBytes (16) to
+//     MaxTokenBytes of visible ASCII (it travels in an HTTP header, and
+//     candidates are scanned for it);
 //   - every plugin executable exists, is a regular file with an execute bit,
 //     and matches its pinned sha256 when one is configured;
 //   - repository roots and repositories are existing directories whose
@@ -33,6 +37,11 @@ func CheckHost(c *Config, getenv func(string) string) (string, error) {
 	}
 	if len(token) > MaxTokenBytes {
 		return "", fieldErr("token_env", "the token is too long")
+	}
+	if len(token) < secretscan.MinSecretBytes {
+		// Shorter values cannot be told apart from ordinary text when
+		// candidates are scanned for them (coding_secrets.go).
+		return "", fieldErr("token_env", "the token must be at least "+strconv.Itoa(secretscan.MinSecretBytes)+" bytes")
 	}
 	for i := 0; i < len(token); i++ {
 		if token[i] <= ' ' || token[i] > '~' {
