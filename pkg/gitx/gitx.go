@@ -171,8 +171,10 @@ type Cmd struct {
 	WorkTree string
 	// Env adds NAME=value entries to the isolated environment.
 	Env []string
-	// Stdin is written to the command's standard input.
-	Stdin []byte
+	// Stdin is written to the command's standard input; StdinFrom, when
+	// set, is streamed there instead (a pack too large to hold).
+	Stdin     []byte
+	StdinFrom io.Reader
 	// Args are the subcommand and its arguments.
 	Args []string
 	// HTTPS opens the https transport for this command only (everything
@@ -189,6 +191,14 @@ type Cmd struct {
 	// where the credential comes from, never hold it: argv is readable in
 	// /proc.
 	CredentialHelper string
+}
+
+// stdin is what c's standard input reads.
+func (c Cmd) stdin() io.Reader {
+	if c.StdinFrom != nil {
+		return c.StdinFrom
+	}
+	return bytes.NewReader(c.Stdin)
 }
 
 // Env returns the isolated base environment for home.
@@ -250,7 +260,7 @@ func (r *Runner) Run(ctx context.Context, c Cmd) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := supervise.Run(ctx, cmd, c.Stdin)
+	res, err := supervise.RunFrom(ctx, cmd, c.stdin())
 	if err := r.outcome(op, c, res, err); err != nil {
 		return nil, err
 	}
@@ -273,7 +283,7 @@ func (r *Runner) Stream(ctx context.Context, c Cmd, limit int64, read func(io.Re
 	}
 	defer p.Close()
 	go func() {
-		p.Stdin().Write(c.Stdin) // EPIPE when git stops reading
+		io.Copy(p.Stdin(), c.stdin()) // EPIPE when git stops reading
 		p.Stdin().Close()
 	}()
 	if rerr := read(p.Stdout()); rerr != nil {

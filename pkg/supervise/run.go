@@ -1,7 +1,9 @@
 package supervise
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"time"
 )
 
@@ -17,13 +19,19 @@ type Result struct {
 // ErrOutputLimit, ErrTimeout or the context's error when supervise stopped
 // the child; a child that merely exits nonzero is not an error.
 func Run(ctx context.Context, c Command, stdin []byte) (Result, error) {
+	return RunFrom(ctx, c, bytes.NewReader(stdin))
+}
+
+// RunFrom is Run with stdin streamed from a reader (a file too large to
+// hold in memory); a child that exits before reading it all ends the copy.
+func RunFrom(ctx context.Context, c Command, stdin io.Reader) (Result, error) {
 	p, err := Start(ctx, c)
 	if err != nil {
 		return Result{}, err
 	}
 	defer p.Close()
 	go func() {
-		p.Stdin().Write(stdin) // EPIPE when the child ignores its input
+		io.Copy(p.Stdin(), stdin) // EPIPE when the child ignores its input
 		p.Stdin().Close()
 	}()
 	var out []byte
