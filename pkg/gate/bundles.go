@@ -31,6 +31,38 @@ const DefaultCandidateBundleBytes = 256 << 20
 // server's read timeout is too short for a large bundle).
 const candidateUploadTimeout = 10 * time.Minute
 
+// sourceStallTimeout bounds each write of a base bundle to the Worker: a
+// reader that takes no chunk for that long is cut off (and the bundle's
+// temporary file removed), however large the bundle.
+const sourceStallTimeout = time.Minute
+
+// sourceChunkBytes is what one write of a base bundle carries.
+const sourceChunkBytes = 1 << 20
+
+// workerBundles bounds one Worker's bundle requests in flight: reads
+// (worker_source_reads base bundles) and uploads (one candidate). A
+// request waits for a slot before the Gate does any work for it.
+type workerBundles struct{ reads, uploads chan struct{} }
+
+func newBundleSlots(cfg *Config) []workerBundles {
+	s := make([]workerBundles, len(cfg.Workers))
+	for i := range s {
+		s[i] = workerBundles{reads: make(chan struct{}, cfg.workerSourceReads()), uploads: make(chan struct{}, 1)}
+	}
+	return s
+}
+
+// acquire takes a slot of ch, waiting as long as the request does; it
+// returns the release, or nil when the request ended first.
+func acquire(r *http.Request, ch chan struct{}) func() {
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }
+	case <-r.Context().Done():
+		return nil
+	}
+}
+
 var (
 	errBundleForbidden = &apiError{http.StatusForbidden, "forbidden", "no current public-source lease of this worker matches the request"}
 	errCandidateLarge  = &apiError{http.StatusRequestEntityTooLarge, "candidate_too_large", "the candidate bundle exceeds candidate_bundle_bytes"}
@@ -112,6 +144,11 @@ func (g *Gate) handleSource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errUnavailable)
 		return
 	}
+	release := acquire(r, g.bundleSlots[g.sec.identify(r).worker].reads)
+	if release == nil {
+		return
+	}
+	defer release()
 	path, cleanup, err := g.sources.BaseBundle(r.Context(), g.sourceRepository(sa.RepositoryID), sa.PreparedPath, sa.BaseSHA, req.Haves)
 	if err != nil {
 		var be *source.BundleError
@@ -139,7 +176,20 @@ func (g *Gate) handleSource(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
 	w.WriteHeader(http.StatusOK)
-	_, _ = io.Copy(w, f)
+	rc := http.NewResponseController(w)
+	buf := make([]byte, sourceChunkBytes)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(sourceStallTimeout))
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // handleCandidate takes an attempt's candidate bundle: bounded, verified
@@ -164,6 +214,12 @@ func (g *Gate) handleCandidate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errUnavailable)
 		return
 	}
+	p := g.sec.identify(r)
+	release := acquire(r, g.bundleSlots[p.worker].uploads)
+	if release == nil {
+		return
+	}
+	defer release()
 	tmp, err := g.sources.Scratch()
 	if err != nil {
 		writeError(w, errUnavailable)
@@ -188,9 +244,9 @@ func (g *Gate) handleCandidate(w http.ResponseWriter, r *http.Request) {
 	c := source.Candidate{
 		Dir: sa.PreparedPath, Base: sa.BaseSHA, Commit: req.Candidate, Tree: req.Tree,
 		Ref: wire.CandidateRef(req.JobID, req.AttemptID), Author: author,
-		Committer: wire.CommitterName + " <" + wire.CommitterEmail + ">",
+		Committer:     wire.CommitterName + " <" + wire.CommitterEmail + ">",
+		UnpackedBytes: g.cfg.CandidateUnpackedBytes,
 	}
-	p := g.sec.identify(r)
 	// Fencing: the lease is checked again right before anything is
 	// stored, so a candidate of an attempt superseded meanwhile stores
 	// nothing.

@@ -125,11 +125,68 @@ func (b *bundleWorld) bundle(ref, tip string, exclude ...string) []byte {
 	return data
 }
 
-// stored lists the prepared repository's candidate refs and counts its
-// objects.
+// stored lists the prepared repository's candidate refs, its packs and
+// loose objects and every object it holds.
 func (b *bundleWorld) stored() (string, string) {
 	refs := runGit(b.t, b.prepared, "for-each-ref", "refs/agent-forge/")
-	return refs, runGit(b.t, b.prepared, "count-objects", "-v")
+	return refs, runGit(b.t, b.prepared, "count-objects", "-v") + "\n" +
+		runGit(b.t, b.prepared, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
+}
+
+// objects lists every object of the prepared repository.
+func (b *bundleWorld) objects() []string {
+	return strings.Fields(runGit(b.t, b.prepared, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"))
+}
+
+// rawBundle writes a bundle by hand, as a hostile Worker could: the base
+// as the one prerequisite, ref at tip, and a thin pack of the objects
+// revs name (git pack-objects --revs: commits, ^exclusions, any object).
+func (b *bundleWorld) rawBundle(ref, tip string, revs ...string) []byte {
+	b.t.Helper()
+	cmd := execGit(b.clone, "pack-objects", "-q", "--stdout", "--thin", "--delta-base-offset", "--revs")
+	cmd.Stdin = strings.NewReader(strings.Join(revs, "\n") + "\n")
+	pack, err := cmd.Output()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return append(b.header(ref, tip), pack...)
+}
+
+// header is a candidate bundle's header: the base, ref at tip.
+func (b *bundleWorld) header(ref, tip string) []byte {
+	return gitx.FormatBundleHeader(gitx.BundleHeader{Prerequisites: []gitx.BundlePrerequisite{{SHA: b.base}},
+		Refs: []gitx.BundleRef{{SHA: tip, Name: ref}}})
+}
+
+// treeCommit makes a candidate commit on the base whose tree is what
+// mktree makes of entries (in the clone), and returns it and its tree.
+func (b *bundleWorld) treeCommit(entries string) (string, string) {
+	b.t.Helper()
+	cmd := execGit(b.clone, "mktree")
+	cmd.Stdin = strings.NewReader(entries)
+	out, err := cmd.Output()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	tree := strings.TrimSpace(string(out))
+	b.n++
+	sha := gitEnv(b.t, b.clone, []string{"GIT_AUTHOR_NAME=" + wire.CommitterName, "GIT_AUTHOR_EMAIL=" + wire.CommitterEmail,
+		"GIT_COMMITTER_NAME=" + wire.CommitterName, "GIT_COMMITTER_EMAIL=" + wire.CommitterEmail,
+		"GIT_AUTHOR_DATE=1700000000 +0000", "GIT_COMMITTER_DATE=1700000000 +0000"},
+		"commit-tree", tree, "-p", b.base, "-m", "candidate "+strconv.Itoa(b.n))
+	return sha, tree
+}
+
+// blob writes data as a blob into dir's repository and returns its id.
+func blob(t *testing.T, dir string, data string) string {
+	t.Helper()
+	cmd := execGit(dir, "hash-object", "-w", "--stdin")
+	cmd.Stdin = strings.NewReader(data)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 func gitEnv(t *testing.T, dir string, env []string, args ...string) string {
@@ -171,6 +228,7 @@ func TestBundleBaseAndCandidate(t *testing.T) {
 	if h, err := gitx.ParseBundleHeader(body); code != http.StatusOK || err != nil || len(h.Prerequisites) != 1 || h.Prerequisites[0].SHA != b.first {
 		t.Fatalf("incremental base: %d %+v %v", code, h, err)
 	}
+	objects0 := b.objects()
 	cand, tree := b.commit(b.base, map[string][]byte{"new.txt": []byte("new\n")})
 	ref := wire.CandidateRef(b.lease.JobID, b.lease.AttemptID)
 	bundle := b.bundle(ref, cand, b.base)
@@ -181,8 +239,23 @@ func TestBundleBaseAndCandidate(t *testing.T) {
 	if got := runGit(t, b.prepared, "rev-parse", ref); got != cand {
 		t.Fatalf("stored candidate %s, want %s", got, cand)
 	}
+	// Exactly the candidate's objects beyond the base were added.
+	_, after := b.stored()
+	if added, want := len(b.objects())-len(objects0), len(strings.Fields(runGit(t, b.clone, "rev-list", "--objects", "--no-object-names", cand, "--not", b.base))); added != want {
+		t.Fatalf("stored %d objects, want %d", added, want)
+	}
 	if code, body := b.put(testWorkerToken, req, bundle); code != http.StatusNoContent {
 		t.Fatalf("repeated candidate: %d %s", code, body)
+	}
+	// Another valid candidate, carrying an extra blob, finds the ref
+	// taken and stores nothing.
+	other, otherTree := b.commit(b.base, map[string][]byte{"other.txt": []byte("other\n")})
+	extra := blob(t, b.clone, "extra object\n")
+	code, body = b.put(testWorkerToken, wire.CandidateRequest{AttemptBinding: b.binding(), Candidate: other, Tree: otherTree},
+		b.rawBundle(ref, other, other, "^"+b.base, extra))
+	wantRefused(t, "another candidate for a taken ref", code, body, http.StatusUnprocessableEntity, "candidate_refused", source.ReasonBundleRefTaken)
+	if refs, now := b.stored(); now != after || !strings.Contains(refs, cand) {
+		t.Fatalf("a refused upload stored objects:\n%s\n->\n%s", after, now)
 	}
 	ents, _ := filepath.Glob(filepath.Join(b.tg.cfg.PublicRepositoryRoot, ".forge-scratch-*"))
 	if len(ents) != 0 {
@@ -193,6 +266,10 @@ func TestBundleBaseAndCandidate(t *testing.T) {
 // Hostile requests are refused and store nothing.
 func TestBundleRefusals(t *testing.T) {
 	b := newBundleWorld(t)
+	// An object only another job's candidate holds in the prepared
+	// repository (and the Worker knows).
+	foreign := blob(t, b.prepared, "another job's candidate\n")
+	blob(t, b.clone, "another job's candidate\n")
 	refs0, objects0 := b.stored()
 	bind := b.binding()
 	ref := wire.CandidateRef(b.lease.JobID, b.lease.AttemptID)
@@ -242,6 +319,31 @@ func TestBundleRefusals(t *testing.T) {
 	code, body = b.put(testWorker2Token, goodReq, goodBundle)
 	wantRefused(t, "candidate with another worker's token", code, body, http.StatusForbidden, "forbidden", "")
 
+	// Packs that are not exactly the candidate's objects.
+	code, body = b.put(testWorkerToken, goodReq, b.rawBundle(ref, good, good, "^"+b.base, blob(t, b.clone, "extra\n")))
+	wantRefused(t, "an extra object", code, body, http.StatusUnprocessableEntity, "candidate_refused", source.ReasonBundleObjects)
+	borrow, borrowTree := b.treeCommit("100644 blob " + foreign + "\tborrowed.txt\n")
+	code, body = b.put(testWorkerToken, wire.CandidateRequest{AttemptBinding: bind, Candidate: borrow, Tree: borrowTree},
+		b.rawBundle(ref, borrow, borrow, "^"+b.base, "^"+foreign))
+	wantRefused(t, "an object taken from another candidate", code, body, http.StatusUnprocessableEntity, "candidate_refused", source.ReasonBundleObjects)
+	// Objects git's fsck refuses, on every git (index-pack --strict).
+	inner := runGitIn(t, b.clone, "100644 blob "+blob(t, b.clone, "[core]\n")+"\tconfig\n", "mktree")
+	dotgit, dotgitTree := b.treeCommit("040000 tree " + inner + "\t.git\n")
+	code, body = b.put(testWorkerToken, wire.CandidateRequest{AttemptBinding: bind, Candidate: dotgit, Tree: dotgitTree}, b.bundle(ref, dotgit, b.base))
+	wantRefused(t, "a .git tree entry", code, body, http.StatusUnprocessableEntity, "candidate_refused", source.ReasonBundleFsck)
+	modules := blob(t, b.clone, "[submodule \"x\"]\n\tpath = x\n\turl = --upload-pack=touch /tmp/owned\n")
+	sub, subTree := b.treeCommit("100644 blob " + modules + "\t.gitmodules\n")
+	code, body = b.put(testWorkerToken, wire.CandidateRequest{AttemptBinding: bind, Candidate: sub, Tree: subTree}, b.bundle(ref, sub, b.base))
+	wantRefused(t, "a .gitmodules url that is an option", code, body, http.StatusUnprocessableEntity, "candidate_refused", source.ReasonBundleFsck)
+	// Three deltas of 1 GiB each in a few hundred bytes: refused before
+	// git reads them.
+	bomb, err := os.ReadFile("../gitx/testdata/pack/bomb.pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body = b.put(testWorkerToken, goodReq, append(b.header(ref, good), bomb...))
+	wantRefused(t, "a delta bomb", code, body, http.StatusUnprocessableEntity, "candidate_refused", source.ReasonBundleUnpacked)
+
 	// The lease expires: the attempt's bundle, replayed, stores nothing.
 	b.tg.clock.Advance(time.Hour)
 	code, body = b.put(testWorkerToken, goodReq, goodBundle)
@@ -283,6 +385,18 @@ func TestResultNeedsStoredCandidate(t *testing.T) {
 		t.Fatalf("result without a stored candidate: %+v", r)
 	}
 	_ = tree
+}
+
+// runGitIn is runGit with stdin.
+func runGitIn(t *testing.T, dir, stdin string, args ...string) string {
+	t.Helper()
+	cmd := execGit(dir, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // execGit is runGit's command, for callers that add environment.

@@ -50,6 +50,12 @@ type Config struct {
 	// CandidateBundleBytes bounds one candidate bundle a Worker uploads
 	// (0: DefaultCandidateBundleBytes).
 	CandidateBundleBytes int64 `json:"candidate_bundle_bytes,omitempty"`
+	// CandidateUnpackedBytes bounds what a candidate's objects add up to
+	// unpacked (0: source.DefaultCandidateUnpackedBytes).
+	CandidateUnpackedBytes int64 `json:"candidate_unpacked_bytes,omitempty"`
+	// WorkerSourceReads bounds one Worker's base bundles in flight (0:
+	// DefaultWorkerSourceReads); its candidate uploads run one at a time.
+	WorkerSourceReads int `json:"worker_source_reads,omitempty"`
 	// Delivery, when present, turns on automatic delivery of public-source
 	// candidates; nil leaves jobs candidate-only.
 	Delivery *DeliveryConfig `json:"delivery,omitempty"`

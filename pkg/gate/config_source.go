@@ -38,6 +38,12 @@ func (c *Config) validateSources() error {
 	if c.CandidateBundleBytes != 0 && (c.CandidateBundleBytes < MinCandidateBundleBytes || c.CandidateBundleBytes > MaxCandidateBundleBytes) {
 		return cfgErr("candidate_bundle_bytes", "must be %d..%d", MinCandidateBundleBytes, int64(MaxCandidateBundleBytes))
 	}
+	if c.CandidateUnpackedBytes != 0 && (c.CandidateUnpackedBytes < MinCandidateUnpackedBytes || c.CandidateUnpackedBytes > MaxCandidateUnpackedBytes) {
+		return cfgErr("candidate_unpacked_bytes", "must be %d..%d", MinCandidateUnpackedBytes, int64(MaxCandidateUnpackedBytes))
+	}
+	if c.WorkerSourceReads != 0 && (c.WorkerSourceReads < 1 || c.WorkerSourceReads > MaxWorkerSourceReads) {
+		return cfgErr("worker_source_reads", "must be 1..%d", MaxWorkerSourceReads)
+	}
 	if public && c.PublicRepositoryRoot == "" {
 		return cfgErr("public_repository_root", "required when a repository has repository_url")
 	}
@@ -80,10 +86,27 @@ const (
 	MaxCandidateBundleBytes = 16 << 30
 )
 
+// Bounds of candidate_unpacked_bytes and worker_source_reads.
+const (
+	MinCandidateUnpackedBytes = 1 << 20
+	MaxCandidateUnpackedBytes = 64 << 30
+	DefaultWorkerSourceReads  = 2
+	MaxWorkerSourceReads      = 64
+)
+
 // candidateBundleBytes is the configured candidate bundle bound.
 func (c *Config) candidateBundleBytes() int64 {
 	if c.CandidateBundleBytes == 0 {
 		return DefaultCandidateBundleBytes
 	}
 	return c.CandidateBundleBytes
+}
+
+// workerSourceReads is the configured bound on one Worker's base bundles
+// in flight.
+func (c *Config) workerSourceReads() int {
+	if c.WorkerSourceReads == 0 {
+		return DefaultWorkerSourceReads
+	}
+	return c.WorkerSourceReads
 }

@@ -49,6 +49,7 @@ type Gate struct {
 	repoPolicy  map[string][]byte     // canonical policy of coding jobs per repository
 	workerConns []atomic.Int32        // open connections per worker (by index)
 	sources     *source.Preparer      // public-source repositories (nil without any)
+	bundleSlots []workerBundles       // bundle requests in flight per worker (by index, bundles.go)
 	reaper      *supervise.ReaperPool // runs the Preparer's git (nil: none, see Run)
 
 	ready   atomic.Bool
@@ -81,6 +82,7 @@ func newGate(cfg *Config, sec *Secrets, st *store.Store, log *slog.Logger, now f
 		repos:       map[string]*RepositoryConfig{},
 		repoPolicy:  map[string][]byte{},
 		workerConns: make([]atomic.Int32, len(cfg.Workers)),
+		bundleSlots: newBundleSlots(cfg),
 		due:         make(chan time.Time, 1),
 		failed:      make(chan struct{}),
 		readied:     make(chan struct{}),

@@ -37,8 +37,16 @@ type Preparer struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
+	mu       sync.Mutex
+	repos    map[string]*repoState   // by URL
+	attempts map[string]*attemptLock // StoreCandidate's, by repository and ref
+}
+
+// attemptLock serialises one attempt's candidate uploads; users counts
+// who holds or waits for it.
+type attemptLock struct {
 	mu    sync.Mutex
-	repos map[string]*repoState // by URL
+	users int
 }
 
 // repoState serializes one repository's provisioning. At most one fetch
@@ -102,7 +110,7 @@ func New(root, git string, log *slog.Logger, reaper *supervise.ReaperPool) (*Pre
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &Preparer{root: root, git: git, home: home, log: log, reaper: reaper, ctx: ctx, stop: stop,
-		repos: map[string]*repoState{}}, nil
+		repos: map[string]*repoState{}, attempts: map[string]*attemptLock{}}, nil
 }
 
 // Close cancels running fetches and waits for them.
