@@ -18,7 +18,9 @@
 #     Gate's database, state, env files, key, the Worker's config and roots,
 #     writing outside its workspace, symlinks and hardlinks out, changing
 #     the metadata (mode, owner, times, attributes) of everything it was
-#     told about and of its repository's files by every route, the Gate's
+#     told about and of its repository's files by every route, through an
+#     io_uring (an attribute, an ACL that is an effective chmod 0666), set-ID
+#     bits, its own roots, the fs-verity and fscrypt ioctls, the Gate's
 #     API without and with anything found) is counted; a try reached when it
 #     succeeded or when what it read holds a secret (either token, the key).
 #     Printed: tried=N reached=0 (required), per source. Besides Gate and
@@ -385,6 +387,9 @@ cat "$tmp/count-sandboxed.out"
 tried=$(sed -n 's/^tried=\([0-9]*\) .*/\1/p' "$tmp/count-sandboxed.out")
 [ "$tried" -ge 50 ] || fail "only $tried tries"
 meta_kinds="meta-chmod meta-utimes meta-xattr meta-symlink meta-procfd meta-dirfd meta-emptypath meta-fd"
+# What the guard refuses beyond the plain calls (guard.go): io_uring's
+# setxattr and ACL, set-ID bits, the roots themselves, verity and fscrypt.
+meta_kinds="$meta_kinds meta-uring-xattr meta-uring-acl meta-setuid meta-setgid meta-root meta-verity meta-fscrypt"
 [ "$(uname -m)" = x86_64 ] && meta_kinds="$meta_kinds meta-i386"
 for kind in proc-environ proc-mem proc-fd signal ptrace abstract-socket read list write symlink hardlink gate-no-token \
   $meta_kinds meta-chown; do

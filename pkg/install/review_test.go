@@ -225,6 +225,13 @@ func TestTwoAccountsAreSeparated(t *testing.T) {
 		!strings.Contains(string(wunit), "SystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp\n") {
 		t.Fatal("units do not run as the two accounts with the Landlock and seccomp calls allowed")
 	}
+	// @system-service includes @aio: io_uring, whose operations no
+	// seccomp filter sees, is taken back out of both units.
+	for _, u := range [][]byte{unit, wunit} {
+		if !strings.Contains(string(u), "SystemCallFilter=~@privileged @resources io_uring_setup io_uring_enter io_uring_register\n") {
+			t.Fatal("a unit allows io_uring")
+		}
+	}
 	for _, c := range []struct {
 		path string
 		mode os.FileMode

@@ -27,9 +27,12 @@
 // its working directory or descriptor, magic links refused), checks that
 // the object it opened lies beneath one of the policy's ReadWrite rules,
 // makes the change on that same descriptor and answers with its errno;
-// everything else, and every call while it is disarmed, is EACCES. The
-// filter refuses the compat table (i386 on amd64, arm on arm64) and x32
-// whole, and the inode-flag ioctls (chattr), outright.
+// everything else, and every call while it is disarmed, is EACCES; a
+// set-ID mode, any change of a root itself and attributes outside user.*
+// and the POSIX ACLs are EPERM. The filter refuses the compat table (i386
+// on amd64, arm on arm64), x32 and io_uring whole (a ring's operations
+// pass no seccomp filter), and allows only the ioctl commands it lists
+// (the inode ioctls, chattr, fs-verity and fscrypt among the refused).
 //
 // A domain applies to a thread and cannot be lifted, so the caller
 // (pkg/supervise's reaper) restricts a locked thread that it never gives

@@ -47,16 +47,89 @@ const (
 	sysFileSetattr  = 469
 )
 
-// The ioctls that change an inode's flags, its fsxattr (chattr) or its
-// generation: refused everywhere, they are metadata Landlock does not
-// govern either.
+// io_uring's calls, the same on every Linux architecture: refused with
+// ENOSYS (as on a kernel without io_uring; programs fall back to plain
+// system calls). A ring's operations (IORING_OP_SETXATTR among them) run
+// in the kernel without passing this filter, so no ring may exist.
 const (
-	fsIocSetflags     = 0x40086602 // FS_IOC_SETFLAGS
-	fsIoc32Setflags   = 0x40046602 // FS_IOC32_SETFLAGS
-	fsIocFssetxattr   = 0x401c5820 // FS_IOC_FSSETXATTR
-	fsIocSetversion   = 0x40087602 // FS_IOC_SETVERSION
-	fsIoc32Setversion = 0x40047602 // FS_IOC32_SETVERSION
+	sysIoUringSetup    = 425
+	sysIoUringEnter    = 426
+	sysIoUringRegister = 427
 )
+
+// ioctlAllowed are the ioctl commands a sandboxed program may issue, on
+// any descriptor: terminal and job control (not TIOCSTI, which fakes
+// terminal input, nor TIOCLINUX, TIOCCONS, TIOCSETD or TIOCVHANGUP),
+// descriptor flags and queue sizes (FIONBIO, FIOCLEX, FIONREAD, ...),
+// pseudo-terminal set-up, the socket queries of interfaces and
+// timestamps, and the read-only file queries (flags, fsxattr, version,
+// extents, block size) and data sharing between files the program opened
+// (FICLONE, FICLONERANGE, FIDEDUPERANGE: Landlock governed those opens).
+// Every other command fails: an allow-list, because the inode ioctls are
+// many (chattr, fs-verity, fscrypt, each filesystem's own) and new ones
+// come with kernels, and each needs only a descriptor opened for reading,
+// which Landlock grants outside the read-write trees.
+var ioctlAllowed = [...][2]uint32{ // inclusive ranges
+	{0x2, 0x2},               // FIGETBSZ
+	{0x5401, 0x5411},         // TCGETS ... TIOCOUTQ
+	{0x5413, 0x541b},         // TIOCGWINSZ ... FIONREAD
+	{0x5420, 0x5422},         // TIOCPKT, FIONBIO, TIOCNOTTY
+	{0x5424, 0x5425},         // TIOCGETD, TCSBRKP
+	{0x5427, 0x5429},         // TIOCSBRK, TIOCCBRK, TIOCGSID
+	{0x5441, 0x5441},         // TIOCGPTPEER
+	{0x5450, 0x5452},         // FIONCLEX, FIOCLEX, FIOASYNC
+	{0x5460, 0x5460},         // FIOQSIZE
+	{0x8901, 0x8907},         // FIOSETOWN ... SIOCGSTAMPNS
+	{0x8910, 0x8910},         // SIOCGIFNAME
+	{0x8912, 0x8913},         // SIOCGIFCONF, SIOCGIFFLAGS
+	{0x8915, 0x8915},         // SIOCGIFADDR
+	{0x8917, 0x8917},         // SIOCGIFDSTADDR
+	{0x8919, 0x8919},         // SIOCGIFBRDADDR
+	{0x891b, 0x891b},         // SIOCGIFNETMASK
+	{0x891d, 0x891d},         // SIOCGIFMETRIC
+	{0x8921, 0x8921},         // SIOCGIFMTU
+	{0x8927, 0x8927},         // SIOCGIFHWADDR
+	{0x8933, 0x8933},         // SIOCGIFINDEX
+	{0x8942, 0x8942},         // SIOCGIFTXQLEN
+	{0x894b, 0x894b},         // SIOCOUTQNSD
+	{0x40045431, 0x40045431}, // TIOCSPTLCK
+	{0x40045436, 0x40045436}, // TIOCSIG
+	{0x40049409, 0x40049409}, // FICLONE
+	{0x4020940d, 0x4020940d}, // FICLONERANGE
+	{0x402c542b, 0x402c542d}, // TCSETS2, TCSETSW2, TCSETSF2
+	{0x80045430, 0x80045430}, // TIOCGPTN
+	{0x80045432, 0x80045432}, // TIOCGDEV
+	{0x80045438, 0x80045439}, // TIOCGPKT, TIOCGPTLCK
+	{0x80045440, 0x80045440}, // TIOCGEXCL
+	{0x80046601, 0x80046601}, // FS_IOC32_GETFLAGS
+	{0x80047601, 0x80047601}, // FS_IOC32_GETVERSION
+	{0x80086601, 0x80086601}, // FS_IOC_GETFLAGS
+	{0x80087601, 0x80087601}, // FS_IOC_GETVERSION
+	{0x80108906, 0x80108907}, // SIOCGSTAMP_NEW, SIOCGSTAMPNS_NEW
+	{0x801c581f, 0x801c581f}, // FS_IOC_FSGETXATTR
+	{0x802c542a, 0x802c542a}, // TCGETS2
+	{0xc0189436, 0xc0189436}, // FIDEDUPERANGE
+	{0xc020660b, 0xc020660b}, // FS_IOC_FIEMAP
+}
+
+// ioctlMetadata are the refused commands that change an inode's
+// metadata, which fail with EPERM (as chmod outside would) rather than
+// ENOTTY, the answer to every other command not allowed: its flags,
+// fsxattr (chattr) and generation, fs-verity (which makes a file's
+// contents immutable for good) and fscrypt (which makes an empty
+// directory unusable without a key).
+var ioctlMetadata = [...]uint32{
+	0x40046602, // FS_IOC32_SETFLAGS
+	0x40047602, // FS_IOC32_SETVERSION
+	0x40086602, // FS_IOC_SETFLAGS
+	0x40087602, // FS_IOC_SETVERSION
+	0x401c5820, // FS_IOC_FSSETXATTR
+	0x40806685, // FS_IOC_ENABLE_VERITY
+	0x800c6613, // FS_IOC_SET_ENCRYPTION_POLICY
+	0xc0406618, // FS_IOC_REMOVE_ENCRYPTION_KEY
+	0xc0406619, // FS_IOC_REMOVE_ENCRYPTION_KEY_ALL_USERS
+	0xc0506617, // FS_IOC_ADD_ENCRYPTION_KEY
+}
 
 // callKind is how the guard decodes one metadata system call's arguments.
 type callKind uint8
@@ -190,12 +263,13 @@ func (p *bpfProg) search(rs []bpfRange, def string) {
 }
 
 // metaFilter is the filter: on the native architecture the calls of
-// nativeCalls go to the guard (user notification), the unified-table
-// extras and the inode-flag ioctls are refused, x32 is refused (amd64),
-// everything else is allowed; every call of the compat architecture
-// (i386 on amd64, arm on arm64) fails with ENOSYS, as under the installed
-// Worker unit's SystemCallArchitectures=native; any other architecture
-// kills the process.
+// nativeCalls go to the guard (user notification), io_uring and the
+// unified-table extras are refused, ioctl is allowed for the commands of
+// ioctlAllowed only, x32 is refused (amd64), everything else is allowed;
+// every call of the compat architecture (i386 on amd64, arm on arm64)
+// fails with ENOSYS, as under the installed Worker unit's
+// SystemCallArchitectures=native; any other architecture kills the
+// process.
 //
 // The filter reads nothing but the architecture and the number before it
 // allows a call, so that the kernel's cache of always-allowed calls (built
@@ -211,7 +285,8 @@ func metaFilter() []sockFilter {
 	if x32Bit != 0 {
 		p.jump(bpfJgeK, x32Bit, "enosys", "")
 	}
-	cases := map[uint32]string{sysSetxattrat: "enosys", sysRemovexattat: "enosys", sysFileSetattr: "eperm", sysIoctlNative: "ioctl"}
+	cases := map[uint32]string{sysSetxattrat: "enosys", sysRemovexattat: "enosys", sysFileSetattr: "eperm", sysIoctlNative: "ioctl",
+		sysIoUringSetup: "enosys", sysIoUringEnter: "enosys", sysIoUringRegister: "enosys"}
 	for _, c := range nativeCalls {
 		cases[c.nr] = "notify"
 	}
@@ -219,10 +294,16 @@ func metaFilter() []sockFilter {
 	p.label("compat")
 	p.jump(bpfJeqK, auditArchCompat, "enosys", "kill")
 	p.label("ioctl")
-	p.op(bpfLdAbsW, dataArg1L)
-	for _, cmd := range []uint32{fsIocSetflags, fsIoc32Setflags, fsIocFssetxattr, fsIocSetversion, fsIoc32Setversion} {
-		p.jump(bpfJeqK, cmd, "eperm", "")
+	p.op(bpfLdAbsW, dataArg1L) // the command: the kernel takes its low 32 bits
+	var rs []bpfRange
+	for _, r := range ioctlAllowed {
+		rs = append(rs, bpfRange{r[0], r[1], "allow"})
 	}
+	for _, cmd := range ioctlMetadata {
+		rs = append(rs, bpfRange{cmd, cmd, "eperm"})
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].lo < rs[j].lo })
+	p.search(rs, "enotty")
 	p.label("allow")
 	p.op(bpfRetK, retAllow)
 	p.label("notify")
@@ -231,6 +312,8 @@ func metaFilter() []sockFilter {
 	p.op(bpfRetK, retErrno|uint32(syscall.ENOSYS))
 	p.label("eperm")
 	p.op(bpfRetK, retErrno|uint32(syscall.EPERM))
+	p.label("enotty")
+	p.op(bpfRetK, retErrno|uint32(syscall.ENOTTY))
 	p.label("kill")
 	p.op(bpfRetK, retKillProcess)
 	if !p.resolve() {

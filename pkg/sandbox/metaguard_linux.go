@@ -28,13 +28,15 @@ const (
 )
 
 // root is one ReadWrite rule's tree, open since before the program ran;
-// its name and inode are read at the first call that needs them (the open
-// descriptor keeps the inode, whatever the program renames since).
+// its inode, then its name, are read at the first call that needs them
+// (the open descriptor keeps the inode, whatever the program renames
+// since).
 type root struct {
 	fd       int
+	statted  bool
+	dev, ino uint64 // 0, 0 when its stat failed
 	named    bool
 	name     string
-	dev, ino uint64
 }
 
 type rootSet []root
@@ -51,17 +53,38 @@ func openRoots(paths []string) rootSet {
 	return rs
 }
 
+// ident fills in r's inode; it reports false when it cannot.
+func (r *root) ident() bool {
+	if !r.statted {
+		var st syscall.Stat_t
+		if syscall.Fstat(r.fd, &st) == nil {
+			r.dev, r.ino = st.Dev, st.Ino
+		}
+		r.statted = true
+	}
+	return r.dev != 0 || r.ino != 0
+}
+
 // lookup fills in r's name and inode; it reports false when it cannot.
 func (r *root) lookup() bool {
 	if !r.named {
-		var st syscall.Stat_t
-		name, ok := fdName(r.fd)
-		if ok && syscall.Fstat(r.fd, &st) == nil {
-			r.name, r.dev, r.ino = name, st.Dev, st.Ino
+		if name, ok := fdName(r.fd); ok && r.ident() {
+			r.name = name
 		}
 		r.named = true
 	}
 	return r.name != ""
+}
+
+// isRoot reports whether st is one of the roots themselves, or may be:
+// a root whose inode cannot be read counts as this one.
+func (rs rootSet) isRoot(st *syscall.Stat_t) bool {
+	for i := range rs {
+		if r := &rs[i]; !r.ident() || st.Dev == r.dev && st.Ino == r.ino {
+			return true
+		}
+	}
+	return false
 }
 
 func (rs rootSet) close() {
@@ -136,7 +159,28 @@ func (rs rootSet) answer(lfd int, id uint64, tid int, kind callKind, args [6]uin
 	if syscall.Fstat(obj, &st) != nil || !rs.inside(obj, &st) {
 		return syscall.EACCES
 	}
+	if rs.isRoot(&st) || !allowedChange(&req) {
+		return syscall.EPERM
+	}
 	return perform(obj, &st, &req)
+}
+
+// allowedChange reports whether the guard makes a change of this kind
+// beneath a root at all: no set-user-ID or set-group-ID bit (the sticky
+// bit, which Linux ignores on anything but a directory, is left alone),
+// and only user.* extended attributes and POSIX ACLs (security.* holds
+// file capabilities and labels, trusted.* the overlay filesystem's
+// controls). The roots themselves change in no way (isRoot): their mode,
+// owner, times and ACLs are the Worker's.
+func allowedChange(req *metaReq) bool {
+	switch req.op {
+	case opChmod:
+		return req.mode&(syscall.S_ISUID|syscall.S_ISGID) == 0
+	case opSetxattr, opRemovexattr:
+		return strings.HasPrefix(req.name, "user.") ||
+			req.name == "system.posix_acl_access" || req.name == "system.posix_acl_default"
+	}
+	return true
 }
 
 // readMemory copies thread tid's memory at addr into b, one page per

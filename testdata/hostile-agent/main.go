@@ -19,7 +19,9 @@
 //   - symlink, hardlink: a link in its own directory to every file it was
 //     told about, then a read through it;
 //   - meta-*: the metadata of every file and directory it was told about
-//     and of its repository's files, by every route (meta.go);
+//     and of its repository's files, by every route (meta.go), and what
+//     the guard refuses beyond that: io_uring, set-ID bits, its own roots,
+//     the fs-verity and fscrypt ioctls (guard.go);
 //   - the public-source layout (the Worker's source cache, other attempts'
 //     containers, the Gate's prepared repositories, the Worker's bundle
 //     routes): source.go;
@@ -166,6 +168,7 @@ func (a *agent) run(dir string) {
 	a.probeSourceLayout(dir) // source.go
 	a.probeLinks(dir)
 	a.probeMeta(dir, writeDirs)
+	a.probeGuard(dir, writeDirs) // guard.go
 	a.probeGate()
 }
 
