@@ -104,7 +104,10 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 			log.Error("startup failed", "error", "the sandbox's metadata guard cannot be installed: "+err.Error())
 			return fmt.Errorf("the sandbox's metadata guard cannot be installed: %w", err)
 		}
-		log.Info("sandbox", "sandbox", worker.SandboxLandlock, "landlock_abi", abi, "scoped", sandbox.Scoped(abi), "metadata_guard", true)
+		log.Info("sandbox", "sandbox", cfg.Sandbox, "landlock_abi", abi, "scoped", sandbox.Scoped(abi), "metadata_guard", true)
+		if !sandbox.Scoped(abi) {
+			log.Warn("sandbox weakened: sandboxed programs can signal processes of the Worker's account and reach abstract UNIX sockets", "sandbox", cfg.Sandbox)
+		}
 	}
 	self, err := supervise.Self()
 	if err != nil {

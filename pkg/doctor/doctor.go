@@ -165,10 +165,12 @@ func (d *doctor) check(id string) string {
 
 // checkSandbox fails when the installed worker.json opts out of the
 // sandbox ("sandbox": "none": plugins and scoped checks run unconfined)
-// or asks for Landlock on a kernel without it or without the metadata
-// guard's seccomp user notification (the Worker then refuses to start;
-// the probe filters a throwaway thread of this process only). Only that
-// one field is read.
+// or accepts a weaker one ("landlock-unscoped": they can signal
+// processes of the Worker's account), or asks for a sandbox this kernel
+// cannot give (the Worker then refuses to start): Landlock below the
+// mode's ABI (sandbox.Accepts), or no seccomp user notification for the
+// metadata guard (the probe filters a throwaway thread of this process
+// only). Only that one field is read.
 func (d *doctor) checkSandbox() string {
 	b, err := d.f.ReadFile(install.WorkerConfig, 1<<20)
 	if err != nil {
@@ -180,15 +182,32 @@ func (d *doctor) checkSandbox() string {
 	if json.Unmarshal(b, &c) != nil {
 		return install.WorkerConfig + " is not a JSON object"
 	}
-	switch c.Sandbox {
+	return sandboxVerdict(c.Sandbox, sandbox.ABI(), sandbox.ProbeGuard)
+}
+
+// sandboxVerdict is checkSandbox's answer for the mode worker.json names
+// on a kernel at Landlock ABI abi whose metadata guard probe gives.
+func sandboxVerdict(mode string, abi int, probe func() error) string {
+	switch mode {
 	case sandbox.ModeNone:
 		return install.WorkerConfig + ` says "sandbox": "none": plugins and scoped checks run unconfined`
-	case "", sandbox.ModeLandlock:
-		if sandbox.ABI() < 1 {
-			return "Landlock is not available on this kernel: the Worker refuses to start"
+	case "", sandbox.ModeLandlock, sandbox.ModeUnscoped:
+		if mode == "" {
+			mode = sandbox.ModeLandlock
 		}
-		if sandbox.ProbeGuard() != nil {
+		switch {
+		case abi < 1:
+			return "Landlock is not available on this kernel: the Worker refuses to start"
+		case !sandbox.Accepts(mode, abi):
+			return fmt.Sprintf(`Landlock ABI %d on this kernel is below what "sandbox": %q needs: the Worker refuses to start`, abi, mode)
+		case probe() != nil:
 			return "the sandbox's metadata guard (seccomp user notification) is not available: the Worker refuses to start"
+		case mode == sandbox.ModeUnscoped && !sandbox.Scoped(abi):
+			return fmt.Sprintf(`%s says "sandbox": "landlock-unscoped": sandboxed programs can signal the Worker and other processes of its account and reach abstract UNIX sockets (Landlock ABI %d here; ABI %d scopes them)`,
+				install.WorkerConfig, abi, sandbox.MinABI)
+		case mode == sandbox.ModeUnscoped:
+			return fmt.Sprintf(`%s says "sandbox": "landlock-unscoped", which this kernel (Landlock ABI %d) does not need: remove it, or an older kernel runs unscoped`,
+				install.WorkerConfig, abi)
 		}
 		return ""
 	}

@@ -110,6 +110,11 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, bytes.Replace(b, []byte(`{"version":1,`), []byte(`{"version":1,"sandbox":"none",`), 1), 0o600)
 		}, failing: []string{"worker-sandbox"}},
+		"sandbox landlock-unscoped": {break_: func(e *install.TestEnv) {
+			p := filepath.Join(e.RootDir(), install.WorkerConfig)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, bytes.Replace(b, []byte(`{"version":1,`), []byte(`{"version":1,"sandbox":"landlock-unscoped",`), 1), 0o600)
+		}, failing: []string{"worker-sandbox"}},
 		"another forge":  {self: &install.Self{Version: "v1.0.1", Commit: commitA, Schema: 1}, failing: []string{"cli-identity"}},
 		"another schema": {self: &install.Self{Version: "v1.0.0", Commit: commitA, Schema: 2}, failing: []string{"sqlite-schema"}},
 		"receipt digest tampered": {break_: func(e *install.TestEnv) {

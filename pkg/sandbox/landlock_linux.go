@@ -70,7 +70,7 @@ func ABI() int {
 
 // Scoped reports whether a kernel at this ABI scopes signals and abstract
 // UNIX sockets (ABI 6 and later).
-func Scoped(abi int) bool { return abi >= 6 }
+func Scoped(abi int) bool { return abi >= MinABI }
 
 // handledFS is every filesystem right the ABI knows.
 func handledFS(abi int) uint64 {

@@ -9,12 +9,40 @@ import (
 	"strings"
 )
 
-// The values of worker.json's "sandbox": Landlock (also when absent) or
-// none, the operator's explicit opt-out.
+// The values of worker.json's "sandbox": Landlock (also when absent);
+// Landlock on a kernel that cannot scope it, the operator's explicit
+// acceptance of a weaker sandbox; none, the operator's explicit opt-out.
 const (
 	ModeLandlock = "landlock"
+	ModeUnscoped = "landlock-unscoped"
 	ModeNone     = "none"
 )
+
+// The Landlock ABIs a sandbox needs. ModeLandlock needs MinABI (Linux
+// 6.12): from it on a domain is scoped, so its programs cannot signal a
+// process outside it or connect to an abstract UNIX socket made outside
+// it. ModeUnscoped accepts MinABIUnscoped (Linux 6.2) and later, giving up
+// that scoping; below it truncate(2) is not governed (a program could
+// empty any file of the Worker's account it can name), and no mode
+// accepts it.
+const (
+	MinABI         = 6
+	MinABIUnscoped = 3
+)
+
+// Accepts reports whether a sandbox of mode (ModeLandlock or
+// ModeUnscoped) may run at Landlock ABI abi; the mode none needs no ABI.
+func Accepts(mode string, abi int) bool {
+	switch mode {
+	case ModeLandlock:
+		return abi >= MinABI
+	case ModeUnscoped:
+		return abi >= MinABIUnscoped
+	case ModeNone:
+		return true
+	}
+	return false
+}
 
 // Access is what a rule grants beneath its path.
 type Access uint8

@@ -98,7 +98,8 @@ type Config struct {
 	EnvironmentAllowlist      []string
 	CheckEnvironmentAllowlist []string
 	Ceilings                  Ceilings
-	// Sandbox is SandboxLandlock (the default) or SandboxNone.
+	// Sandbox is SandboxLandlock (the default), SandboxUnscoped or
+	// SandboxNone.
 	Sandbox string
 	// SandboxReadPaths are the operator's extra read-only paths inside
 	// the sandbox (sandbox.go).
@@ -112,6 +113,7 @@ type Config struct {
 // The sandbox modes of worker.json's "sandbox".
 const (
 	SandboxLandlock = sandbox.ModeLandlock
+	SandboxUnscoped = sandbox.ModeUnscoped
 	SandboxNone     = sandbox.ModeNone
 )
 

@@ -49,10 +49,10 @@ func parseSandbox(c *Config, fc *fileConfig) error {
 	switch fc.Sandbox {
 	case "", SandboxLandlock:
 		c.Sandbox = SandboxLandlock
-	case SandboxNone:
-		c.Sandbox = SandboxNone
+	case SandboxUnscoped, SandboxNone:
+		c.Sandbox = fc.Sandbox
 	default:
-		return fieldErr("sandbox", `must be "landlock" or "none"`)
+		return fieldErr("sandbox", `must be "landlock", "landlock-unscoped" or "none"`)
 	}
 	if len(fc.SandboxReadPaths) > MaxSandboxReadPaths {
 		return fieldErr("sandbox_read_paths", "too many entries")
@@ -100,9 +100,14 @@ func (c *Config) unreadable() []string {
 }
 
 // checkSandboxHost checks the sandbox against this machine: every read
-// path exists and is canonical, and Landlock is there unless the config
-// opts out. It returns the Landlock ABI in use (0 with "none").
-func checkSandboxHost(c *Config) (int, error) {
+// path exists and is canonical, and, unless the config opts out,
+// Landlock is there at an ABI the mode accepts (sandbox.Accepts). It
+// returns the Landlock ABI in use (0 with "none").
+func checkSandboxHost(c *Config) (int, error) { return checkSandboxABI(c, sandbox.ABI()) }
+
+// checkSandboxABI is checkSandboxHost on a kernel whose Landlock ABI is
+// abi (0: none).
+func checkSandboxABI(c *Config, abi int) (int, error) {
 	for i, p := range c.SandboxReadPaths {
 		if _, err := os.Stat(p); err != nil {
 			return 0, fieldErr(fmt.Sprintf("sandbox_read_paths[%d]", i), "does not exist")
@@ -114,9 +119,15 @@ func checkSandboxHost(c *Config) (int, error) {
 	if c.Sandbox == SandboxNone {
 		return 0, nil
 	}
-	abi := sandbox.ABI()
-	if abi < 1 {
+	switch {
+	case abi < 1:
 		return 0, fieldErr("sandbox", `Landlock is not available on this system; set "sandbox": "none" to run plugins and checks unconfined`)
+	case abi < sandbox.MinABIUnscoped:
+		return 0, fieldErr("sandbox", fmt.Sprintf(`Landlock ABI %d on this kernel does not govern truncate (ABI %d, Linux 6.2, needed); set "sandbox": "none" to run plugins and checks unconfined`,
+			abi, sandbox.MinABIUnscoped))
+	case !sandbox.Accepts(c.Sandbox, abi):
+		return 0, fieldErr("sandbox", fmt.Sprintf(`Landlock ABI %d on this kernel cannot keep sandboxed programs from signalling the Worker and other processes of its account (ABI %d, Linux 6.12, needed); set "sandbox": "landlock-unscoped" to accept that, or "none"`,
+			abi, sandbox.MinABI))
 	}
 	return abi, nil
 }

@@ -91,6 +91,45 @@ func TestSandboxCheckHost(t *testing.T) {
 	}
 }
 
+// The ABI floor (DECISIONS 21): Landlock needs ABI 6, where a domain is
+// scoped (no signal or abstract socket out of it); "landlock-unscoped"
+// accepts ABI 3 to 5; below 3 (truncate ungoverned) no mode runs, and
+// without Landlock only "none" does. The kernel's ABI is injected.
+func TestSandboxABIFloor(t *testing.T) {
+	c, err := ParseConfig(mustJSON(t, func() map[string]any {
+		m := baseConfig()
+		m["sandbox"] = "landlock-unscoped"
+		return m
+	}()))
+	if err != nil || c.Sandbox != SandboxUnscoped {
+		t.Fatalf("landlock-unscoped = %v, %v", c, err)
+	}
+	for _, tc := range []struct {
+		mode string
+		abi  int
+		ok   bool
+		says string // in the refusal
+	}{
+		{SandboxLandlock, 7, true, ""}, {SandboxLandlock, 6, true, ""},
+		{SandboxLandlock, 5, false, "landlock-unscoped"}, {SandboxLandlock, 3, false, "landlock-unscoped"},
+		{SandboxLandlock, 2, false, "truncate"}, {SandboxLandlock, 1, false, "truncate"}, {SandboxLandlock, 0, false, "not available"},
+		{SandboxUnscoped, 7, true, ""}, {SandboxUnscoped, 5, true, ""}, {SandboxUnscoped, 3, true, ""},
+		{SandboxUnscoped, 2, false, "truncate"}, {SandboxUnscoped, 1, false, "truncate"}, {SandboxUnscoped, 0, false, "not available"},
+		{SandboxNone, 0, true, ""}, {SandboxNone, 2, true, ""},
+	} {
+		c := &Config{Sandbox: tc.mode}
+		abi, err := checkSandboxABI(c, tc.abi)
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%s at ABI %d: %v", tc.mode, tc.abi, err)
+		case tc.ok && tc.mode != SandboxNone && abi != tc.abi:
+			t.Errorf("%s at ABI %d: uses ABI %d", tc.mode, tc.abi, abi)
+		case !tc.ok && (err == nil || !strings.Contains(err.Error(), "sandbox") || !strings.Contains(err.Error(), tc.says)):
+			t.Errorf("%s at ABI %d: err = %v, want a refusal naming sandbox and %q", tc.mode, tc.abi, err, tc.says)
+		}
+	}
+}
+
 // The /etc the sandbox reads leaves out the installation's directory and
 // any entry holding the Worker's config or roots.
 func TestSandboxEtcEntries(t *testing.T) {
