@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/github"
 	"github.com/0k-lab/agent-forge/pkg/gitx"
 	"github.com/0k-lab/agent-forge/pkg/ident"
+	"github.com/0k-lab/agent-forge/pkg/secretscan"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
@@ -39,6 +41,13 @@ type App struct {
 	TempDir string
 	// Local returns the local bare repository holding repo's candidates.
 	Local func(repo Repo) (LocalRepo, bool)
+	// Secrets are the Gate's own secret values (owner and Worker tokens,
+	// the App's key): CheckCandidate refuses a candidate holding one, or
+	// an installation token the App minted and that is still live.
+	Secrets *secretscan.Set
+
+	mu     sync.Mutex
+	minted map[string]time.Time // live installation token values → expiry
 }
 
 // LocalRepo is the Gate's bare repository of one delivered repository:
@@ -84,7 +93,76 @@ func (a *App) mint(ctx context.Context, inst *github.Installation, repo Repo, pe
 		}
 		return Token{}, a.classify(err)
 	}
+	a.remember(tok.Value(), tok.ExpiresAt)
 	return Token{Secret: tok, ExpiresAt: tok.ExpiresAt, Budget: "installation:" + strconv.FormatInt(inst.ID, 10)}, nil
+}
+
+// remember keeps a minted token's value until it expires, for
+// CheckCandidate.
+func (a *App) remember(value string, exp time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.minted == nil {
+		a.minted = map[string]time.Time{}
+	}
+	now := a.Now()
+	for v, e := range a.minted {
+		if !now.Before(e) {
+			delete(a.minted, v)
+		}
+	}
+	a.minted[value] = exp
+}
+
+// liveTokens is the set of the installation tokens minted and not yet
+// expired (values too short to scan for cannot be GitHub's).
+func (a *App) liveTokens() (*secretscan.Set, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var b secretscan.Builder
+	now := a.Now()
+	for v, e := range a.minted {
+		if now.Before(e) && len(v) >= secretscan.MinSecretBytes && len(v) <= secretscan.MaxSecretBytes {
+			b.Add([]byte(v))
+		}
+	}
+	return b.Set()
+}
+
+// CheckCandidate scans what candidate sha adds to its parent in the local
+// repository (paths, blobs, symlink targets) for the Gate's secrets and
+// the live installation tokens: KindSecret when it holds one, so the
+// delivery fails before anything is pushed.
+func (a *App) CheckCandidate(ctx context.Context, repo Repo, sha string) error {
+	local, ok := a.Local(repo)
+	if !ok {
+		return &Error{Kind: KindNotFound}
+	}
+	tmp, err := os.MkdirTemp(a.TempDir, "scan-")
+	if err != nil {
+		return &Error{Kind: KindTransient}
+	}
+	defer os.RemoveAll(tmp)
+	git, err := a.runner(tmp, local)
+	if err != nil {
+		return &Error{Kind: KindTransient}
+	}
+	c, err := github.ReadCommit(ctx, git, local.Dir, sha)
+	if err != nil || len(c.Parents) != 1 {
+		return &Error{Kind: KindPushRejected}
+	}
+	tokens, err := a.liveTokens()
+	if err != nil {
+		return &Error{Kind: KindTransient}
+	}
+	_, found, err := github.FindSecret(ctx, git, local.Dir, c.Parents[0], sha, a.Secrets, tokens)
+	switch {
+	case err != nil:
+		return &Error{Kind: KindTransient}
+	case found:
+		return &Error{Kind: KindSecret}
+	}
+	return nil
 }
 
 // MintToken mints a token for repo with contents and pull_requests

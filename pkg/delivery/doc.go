@@ -8,7 +8,9 @@
 //
 // A delivery is in exactly one phase:
 //
-//	push          push the candidate to refs/heads/forge/job-<id>
+//	push          scan the candidate for the Gate's secrets
+//	              (CheckCandidate: secret_in_candidate, nothing pushed),
+//	              then push it to refs/heads/forge/job-<id>
 //	pull_request  find the branch's pull request (head owner:branch,
 //	              state all) or create it
 //	ci            read the pull request (closed or merged by a person

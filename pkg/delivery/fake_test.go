@@ -46,6 +46,7 @@ type fakeGitHub struct {
 	mu    sync.Mutex
 
 	branches map[string]string // branch -> sha
+	secret   error             // CheckCandidate's answer
 	prs      []PullRequest
 	runs     []Run
 	etag     int
@@ -143,6 +144,14 @@ func (f *fakeGitHub) TouchesWorkflows(ctx context.Context, repo Repo, sha string
 func (f *fakeGitHub) wfToken(tok Token) bool {
 	v, _ := tok.Secret.(string)
 	return f.mintedWF[v]
+}
+
+// CheckCandidate answers secret (nil: the candidate holds none); it is
+// not a call GitHub sees.
+func (f *fakeGitHub) CheckCandidate(ctx context.Context, repo Repo, sha string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.secret
 }
 
 func (f *fakeGitHub) Push(ctx context.Context, tok Token, repo Repo, branch, sha string) error {

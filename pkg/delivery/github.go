@@ -104,6 +104,10 @@ type GitHub interface {
 	// TouchesWorkflows reports whether the candidate sha changes
 	// anything under .github/workflows against its parent.
 	TouchesWorkflows(ctx context.Context, repo Repo, sha string) (bool, error)
+	// CheckCandidate scans what candidate sha adds to its parent for the
+	// Gate's secrets (KindSecret when it holds one); the machine asks it
+	// before every push.
+	CheckCandidate(ctx context.Context, repo Repo, sha string) error
 	// Push pushes sha to refs/heads/branch without force. The branch
 	// already at sha is success; at another commit it is KindPushRejected.
 	Push(ctx context.Context, tok Token, repo Repo, branch, sha string) error
@@ -146,6 +150,7 @@ const (
 	KindNotFound                       // 404 of a resource that should exist
 	KindTokenRejected                  // 401 to an installation token: mint a fresh one and retry
 	KindPRInvalid                      // another 422 on PR creation (head invalid right after the push): retry, bounded
+	KindSecret                         // the candidate holds a secret of the Gate's: never pushed
 )
 
 // Error is a classified GitHub failure. It carries no GitHub text.
@@ -184,6 +189,8 @@ func (e *Error) Error() string {
 		return "github: base branch modified during the merge"
 	case KindPRInvalid:
 		return "github: pull request refused"
+	case KindSecret:
+		return "delivery: the candidate holds a secret"
 	}
 	return "github: transient failure"
 }

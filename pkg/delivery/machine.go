@@ -234,6 +234,8 @@ func finalCode(k Kind) string {
 		return CodeHeadMoved
 	case KindNotMergeable:
 		return CodeMergeRefused
+	case KindSecret:
+		return CodeSecretInCandidate
 	}
 	return CodeUnavailable
 }
@@ -326,6 +328,10 @@ func (m *Machine) mutation(ctx context.Context) error {
 func (m *Machine) push(ctx context.Context, s State) (State, error) {
 	tok, err := m.token(ctx, &s)
 	if err != nil {
+		return s, err
+	}
+	// Nothing holding a secret of the Gate's is ever pushed (DECISIONS 19).
+	if err := m.gh.CheckCandidate(ctx, s.Repo, s.CandidateSHA); err != nil {
 		return s, err
 	}
 	if err := m.mutation(ctx); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -318,6 +319,7 @@ func TestFailureTable(t *testing.T) {
 		{KindNoCommits, CodePRRefused},
 		{KindHeadMoved, CodeHeadMoved},
 		{KindNotMergeable, CodeMergeRefused},
+		{KindSecret, CodeSecretInCandidate},
 	}
 	for _, tc := range cases {
 		m, _, c, s := setup(t)
@@ -338,6 +340,11 @@ func TestFailureTable(t *testing.T) {
 	}
 	// Final refusals in the push and pull request phases.
 	m, gh, c, s := setup(t)
+	gh.secret = &Error{Kind: KindSecret}
+	if s = step(t, m, c, s); s.Code != CodeSecretInCandidate || len(gh.branches) != 0 || slices.Contains(gh.calls, "push") {
+		t.Errorf("a candidate holding a secret: %s, branches %v, calls %v", s.Code, gh.branches, gh.calls)
+	}
+	m, gh, c, s = setup(t)
 	gh.branches[s.Branch] = "4444444444444444444444444444444444444444"
 	if s = step(t, m, c, s); s.Code != CodePushRejected {
 		t.Errorf("branch at another commit: %s", s.Code)

@@ -57,6 +57,7 @@ const (
 	CodeUnavailable        = "github_unavailable"    // max_attempts transient failures in one phase
 	CodeTimedOut           = "delivery_timed_out"    // timeout elapsed outside the ci phase
 	CodeUnconfigured       = "delivery_unconfigured" // the Gate restarted without a delivery section
+	CodeSecretInCandidate  = "secret_in_candidate"   // the candidate holds a secret of the Gate's (a token, the App key): never pushed
 )
 
 // Codes is the closed failure-code table.
@@ -65,6 +66,7 @@ var codes = map[string]bool{
 	CodePRClosed: true, CodePRRefused: true, CodeMergeRefused: true, CodePermissionDenied: true,
 	CodeNotInstalled: true, CodeRepositoryNotFound: true, CodePushRejected: true,
 	CodeWorkflowPermission: true, CodeUnavailable: true, CodeTimedOut: true, CodeUnconfigured: true,
+	CodeSecretInCandidate: true,
 }
 
 // ValidCode reports whether c is in the failure-code table.

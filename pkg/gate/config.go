@@ -12,6 +12,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/configfile"
 	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/secretscan"
 	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
@@ -22,6 +23,7 @@ const (
 	MaxRepositories  = 1024
 	MaxConcurrency   = ident.MaxSlot + 1
 	MaxTokenBytes    = 4096
+	MinTokenBytes    = secretscan.MinSecretBytes
 	MinRecoveryEvery = 10 * time.Millisecond
 	MaxRecoveryEvery = time.Hour
 	MinLeasePoll     = time.Millisecond
@@ -92,11 +94,14 @@ func cfgErr(field, format string, args ...any) error {
 	return configFormat.Errorf(field, format, args...)
 }
 
-// Secrets holds digests of the tokens named by a Config, never the tokens.
+// Secrets holds digests of the tokens named by a Config, never the tokens
+// themselves, and the scan set of every secret the Gate holds (the
+// tokens, the App's key) that no delivered candidate may carry.
 type Secrets struct {
 	owner   [sha256.Size]byte
 	workers [][sha256.Size]byte // by index in Config.Workers
 	app     *appCredentials     // delivery's App identity, nil without delivery
+	scan    *secretscan.Set
 }
 
 // LoadConfig reads gate.json from r the configfile way (bounded, version
@@ -115,6 +120,10 @@ func LoadConfig(r io.Reader, getenv func(string) string) (*Config, *Secrets, err
 	}
 	if c.Delivery != nil {
 		if s.app, err = c.Delivery.loadAppCredentials(getenv); err != nil {
+			return nil, nil, err
+		}
+		// Only delivery pushes candidates: only it needs the scan set.
+		if s.scan, err = c.scanSet(getenv, s.app); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -249,8 +258,28 @@ func validListen(s string) error {
 	return nil
 }
 
+// scanSet is the set of the Gate's own secrets (the tokens, already
+// checked by secrets, and the App's key) delivery scans candidates for.
+func (c *Config) scanSet(getenv func(string) string, app *appCredentials) (*secretscan.Set, error) {
+	var b secretscan.Builder
+	b.Add([]byte(getenv(c.OwnerTokenEnv)))
+	for _, w := range c.Workers {
+		b.Add([]byte(getenv(w.TokenEnv)))
+	}
+	if app != nil {
+		b.AddRSAKey(app.key)
+	}
+	s, err := b.Set()
+	if err != nil {
+		return nil, cfgErr("delivery.github_app_private_key_path", "the key cannot be scanned for (too large)")
+	}
+	return s, nil
+}
+
+// validToken: MinTokenBytes to MaxTokenBytes of printable ASCII without
+// spaces (it travels in a header, and candidates are scanned for it).
 func validToken(t string) bool {
-	if t == "" || len(t) > MaxTokenBytes {
+	if len(t) < MinTokenBytes || len(t) > MaxTokenBytes {
 		return false
 	}
 	for i := 0; i < len(t); i++ {
@@ -270,7 +299,7 @@ func (c *Config) secrets(getenv func(string) string) (*Secrets, error) {
 		return nil, cfgErr("owner_token_env", "environment variable is not set or empty")
 	}
 	if !validToken(owner) {
-		return nil, cfgErr("owner_token_env", "token must be 1 to %d printable ASCII bytes without spaces", MaxTokenBytes)
+		return nil, cfgErr("owner_token_env", "token must be %d to %d printable ASCII bytes without spaces", MinTokenBytes, MaxTokenBytes)
 	}
 	s.owner = sha256.Sum256([]byte(owner))
 	seen := map[[sha256.Size]byte]int{s.owner: -1}
@@ -281,7 +310,7 @@ func (c *Config) secrets(getenv func(string) string) (*Secrets, error) {
 			return nil, cfgErr(f, "environment variable is not set or empty")
 		}
 		if !validToken(tok) {
-			return nil, cfgErr(f, "token must be 1 to %d printable ASCII bytes without spaces", MaxTokenBytes)
+			return nil, cfgErr(f, "token must be %d to %d printable ASCII bytes without spaces", MinTokenBytes, MaxTokenBytes)
 		}
 		d := sha256.Sum256([]byte(tok))
 		if j, dup := seen[d]; dup {

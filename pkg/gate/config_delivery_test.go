@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"os"
@@ -82,13 +83,24 @@ func TestDeliveryConfigLoads(t *testing.T) {
 	if s.app == nil || s.app.appID != "123456" || s.app.key == nil {
 		t.Fatal("app credentials not loaded")
 	}
+	// The scan set holds the tokens and the key (in the forms delivery
+	// scans candidates for).
+	env := deliveryEnv()
+	for _, doc := range []string{env["FORGE_OWNER_TOKEN"], env["FORGE_WORKER_TOKEN"], base64.StdEncoding.EncodeToString(s.app.key.D.Bytes())} {
+		if !s.scan.Contains([]byte("x" + doc + "y")) {
+			t.Fatalf("scan set misses a secret")
+		}
+	}
+	if g := (&Gate{sec: s, cfg: c}).gitHubApp(t.TempDir()); g.Secrets != s.scan {
+		t.Fatal("delivery does not scan for the Gate's secrets")
+	}
 	mc := d.machineConfig()
 	if mc.MaxAttempts != 3 || mc.RetryBase != 5*time.Second || mc.PollInterval != 10*time.Second || mc.Validate() != nil {
 		t.Fatalf("machine config %+v", mc)
 	}
 	// Without the section nothing about delivery is read.
 	c, s, err = LoadConfig(bytes.NewReader(exampleConfig(t)), testEnv(defaultEnv()))
-	if err != nil || c.Delivery != nil || s.app != nil {
+	if err != nil || c.Delivery != nil || s.app != nil || s.scan != nil {
 		t.Fatalf("without delivery: %v %+v", err, c.Delivery)
 	}
 }

@@ -113,6 +113,8 @@ func TestConfigRejects(t *testing.T) {
 		{"owner token missing", exampleConfig(t), map[string]string{"FORGE_WORKER_TOKEN": testWorkerToken}, "owner_token_env"},
 		{"worker token missing", exampleConfig(t), map[string]string{"FORGE_OWNER_TOKEN": testOwnerToken}, "workers[0].token_env"},
 		{"owner token spaces", exampleConfig(t), map[string]string{"FORGE_OWNER_TOKEN": "has space " + testOwnerToken, "FORGE_WORKER_TOKEN": testWorkerToken}, "owner_token_env"},
+		{"owner token of 15 bytes", exampleConfig(t), map[string]string{"FORGE_OWNER_TOKEN": testOwnerToken[:15], "FORGE_WORKER_TOKEN": testWorkerToken}, "owner_token_env"},
+		{"worker token of 15 bytes", exampleConfig(t), map[string]string{"FORGE_OWNER_TOKEN": testOwnerToken, "FORGE_WORKER_TOKEN": testWorkerToken[:15]}, "workers[0].token_env"},
 		{"tokens collide", exampleConfig(t), map[string]string{"FORGE_OWNER_TOKEN": testOwnerToken, "FORGE_WORKER_TOKEN": testOwnerToken}, "workers[0].token_env"},
 		{"worker tokens collide", edit(t, secondWorker), map[string]string{"FORGE_OWNER_TOKEN": testOwnerToken, "FORGE_WORKER_TOKEN": testWorkerToken, "W2": testWorkerToken}, "workers[1].token_env"},
 		{"too large", append(exampleConfig(t), bytes.Repeat([]byte(" "), MaxConfigBytes)...), nil, ""},

@@ -37,6 +37,8 @@ func (h *happyGitHub) TouchesWorkflows(context.Context, delivery.Repo, string) (
 	return false, nil
 }
 
+func (h *happyGitHub) CheckCandidate(context.Context, delivery.Repo, string) error { return nil }
+
 func (h *happyGitHub) Push(context.Context, delivery.Token, delivery.Repo, string, string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

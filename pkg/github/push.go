@@ -11,6 +11,7 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/gitx"
 	"github.com/0k-lab/agent-forge/pkg/ident"
+	"github.com/0k-lab/agent-forge/pkg/secretscan"
 )
 
 // Push failures callers branch on.
@@ -305,4 +306,28 @@ func WorkflowsChanged(ctx context.Context, r *gitx.Runner, gitDir, from, to stri
 		return true, nil
 	}
 	return false, ErrMirror
+}
+
+// FindSecret scans what commit sha of the repository gitDir adds to
+// parent (every changed path, every added or modified blob:
+// gitx.FindSecret) for the values of sets. It returns found and the path
+// of the first file holding one ("" when a path itself does).
+func FindSecret(ctx context.Context, r *gitx.Runner, gitDir, parent, sha string, sets ...*secretscan.Set) (string, bool, error) {
+	if !ident.ValidSHA(parent) || !ident.ValidSHA(sha) {
+		return "", false, ErrMirror
+	}
+	out, err := r.Run(ctx, gitx.Cmd{GitDir: gitDir, Args: []string{"diff-tree", "-r", "-z", "--raw", "--no-renames",
+		"--no-abbrev", "--no-ext-diff", parent, sha}})
+	if err != nil {
+		return "", false, ErrMirror
+	}
+	changes, err := gitx.ParseRaw(out)
+	if err != nil {
+		return "", false, ErrMirror
+	}
+	path, found, err := r.FindSecret(ctx, gitDir, changes, sets...)
+	if err != nil {
+		return "", false, ErrMirror
+	}
+	return path, found, nil
 }

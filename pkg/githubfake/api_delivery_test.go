@@ -64,8 +64,19 @@ func newDeliveryFixture(t *testing.T) *deliveryFixture {
 // newDeliveryFixtureWith serves an installation holding perms and a
 // candidate that adds the file path.
 func newDeliveryFixtureWith(t *testing.T, perms map[string]string, path string) *deliveryFixture {
+	return newDeliveryFixtureContent(t, perms, path, []byte("candidate\n"))
+}
+
+// newDeliveryFixtureContent is newDeliveryFixtureWith with the added
+// file's content.
+func newDeliveryFixtureContent(t *testing.T, perms map[string]string, path string, content []byte) *deliveryFixture {
+	return newDeliveryFixtureContentOn(t, newAPIFixture(t, perms), path, content)
+}
+
+// newDeliveryFixtureContentOn is newDeliveryFixtureContent on the API
+// fixture a.
+func newDeliveryFixtureContentOn(t *testing.T, a *apiFixture, path string, content []byte) *deliveryFixture {
 	t.Helper()
-	a := newAPIFixture(t, perms)
 	base := a.seed(t, "octo/app")
 	work := t.TempDir()
 	mustGit := func(args ...string) string {
@@ -79,7 +90,7 @@ func newDeliveryFixtureWith(t *testing.T, perms map[string]string, path string) 
 	if err := os.MkdirAll(filepath.Dir(filepath.Join(work, path)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(work, path), []byte("candidate\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(work, path), content, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	mustGit("add", path)
