@@ -90,6 +90,7 @@ func subcommands() []subcommand {
 		{"result", "result JOB_ID", runResult},
 		{"install", install.Usage, runInstall},
 		{"doctor", "doctor", runDoctor},
+		{"backup", "backup [-db PATH] [-timeout D] DEST", runBackup},
 	}
 }
 
@@ -167,6 +168,7 @@ func printUsage(w io.Writer) {
 	b.WriteString("(default FORGE_OWNER_TOKEN); the owner token is read only from that variable.\n")
 	b.WriteString("job exit codes: 0 ok, 1 error, 2 usage, 3 job failed, 4 wait timed out\n")
 	b.WriteString("install: 0 done, 1 usage, 2 refused or restored, 3 not restored; doctor: 0 healthy, 1 usage, 2 unhealthy\n")
+	b.WriteString("backup: 0 done, 1 usage, 2 refused or failed (the destination unchanged)\n")
 	io.WriteString(w, b.String())
 }
 
@@ -184,21 +186,30 @@ func (c *command) flagSet(conn *connFlags) *flag.FlagSet {
 // and returns the positional arguments. -h prints the subcommand's usage and
 // yields an *ExitError with code 0.
 func (c *command) parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
+		c.subUsage(fs)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, &ExitError{Code: ExitOK}
+		}
+		return nil, usageErr("%s: unknown flag or invalid flag value", c.name)
+	}
+	return positional, nil
+}
+
+// parseInterspersed parses flags before and after positional arguments
+// and returns the positional ones; after a literal "--" everything is
+// positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				c.subUsage(fs)
-				return nil, &ExitError{Code: ExitOK}
-			}
-			c.subUsage(fs)
-			return nil, usageErr("%s: unknown flag or invalid flag value", c.name)
+			return nil, err
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
 			return positional, nil
 		}
-		// After a literal "--" everything is positional.
 		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
 			return append(positional, rest...), nil
 		}

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/store"
+)
+
+// gateDB creates a migrated Gate database in a private directory and
+// returns its path (the store is closed again).
+func gateDB(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "forge.db")
+	s, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ConnectLane(context.Background(), "worker-1", "worker-1", 0, strings.Repeat("a", 32), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	return path
+}
+
+func TestBackupUsageIsExitOne(t *testing.T) {
+	for name, args := range map[string][]string{
+		"no path":      {"backup"},
+		"two paths":    {"backup", "/x/secretdir", "/y"},
+		"unknown flag": {"backup", "-secretdir", "/x"},
+		"bad timeout":  {"backup", "-timeout", "0s", "/x/secretdir"},
+		"bad db":       {"backup", "-db", "file:secretdir?mode=ro", "/x"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := runForge(t, nil, "", args...)
+			wantCode(t, r, 1)
+			if r.stdout != "" || !strings.Contains(r.stderr, "error:") || strings.Contains(r.stderr, "secretdir") {
+				t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+func TestBackupWritesACheckedCopy(t *testing.T) {
+	db := gateDB(t)
+	dst := filepath.Join(t.TempDir(), "secretdir.db")
+	r := runForge(t, nil, "", "backup", "-db", db, dst)
+	wantCode(t, r, 0)
+	if !strings.HasPrefix(r.stdout, "forge backup: wrote ") || !strings.Contains(r.stdout, "integrity ok, schema version 1") {
+		t.Fatalf("stdout %q", r.stdout)
+	}
+	if _, err := store.CheckCopy(context.Background(), dst); err != nil {
+		t.Fatal(err)
+	}
+	// A refusal is exit 2, names no path and leaves the destination.
+	bad := filepath.Join(t.TempDir(), "secretdir")
+	os.WriteFile(bad, []byte("not a database, long enough to have a header of a hundred bytes........................................"), 0o600)
+	before, _ := os.ReadFile(dst)
+	r = runForge(t, nil, "", "backup", "-db", bad, dst)
+	wantCode(t, r, 2)
+	if after, _ := os.ReadFile(dst); string(after) != string(before) || strings.Contains(r.stderr, "secretdir") || !strings.Contains(r.stderr, "unchanged") {
+		t.Fatalf("stderr %q, destination changed %v", r.stderr, string(after) != string(before))
+	}
+}
