@@ -3,14 +3,21 @@
 #
 #  1. Gate starts (lease_ttl 2s, retry_base 1s) with a file database; a raw
 #     wire client ("abandoner") takes the lease of attempt 1 and goes silent.
-#  2. Gate is SIGKILLed and restarted on the same database.
+#  2. While a client keeps submitting jobs, `forge backup` copies the
+#     database (attempt 1 leased in it); `forge restore` onto the live
+#     state is refused (a Gate holds it). Gate is SIGKILLed and restarted
+#     on the same database, then SIGKILLed again and the host "lost": the
+#     state directory is moved away, `forge restore` puts the backup in a
+#     fresh one (a new fencing epoch), and a Gate starts on it with every
+#     job acknowledged before the backup began.
 #  3. A real Worker connects at once; attempt 1 expires at its deadline and
 #     the Worker gets attempt 2 no earlier than the 1s backoff allows, and
 #     completes it with the reference plugin.
-#  4. A late result and late evidence for attempt 1 are rejected and change
-#     nothing.
+#  4. A late result and late evidence for attempt 1 (a replayed pre-loss
+#     result) are rejected and change nothing.
 #  5. The aggregate shows attempt 1 expired, attempt 2 succeeded, and the
-#     expected timeline.
+#     expected timeline; the events after the restore are numbered above
+#     the restore's event floor.
 # Everything lives in a private temp dir; a trap ends every process.
 # Final line: RECOVERY-E2E PASS.
 set -euo pipefail
@@ -58,10 +65,47 @@ lease=$(wait_log "$tmp/abandon.out" 'e["event"] == "lease"') || fail "abandoner 
 [ "$(printf '%s' "$lease" | field job_id)" = "$job_id" ] || fail "abandoner leased another job"
 attempt1=$(printf '%s' "$lease" | field attempt_id)
 
-# 2. Crash and restart Gate on the same database.
+# 2. A backup while a client keeps writing, a crash and restart, then the
+#    loss of the state and a restore.
+: >"$tmp/acked"
+( while :; do printf '%s\n' '{"input":"load"}' | "$bin/forge" submit -file - | field id >>"$tmp/acked" || exit 1; done ) &
+load_pid=$!
+pids+=("$load_pid")
+until [ "$(wc -l <"$tmp/acked")" -ge 3 ]; do sleep 0.05; done
+cp "$tmp/acked" "$tmp/acked-before-backup"
+"$bin/forge" backup -db "$tmp/state/forge.db" "$tmp/backup.db" >"$tmp/backup.out" 2>"$tmp/backup.log" || fail "forge backup (exit $?)"
+grep -q '^forge backup: wrote [0-9]* bytes (integrity ok, schema version 1, fencing epoch 0)$' "$tmp/backup.out" || fail "forge backup output"
+after_backup=$(wc -l <"$tmp/acked")
+until [ "$(wc -l <"$tmp/acked")" -ge $((after_backup + 2)) ]; do sleep 0.05; done
+kill "$load_pid" 2>/dev/null; wait "$load_pid" 2>/dev/null || true
+tail -n +$((after_backup + 2)) "$tmp/acked" >"$tmp/acked-after-backup"
+[ "$(stat -c %a "$tmp/backup.db")" = 600 ] || fail "the backup is not mode 0600"
+set +e
+"$bin/forge" restore -db "$tmp/state/forge.db" "$tmp/backup.db" >/dev/null 2>"$tmp/restore-live.log"
+rc=$?
+set -e
+if [ "$rc" != 2 ] || ! grep -q "a Gate is running" "$tmp/restore-live.log"; then
+  fail "restore onto a running Gate's state was not refused (exit $rc)"
+fi
+
 { kill -KILL "$gate_pid" && wait "$gate_pid"; } 2>/dev/null || true
 start_gate gate2
 wait_log "$tmp/gate2.log" 'e.get("msg") == "recovered"' >/dev/null || fail "restarted Gate did not recover"
+{ kill -KILL "$gate_pid" && wait "$gate_pid"; } 2>/dev/null || true
+mv "$tmp/state" "$tmp/state.lost"
+mkdir -m 0700 "$tmp/state"
+"$bin/forge" restore -db "$tmp/state/forge.db" "$tmp/backup.db" >"$tmp/restore.out" 2>"$tmp/restore.log" || fail "forge restore (exit $?)"
+floor=$(sed -n 's/^forge restore: restored [0-9]* bytes (schema version 1, fencing epoch 1, events numbered from \([0-9]*\))$/\1/p' "$tmp/restore.out")
+[ -n "$floor" ] || fail "forge restore output"
+[ "$(stat -c %a "$tmp/state/forge.db")" = 600 ] || fail "the restored database is not mode 0600"
+start_gate gate3
+wait_log "$tmp/gate3.log" 'e.get("msg") == "recovered"' >/dev/null || fail "the Gate on the restored state did not recover"
+while read -r id; do
+  "$bin/forge" status "$id" >/dev/null || fail "a job acknowledged before the backup is missing after the restore"
+done <"$tmp/acked-before-backup"
+while read -r id; do
+  if "$bin/forge" status "$id" >/dev/null 2>&1; then fail "a job submitted after the backup finished is in it"; fi
+done <"$tmp/acked-after-backup"
 
 # 3. A real Worker, connected before the retry is due.
 cat >"$tmp/worker.json" <<EOF
@@ -73,6 +117,12 @@ cat >"$tmp/worker.json" <<EOF
 EOF
 e2e_start_worker
 "$bin/forge" wait -timeout 60s -poll 100ms "$job_id" >"$tmp/aggregate.json" || fail "forge wait (exit $?)"
+# The restored load jobs drain too, so the abandoner's lane gets no lease.
+while read -r id; do
+  if "$bin/forge" status "$id" >/dev/null 2>&1; then
+    "$bin/forge" wait -timeout 60s -poll 100ms "$id" >/dev/null || fail "a restored job did not finish"
+  fi
+done <"$tmp/acked"
 
 # 4. Late result and late evidence for attempt 1.
 "$bin/rawlane" -gate "ws://$addr" -worker abandoner -token-env FORGE_ABANDON_TOKEN late "$job_id" "$attempt1" >"$tmp/late.out" 2>"$tmp/late.log" ||
@@ -87,7 +137,7 @@ PY
 "$bin/forge" result "$job_id" >"$tmp/after-late.json" || fail "forge result"
 
 # 5. The aggregate, before and after the late messages.
-python3 - "$tmp/aggregate.json" "$tmp/after-late.json" "$attempt1" <<'PY' || fail "aggregate does not match"
+python3 - "$tmp/aggregate.json" "$tmp/after-late.json" "$attempt1" "$floor" <<'PY' || fail "aggregate does not match"
 import json, sys
 from datetime import datetime, timedelta
 def ts(s):
@@ -110,6 +160,13 @@ assert got[1] == ("leased", 1) and got[2] == ("expired", 1) and got[4] == ("leas
 at = {e["type"] + str(e.get("attempt", "")): ts(e["at"]) for e in events}
 seqs = [e["seq"] for e in events]
 assert seqs == sorted(seqs), seqs
+# The events in the backup keep their numbers 1..k (at least submitted and
+# leased); everything after the restore (at least attempt 2's lease and the
+# success) is numbered from the restore's floor on.
+floor = int(sys.argv[4])
+old = [q for q in seqs if q < floor]
+assert len(old) >= 2 and old == list(range(1, len(old) + 1)), seqs
+assert len(seqs) - len(old) >= 2, seqs
 assert [ts(e["at"]) for e in events] == sorted(ts(e["at"]) for e in events), "timeline out of order"
 expired_at = at["expired1"]
 # Expiry no earlier than the lease deadline of attempt 1 (lease_ttl 2s).

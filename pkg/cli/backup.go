@@ -105,3 +105,34 @@ func runBackup(ctx context.Context, c *command, args []string) error {
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// runRestore is `forge restore`: puts a backup (or a replica restored to a
+// file) in place as the Gate's database with the state directory's owner
+// and mode 0600, opening a new fencing epoch (store.Restore). Exit 0 done,
+// 1 usage, 2 refused or failed with nothing changed.
+func runRestore(ctx context.Context, c *command, args []string) error {
+	sf, src, err := c.adminArgs(args)
+	if err != nil {
+		return err
+	}
+	if err := store.CheckDSN(sf.db); err != nil {
+		fmt.Fprintf(c.stderr, "forge: error: restore: -db: %s\n", err)
+		return &ExitError{Code: exitAdminUsage}
+	}
+	ctx, cancel := context.WithTimeout(ctx, sf.timeout)
+	defer cancel()
+	info, err := store.Restore(ctx, src, sf.db, time.Now())
+	if err != nil {
+		switch {
+		case errors.Is(err, store.ErrLocked):
+			fmt.Fprintln(c.stderr, "forge: error: restore: a Gate is running on this state (it holds the state directory's lock); stop it first; nothing changed")
+		case errors.Is(err, context.DeadlineExceeded):
+			fmt.Fprintf(c.stderr, "forge: error: restore: not finished within -timeout %s; nothing changed\n", sf.timeout)
+		default:
+			fmt.Fprintf(c.stderr, "forge: error: restore: %s; nothing changed\n", err)
+		}
+		return &ExitError{Code: exitAdminRefused}
+	}
+	fmt.Fprintf(c.stdout, "forge restore: restored %d bytes (schema version %d, fencing epoch %d, events numbered from %d)\n", info.Bytes, info.SchemaVersion, info.Epoch, info.EventFloor+1)
+	return nil
+}

@@ -70,3 +70,51 @@ func TestBackupWritesACheckedCopy(t *testing.T) {
 		t.Fatalf("stderr %q, destination changed %v", r.stderr, string(after) != string(before))
 	}
 }
+
+func TestRestoreUsageAndRefusals(t *testing.T) {
+	for name, args := range map[string][]string{
+		"no path":   {"restore"},
+		"two paths": {"restore", "/x/secretdir", "/y"},
+		"bad db":    {"restore", "-db", "", "/x/secretdir"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := runForge(t, nil, "", args...)
+			wantCode(t, r, 1)
+			if r.stdout != "" || strings.Contains(r.stderr, "secretdir") {
+				t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
+			}
+		})
+	}
+	db := gateDB(t)
+	copyPath := filepath.Join(t.TempDir(), "copy.db")
+	wantCode(t, runForge(t, nil, "", "backup", "-db", db, copyPath), 0)
+	// A running Gate (a Store holds the state directory) is refused.
+	s, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runForge(t, nil, "", "restore", "-db", db, copyPath)
+	s.Close()
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "a Gate is running") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+	// The database is still there: refused, nothing changed.
+	r = runForge(t, nil, "", "restore", "-db", db, copyPath)
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "already has a database") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+	fresh := filepath.Join(t.TempDir(), "state")
+	os.Mkdir(fresh, 0o700)
+	r = runForge(t, nil, "", "restore", "-db", filepath.Join(fresh, "forge.db"), copyPath)
+	wantCode(t, r, 0)
+	if !strings.HasPrefix(r.stdout, "forge restore: restored ") || !strings.Contains(r.stdout, "fencing epoch 1") {
+		t.Fatalf("stdout %q", r.stdout)
+	}
+	s, err = store.Open(context.Background(), filepath.Join(fresh, "forge.db"))
+	if err != nil {
+		t.Fatalf("the restored database does not open: %v", err)
+	}
+	s.Close()
+}

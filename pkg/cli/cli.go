@@ -91,6 +91,7 @@ func subcommands() []subcommand {
 		{"install", install.Usage, runInstall},
 		{"doctor", "doctor", runDoctor},
 		{"backup", "backup [-db PATH] [-timeout D] DEST", runBackup},
+		{"restore", "restore [-db PATH] [-timeout D] SOURCE", runRestore},
 	}
 }
 
@@ -168,7 +169,7 @@ func printUsage(w io.Writer) {
 	b.WriteString("(default FORGE_OWNER_TOKEN); the owner token is read only from that variable.\n")
 	b.WriteString("job exit codes: 0 ok, 1 error, 2 usage, 3 job failed, 4 wait timed out\n")
 	b.WriteString("install: 0 done, 1 usage, 2 refused or restored, 3 not restored; doctor: 0 healthy, 1 usage, 2 unhealthy\n")
-	b.WriteString("backup: 0 done, 1 usage, 2 refused or failed (the destination unchanged)\n")
+	b.WriteString("backup, restore: 0 done, 1 usage, 2 refused or failed (nothing changed)\n")
 	io.WriteString(w, b.String())
 }
 

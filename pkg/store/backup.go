@@ -75,7 +75,7 @@ func Backup(ctx context.Context, dsn, dst string, progress Progress) (BackupInfo
 	total := fileSize(loc.path) + fileSize(loc.path+"-wal")
 
 	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-"+randomSuffix())
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|oNoFollow|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return BackupInfo{}, fmt.Errorf("store: backup: the temporary copy cannot be created: %s", fsReason(err))
 	}

@@ -216,15 +216,22 @@ func TestCheckCopyRefusesNewerSchema(t *testing.T) {
 	if _, err := Backup(bg, path, dst, nil); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", fileURI(dst))
+	bumpSchema(t, dst)
+	if _, err := CheckCopy(bg, dst); !errors.Is(err, ErrSchemaTooNew) {
+		t.Fatalf("CheckCopy = %v, want ErrSchemaTooNew", err)
+	}
+}
+
+// bumpSchema records a schema version newer than this build's in the
+// standalone database at path.
+func bumpSchema(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", fileURI(path)+"?_pragma=journal_mode(DELETE)")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer db.Close()
 	if _, err := db.Exec("UPDATE schema_version SET version = ?", SchemaVersion+1); err != nil {
 		t.Fatal(err)
-	}
-	db.Close()
-	if _, err := CheckCopy(bg, dst); !errors.Is(err, ErrSchemaTooNew) {
-		t.Fatalf("CheckCopy = %v, want ErrSchemaTooNew", err)
 	}
 }

@@ -25,3 +25,13 @@ func preflight(string) (*fileLock, error) { return nil, ErrUnsupportedStorage }
 func postOpenCheck(string) error { return ErrUnsupportedStorage }
 
 const fileStorageSupported = false
+
+func lockForRestore(string) (*fileLock, int, int, error) { return nil, 0, 0, ErrUnsupportedStorage }
+
+func checkAncestor(string, uint32) error { return ErrUnsupportedStorage }
+
+func createFailure(error) string { return "" }
+
+const oNoFollow = 0
+
+var companions = []string{"-journal", "-wal", "-shm"}

@@ -342,3 +342,45 @@ func postOpenCheck(dbPath string) error {
 }
 
 const fileStorageSupported = true
+
+// lockForRestore opens the existing state directory dir, requires it to be
+// a real directory without group or world permission bits, and takes the
+// same flock a Store holds, so it fails with ErrLocked while a Gate runs on
+// it and no Gate can start until the lock is released. It returns the
+// directory's owner, which a Gate running there must be.
+func lockForRestore(dir string) (_ *fileLock, uid, gid int, err error) {
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, 0, 0, refused("the state directory does not exist")
+	case err != nil:
+		return nil, 0, 0, refused("the state directory cannot be inspected")
+	case fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir():
+		return nil, 0, 0, refused("the state directory is not a directory")
+	case fi.Mode().Perm()&0o077 != 0:
+		return nil, 0, 0, refused("the state directory has group or world permission bits")
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, 0, 0, refused("the state directory's owner cannot be read")
+	}
+	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, 0, 0, refused("the state directory cannot be opened")
+	}
+	if dfi, err := d.Stat(); err != nil || !os.SameFile(fi, dfi) {
+		d.Close()
+		return nil, 0, 0, refused("the state directory changed during the check")
+	}
+	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		d.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, 0, 0, ErrLocked
+		}
+		return nil, 0, 0, fmt.Errorf("store: lock the state directory: %w", err)
+	}
+	return &fileLock{dir: d}, int(st.Uid), int(st.Gid), nil
+}
+
+// oNoFollow is O_NOFOLLOW where the platform has it.
+const oNoFollow = syscall.O_NOFOLLOW
