@@ -6,7 +6,10 @@
 // Usage: forge-worker -config worker.json | forge-worker --version
 //
 // The worker token is read from the environment variable the config names
-// (token_env). Logs are JSON lines on stderr; they never carry tokens,
+// (token_env), and each provider's key from its key_env: the Worker serves
+// them through its model gateway on one loopback port (logged as
+// "gateway" with its port) and hands each attempt only a credential that
+// dies with its lease (docs/config.md, docs/sandbox.md). Logs are JSON lines on stderr; they never carry tokens,
 // task text, plugin output, argv or paths.
 //
 // Exit codes: 0 after a graceful shutdown (SIGTERM/SIGINT: stop taking
@@ -118,6 +121,17 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 	if err := worker.SweepRuntime(cfg.RuntimeRoot); err != nil {
 		log.Warn("startup sweep incomplete", "error", err.Error())
 	}
+	// The model gateway: the provider keys are read now, into this
+	// non-dumpable process, and never handed on.
+	gw, err := worker.OpenGateway(cfg, os.Getenv)
+	if err != nil {
+		log.Error("startup failed", "error", err.Error())
+		return err
+	}
+	if gw != nil {
+		defer gw.Close()
+		log.Info("gateway", "listen", gw.URL(), "port", gw.Port(), "providers", len(cfg.Providers))
+	}
 	reaper := supervise.NewReaperPool(self)
 	defer reaper.Close()
 	text := worker.NewTextExecutor(cfg, os.LookupEnv, reaper)
@@ -144,6 +158,7 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		Token:     token,
 		Logger:    log,
 		Executors: executors,
+		Gateway:   gw,
 	})
 	log.Info("started", "worker", cfg.ID, "lanes", cfg.Concurrency)
 	if err := w.Run(ctx); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/configfile"
+	"github.com/0k-lab/agent-forge/pkg/gateway"
 	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/policy"
 	"github.com/0k-lab/agent-forge/pkg/sandbox"
@@ -40,22 +41,23 @@ const (
 // fileConfig mirrors worker.json field for field; strictjson rejects
 // anything else. Optional fields are the ones whose zero value means absent.
 type fileConfig struct {
-	Version                   int             `json:"version"`
-	GateURL                   string          `json:"gate_url"`
-	ID                        string          `json:"id"`
-	TokenEnv                  string          `json:"token_env"`
-	HeartbeatInterval         policy.Duration `json:"heartbeat_interval"`
-	Concurrency               int             `json:"concurrency"`
-	RepositoryRoots           []string        `json:"repository_roots"`
-	WorktreeRoot              string          `json:"worktree_root"`
-	RuntimeRoot               string          `json:"runtime_root"`
-	Repositories              []fileRepo      `json:"repositories"`
-	Plugins                   []filePlugin    `json:"plugins"`
-	EnvironmentAllowlist      []string        `json:"environment_allowlist"`
-	CheckEnvironmentAllowlist []string        `json:"check_environment_allowlist"`
-	Ceilings                  *fileCeilings   `json:"ceilings"`
-	Sandbox                   string          `json:"sandbox"`
-	SandboxReadPaths          []string        `json:"sandbox_read_paths"`
+	Version                   int                    `json:"version"`
+	GateURL                   string                 `json:"gate_url"`
+	ID                        string                 `json:"id"`
+	TokenEnv                  string                 `json:"token_env"`
+	HeartbeatInterval         policy.Duration        `json:"heartbeat_interval"`
+	Concurrency               int                    `json:"concurrency"`
+	RepositoryRoots           []string               `json:"repository_roots"`
+	WorktreeRoot              string                 `json:"worktree_root"`
+	RuntimeRoot               string                 `json:"runtime_root"`
+	Repositories              []fileRepo             `json:"repositories"`
+	Plugins                   []filePlugin           `json:"plugins"`
+	EnvironmentAllowlist      []string               `json:"environment_allowlist"`
+	CheckEnvironmentAllowlist []string               `json:"check_environment_allowlist"`
+	Ceilings                  *fileCeilings          `json:"ceilings"`
+	Sandbox                   string                 `json:"sandbox"`
+	SandboxReadPaths          []string               `json:"sandbox_read_paths"`
+	Providers                 []gateway.FileProvider `json:"providers"`
 
 	parsed *Config // set by Validate
 }
@@ -104,6 +106,9 @@ type Config struct {
 	// SandboxReadPaths are the operator's extra read-only paths inside
 	// the sandbox (sandbox.go).
 	SandboxReadPaths []string
+	// Providers are the model providers the gateway serves (names of
+	// the keys' variables, never the keys; gateway.go).
+	Providers []gateway.Provider
 	// ConfigPath is the file this config was read from, when the caller
 	// sets it (forge-worker does): it is kept out of the sandbox even when
 	// it lies in a directory the sandbox reads.
@@ -224,6 +229,9 @@ func (fc *fileConfig) Validate() error {
 		return err
 	}
 	if err := parseSandbox(c, fc); err != nil {
+		return err
+	}
+	if err := parseProviders(c, fc.Providers); err != nil {
 		return err
 	}
 	fc.parsed = c

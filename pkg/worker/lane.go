@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
+	"github.com/0k-lab/agent-forge/pkg/gateway"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
@@ -245,6 +246,14 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 		attempt.Gate = newGateLink(w.opt.Config.GateURL, w.opt.Token, w.opt.HTTPClient,
 			wire.AttemptBinding{Lane: l.name, Generation: l.generation, JobID: lease.JobID, AttemptID: lease.AttemptID})
 	}
+	// The attempt's model gateway grant lives exactly as long as its
+	// lease here: revoked when the executor returns or the lease is lost.
+	revoke := func() {}
+	if w.opt.Gateway != nil {
+		attempt.Grant = w.opt.Gateway.Issue(gateway.Budget{})
+		revoke = attempt.Grant.Revoke
+	}
+	defer revoke()
 	go func() { done <- w.execute(execCtx, attempt) }()
 
 	ticker := time.NewTicker(w.opt.Config.HeartbeatInterval)
@@ -258,6 +267,7 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 			log.Warn("lease lost", "reason", code)
 			w.opt.Observe(Event{Slot: l.slot, Kind: EventLeaseLost, JobID: lease.JobID, Code: code})
 		}
+		revoke()
 		cancelExec()
 	}
 	dropConn := func() {
@@ -277,6 +287,7 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 	for {
 		select {
 		case r := <-done:
+			revoke()
 			// Stages emitted before the executor returned go out first.
 			for n := len(acts); n > 0; n-- {
 				sendStage(<-acts)

@@ -75,6 +75,7 @@ func (x *TextExecutor) Execute(ctx context.Context, a *Attempt) Report {
 	if code != "" {
 		return Report{Code: code}
 	}
+	inv.env = append(inv.env, gatewayEnv(a.Grant)...)
 	run, code := inv.begin(x.dirs)
 	if code != "" {
 		return Report{Code: code}

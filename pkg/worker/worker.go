@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
+	"github.com/0k-lab/agent-forge/pkg/gateway"
 	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
@@ -55,6 +56,9 @@ type Attempt struct {
 	// Gate is the attempt's bundle channel to the Gate (public-source
 	// leases; nil: none, and such a lease fails preparation).
 	Gate *GateLink
+	// Grant is the attempt's model gateway credential (gateway.go; nil:
+	// the Worker serves no providers).
+	Grant *gateway.Grant
 }
 
 // observe reports e for the attempt's job.
@@ -96,6 +100,9 @@ type Options struct {
 	Jitter func(d time.Duration) time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Gateway is the model gateway (OpenGateway; nil: none): every
+	// attempt gets a grant on it for as long as its lease lives.
+	Gateway *gateway.Gateway
 	// Observe, when set, is told about lane state changes and attempt
 	// steps (tests use it to wait for a state without sleeping).
 	Observe func(Event)
