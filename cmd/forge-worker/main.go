@@ -93,7 +93,18 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		log.Error("startup failed", "error", err.Error())
 		return err
 	}
-	secrets, err := worker.Secrets(cfg, token)
+	// The model gateway: the provider keys are read now, into this
+	// non-dumpable process, and never handed on.
+	gw, err := worker.OpenGateway(cfg, os.Getenv)
+	if err != nil {
+		log.Error("startup failed", "error", err.Error())
+		return err
+	}
+	if gw != nil {
+		defer gw.Close()
+		log.Info("gateway", "listen", gw.URL(), "port", gw.Port(), "providers", len(cfg.Providers))
+	}
+	secrets, err := worker.Secrets(cfg, token, gw)
 	if err != nil {
 		log.Error("startup failed", "error", err.Error())
 		return err
@@ -120,17 +131,6 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 	// Leftovers of invocations a crash interrupted (cleanup deferred).
 	if err := worker.SweepRuntime(cfg.RuntimeRoot); err != nil {
 		log.Warn("startup sweep incomplete", "error", err.Error())
-	}
-	// The model gateway: the provider keys are read now, into this
-	// non-dumpable process, and never handed on.
-	gw, err := worker.OpenGateway(cfg, os.Getenv)
-	if err != nil {
-		log.Error("startup failed", "error", err.Error())
-		return err
-	}
-	if gw != nil {
-		defer gw.Close()
-		log.Info("gateway", "listen", gw.URL(), "port", gw.Port(), "providers", len(cfg.Providers))
 	}
 	reaper := supervise.NewReaperPool(self)
 	defer reaper.Close()

@@ -57,7 +57,7 @@ func New(providers []Provider, keys []string) (*Gateway, error) {
 	g := &Gateway{providers: map[string]*upstream{}, rt: NewTransport(), grants: map[[32]byte]*Grant{}, done: make(chan struct{})}
 	for i, p := range providers {
 		if !ValidKey(keys[i]) {
-			return nil, errors.New("gateway: a provider key is not 1 to 4096 bytes of visible ASCII")
+			return nil, errors.New("gateway: a provider key is not 16 to 4096 bytes of visible ASCII")
 		}
 		g.providers[p.ID] = &upstream{Provider: p, key: keys[i]}
 	}

@@ -56,6 +56,7 @@ const (
 	MaxHeaderName     = 64
 	MaxHeaderValue    = 1024
 	MaxBaseURLBytes   = 2048
+	MinKeyBytes       = 16 // shorter keys could not be scanned for (pkg/secretscan)
 	MaxKeyBytes       = 4096
 	maxProviderIDSize = 64
 )
@@ -214,10 +215,10 @@ func parseBaseURL(s string) (*url.URL, string) {
 	return u, ""
 }
 
-// ValidKey reports whether a key value can travel in a header: 1 to
-// MaxKeyBytes bytes of visible ASCII.
+// ValidKey reports whether a key value can travel in a header and be
+// scanned for: MinKeyBytes to MaxKeyBytes bytes of visible ASCII.
 func ValidKey(k string) bool {
-	if k == "" || len(k) > MaxKeyBytes {
+	if len(k) < MinKeyBytes || len(k) > MaxKeyBytes {
 		return false
 	}
 	for i := 0; i < len(k); i++ {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/0k-lab/agent-forge/pkg/evidence"
+	"github.com/0k-lab/agent-forge/pkg/gateway"
 	"github.com/0k-lab/agent-forge/pkg/gitx"
 	"github.com/0k-lab/agent-forge/pkg/plugin/host"
 	"github.com/0k-lab/agent-forge/pkg/secretscan"
@@ -20,17 +21,22 @@ import (
 // its one record names the file (never the value).
 
 // Secrets builds the set of every secret value this Worker holds and
-// uses itself, never handing it on: its Worker token, and whatever else
-// it reads for its own use (the model gateway's provider keys add
-// theirs here). A value CheckHost accepted is never refused here.
-// Variables the environment allowlists hand to plugins and checks are
-// not secrets of the Worker's: the agent may hold them.
-func Secrets(c *Config, token string) (*secretscan.Set, error) {
+// uses itself, never handing it on: its Worker token and the model
+// gateway's provider keys (gw.Secrets; gw may be nil). A value CheckHost
+// or OpenGateway accepted is never refused here. Variables the
+// environment allowlists hand to plugins and checks are not secrets of
+// the Worker's: the agent may hold them.
+func Secrets(c *Config, token string, gw *gateway.Gateway) (*secretscan.Set, error) {
 	var b secretscan.Builder
 	b.Add([]byte(token))
+	if gw != nil {
+		for _, k := range gw.Secrets() {
+			b.Add([]byte(k))
+		}
+	}
 	s, err := b.Set()
 	if err != nil {
-		return nil, fieldErr("token_env", "the token cannot be scanned for")
+		return nil, fieldErr("token_env", "the token or a provider key cannot be scanned for")
 	}
 	return s, nil
 }

@@ -16,7 +16,7 @@ import (
 // workerSecrets is the set a Worker holding testToken builds at start.
 func workerSecrets(t *testing.T) *secretscan.Set {
 	t.Helper()
-	s, err := Secrets(&Config{}, testToken)
+	s, err := Secrets(&Config{}, testToken, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func OpenGateway(c *Config, getenv func(string) string) (*gateway.Gateway, error
 			return nil, fieldErr(field, "the named environment variable is unset or empty")
 		}
 		if !gateway.ValidKey(keys[i]) {
-			return nil, fieldErr(field, "the key is not 1 to 4096 bytes of visible ASCII")
+			return nil, fieldErr(field, "the key is not 16 to 4096 bytes of visible ASCII")
 		}
 	}
 	g, err := gateway.New(c.Providers, keys)

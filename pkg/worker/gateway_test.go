@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
 	"slices"
 	"strings"
@@ -51,7 +52,7 @@ func testGateway(t *testing.T, c *Config) *gateway.Gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := OpenGateway(c, func(string) string { return "sk-test-key" })
+	gw, err := OpenGateway(c, func(string) string { return testProviderKey })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestGatewayEnv(t *testing.T) {
 		t.Errorf("env %q", env)
 	}
 	for _, kv := range env {
-		if strings.Contains(kv, "sk-test-key") {
+		if strings.Contains(kv, testProviderKey) {
 			t.Error("the key reached the plugin's environment")
 		}
 	}
@@ -118,7 +119,7 @@ func TestGatewayEnv(t *testing.T) {
 func TestOpenGatewayRefusesAMissingKey(t *testing.T) {
 	c, _ := hostFixture(t)
 	c.Providers, _ = gateway.ParseProviders([]gateway.FileProvider{{ID: "p", Kind: "openai-responses", BaseURL: "https://127.0.0.1:9", KeyEnv: "P_KEY"}})
-	for _, v := range []string{"", "two words"} {
+	for _, v := range []string{"", "two words here to be long", "short-key"} {
 		_, err := OpenGateway(c, func(string) string { return v })
 		if err == nil || !strings.Contains(err.Error(), "providers[0].key_env") || (v != "" && strings.Contains(err.Error(), v)) {
 			t.Errorf("key %q: %v", v, err)
@@ -165,6 +166,24 @@ func TestParseConfigProviders(t *testing.T) {
 		err := withProviders(c.edit)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "sk-inline") {
 			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
+const testProviderKey = "sk-test-provider-key-0123456789"
+
+// TestSecretsHoldTheProviderKeys: the set the coding pipeline scans
+// candidates and evidence for holds every provider key.
+func TestSecretsHoldTheProviderKeys(t *testing.T) {
+	c, _ := hostFixture(t)
+	gw := testGateway(t, c)
+	s, err := Secrets(c, testToken, gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{testProviderKey, testToken, "x" + base64.StdEncoding.EncodeToString([]byte("y"+testProviderKey))} {
+		if !s.Contains([]byte("before " + v + " after")) {
+			t.Errorf("the set misses a value")
 		}
 	}
 }
