@@ -40,7 +40,9 @@ func (j *codingJob) prepare(ctx context.Context) (outcome, bool) {
 		}
 		return j.fail(P, reason, code), false
 	}
-	inv.env = append(inv.env, gatewayEnv(j.attempt.Grant)...)
+	if j.attempt != nil {
+		inv.env = append(inv.env, gatewayEnv(j.attempt.Grant)...)
+	}
 	j.inv = inv
 	cfg := j.x.cfg
 	i := slices.IndexFunc(cfg.Repositories, func(r Repository) bool { return r.ID == task.RepositoryID })
