@@ -55,31 +55,15 @@ const (
 	ReasonNothingToSend       = "nothing_to_send"      // the base is within what the Worker has
 )
 
-// scratch creates a scratch repository reading dir's objects and returns
-// the directory holding it (r.git); the caller removes it. It is written
-// by hand, not by git init (one process less per bundle): what git needs
-// of a bare repository, HEAD, config, refs/ and objects/, with
-// objects/info/alternates naming dir's objects.
+// scratch creates a scratch repository reading dir's objects (a
+// gitx.Quarantine at r.git) and returns the directory holding it; the
+// caller removes it.
 func (p *Preparer) scratch(dir string) (string, error) {
 	tmp, err := os.MkdirTemp(p.root, scratchPrefix)
 	if err != nil {
 		return "", &Error{Phase: PhaseBundle, Reason: ReasonLocalFailure, Retryable: true}
 	}
-	repo := filepath.Join(tmp, "r.git")
-	files := []struct{ name, data string }{
-		{"HEAD", "ref: refs/heads/main\n"},
-		{"config", "[core]\n\trepositoryformatversion = 0\n\tbare = true\n"},
-		{filepath.Join("objects", "info", "alternates"), filepath.Join(dir, "objects") + "\n"},
-	}
-	err = errors.Join(os.MkdirAll(filepath.Join(repo, "refs", "heads"), 0o700),
-		os.MkdirAll(filepath.Join(repo, "objects", "info"), 0o700),
-		os.MkdirAll(filepath.Join(repo, "objects", "pack"), 0o700))
-	for _, f := range files {
-		if err == nil {
-			err = os.WriteFile(filepath.Join(repo, f.name), []byte(f.data), 0o600)
-		}
-	}
-	if err != nil {
+	if err := gitx.Quarantine(filepath.Join(tmp, "r.git"), dir); err != nil {
 		os.RemoveAll(tmp)
 		return "", &Error{Phase: PhaseBundle, Reason: ReasonLocalFailure, Retryable: true}
 	}

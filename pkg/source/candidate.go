@@ -159,7 +159,7 @@ func (p *Preparer) StoreCandidate(ctx context.Context, r Repository, c Candidate
 		filepath.Join(outDir, "pack")}}); err != nil {
 		return gitError(PhaseBundle, err)
 	}
-	if err := movePacks(outDir, filepath.Join(c.Dir, "objects", "pack")); err != nil {
+	if err := gitx.MovePacks(outDir, filepath.Join(c.Dir, "objects", "pack")); err != nil {
 		return &Error{Phase: PhaseBundle, Reason: ReasonLocalFailure, Retryable: true}
 	}
 	if _, err := g.Run(ctx, gitx.Cmd{GitDir: c.Dir, Args: []string{"update-ref", "--no-deref", c.Ref, c.Commit, strings.Repeat("0", 40)}}); err != nil {
@@ -372,33 +372,4 @@ func identityLine(line, prefix, who string) bool {
 		}
 	}
 	return true
-}
-
-// movePacks moves the pack StoreCandidate wrote into the prepared
-// repository's pack directory: each pack before its index (git sees a
-// pack once its index is there), a pack already present (same name, same
-// content) left as it is. Nothing else is ever in from.
-func movePacks(from, to string) error {
-	ents, err := os.ReadDir(from)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(to, 0o755); err != nil {
-		return err
-	}
-	for _, suffix := range []string{".pack", ".rev", ".idx"} {
-		for _, e := range ents {
-			name := e.Name()
-			if !strings.HasPrefix(name, "pack-") || !strings.HasSuffix(name, suffix) || !e.Type().IsRegular() {
-				continue
-			}
-			if _, err := os.Lstat(filepath.Join(to, name)); err == nil {
-				continue
-			}
-			if err := os.Rename(filepath.Join(from, name), filepath.Join(to, name)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

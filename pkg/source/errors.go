@@ -40,6 +40,7 @@ const (
 	ReasonGitFailed        = "git_failed"                 // a local git command failed
 	ReasonLocalFailure     = "local_failure"              // a filesystem operation failed
 	ReasonCancelled        = "cancelled"                  // the submit or the Gate stopped waiting
+	ReasonFsckFailed       = "fsck_failed"                // upstream sent an object git's strict fsck refuses
 )
 
 // retryableTransport says which remote failures may pass on their own.

@@ -247,12 +247,21 @@ func (p *Preparer) clone(g *gitx.Runner, r Repository, dir string) error {
 }
 
 // fetchBranch fetches exactly refs/heads/<branch> from the URL into the
-// same ref: no tags, no other refs, no submodules, no FETCH_HEAD.
+// same ref: no tags, no other refs, no submodules, no FETCH_HEAD. Every
+// received object is fsck'd strictly (git honours fetch.fsckObjects on
+// a network fetch on every version we support, unlike on a bundle): a
+// .git tree entry or a .gitmodules whose url is an option fails the
+// fetch, and nothing of it stays.
 func (p *Preparer) fetchBranch(g *gitx.Runner, r Repository, dir, phase string) error {
 	ref := "refs/heads/" + r.Branch
 	_, err := g.Run(p.ctx, gitx.Cmd{GitDir: dir, HTTPS: true, Args: []string{
+		"-c", "fetch.fsckObjects=true",
 		"fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head",
 		"--no-auto-maintenance", r.URL, "+" + ref + ":" + ref}})
+	var ge *gitx.Error
+	if errors.As(err, &ge) && ge.OutputContains("fsck error") {
+		return &Error{Phase: phase, Reason: ReasonFsckFailed}
+	}
 	if err != nil {
 		return gitError(phase, err)
 	}

@@ -674,3 +674,60 @@ func TestNewEmptiesTheGitHome(t *testing.T) {
 		t.Fatalf("git home after New: %v %v", ents, err)
 	}
 }
+
+// hostileCommit commits, in the upstream's working clone, a tree of one
+// entry git's fsck refuses (name → a blob of data, or a tree holding one
+// when dir) on HEAD, and returns it.
+func (u *upstream) hostileCommit(name, data string, dir bool) string {
+	u.t.Helper()
+	mk := func(stdin string, args ...string) string {
+		cmd := exec.Command("git", append([]string{"-C", u.work}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+			"GIT_AUTHOR_NAME=Seed", "GIT_AUTHOR_EMAIL=seed@example.invalid",
+			"GIT_COMMITTER_NAME=Seed", "GIT_COMMITTER_EMAIL=seed@example.invalid")
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.Output()
+		if err != nil {
+			u.t.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	entry := "100644 blob " + mk(data, "hash-object", "-w", "--stdin") + "\t" + name + "\n"
+	if dir {
+		entry = "040000 tree " + mk(entry, "mktree") + "\t.git\n"
+	}
+	c := mk("", "commit-tree", mk(entry, "mktree"), "-p", "HEAD", "-m", "hostile")
+	mk("", "update-ref", "refs/heads/main", c)
+	return c
+}
+
+// Every object the Gate fetches from upstream is fsck'd strictly: a tree
+// with a .git entry or a .gitmodules whose url is an option fails the
+// fetch (not retryable), and neither the branch nor the objects move.
+func TestPrepareFscksUpstream(t *testing.T) {
+	u := newUpstream(t)
+	good := hostGit(t, u.work, "rev-parse", "HEAD")
+	sub := u.hostileCommit(".gitmodules", "[submodule \"x\"]\n\tpath = x\n\turl = --upload-pack=touch /tmp/owned\n", false)
+	u.push("main")
+	_, err := u.prepare(sub)
+	wantSourceError(t, err, PhaseClone, ReasonFsckFailed, false)
+	if ents := u.rootEntries(); len(ents) != 0 {
+		t.Fatalf("a refused clone left %v", ents)
+	}
+	hostGit(t, u.work, "reset", "-q", "--hard", good)
+	u.push("main")
+	dir, err := u.prepare(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dotgit := u.hostileCommit("config", "[core]\n", true)
+	u.push("main")
+	_, err = u.prepare(dotgit)
+	wantSourceError(t, err, PhaseFetch, ReasonFsckFailed, false)
+	if got := hostGit(t, dir, "rev-parse", "refs/heads/main"); got != good {
+		t.Fatalf("main moved to %s", got)
+	}
+	if out := hostGit(t, dir, "cat-file", "--batch-all-objects", "--batch-check"); strings.Contains(out, dotgit) {
+		t.Fatalf("the refused commit is stored")
+	}
+}

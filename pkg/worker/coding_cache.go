@@ -100,13 +100,11 @@ func (j *codingJob) ensureBase(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer os.Remove(file)
-	objects, err := checkBaseBundle(file, base)
+	objects, packAt, err := checkBaseBundle(file, base)
 	if err != nil {
 		return "", err
 	}
-	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Bundle: true, Args: []string{"fetch", "--quiet", "--no-tags",
-		"--no-write-fetch-head", "--no-auto-maintenance", "--no-recurse-submodules", file,
-		source.BaseRef + ":" + basesPrefix + base}}); err != nil {
+	if err := j.storeBase(ctx, cache, file, packAt); err != nil {
 		return "", err
 	}
 	j.borrowBase()
@@ -213,6 +211,51 @@ func (j *codingJob) maintainCache(ctx context.Context, cache string) (deleted in
 	return deleted, true, err
 }
 
+// fetchPrefix names a base fetch's quarantine beside the caches (the same
+// filesystem, so its packs move in by rename); a killed fetch's is
+// removed at startup.
+const fetchPrefix = ".fetch-"
+
+// storeBase adds the base bundle's pack (at packAt in file) to the cache
+// and pins the base. The pack is indexed in a quarantine that reads the
+// cache (gitx.Quarantine) with index-pack --strict: every object fsck'd
+// on every git (git fetch of a bundle ignores transfer.fsckObjects before
+// git 2.46), thin bases taken from the cache. The base's history must
+// then be whole down to what the cache's refs reach (rev-list --objects
+// base --not --alternate-refs: the bundle's prerequisites included);
+// only then are the packs moved in and the ref set. A refused or failed
+// bundle leaves nothing in the cache. The caller holds the cache's lock.
+func (j *codingJob) storeBase(ctx context.Context, cache, file string, packAt int64) error {
+	q, err := os.MkdirTemp(filepath.Dir(cache), fetchPrefix)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(q)
+	repo := filepath.Join(q, "r.git")
+	if err := gitx.Quarantine(repo, cache); err != nil {
+		return err
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Seek(packAt, io.SeekStart); err != nil {
+		return err
+	}
+	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: repo, StdinFrom: f, Args: []string{"index-pack", "--strict", "--fix-thin", "--stdin"}}); err != nil {
+		return err
+	}
+	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: repo, Args: []string{"rev-list", "--objects", "--quiet", j.task.BaseSHA, "--not", "--alternate-refs"}}); err != nil {
+		return err
+	}
+	if err := gitx.MovePacks(filepath.Join(repo, "objects", "pack"), filepath.Join(cache, "objects", "pack")); err != nil {
+		return err
+	}
+	_, err = j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"update-ref", "--no-deref", basesPrefix + j.task.BaseSHA, j.task.BaseSHA}})
+	return err
+}
+
 // initCache creates the cache repository on first use: a bare repository
 // without template, made under a temporary name and renamed into place.
 func (j *codingJob) initCache(ctx context.Context, cache string) error {
@@ -238,33 +281,33 @@ func (j *codingJob) initCache(ctx context.Context, cache string) error {
 }
 
 // checkBaseBundle parses the bundle's header strictly: exactly one ref,
-// source.BaseRef at base. Its prerequisites are git's to check: fetch
-// verifies that each is a commit of the cache reachable from its refs
-// (so its whole history is there). They are not only the haves: a base
-// that merges a branch forked before the newest cached base names that
-// fork point, an ancestor of a have. It returns the number of objects
-// the pack's header announces.
-func checkBaseBundle(path, base string) (uint32, error) {
+// source.BaseRef at base. Its prerequisites are checked by storeBase's
+// connectivity check: each must be a commit of the cache reachable from
+// its refs (so its whole history is there). They are not only the haves:
+// a base that merges a branch forked before the newest cached base names
+// that fork point, an ancestor of a have. It returns the number of
+// objects the pack's header announces and where the pack starts.
+func checkBaseBundle(path, base string) (uint32, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer f.Close()
 	buf := make([]byte, gitx.MaxBundleHeaderBytes+gitx.MaxBundleLineBytes+8)
 	n, err := io.ReadFull(f, buf)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return 0, err
+		return 0, 0, err
 	}
 	h, err := gitx.ParseBundleHeader(buf[:n])
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if len(h.Refs) != 1 || h.Refs[0].SHA != base || h.Refs[0].Name != source.BaseRef {
-		return 0, errors.New("base bundle names another ref")
+		return 0, 0, errors.New("base bundle names another ref")
 	}
 	// "PACK", version, object count (git's pack header, big-endian).
 	if n < h.Size+12 {
-		return 0, errors.New("base bundle's pack is truncated")
+		return 0, 0, errors.New("base bundle's pack is truncated")
 	}
-	return binary.BigEndian.Uint32(buf[h.Size+8 : h.Size+12]), nil
+	return binary.BigEndian.Uint32(buf[h.Size+8 : h.Size+12]), int64(h.Size), nil
 }

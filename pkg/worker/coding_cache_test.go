@@ -39,7 +39,7 @@ func TestCheckBaseBundle(t *testing.T) {
 		}
 		return p
 	}
-	if n, err := checkBaseBundle(write("# v2 git bundle\n-"+have+" old\n"+base+" refs/forge/base\n\n"), base); err != nil || n != 7 {
+	if n, _, err := checkBaseBundle(write("# v2 git bundle\n-"+have+" old\n"+base+" refs/forge/base\n\n"), base); err != nil || n != 7 {
 		t.Fatalf("good bundle: %d objects, %v", n, err)
 	}
 	for name, header := range map[string]string{
@@ -48,13 +48,13 @@ func TestCheckBaseBundle(t *testing.T) {
 		"two refs":         "# v2 git bundle\n" + base + " refs/forge/base\n" + other + " refs/forge/other\n\n",
 		"not a bundle":     "PACK",
 	} {
-		if _, err := checkBaseBundle(write(header), base); err == nil {
+		if _, _, err := checkBaseBundle(write(header), base); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
 	short := filepath.Join(t.TempDir(), "short.bundle")
 	os.WriteFile(short, []byte("# v2 git bundle\n"+base+" refs/forge/base\n\nPACK\x00\x00\x00\x02\x00"), 0o600)
-	if _, err := checkBaseBundle(short, base); err == nil {
+	if _, _, err := checkBaseBundle(short, base); err == nil {
 		t.Error("a pack header cut short: accepted")
 	}
 }
@@ -356,5 +356,53 @@ func TestSourceCacheMaintenanceKeepsBorrowedBases(t *testing.T) {
 	}
 	if n := len(w.x.borrowedBases("pub")); n != 0 {
 		t.Fatalf("%d bases still borrowed after every cleanup", n)
+	}
+}
+
+// gitIn runs git in dir with stdin and returns its output.
+func gitIn(t *testing.T, dir, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"--git-dir=" + dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Seed", "GIT_AUTHOR_EMAIL=seed@example.invalid",
+		"GIT_COMMITTER_NAME=Seed", "GIT_COMMITTER_EMAIL=seed@example.invalid")
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Every object of a base bundle is fsck'd strictly on every git (git
+// fetch of a bundle ignores transfer.fsckObjects before 2.46): a base
+// whose tree has a .git entry, or a .gitmodules whose url is an option,
+// is refused and leaves the cache as it was.
+func TestBaseFetchFscksEveryObject(t *testing.T) {
+	w := newCacheWorld(t)
+	var s bytes.Buffer
+	fastCommit(&s, 1, "main", "first", 0)
+	m := w.importCommits(s.Bytes())
+	j, err := w.fetch(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.cleanup()
+	objects, refs := countObjects(t, w.cache), gitT(t, w.cache, "for-each-ref")
+	config := gitIn(t, w.src, "[core]\n", "hash-object", "-w", "--stdin")
+	modules := gitIn(t, w.src, "[submodule \"x\"]\n\tpath = x\n\turl = --upload-pack=touch /tmp/owned\n", "hash-object", "-w", "--stdin")
+	for name, entry := range map[string]string{
+		".git":        "040000 tree " + gitIn(t, w.src, "100644 blob "+config+"\tconfig\n", "mktree") + "\t.git\n",
+		".gitmodules": "100644 blob " + modules + "\t.gitmodules\n",
+	} {
+		c := gitIn(t, w.src, "", "commit-tree", gitIn(t, w.src, entry, "mktree"), "-p", m[1], "-m", name)
+		j, err := w.fetch(c)
+		if err == nil {
+			t.Fatalf("%s: a base git's fsck refuses was fetched", name)
+		}
+		j.cleanup()
+		if n, r := countObjects(t, w.cache), gitT(t, w.cache, "for-each-ref"); n != objects || r != refs {
+			t.Fatalf("%s: the refused base left %d objects, refs %q", name, n-objects, r)
+		}
 	}
 }
