@@ -20,7 +20,8 @@
 #     printed, or the fake's request log.
 # And GitHub's behaviour of issue 26: a candidate changing
 # .github/workflows is merged (its tokens carry workflows write); a ruleset
-# refusing forge/* ends push_rejected; a remote whose default branch moved
+# refusing forge/* ends push_rejected; a candidate holding the owner token
+# (base64) ends secret_in_candidate with no push; a remote whose default branch moved
 # past the base gets a push of a few objects only (printed); a quickly
 # skipped push workflow beside a slower pull_request workflow is merged
 # only after the pull_request run succeeded; while a push stalls, no git
@@ -234,6 +235,25 @@ wait_job protected "$j4b" 3
 git --git-dir="$remote" rev-parse --verify --quiet "refs/heads/forge/job-$j4b" >/dev/null && fail "protected: branch pushed"
 control protect "{\"owner\":\"$owner\",\"repo\":\"$project\",\"patterns\":[]}"
 echo "delivery-e2e: ruleset refusal -> push_rejected"
+
+# 4e. the candidate holds the owner token (base64; the Worker cannot know
+# it): the Gate refuses it before the push, secret_in_candidate, and
+# GitHub sees no branch, push or pull request.
+made=$(prs_made)
+receives() { requests "e['method']=='POST' and e['path'].endswith('/git-receive-pack')"; }
+pushed=$(receives)
+python3 - "$base" "$(printf 'Bearer %s' "$FORGE_OWNER_TOKEN" | base64 -w0)" >"$tmp/task-leak.json" <<'PY'
+import json, sys
+print(json.dumps({"repository_id": "hello", "base_sha": sys.argv[1], "instruction": "write leak.txt " + sys.argv[2]}))
+PY
+"$bin/forge" submit -file "$tmp/task-leak.json" >"$tmp/out/submit-leak.json" || fail "submit leak"
+jl=$(field id <"$tmp/out/submit-leak.json")
+wait_job leak "$jl" 3
+[ "$(jq_py "$tmp/out/leak.json" 'a["job"]["failure_code"]')" = secret_in_candidate ] || fail "leak: code"
+git --git-dir="$remote" rev-parse --verify --quiet "refs/heads/forge/job-$jl" >/dev/null && fail "leak: branch pushed"
+[ "$(prs_made)" = "$made" ] || fail "leak: a pull request was created"
+[ "$(receives)" = "$pushed" ] || fail "leak: a push reached GitHub"
+echo "delivery-e2e: a candidate holding the owner token -> secret_in_candidate, nothing pushed"
 
 # 4c. GitHub's main moves past the job's base (50 commits) after the Gate
 # fetched it: the push negotiates and sends only the candidate's objects.

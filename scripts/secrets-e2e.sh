@@ -13,7 +13,10 @@
 #     every few milliseconds for the whole run.
 #  2. A coding job whose check prints them and fails (the evidence keeps
 #     only [REDACTED]).
-#  3. Every API answer is kept: submit, job, events, aggregate, readyz,
+#  3. A coding job whose plugin writes the Worker token, base64-encoded,
+#     into a file: it fails secret_in_candidate on its only attempt, its
+#     one record names the file, and no candidate exists.
+#  4. Every API answer is kept: submit, job, events, aggregate, readyz,
 #     the debug routes (jobs, workers, job, live activity while the plugin
 #     runs, the static page) and 401 answers to a presented Worker token.
 # Then: zero hits of any value in the SQLite file and its WAL (copied while
@@ -166,8 +169,23 @@ loud = a["attempts"][0]["evidence"][-1]
 assert loud["output"] == "[REDACTED]" and loud["output_redacted"] is True, loud
 PY
 
-# 3. Every other API answer.
-for j in "$job1" "$job2"; do
+# 3. The plugin plants the Worker token (base64) in the change: the
+# Worker refuses it before any check or commit.
+leak=$(printf '%s' "$FORGE_WORKER_TOKEN" | base64 -w0)
+job3=$(submit leak "write notes.txt fine
+write leak.txt $leak" '[["true"]]')
+"$bin/forge" wait -timeout 60s -poll 100ms "$job3" >"$tmp/api/wait-leak" 2>>"$tmp/forge.log" && fail "job 3 succeeded"
+python3 - "$tmp/api/wait-leak" <<'PY' || fail "job 3 aggregate"
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["job"]["failure_code"] == "secret_in_candidate" and not a["job"].get("candidate_sha"), a["job"]
+assert len(a["attempts"]) == 1, a["attempts"]
+assert a["attempts"][0]["evidence"] == [{"phase": "workspace_validation", "reason": "secret_in_candidate", "path": "leak.txt"}], a["attempts"][0]
+PY
+[ -z "$(g for-each-ref "refs/agent-forge/candidates/$job3")" ] || fail "job 3 left a candidate"
+
+# 4. Every other API answer.
+for j in "$job1" "$job2" "$job3"; do
   api "job-$j" "/v1/jobs/$j"
   api "events-$j" "/v1/jobs/$j/events"
   api "aggregate-$j" "/v1/jobs/$j/aggregate"

@@ -17,7 +17,9 @@
 //     private bare repository and checks them again there;
 //  3. derives the permissions from the base→candidate diff, finds the
 //     App's installation and mints a token for the one repository with
-//     exactly those permissions (revoked when the run ends);
+//     exactly those permissions (revoked when the run ends), and refuses
+//     a candidate holding the App's key or that token, as is or encoded
+//     (secret_in_candidate: github.FindSecret on the private copy);
 //  4. reads the branch's PRs (any state): a closed or merged one is final;
 //  5. creates the branch with a must-be-absent lease unless it is already
 //     at the candidate (at another commit: branch_conflict);

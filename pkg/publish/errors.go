@@ -54,6 +54,7 @@ const (
 	CodePushRejected      Code = "push_rejected"
 	CodeFetchFailed       Code = "fetch_failed"
 	CodePRRefused         Code = "pr_refused"
+	CodeSecretInCandidate Code = "secret_in_candidate"
 )
 
 // Description is the fixed text printed after a code.
@@ -121,6 +122,8 @@ func (c Code) Description() string {
 		return "reading the base branch from GitHub failed"
 	case CodePRRefused:
 		return "GitHub refused to create the pull request"
+	case CodeSecretInCandidate:
+		return "the candidate holds the App's private key or its installation token (as is or encoded); nothing was pushed"
 	}
 	return "unknown failure"
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/github"
 	"github.com/0k-lab/agent-forge/pkg/gitx"
+	"github.com/0k-lab/agent-forge/pkg/secretscan"
 )
 
 // Bounds of one publication's git commands and PR reconciliation.
@@ -106,10 +107,37 @@ func (pb *Publisher) Run(ctx context.Context, p *Publication) (*Result, error) {
 		pb.gh.Revoke(rctx, tok)
 		cancel()
 	}()
+	if err := pb.checkSecrets(ctx, git, mirror.Dir, tok, p); err != nil {
+		return nil, err
+	}
 	if err := pb.checkRemoteBase(ctx, mirror, tok, p); err != nil {
 		return nil, err
 	}
 	return pb.publish(ctx, mirror, tok, p)
+}
+
+// checkSecrets refuses a candidate that holds a secret forge-github
+// holds (the App's private key, the installation token just minted),
+// before anything reaches GitHub: what the candidate adds to its parent
+// in the private copy is scanned (github.FindSecret).
+func (pb *Publisher) checkSecrets(ctx context.Context, git *gitx.Runner, dir string, tok *github.Token, p *Publication) error {
+	var b secretscan.Builder
+	b.AddRSAKey(pb.creds.Key)
+	if v := tok.Value(); len(v) >= secretscan.MinSecretBytes && len(v) <= secretscan.MaxSecretBytes {
+		b.Add([]byte(v))
+	}
+	set, err := b.Set()
+	if err != nil {
+		return fail(StageConfig, CodeKeyInvalid)
+	}
+	_, found, err := github.FindSecret(ctx, git, dir, p.ExpectedParentSHA, p.CandidateSHA, set)
+	switch {
+	case err != nil:
+		return fail(StageConfig, CodeGitFailed)
+	case found:
+		return fail(StageRefused, CodeSecretInCandidate)
+	}
+	return nil
 }
 
 // checkRemoteBase refuses to publish local base commits GitHub has not

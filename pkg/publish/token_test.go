@@ -20,8 +20,9 @@ import (
 type jwtGitHub struct {
 	mu      sync.Mutex
 	now     time.Time
-	limited int // installation lookups still answered 403 retry-after
-	expired int // requests refused for an expired JWT
+	limited int    // installation lookups still answered 403 retry-after
+	expired int    // requests refused for an expired JWT
+	repo    string // the repository tokens are granted for (default "r")
 }
 
 func (g *jwtGitHub) clock() time.Time { g.mu.Lock(); defer g.mu.Unlock(); return g.now }
@@ -60,10 +61,14 @@ func (g *jwtGitHub) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		reply(200, map[string]any{"id": 7, "permissions": map[string]string{"contents": "write", "pull_requests": "write"}})
 	case r.Method == http.MethodPost:
+		repo := g.repo
+		if repo == "" {
+			repo = "r"
+		}
 		reply(201, map[string]any{"token": "ghs_0123456789abcdefghijABCDEFGHIJ012345",
 			"expires_at":           g.clock().Add(time.Hour).UTC().Format(time.RFC3339),
 			"permissions":          map[string]string{"contents": "write", "pull_requests": "write", "metadata": "read"},
-			"repository_selection": "selected", "repositories": []map[string]string{{"name": "r"}}})
+			"repository_selection": "selected", "repositories": []map[string]string{{"name": repo}}})
 	default:
 		reply(404, map[string]string{"message": "Not Found"})
 	}
