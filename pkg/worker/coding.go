@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -505,27 +504,21 @@ func pluginReason(k host.Kind) evidence.Reason {
 	}
 }
 
-// cleanup removes the worktree and every private directory. It is
-// idempotent and runs with its own bounded context (cleanup_timeout), so
-// a lost lease still cleans up.
+// cleanup removes the worktree and every private directory, through
+// descriptors (removeTree). It is idempotent and runs without the
+// attempt's context, so a lost lease still cleans up.
 func (j *codingJob) cleanup() error {
 	var failed bool
 	if j.container != "" {
-		timeout := 10 * time.Second
-		if j.inv != nil {
-			timeout = j.inv.exec.CleanupTimeout.Std()
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		if err := j.removeWorktree(ctx); err != nil {
+		if err := j.removeWorktree(); err != nil {
 			failed = true
 		}
-		if err := os.RemoveAll(j.container); err != nil {
+		if err := removeTree(j.container); err != nil {
 			failed = true
 		}
 	}
 	if j.gitHome != "" {
-		if err := os.RemoveAll(j.gitHome); err != nil {
+		if err := removeTree(j.gitHome); err != nil {
 			failed = true
 		}
 	}

@@ -90,10 +90,13 @@ func (j *codingJob) addAttemptRepo(ctx context.Context, cache string) error {
 	return j.savePrivateIndex()
 }
 
+// maxGitFile bounds a .git file and a HEAD the Worker reads.
+const maxGitFile = 4096
+
 // attemptGitFile reads the workspace's .git file's gitdir line.
 func attemptGitFile(wt string) (string, bool) {
-	b, err := os.ReadFile(filepath.Join(wt, ".git"))
-	if err != nil || len(b) > 4096 {
+	b, err := readAttemptFile(filepath.Join(wt, ".git"), maxGitFile)
+	if err != nil {
 		return "", false
 	}
 	s := string(b)

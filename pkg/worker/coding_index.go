@@ -101,12 +101,6 @@ func (j *codingJob) savePrivateIndex() error {
 	return os.Chtimes(j.privateIndex(), fi.ModTime(), fi.ModTime())
 }
 
-type notRegularError struct{}
-
-func (notRegularError) Error() string { return "index is not a regular file" }
-
-var errNotRegular error = notRegularError{}
-
 // refusedPath runs after git add -A failed and reports whether the
 // change holds a path that may not enter a tree and that git itself
 // refuses to stage: among what staging would add (untracked, not

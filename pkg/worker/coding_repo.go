@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -206,8 +207,8 @@ func (j *codingJob) addWorktree(ctx context.Context) bool {
 // worktreeAdmin reads the worktree's .git file and requires it to point
 // into <common>/worktrees/.
 func worktreeAdmin(wt, common string) (string, bool) {
-	b, err := os.ReadFile(filepath.Join(wt, ".git"))
-	if err != nil || len(b) > 4096 {
+	b, err := readAttemptFile(filepath.Join(wt, ".git"), maxGitFile)
+	if err != nil {
 		return "", false
 	}
 	line, ok := strings.CutPrefix(strings.TrimSuffix(string(b), "\n"), "gitdir: ")
@@ -221,31 +222,24 @@ func worktreeAdmin(wt, common string) (string, bool) {
 }
 
 // removeWorktree removes the worktree and its administrative entry. It is
-// idempotent: a worktree already gone is success.
-func (j *codingJob) removeWorktree(ctx context.Context) error {
+// idempotent: a worktree already gone is success. No git runs over what
+// the agent shaped (git worktree remove and prune follow paths the agent
+// can swap for symbolic links): both directories are removed beneath
+// their parents (the container, <common>/worktrees: neither writable by a
+// sandboxed agent) through descriptors (removeTree), which is all prune
+// would do for the entry.
+func (j *codingJob) removeWorktree() error {
 	if j.wt == "" || j.gate {
 		return nil // an attempt repository goes with its container
 	}
 	lock := j.x.worktreeLock(j.task.RepositoryID)
 	lock.Lock()
 	defer lock.Unlock()
-	if _, err := os.Lstat(j.wt); err == nil && j.git != nil {
-		_, _ = j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Args: []string{"worktree", "remove", "--force", "--force", j.wt}})
+	if err := removeTree(j.wt); err != nil {
+		return err
 	}
-	if _, err := os.Lstat(j.wt); err == nil {
-		if err := os.RemoveAll(j.wt); err != nil {
-			return err
-		}
-	}
-	if j.admin != "" && j.git != nil {
-		if _, err := os.Lstat(j.admin); err == nil {
-			if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Args: []string{"worktree", "prune"}}); err != nil {
-				return err
-			}
-			if _, err := os.Lstat(j.admin); err == nil {
-				return errors.New("worktree entry remains")
-			}
-		}
+	if j.admin != "" {
+		return removeTree(j.admin)
 	}
 	return nil
 }
@@ -293,6 +287,15 @@ func (j *codingJob) snapshot(ctx context.Context) (gitState, error) {
 			refs.WriteString("missing " + name + "\n")
 		}
 	}
+	s, err := j.fileState()
+	s.refs = refs.Bytes()
+	return s, err
+}
+
+// fileState digests the git files snapshot compares, in Go through
+// descriptors (no git runs): validation compares them before any git
+// reads them.
+func (j *codingJob) fileState() (gitState, error) {
 	c := j.repo.common
 	config, err := digestFiles(c, sharedFiles[:]...)
 	if err != nil {
@@ -310,66 +313,62 @@ func (j *codingJob) snapshot(ctx context.Context) (gitState, error) {
 	if err != nil {
 		return gitState{}, err
 	}
-	return gitState{refs: refs.Bytes(), config: config + hooks, meta: meta + dotgit}, nil
+	return gitState{config: config + hooks, meta: meta + dotgit}, nil
 }
 
-// digestFiles hashes the named files under dir (absent files hash as
-// absent; anything but a regular file is hashed by its type).
+// digestFiles hashes the named files under dir (hashBeneath: absent
+// files hash as absent, anything but a regular file by its type, a file
+// over maxMetaFile as oversized). An absent or symlinked dir hashes as
+// such.
 func digestFiles(dir string, names ...string) (string, error) {
 	h := sha256.New()
+	d, err := openDirNoFollow(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errSymlink), errors.Is(err, errNotDirectory):
+		h.Write([]byte("dir\x00" + err.Error() + "\x00"))
+		return hex.EncodeToString(h.Sum(nil)), nil
+	case err != nil:
+		return "", err
+	}
+	defer d.Close()
 	for _, n := range names {
-		p := filepath.Join(dir, n)
-		fi, err := os.Lstat(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			h.Write([]byte(n + "\x00absent\x00"))
-			continue
-		case err != nil:
-			return "", err
-		case !fi.Mode().IsRegular():
-			h.Write([]byte(n + "\x00" + fi.Mode().Type().String() + "\x00"))
-			continue
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
+		if err := hashBeneath(h, d, n, maxMetaFile); err != nil {
 			return "", err
 		}
-		h.Write([]byte(n + "\x00" + fi.Mode().String() + "\x00"))
-		sum := sha256.Sum256(b)
-		h.Write(sum[:])
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// digestDir hashes the entries of a directory (names, modes, contents of
-// regular files, symlink targets); an absent directory hashes as absent.
+// maxDigestEntries bounds the entries of a directory digestDir hashes one
+// by one; a larger directory hashes as too large.
+const maxDigestEntries = 4096
+
+// digestDir hashes the entries of a directory (names, then each as
+// digestFiles does); an absent directory hashes as absent, a symbolic
+// link or a file in its place by its type.
 func digestDir(dir string) (string, error) {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+	d, err := openDirNoFollow(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return "absent", nil
-	}
-	if err != nil {
+	case errors.Is(err, errSymlink), errors.Is(err, errNotDirectory):
+		return err.Error(), nil
+	case err != nil:
 		return "", err
 	}
+	defer d.Close()
+	names, err := d.Readdirnames(maxDigestEntries + 1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	if len(names) > maxDigestEntries {
+		return "too many entries", nil
+	}
+	slices.Sort(names)
 	h := sha256.New()
-	for _, e := range ents {
-		p := filepath.Join(dir, e.Name())
-		fi, err := os.Lstat(p)
-		if err != nil {
+	for _, n := range names {
+		if err := hashBeneath(h, d, n, maxMetaFile); err != nil {
 			return "", err
-		}
-		h.Write([]byte(e.Name() + "\x00" + fi.Mode().String() + "\x00"))
-		switch {
-		case fi.Mode().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return "", err
-			}
-			sum := sha256.Sum256(b)
-			h.Write(sum[:])
-		case fi.Mode()&fs.ModeSymlink != 0:
-			t, _ := os.Readlink(p)
-			h.Write([]byte(t))
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

@@ -180,9 +180,11 @@ func readSaved(p string) (savedFile, error) {
 	case !fi.Mode().IsRegular() || fi.Size() > maxSharedFile:
 		return savedFile{}, errors.New("unsupported shared file")
 	}
-	b, err := os.ReadFile(p)
+	// Read through a descriptor, bounded: the file may have been
+	// replaced since the lstat (a huge or sparse one, a FIFO).
+	b, err := readAttemptFile(p, maxSharedFile)
 	if err != nil {
-		return savedFile{}, err
+		return savedFile{}, errors.New("unsupported shared file")
 	}
 	return savedFile{present: true, mode: fi.Mode().Perm(), data: b}, nil
 }

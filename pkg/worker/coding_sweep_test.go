@@ -13,6 +13,9 @@ func TestSweepLeftovers(t *testing.T) {
 	// A crashed attempt: a registered worktree in a container.
 	wt := filepath.Join(f.cfg.WorktreeRoot, "wt-crashed", "tree")
 	gitT(t, f.repo, "worktree", "add", "-q", "--detach", wt, f.base)
+	// The operator's own worktree, outside worktree_root, stays registered.
+	mine := filepath.Join(f.root, "operator-wt")
+	gitT(t, f.repo, "worktree", "add", "-q", "--detach", mine, f.base)
 	keep := filepath.Join(f.cfg.WorktreeRoot, "operator-notes")
 	if err := os.WriteFile(keep, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -27,7 +30,7 @@ func TestSweepLeftovers(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(wt)); !os.IsNotExist(err) {
 		t.Fatal("the crashed worktree container remains")
 	}
-	if list := gitT(t, f.repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+	if list := gitT(t, f.repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 2 || !strings.Contains(list, "worktree "+mine+"\n") {
 		t.Fatalf("the crashed worktree is still registered:\n%s", list)
 	}
 	if _, err := os.Stat(keep); err != nil {

@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/0k-lab/agent-forge/pkg/evidence"
 	"github.com/0k-lab/agent-forge/pkg/policy"
@@ -481,14 +483,32 @@ func TestCodingPipeline(t *testing.T) {
 
 	t.Run("cleanup failure is a second batch", func(t *testing.T) {
 		f := newCodingFixture(t, plugin)
-		// The plugin points its worktree registration at an existing
-		// directory: validation fails, and prune cannot drop the entry.
-		r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a\ngitfile worktrees/tree/gitdir " + f.root}, nil))
-		if r.Code != wire.FailureWorkspaceViolation {
+		// A file cleanup cannot remove: the plugin waits while the test
+		// pins one in its workspace (undeletable: immutable as root,
+		// else a read-only worktree_root).
+		fifo := filepath.Join(f.root, "pin")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan Report, 1)
+		go func() { done <- f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a\nawait " + fifo}, nil)) }()
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ents, _ := filepath.Glob(filepath.Join(f.cfg.WorktreeRoot, "wt-*", "tree", "a.txt"))
+		if len(ents) != 1 {
+			t.Fatalf("workspace files %v", ents)
+		}
+		unpin := pinFile(t, ents[0], f.cfg.WorktreeRoot)
+		w.Close()
+		r := <-done
+		unpin()
+		if !r.Succeeded {
 			t.Fatalf("report %+v", r)
 		}
 		recs := f.records(evidence.Options{})
-		if len(recs) != 2 || recs[0][0].Reason != evidence.ReasonGitDirChanged || recs[1][0].Phase != evidence.PhaseCleanup {
+		if len(recs) != 2 || recs[1][0].Phase != evidence.PhaseCleanup {
 			t.Fatalf("batches %+v", recs)
 		}
 	})
@@ -517,4 +537,29 @@ func TestCodingPipeline(t *testing.T) {
 		}
 		f.assertClean()
 	})
+}
+
+// pinFile makes p undeletable until the returned func runs: immutable as
+// root, else by making dir (a parent) read-only.
+func pinFile(t *testing.T, p, dir string) func() {
+	t.Helper()
+	const fsIOCSetFlags, fsImmutable = 0x40086602, 0x10
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(dir, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		return func() { os.Chmod(dir, 0o700) }
+	}
+	set := func(flags int32) {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), fsIOCSetFlags, uintptr(unsafe.Pointer(&flags))); e != 0 {
+			t.Fatalf("immutable flag: %v", e)
+		}
+	}
+	set(fsImmutable)
+	return func() { set(0) }
 }

@@ -34,9 +34,19 @@ func (j *codingJob) validate(ctx context.Context, before gitState) (string, outc
 	fail := func(r evidence.Reason, code string) (string, outcome, bool) {
 		return "", j.fail(P, r, code), false
 	}
-	head, err := os.ReadFile(filepath.Join(j.admin, "HEAD"))
+	head, err := readAttemptFile(filepath.Join(j.admin, "HEAD"), maxGitFile)
 	if err != nil || string(head) != j.task.BaseSHA+"\n" {
 		return fail(evidence.ReasonHeadMoved, codeCodingTerminal)
+	}
+	// The git files first, without git: a change there (a config, a
+	// hook, a huge file in their place) fails before git reads them.
+	files, err := j.fileState()
+	if err != nil {
+		return fail(evidence.ReasonGitFailed, codeCodingRetryable)
+	}
+	files.refs = before.refs
+	if r := stateChange(before, files); r != "" {
+		return fail(r, codeCodingTerminal)
 	}
 	after, err := j.snapshot(ctx)
 	if err != nil {

@@ -3,7 +3,6 @@ package worker
 import (
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,19 +87,44 @@ func (d *runDirs) close() {
 
 // removeTree removes path and everything under it. When that fails it
 // makes the directories under path writable (a plugin may leave read-only
-// ones) and tries once more. Symbolic links are removed, never followed.
-// Only for trees nobody writes to any more.
+// ones) and tries once more. Symbolic links are removed, never followed:
+// os.RemoveAll opens path's parent and works beneath it through
+// descriptors (openat with O_NOFOLLOW, unlinkat), and the modes are set
+// through descriptors too (chmodTree), so a directory an agent swaps for
+// a symbolic link meanwhile leads nowhere.
 func removeTree(path string) error {
 	if os.RemoveAll(path) == nil {
 		return nil
 	}
-	_ = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
+	if d, err := openDirNoFollow(path); err == nil {
+		chmodTree(d, 0)
+		d.Close()
+	}
 	return os.RemoveAll(path)
+}
+
+// maxChmodDepth bounds chmodTree's recursion.
+const maxChmodDepth = 256
+
+// chmodTree gives dir and every directory beneath it mode 0700, through
+// descriptors opened without following a symbolic link.
+func chmodTree(dir *os.File, depth int) {
+	_ = dir.Chmod(0o700)
+	if depth >= maxChmodDepth {
+		return
+	}
+	for {
+		names, err := dir.Readdirnames(1024)
+		for _, n := range names {
+			if sub, err := openDirAt(dir, n); err == nil {
+				chmodTree(sub, depth+1)
+				sub.Close()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // SweepRuntime removes what an earlier run of this Worker left in

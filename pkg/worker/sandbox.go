@@ -447,7 +447,7 @@ func (j *codingJob) sandboxDirs() (sandboxDirs, error) {
 			d.ro = append(d.ro, ents...)
 		}
 	}
-	alt, err := os.ReadFile(filepath.Join(a.SharedObjects, "info", "alternates"))
+	alt, err := readAttemptFile(filepath.Join(a.SharedObjects, "info", "alternates"), maxMetaFile)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return sandboxDirs{}, err
 	}

@@ -18,6 +18,8 @@
 //	                     close at once or read to the end, which works
 //	                     from inside the Worker's sandbox too)
 //	head SHA             point the worktree's HEAD at SHA (misbehaviour)
+//	sparse admin|common REL  make REL under the worktree's admin dir or
+//	                     the repository's git dir a 1 TiB sparse file
 //	fail                 end with failure{execution_failed}
 //	incompatible         end with failure{incompatible} (a misconfigured agent)
 //	wait                 block until cancelled
@@ -98,6 +100,23 @@ func edit(ctx context.Context, req serve.Request, progress serve.Progress) (serv
 			var admin string
 			if admin, err = adminDir(ws); err == nil {
 				err = os.WriteFile(filepath.Join(admin, "HEAD"), []byte(arg+"\n"), 0o644)
+			}
+		case "sparse":
+			// sparse admin|common NAME: NAME there becomes a 1 TiB sparse file.
+			var dir string
+			if arg == "admin" {
+				dir, err = adminDir(ws)
+			} else {
+				dir, err = commonDir(ws)
+			}
+			if err == nil {
+				p := filepath.Join(dir, text)
+				var f *os.File
+				if err = os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+					if f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE, 0o755); err == nil {
+						err = errors.Join(f.Truncate(1<<40), f.Close())
+					}
+				}
 			}
 		case "fail":
 			return serve.Result{}, serve.Fail(plugin.CategoryExecutionFailed)
