@@ -37,7 +37,9 @@ import (
 //     base; refs (other than candidate refs this Worker created
 //     meanwhile), Git config, hooks, alternates and the worktree's Git
 //     metadata are unchanged; the change is staged (git add -A into the
-//     Worker's private copy of the index, never the agent's) and
+//     Worker's private copy of the index, never the agent's, in the
+//     Worker's own stage repository over a mirror of the workspace made
+//     through descriptors: coding_stage.go) and
 //     every changed path stays inside the worktree (no "..", no .git
 //     component, no gitlink, no symlink whose target leaves the tree).
 //     An unchanged tree is an empty change:
@@ -281,6 +283,9 @@ type codingJob struct {
 	// borrowed is the cached base this attempt registered as borrowed
 	// (released at cleanup).
 	borrowed string
+	// shadow is the Worker-private mirror of the workspace that staging
+	// runs over (coding_stage.go).
+	shadow string
 
 	records []evidence.Record
 }
@@ -514,6 +519,11 @@ func (j *codingJob) cleanup() error {
 			failed = true
 		}
 		if err := removeTree(j.container); err != nil {
+			failed = true
+		}
+	}
+	if j.shadow != "" {
+		if err := removeTree(j.shadow); err != nil {
 			failed = true
 		}
 	}

@@ -87,6 +87,9 @@ func (j *codingJob) addAttemptRepo(ctx context.Context, cache string) error {
 	j.gateDirs = d
 	j.repo = repoPaths{path: d.GitDir, common: d.GitDir}
 	j.wt, j.admin = d.Workspace, d.GitDir
+	if err := j.initStage(ctx, d.SharedObjects); err != nil {
+		return err
+	}
 	return j.savePrivateIndex()
 }
 

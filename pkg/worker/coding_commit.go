@@ -37,7 +37,7 @@ func (j *codingJob) commit(ctx context.Context, tree string, subject *string) (s
 		"GIT_AUTHOR_NAME=" + authorName, "GIT_AUTHOR_EMAIL=" + authorEmail, "GIT_AUTHOR_DATE=" + date,
 		"GIT_COMMITTER_NAME=" + ForgeName, "GIT_COMMITTER_EMAIL=" + ForgeEmail, "GIT_COMMITTER_DATE=" + date,
 	}
-	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Env: env,
+	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.objectsGitDir(), Env: env,
 		Args: []string{"commit-tree", tree, "-p", j.task.BaseSHA, "-m", msg}})
 	sha := strings.TrimSuffix(string(out), "\n")
 	if err != nil || !ident.ValidSHA(sha) {
@@ -45,7 +45,7 @@ func (j *codingJob) commit(ctx context.Context, tree string, subject *string) (s
 	}
 	// Git silently trims some characters from identities; the candidate
 	// must carry exactly the requested ones, so read them back.
-	hdr, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Args: []string{"cat-file", "commit", sha}})
+	hdr, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.objectsGitDir(), Args: []string{"cat-file", "commit", sha}})
 	if err != nil {
 		return "", j.fail(P, evidence.ReasonCommitFailed, codeCodingRetryable), false
 	}
@@ -85,11 +85,11 @@ func identitiesExact(raw []byte, author, committer string) bool {
 	return a == 1 && c == 1
 }
 
-// createOwnCandidate creates the candidate ref in the attempt's own
-// repository (a Gate registration), only if absent: the bundle the Gate
-// receives names it.
+// createOwnCandidate creates the candidate ref in the stage repository
+// (a Gate registration; never the attempt's own, which the agent
+// writes), only if absent: the bundle the Gate receives names it.
 func (j *codingJob) createOwnCandidate(ctx context.Context, ref, sha string) error {
-	_, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Args: []string{"update-ref", "--no-deref", ref, sha, zeroSHA}})
+	_, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.stageGitDir(), Args: []string{"update-ref", "--no-deref", ref, sha, zeroSHA}})
 	return err
 }
 
@@ -101,7 +101,7 @@ func (j *codingJob) sendCandidate(ctx context.Context, sha, tree string) (outcom
 	const P = evidence.PhaseCandidateCommit
 	ref := CandidateRef(j.lease.JobID, j.lease.AttemptID)
 	file := filepath.Join(j.gitHome, "candidate.bundle")
-	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common,
+	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.stageGitDir(),
 		Args: []string{"bundle", "create", "--quiet", file, ref, "^" + j.task.BaseSHA}}); err != nil {
 		return j.fail(P, evidence.ReasonRefFailed, codeCodingRetryable), false
 	}

@@ -66,9 +66,10 @@ func (j *codingJob) privateIndex() string {
 	return filepath.Join(j.gitHome, "staging-index")
 }
 
-// stagingCmd is a git command on the worktree with the private index.
+// stagingCmd is a git command in the stage repository over the
+// workspace's mirror (coding_stage.go), with the private index.
 func (j *codingJob) stagingCmd(args ...string) gitx.Cmd {
-	return gitx.Cmd{GitDir: j.admin, WorkTree: j.wt, Dir: j.wt, Env: stagingEnv(j.privateIndex()), Args: args}
+	return gitx.Cmd{GitDir: j.stageGitDir(), WorkTree: j.shadow, Dir: j.shadow, Env: j.stageEnv(stagingEnv(j.privateIndex())...), Args: args}
 }
 
 // savePrivateIndex copies the index git worktree add wrote to the
@@ -136,9 +137,9 @@ func (j *codingJob) refusedPath(ctx context.Context) bool {
 	return false
 }
 
-// isSymlink reports whether the tree path p is a symlink in the worktree.
+// isSymlink reports whether the tree path p is a symlink in the mirror.
 func (j *codingJob) isSymlink(p string) bool {
-	fi, err := os.Lstat(filepath.Join(j.wt, filepath.FromSlash(p)))
+	fi, err := os.Lstat(filepath.Join(j.shadow, filepath.FromSlash(p)))
 	return err == nil && fi.Mode()&os.ModeSymlink != 0
 }
 

@@ -199,6 +199,9 @@ func (j *codingJob) addWorktree(ctx context.Context) bool {
 		return false
 	}
 	j.admin = admin
+	if j.initStage(ctx, "") != nil {
+		return false
+	}
 	// The plugin may rewrite the worktree's index; staging uses a
 	// private copy taken now (coding_index.go).
 	return j.savePrivateIndex() == nil
@@ -261,6 +264,17 @@ type gitState struct {
 // new value), so deleting or moving it is a change. The listing and the
 // created set are read under the lock candidate creation holds.
 func (j *codingJob) snapshot(ctx context.Context) (gitState, error) {
+	if j.gate {
+		// The attempt's own repository: no git reads what its agent
+		// writes; its refs are digested as files (a pack-refs shows too).
+		refs, err := digestRefs(j.repo.common)
+		if err != nil {
+			return gitState{}, err
+		}
+		s, err := j.fileState()
+		s.refs = []byte(refs)
+		return s, err
+	}
 	g := j.x.repoGuardOf(j.task.RepositoryID)
 	g.refs.Lock()
 	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.repo.common, Args: []string{"for-each-ref", "--format=%(objectname) %(refname)"}})
@@ -335,6 +349,69 @@ func digestFiles(dir string, names ...string) (string, error) {
 		if err := hashBeneath(h, d, n, maxMetaFile); err != nil {
 			return "", err
 		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// digestRefs hashes a git directory's refs as files: packed-refs and
+// every entry under refs/ (names, types, contents; hashBeneath), through
+// descriptors, at most maxDigestEntries of them (more hash as too many).
+func digestRefs(gitDir string) (string, error) {
+	d, err := openDirNoFollow(gitDir)
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	h := sha256.New()
+	if err := hashBeneath(h, d, "packed-refs", maxMetaFile); err != nil {
+		return "", err
+	}
+	n := 0
+	var walk func(dir *os.File, rel string, depth int) error
+	walk = func(dir *os.File, rel string, depth int) error {
+		if depth > maxStageDepth {
+			return errTreeShape
+		}
+		names, err := dir.Readdirnames(maxDigestEntries + 1)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			if n++; n > maxDigestEntries {
+				return errTreeShape
+			}
+			p := rel + "/" + name
+			if sub, err := openDirAt(dir, name); err == nil {
+				h.Write([]byte(p + "\x00dir\x00"))
+				err = walk(sub, p, depth+1)
+				sub.Close()
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if err := hashBeneath(h, dir, name, maxMetaFile); err != nil {
+				return err
+			}
+			h.Write([]byte(p + "\x00"))
+		}
+		return nil
+	}
+	refs, err := openDirAt(d, "refs")
+	switch {
+	case err == nil:
+		err = walk(refs, "refs", 0)
+		refs.Close()
+		if errors.Is(err, errTreeShape) {
+			h.Write([]byte("too many or too deep refs\x00"))
+		} else if err != nil {
+			return "", err
+		}
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errSymlink), errors.Is(err, errNotDirectory):
+		h.Write([]byte("refs\x00" + err.Error() + "\x00"))
+	default:
+		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

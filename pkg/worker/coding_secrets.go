@@ -45,7 +45,7 @@ func Secrets(c *Config, token string, gw *gateway.Gateway) (*secretscan.Set, err
 // file holding a secret, found also when a changed path itself holds one
 // (path "" then).
 func (j *codingJob) findSecret(ctx context.Context, changes []gitx.Change) (string, bool, error) {
-	return j.git.FindSecret(ctx, j.admin, changes, j.x.opt.Secrets)
+	return j.git.FindSecret(ctx, j.objectsGitDir(), changes, j.x.opt.Secrets)
 }
 
 // failSecret ends the attempt: one record naming path (when it can be

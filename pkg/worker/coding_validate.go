@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path"
 	"path/filepath"
@@ -56,9 +57,27 @@ func (j *codingJob) validate(ctx context.Context, before gitState) (string, outc
 		return fail(r, codeCodingTerminal)
 	}
 	// Staging never trusts the worktree's index, which the plugin can
-	// write: every command below uses the Worker's private index.
+	// write: every command below uses the Worker's private index, in the
+	// stage repository, over the workspace's mirror (coding_stage.go).
+	_, gitNamed, err := j.mirror()
+	defer j.dropMirror()
+	if errors.Is(err, errTreeShape) {
+		return fail(evidence.ReasonPathEscape, codeCodingTerminal)
+	}
+	if err != nil {
+		return fail(evidence.ReasonGitFailed, codeCodingRetryable)
+	}
 	run := func(args ...string) ([]byte, error) {
 		return j.git.Run(ctx, j.stagingCmd(args...))
+	}
+	if len(gitNamed) > 0 {
+		staged, err := j.stagedGitNames(ctx, gitNamed)
+		if err != nil {
+			return fail(evidence.ReasonGitFailed, codeCodingRetryable)
+		}
+		if staged {
+			return fail(evidence.ReasonPathEscape, codeCodingTerminal)
+		}
 	}
 	if _, err := run("add", "-A"); err != nil {
 		// Git refuses some paths (a .git variant, a nested repository
@@ -152,7 +171,7 @@ func (j *codingJob) linksStayInside(ctx context.Context, links []gitx.Change) (b
 	for _, l := range links {
 		stdin.WriteString(l.NewSHA + "\n")
 	}
-	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.admin, Stdin: stdin.Bytes(), Args: []string{"cat-file", "--batch"}})
+	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: j.objectsGitDir(), Stdin: stdin.Bytes(), Args: []string{"cat-file", "--batch"}})
 	if err != nil {
 		return false, err
 	}
@@ -213,15 +232,16 @@ func linkInside(linkPath, target string) bool {
 	return true
 }
 
-// resolvesInside follows the link physically in the worktree (through any
-// symlinked directories) and requires the result inside the worktree. A
-// dangling link passes on its lexical check alone.
+// resolvesInside follows the link physically in the workspace's mirror
+// (through any symlinked directories; the mirror is the Worker's, its
+// links the workspace's) and requires the result inside it. A dangling
+// link passes on its lexical check alone.
 func (j *codingJob) resolvesInside(linkPath string) bool {
-	real, err := filepath.EvalSymlinks(filepath.Join(j.wt, filepath.FromSlash(linkPath)))
+	real, err := filepath.EvalSymlinks(filepath.Join(j.shadow, filepath.FromSlash(linkPath)))
 	if err != nil {
 		return os.IsNotExist(err)
 	}
-	rel, err := filepath.Rel(j.wt, real)
+	rel, err := filepath.Rel(j.shadow, real)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
 		return false
 	}
