@@ -105,3 +105,51 @@ func TestCodingSparseMetadata(t *testing.T) {
 		})
 	}
 }
+
+// Cleanup never follows what the agent shaped: a worktree swapped for a
+// symbolic link to another repository, and an administrative directory
+// whose entries lead out, are removed as links; what they point at stays.
+func TestRemoveWorktreeFollowsNothing(t *testing.T) {
+	f := newCodingFixture(t, "/bin/true")
+	outside := t.TempDir()
+	other := filepath.Join(outside, "repo", ".git")
+	if err := os.MkdirAll(filepath.Join(other, "refs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(other, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	container := filepath.Join(f.cfg.WorktreeRoot, "wt-x")
+	wt := filepath.Join(container, "tree")
+	gitT(t, f.repo, "worktree", "add", "-q", "--detach", wt, f.base)
+	admin, ok := worktreeAdmin(wt, filepath.Join(f.repo, ".git"))
+	if !ok {
+		t.Fatal("no admin dir")
+	}
+	// The agent's last moves: its tree becomes a link to the other
+	// repository, its admin dir's entries links out.
+	if err := os.RemoveAll(wt); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(filepath.Dir(other), wt)
+	os.Remove(filepath.Join(admin, "gitdir"))
+	os.Symlink(other, filepath.Join(admin, "gitdir"))
+	os.Symlink(filepath.Join(other, "refs"), filepath.Join(admin, "refs"))
+	x, err := NewCodingExecutor(f.cfg, CodingOptions{LookupEnv: lookupIn(codingEnv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &codingJob{x: x, task: wire.CodingTask{RepositoryID: "demo"}, container: container, wt: wt, admin: admin,
+		repo: repoPaths{path: f.repo, common: filepath.Join(f.repo, ".git")}}
+	if err := j.cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{container, admin} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s remains", p)
+		}
+	}
+	for _, p := range []string{filepath.Join(other, "HEAD"), filepath.Join(other, "refs")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("cleanup removed what a link pointed at: %v", err)
+		}
+	}
+}
