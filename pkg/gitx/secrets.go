@@ -74,6 +74,7 @@ func (r *Runner) FindSecret(ctx context.Context, gitDir string, changes []Change
 	err = r.Stream(ctx, Cmd{GitDir: gitDir, Stdin: []byte(stdin.String()), Args: []string{"cat-file", "--batch"}},
 		SecretScanBytes, func(rd io.Reader) error {
 			br := bufio.NewReaderSize(rd, 64<<10)
+			buf := make([]byte, 64<<10)
 			for _, b := range blobs {
 				size, err := blobHeader(br, b.NewSHA)
 				if err != nil {
@@ -82,7 +83,7 @@ func (r *Runner) FindSecret(ctx context.Context, gitDir string, changes []Change
 				for _, sc := range scs {
 					sc.Reset()
 				}
-				if _, err := io.CopyN(all, br, size); err != nil {
+				if n, err := io.CopyBuffer(all, io.LimitReader(br, size), buf); err != nil || n != size {
 					return ErrBatch
 				}
 				if nl, err := br.ReadByte(); err != nil || nl != '\n' {
