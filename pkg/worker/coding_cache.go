@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,7 +20,7 @@ import (
 // keeps one bare repository per repository id at
 // <runtime_root>/sources/<id>.git, owned by this Worker and written only
 // by it, one fetch at a time per repository. It holds the bases fetched
-// so far, each pinned by refs/forge/bases/<sha> (removing the directory
+// or borrowed so far, each pinned by refs/forge/bases/<sha> (removing the directory
 // while the Worker is stopped is always safe, the next attempt fetches
 // cold). An attempt whose base is already there transfers nothing;
 // otherwise the Worker asks the Gate for the base minus the newest
@@ -60,10 +61,18 @@ func CacheDir(runtimeRoot, id string) string {
 	return filepath.Join(runtimeRoot, sourcesDir, id+".git")
 }
 
-// ensureBase makes the lease's base a commit of the repository's cache,
-// fetching it from the Gate when it is not, and returns the cache's path.
+// ensureBase makes the lease's base a whole commit of the repository's
+// cache pinned by its own ref, fetching it from the Gate when it is not,
+// and returns the cache's path. The ref is set under the cache's lock
+// before the attempt borrows the base, so maintenance never drops what
+// the attempt reads (a base that is only an ancestor of another cached
+// base gets its own ref too). A cache found broken (a cached base whose
+// tree is not whole, a ref to a commit it lacks, a bundle refused
+// because a base the cache named as a have is not whole, or the Gate
+// finding nothing to send for a base the cache lacks) is rebuilt from scratch once, when no attempt borrows from
+// it, rather than failing every attempt.
 func (j *codingJob) ensureBase(ctx context.Context) (string, error) {
-	id, base := j.task.RepositoryID, j.task.BaseSHA
+	id := j.task.RepositoryID
 	cache := CacheDir(j.x.cfg.RuntimeRoot, id)
 	lock := j.x.cacheLock(id)
 	lock.Lock()
@@ -71,43 +80,100 @@ func (j *codingJob) ensureBase(ctx context.Context) (string, error) {
 	if err := j.initCache(ctx, cache); err != nil {
 		return "", err
 	}
-	if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"cat-file", "-e", base + "^{commit}"}}); err == nil {
-		j.borrowBase()
-		return cache, nil
-	} else if _, exited := gitx.ExitCode(err); !exited {
-		return "", err
+	err := j.cacheBase(ctx, cache)
+	if errors.Is(err, errCacheBroken) && len(j.x.borrowedBases(id)) == 0 {
+		j.log().Warn("source cache rebuilt")
+		if err = os.RemoveAll(cache); err == nil {
+			if err = j.initCache(ctx, cache); err == nil {
+				err = j.cacheBase(ctx, cache)
+			}
+		}
 	}
-	if j.attempt.Gate == nil {
-		return "", errors.New("no gate link")
-	}
-	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"for-each-ref", "--sort=-creatordate",
-		"--count=" + strconv.Itoa(maxCacheHaves), "--format=%(objectname)", basesPrefix}})
 	if err != nil {
 		return "", err
 	}
-	haves := strings.Fields(string(out))
+	j.borrowBase()
+	return cache, nil
+}
+
+// errCacheBroken is a cache that cannot serve or take the lease's base.
+var errCacheBroken = errors.New("source cache broken")
+
+// cacheBase pins the base in the cache, fetching it first when the cache
+// lacks it. The caller holds the cache's lock.
+func (j *codingJob) cacheBase(ctx context.Context, cache string) error {
+	base := j.task.BaseSHA
+	ref := basesPrefix + base
 	// Only this Worker writes the cache, one fetch at a time: a lock on
 	// the base's ref is what a killed fetch left behind.
-	if err := os.Remove(filepath.Join(cache, filepath.FromSlash(basesPrefix+base+".lock"))); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", err
+	if err := os.Remove(filepath.Join(cache, filepath.FromSlash(ref+".lock"))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
 	}
+	_, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"cat-file", "-e", base + "^{commit}"}})
+	if err == nil {
+		// The commit is there (pinned, an ancestor of a pinned base, or
+		// left by a killed fetch): its tree must be whole before it is
+		// pinned and borrowed.
+		if _, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"rev-list", "--objects", "--quiet", "--no-walk", base}}); err != nil {
+			if _, exited := gitx.ExitCode(err); exited {
+				return errCacheBroken
+			}
+			return err
+		}
+		_, err = j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"update-ref", "--no-deref", ref, base}})
+		return err
+	} else if _, exited := gitx.ExitCode(err); !exited {
+		return err
+	}
+	return j.fetchBase(ctx, cache)
+}
+
+// fetchBase fetches the base from the Gate into the cache (the base minus
+// the newest maxCacheHaves cached bases) and pins it, then maintains the
+// cache. The caller holds the cache's lock.
+func (j *codingJob) fetchBase(ctx context.Context, cache string) error {
+	base := j.task.BaseSHA
+	if j.attempt.Gate == nil {
+		return errors.New("no gate link")
+	}
+	out, err := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"for-each-ref", "--sort=-creatordate",
+		"--count=" + strconv.Itoa(maxCacheHaves), "--format=%(objectname)", basesPrefix}})
+	if _, exited := gitx.ExitCode(err); exited {
+		return errCacheBroken // a ref names a commit the cache lacks
+	}
+	if err != nil {
+		return err
+	}
+	haves := strings.Fields(string(out))
 	file := filepath.Join(j.gitHome, "base.bundle")
 	start := j.x.opt.Now()
 	tctx, cancel := context.WithTimeout(ctx, j.git.Timeout)
 	defer cancel()
 	size, err := j.attempt.Gate.FetchBase(tctx, base, haves, file, MaxBaseBundleBytes)
-	if err != nil {
-		return "", err
-	}
 	defer os.Remove(file)
+	if linkStatus(err) == http.StatusConflict {
+		return errCacheBroken // the cache names bases it does not hold
+	}
+	if err != nil {
+		return err
+	}
 	objects, packAt, err := checkBaseBundle(file, base)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := j.storeBase(ctx, cache, file, packAt); err != nil {
-		return "", err
+		// Refused: the cache is at fault only when what it named as
+		// haves is not whole (the bundle leans on them).
+		var ge *gitx.Error
+		if _, exited := gitx.ExitCode(err); exited && len(haves) > 0 && !(errors.As(err, &ge) && ge.OutputContains("fsck error")) {
+			if _, werr := j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: append([]string{"rev-list", "--objects", "--quiet", "--no-walk"}, haves...)}); werr != nil {
+				if _, exited := gitx.ExitCode(werr); exited {
+					return errCacheBroken
+				}
+			}
+		}
+		return err
 	}
-	j.borrowBase()
 	log := j.log()
 	log.Info("base fetched", "objects", objects, "bytes", size, "haves", len(haves),
 		"ms", j.x.opt.Now().Sub(start).Milliseconds())
@@ -118,7 +184,7 @@ func (j *codingJob) ensureBase(ctx context.Context) (string, error) {
 	} else if ran {
 		log.Info("source cache maintained", "refs_deleted", deleted)
 	}
-	return cache, nil
+	return nil
 }
 
 // log is the attempt's logger for the source cache: the repository id
@@ -254,6 +320,32 @@ func (j *codingJob) storeBase(ctx context.Context, cache, file string, packAt in
 	}
 	_, err = j.git.Run(ctx, gitx.Cmd{GitDir: cache, Args: []string{"update-ref", "--no-deref", basesPrefix + j.task.BaseSHA, j.task.BaseSHA}})
 	return err
+}
+
+// sweepSourceCaches removes what killed fetches left under runtimeRoot's
+// caches: quarantines (.fetch-*), half-made caches (.init-*), and git's
+// temporary packs in each cache (tmp_pack_*, tmp_idx_*, tmp_rev_*). It is
+// part of SweepRuntime, before any lane runs; it reports whether every
+// such entry went (a Worker without caches has nothing to sweep).
+func sweepSourceCaches(runtimeRoot string) bool {
+	root := filepath.Join(runtimeRoot, sourcesDir)
+	ents, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	if err != nil || !removeEntries(root, fetchPrefix, ".init-") {
+		return false
+	}
+	ok := true
+	for _, e := range ents {
+		if e.IsDir() && strings.HasSuffix(e.Name(), ".git") {
+			pack := filepath.Join(root, e.Name(), "objects", "pack")
+			if _, err := os.Lstat(pack); err == nil {
+				ok = removeEntries(pack, "tmp_pack_", "tmp_idx_", "tmp_rev_") && ok
+			}
+		}
+	}
+	return ok
 }
 
 // initCache creates the cache repository on first use: a bare repository

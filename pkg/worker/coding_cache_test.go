@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -110,6 +111,13 @@ func newCacheWorld(t *testing.T) *cacheWorld {
 			haves = append(haves, w.lie)
 		}
 		file, done, err := prep.BaseBundle(r.Context(), source.Repository{Timeout: time.Minute, OutputBytes: 1 << 20}, w.src, req.Want, haves)
+		var be *source.BundleError
+		if errors.As(err, &be) && be.Reason == source.ReasonNothingToSend {
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(http.StatusConflict)
+			rw.Write([]byte(`{"error":{"code":"nothing_to_send"}}`))
+			return
+		}
 		if err != nil {
 			http.Error(rw, "no bundle", http.StatusInternalServerError)
 			return
@@ -405,4 +413,111 @@ func TestBaseFetchFscksEveryObject(t *testing.T) {
 			t.Fatalf("%s: the refused base left %d objects, refs %q", name, n-objects, r)
 		}
 	}
+}
+
+// Every base an attempt borrows has its own ref, set under the cache's
+// lock before the attempt starts: a base that is only an ancestor of a
+// cached base, or whose fetch was killed after its pack landed and before
+// its ref, survives maintenance dropping every other ref.
+func TestBorrowedBaseIsPinned(t *testing.T) {
+	w := newCacheWorld(t)
+	var s bytes.Buffer
+	fastCommit(&s, 1, "main", "first", 0)
+	fastCommit(&s, 2, "main", "second", 1, 1)
+	m := w.importCommits(s.Bytes())
+	j, err := w.fetch(m[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.cleanup()
+	borrower, err := w.fetch(m[1]) // an ancestor of the cached base
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer borrower.cleanup()
+	// What maintenance does to a base outside the newest and the
+	// borrowed ones: its ref goes, then a repack drops what only it
+	// reached.
+	gitT(t, w.cache, "update-ref", "-d", basesPrefix+m[2])
+	gitT(t, w.cache, "repack", "-a", "-d", "-q")
+	if got := gitT(t, w.cache, "for-each-ref", "--format=%(refname)"); got != basesPrefix+m[1] {
+		t.Fatalf("refs after maintenance: %q", got)
+	}
+	gitT(t, w.cache, "rev-list", "--objects", "--quiet", m[1])
+}
+
+// A cache that cannot serve its bases is rebuilt instead of failing every
+// attempt: one whose packs vanished under its refs (the Gate finds nothing
+// to send), one holding a base's commit without its tree.
+func TestBrokenCacheIsRebuilt(t *testing.T) {
+	w := newCacheWorld(t)
+	var s bytes.Buffer
+	fastCommit(&s, 1, "main", "first", 0)
+	fastCommit(&s, 2, "main", "second", 1, 1)
+	m := w.importCommits(s.Bytes())
+	j, err := w.fetch(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.cleanup()
+	packs, _ := filepath.Glob(filepath.Join(w.cache, "objects", "pack", "pack-*"))
+	for _, p := range packs {
+		os.Remove(p)
+	}
+	if j, err = w.fetch(m[1]); err != nil {
+		t.Fatalf("a cache without its packs: %v", err)
+	}
+	j.cleanup()
+	gitT(t, w.cache, "rev-list", "--objects", "--quiet", m[1])
+	// The second commit alone, without its tree.
+	raw := gitT(t, w.src, "cat-file", "commit", m[2]) // fast-import wrote no final newline
+	if got := gitIn(t, w.cache, raw, "hash-object", "-w", "-t", "commit", "--stdin"); got != m[2] {
+		t.Fatalf("planted %s, want %s", got, m[2])
+	}
+	if j, err = w.fetch(m[2]); err != nil {
+		t.Fatalf("a cache holding a commit without its tree: %v", err)
+	}
+	j.cleanup()
+	gitT(t, w.cache, "rev-list", "--objects", "--quiet", m[2])
+	if n := len(w.records("source cache rebuilt")); n != 2 {
+		t.Fatalf("%d rebuilds logged, want 2", n)
+	}
+}
+
+// SweepRuntime removes what killed fetches left in the caches: git's
+// temporary packs, quarantines and half-made caches; the caches
+// themselves stay.
+func TestSweepRemovesKilledFetchLeftovers(t *testing.T) {
+	w := newCacheWorld(t)
+	var s bytes.Buffer
+	fastCommit(&s, 1, "main", "first", 0)
+	m := w.importCommits(s.Bytes())
+	j, err := w.fetch(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.cleanup()
+	root := filepath.Dir(w.cache)
+	left := []string{filepath.Join(w.cache, "objects", "pack", "tmp_pack_x1"), filepath.Join(w.cache, "objects", "pack", "tmp_idx_x2"),
+		filepath.Join(root, ".init-123", "objects"), filepath.Join(root, fetchPrefix+"456", "r.git")}
+	for _, p := range left {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := SweepRuntime(w.cfg.RuntimeRoot); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range left {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s stays", filepath.Base(p))
+		}
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 1 {
+		t.Fatalf("sources hold %d entries, want the cache", len(ents))
+	}
+	gitT(t, w.cache, "rev-list", "--objects", "--quiet", m[1])
 }

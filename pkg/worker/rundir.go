@@ -130,11 +130,13 @@ func chmodTree(dir *os.File, depth int) {
 // SweepRuntime removes what an earlier run of this Worker left in
 // runtimeRoot when it stopped without cleaning up (a SIGKILL leaves every
 // directory in use behind): plugin working directories (plugin-*),
-// private git homes (git-*) and scoped-check directories (check-*). Call it
+// private git homes (git-*) and scoped-check directories (check-*), and
+// the leftovers of killed base fetches in the source caches
+// (sweepSourceCaches). Call it
 // once at startup, before any lane runs: runtime_root belongs to this
 // Worker alone. Other entries are left alone. The error names no path.
 func SweepRuntime(runtimeRoot string) error {
-	if !removeEntries(runtimeRoot, "plugin-", "git-", "check-") {
+	if !removeEntries(runtimeRoot, "plugin-", "git-", "check-") || !sweepSourceCaches(runtimeRoot) {
 		return errors.New("sweep: some leftovers in runtime_root could not be removed")
 	}
 	return nil
