@@ -3,6 +3,7 @@ package sandbox
 import (
 	"encoding/binary"
 	"errors"
+	"strconv"
 	"syscall"
 	"unsafe"
 )
@@ -147,6 +148,11 @@ func RestrictThread(p *Policy, c *Cache) (int, error) {
 	}
 	for _, r := range p.Rules {
 		if err := addRule(int(rfd), r, r.Access.rights(handled)); err != nil {
+			return abi, err
+		}
+	}
+	if p.Program != nil {
+		if err := addOpened(int(rfd), opened{fd: p.Program.fd, access: ReadOnly}, ReadOnly.rights(handled)); err != nil {
 			return abi, err
 		}
 	}
@@ -308,6 +314,66 @@ func errnoOnly(err error) error {
 	}
 	return syscall.EINVAL
 }
+
+// OpenProgram opens the program at path (O_PATH, following symbolic
+// links as execve does) for a start: it must be a regular file (EACCES
+// otherwise, as execve answers for a directory). The caller gives it to
+// Policy.Program, executes ExecPath and closes it once the program runs.
+// The error carries only an errno.
+func OpenProgram(path string) (*Program, error) {
+	fd, err := syscall.Open(path, oPath|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, errnoOnly(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		syscall.Close(fd)
+		if err != nil {
+			return nil, errnoOnly(err)
+		}
+		return nil, syscall.EACCES
+	}
+	if fd < 3 {
+		// Descriptors 0 to 2 become the program's stdin, stdout and
+		// stderr before the exec: its file would be gone by then.
+		syscall.Close(fd)
+		return nil, syscall.EBADF
+	}
+	pr := &Program{fd: fd, path: path}
+	// A script is read by its interpreter through the name the kernel
+	// passes it; /proc/self/fd/N would be closed by then (close-on-exec).
+	// Only the first two bytes, through this same file; one that cannot
+	// be read is no script its interpreter could read either.
+	if r, err := syscall.Open(procFD(fd), syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOCTTY|syscall.O_NONBLOCK, 0); err == nil {
+		var b [2]byte
+		n, _ := syscall.Pread(r, b[:], 0)
+		pr.script = n == 2 && b == [2]byte{'#', '!'}
+		syscall.Close(r)
+	}
+	return pr, nil
+}
+
+// ExecPath is the name to execute the program by: /proc/self/fd/N (its
+// opened file itself) for a binary; for a script the path it was opened
+// by, which the interpreter then reads (under the domain: the name can
+// lead it only to what the domain lets it read, and the rule stays on the
+// opened file), so that the script's $0 is its own name.
+func (pr *Program) ExecPath() string {
+	if pr.script {
+		return pr.path
+	}
+	return procFD(pr.fd)
+}
+
+// Close closes the program's file.
+func (pr *Program) Close() {
+	if pr.fd >= 0 {
+		syscall.Close(pr.fd)
+		pr.fd = -1
+	}
+}
+
+func procFD(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 
 // ProtectSelf makes the calling process non-dumpable: processes of the
 // same account can no longer read its /proc/<pid>/environ, mem or fd

@@ -27,5 +27,14 @@ func RestrictThread(p *Policy, _ *Cache) (int, error) {
 	return 0, ErrUnavailable
 }
 
+// OpenProgram always fails here.
+func OpenProgram(string) (*Program, error) { return nil, ErrUnavailable }
+
+// ExecPath is the path given; nothing opens a program here.
+func (pr *Program) ExecPath() string { return pr.path }
+
+// Close does nothing here.
+func (*Program) Close() {}
+
 // ProtectSelf does nothing here.
 func ProtectSelf() error { return nil }

@@ -83,6 +83,23 @@ type Policy struct {
 	Shared *Shared
 	// Rules are this policy's own: what one start adds to Shared.
 	Rules []Rule
+	// Program, when set, is the program about to be started, opened
+	// (OpenProgram): the domain reads and executes that very file. It is
+	// set by the process that starts the program, never carried with the
+	// rules.
+	Program *Program
+}
+
+// Program is a program's file opened once, by the process that is about
+// to execute it (OpenProgram): the domain's rule for the program is made
+// on this descriptor (Policy.Program) and the program is executed through
+// it (ExecPath), so no name is resolved twice between the rule and the
+// exec: a symbolic link swapped meanwhile can move neither the rule (onto
+// "/", say) nor the exec.
+type Program struct {
+	fd     int
+	path   string // as given, for a script
+	script bool   // it starts with "#!"
 }
 
 // Shared is the part of many policies that is the same for all of them (a

@@ -65,9 +65,11 @@
 // The cleanup is best effort: without a cgroup or PID namespace a
 // deliberately hostile process can escape it. Containment is the
 // sandbox's: a Command with Sandbox set starts in that Landlock policy
-// (pkg/sandbox). The reaper restricts a fresh OS thread it locks for the
-// one program (a domain cannot be lifted, and the reaper serves many
-// programs), forks and execs from it, and lets that thread wait for the
+// (pkg/sandbox). The reaper opens the program once (sandbox.OpenProgram),
+// restricts a fresh OS thread it locks for the one program (a domain
+// cannot be lifted, and the reaper serves many programs) with the
+// policy and a rule on that opened file, forks and execs from it (a
+// binary through the opened file), and lets that thread wait for the
 // program, whose parent-death signal follows it; a shared read layer,
 // when the policy has one, is built once per reaper. Sandboxed programs
 // start only from guarded reapers: once, before its first program, such

@@ -249,7 +249,9 @@ func forkExec(m inbound, sys *syscall.SysProcAttr) started {
 	return st
 }
 
-// startSandboxed starts the program of m inside its Landlock policy. A
+// startSandboxed starts the program of m inside its Landlock policy,
+// which reads and executes the program's file as opened here
+// (sandbox.OpenProgram), not its name. A
 // Landlock domain (and no_new_privs) binds a thread for good, so a
 // goroutine locks itself to a fresh OS thread, restricts that thread,
 // starts the program from it and then waits there for the program's exit:
@@ -263,11 +265,23 @@ func startSandboxed(m inbound, layers *sandbox.Cache, exited chan<- struct{}) st
 	res := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
-		if _, err := sandbox.RestrictThread(m.spawn.sandbox, layers); err != nil {
+		// The program is opened once: the domain's rule for it is on
+		// that file, and it is executed through it.
+		prog, err := sandbox.OpenProgram(m.spawn.path)
+		if err != nil {
 			res <- started{err: err}
 			return
 		}
+		policy := *m.spawn.sandbox
+		policy.Program = prog
+		if _, err := sandbox.RestrictThread(&policy, layers); err != nil {
+			prog.Close()
+			res <- started{err: err}
+			return
+		}
+		m.spawn.path = prog.ExecPath()
 		st := forkExec(m, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})
+		prog.Close()
 		res <- st
 		if st.err == nil {
 			// The thread is this program's alone: it waits in the kernel

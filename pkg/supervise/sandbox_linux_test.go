@@ -210,6 +210,51 @@ func TestSandboxMissingPath(t *testing.T) {
 	}
 }
 
+// A sandboxed program needs no rule of its own: the reaper opens it and
+// the domain reads and executes that file. A binary and a script ("#!",
+// which its interpreter reads by name, so $0 is that name) outside every
+// rule both run; the files beside them stay out of reach; a name that
+// leads to a directory is no program (EACCES).
+func TestSandboxProgramOutsideRules(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	ws, outside := t.TempDir(), t.TempDir()
+	b, err := os.ReadFile(mustLook(t, "sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, script, secret := filepath.Join(outside, "sh"), filepath.Join(outside, "check.sh"), filepath.Join(outside, "secret")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"zero=$0\"; cat "+secret+" || echo refused\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secret, []byte("SECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pl := reapers(t)
+	for _, c := range []supervise.Command{
+		{Path: bin, Args: []string{"-c", "echo zero=$0; cat " + secret + " || echo refused"}},
+		{Path: script},
+	} {
+		c.Env, c.Dir, c.Reaper, c.Sandbox, c.OutputLimit = []string{"PATH=/usr/bin:/bin"}, ws, pl, systemPolicy(ws), 1<<16
+		res, err := supervise.Run(context.Background(), c, nil)
+		out := string(res.Stdout)
+		if err != nil || !res.Exit.Success() || strings.Contains(out, "SECRET") || !strings.Contains(out, "refused") {
+			t.Errorf("%s: %v %+v %q", filepath.Base(c.Path), err, res.Exit, out)
+		}
+		if c.Path == script && !strings.Contains(out, "zero="+script+"\n") {
+			t.Errorf("the script's $0: %q, want its name", out)
+		}
+	}
+	c := supervise.Command{Path: outside, Env: []string{}, Dir: ws, Reaper: pl, Sandbox: systemPolicy(ws), OutputLimit: 1 << 16}
+	if _, err := supervise.Run(context.Background(), c, nil); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("a directory as the program: %v", err)
+	}
+}
+
 // Without a reaper there is no sandbox, so Start refuses.
 func TestSandboxNeedsReaper(t *testing.T) {
 	c := shell(t, "exit 0")

@@ -42,7 +42,9 @@ type Command struct {
 	// subreaper wrappers (see ReaperPool). Ignored on other systems.
 	Reaper *ReaperPool
 	// Sandbox, when set, is the Landlock policy the child starts in (see
-	// pkg/sandbox), under the metadata guard (see ReaperPool). It needs
+	// pkg/sandbox), under the metadata guard (see ReaperPool); it needs
+	// no rule for Path: the reaper opens Path once and the domain reads
+	// and executes that file (sandbox.Policy.Program). It needs
 	// Reaper on Linux: without one, or on other systems, Start fails
 	// rather than run the child unconfined.
 	Sandbox *sandbox.Policy

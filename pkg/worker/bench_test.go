@@ -138,7 +138,7 @@ func runSessions(exe string, reapers *supervise.ReaperPool, sb *sandboxRules, di
 			defer wg.Done()
 			for range jobs {
 				_, err := host.Run(context.Background(), host.Command{Path: exe, Env: []string{}, Dir: dir, OutputBytes: 1 << 20, Reaper: reapers,
-					Sandbox: sb.policy(exe, sandboxDirs{rw: []string{dir}})},
+					Sandbox: sb.policy(sandboxDirs{rw: []string{dir}})},
 					host.Request{Offer: []plugin.Capability{plugin.CapText, plugin.CapProgress, plugin.CapCancel}, Operation: plugin.OpText, Input: "benchmark input"}, nil)
 				if err != nil {
 					errs <- err
@@ -781,7 +781,7 @@ func restrictCPU(b *testing.B, sb *sandboxRules, n int) float64 {
 	defer layers.Close()
 	start := processCPU()
 	for range n {
-		p := sb.policy("/bin/sh", sandboxDirs{rw: []string{dir}})
+		p := sb.policy(sandboxDirs{rw: []string{dir}})
 		errs := make(chan error, 1)
 		go func() {
 			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
@@ -789,7 +789,15 @@ func restrictCPU(b *testing.B, sb *sandboxRules, n int) float64 {
 				errs <- nil
 				return
 			}
-			_, err := sandbox.RestrictThread(p, &layers)
+			// As a reaper does: the program opened, its rule on that file.
+			prog, err := sandbox.OpenProgram("/bin/sh")
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer prog.Close()
+			p.Program = prog
+			_, err = sandbox.RestrictThread(p, &layers)
 			errs <- err
 		}()
 		if err := <-errs; err != nil {

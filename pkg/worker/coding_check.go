@@ -85,7 +85,7 @@ func (j *codingJob) runCheck(ctx context.Context, index int, argv []string) evid
 	}
 	p, err := supervise.Start(ctx, supervise.Command{
 		Path: prog, Args: argv[1:], Env: env, Dir: j.wt, Reaper: j.x.opt.Reaper,
-		Sandbox:     j.x.sb.policy(prog, j.boxDirs.with(priv)),
+		Sandbox:     j.x.sb.policy(j.boxDirs.with(priv)),
 		OutputLimit: checkOutputBudget, StderrBytes: 1,
 		Timeout: j.inv.exec.CheckTimeout.Std(), KillGrace: j.inv.exec.CleanupTimeout.Std(),
 	})

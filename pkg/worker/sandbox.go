@@ -21,7 +21,8 @@ import (
 //     every entry of /etc except the installation's own directory and
 //     anything holding the Worker's config or roots, /proc and /sys, the
 //     program being started (the plugin's executable or the check's
-//     program), and the operator's sandbox_read_paths;
+//     program: its file as the reaper opens it to execute it), and the
+//     operator's sandbox_read_paths;
 //   - read and write, as devices: /dev/null, /dev/zero, /dev/full,
 //     /dev/random, /dev/urandom and /dev/tty;
 //   - read and write: the invocation's private directory (a plugin's run
@@ -381,14 +382,17 @@ func excluded(p string, private []string) bool {
 	return slices.ContainsFunc(private, func(q string) bool { return within(q, p) || within(p, q) })
 }
 
-// policy returns the policy of one invocation: the shared rules, the
-// program it starts (read-only), and its directories. Nil when the
+// policy returns the policy of one invocation: the shared rules and its
+// directories. The program it starts gets its rule from the reaper that
+// starts it, on the file the reaper opens and executes
+// (sandbox.Policy.Program): a rule by name here would be resolved again
+// there, after whatever renamed a symbolic link in between. Nil when the
 // Worker runs without a sandbox.
-func (s *sandboxRules) policy(program string, dirs sandboxDirs) *sandbox.Policy {
+func (s *sandboxRules) policy(dirs sandboxDirs) *sandbox.Policy {
 	if s == nil {
 		return nil
 	}
-	rules := []sandbox.Rule{{Path: program, Access: sandbox.ReadOnly}}
+	var rules []sandbox.Rule
 	for _, p := range dirs.ro {
 		rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.ReadOnly, Optional: true})
 	}

@@ -218,7 +218,7 @@ func (r *pluginRun) cmd(reaper *supervise.ReaperPool, sb *sandboxRules, dirs san
 		Env:         r.env,
 		Dir:         r.dir.path,
 		Reaper:      reaper,
-		Sandbox:     sb.policy(r.plugin.Argv[0], dirs.with(r.dir.path)),
+		Sandbox:     sb.policy(dirs.with(r.dir.path)),
 		OutputBytes: r.exec.PluginOutputBytes,
 		Timeout:     r.exec.PluginTimeout.Std(),
 		KillGrace:   r.exec.CleanupTimeout.Std(),
