@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rsa"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/evidence"
 	"github.com/0k-lab/agent-forge/pkg/github"
 	"github.com/0k-lab/agent-forge/pkg/gitx"
 	"github.com/0k-lab/agent-forge/pkg/ident"
@@ -45,6 +47,10 @@ type App struct {
 	// the App's key): CheckCandidate refuses a candidate holding one, or
 	// an installation token the App minted and that is still live.
 	Secrets *secretscan.Set
+	// Log hears which file of a refused candidate holds a secret (the
+	// path when evidence.ValidPath accepts it; never the value). Nil:
+	// discarded.
+	Log *slog.Logger
 
 	mu     sync.Mutex
 	minted map[string]time.Time // live installation token values → expiry
@@ -155,11 +161,18 @@ func (a *App) CheckCandidate(ctx context.Context, repo Repo, sha string) error {
 	if err != nil {
 		return &Error{Kind: KindTransient}
 	}
-	_, found, err := github.FindSecret(ctx, git, local.Dir, c.Parents[0], sha, a.Secrets, tokens)
+	path, found, err := github.FindSecret(ctx, git, local.Dir, c.Parents[0], sha, a.Secrets, tokens)
 	switch {
 	case err != nil:
 		return &Error{Kind: KindTransient}
 	case found:
+		if a.Log != nil {
+			if !evidence.ValidPath(path) {
+				path = "" // in a path itself, or not representable
+			}
+			a.Log.Warn("delivery: the candidate holds a secret of the Gate's", "owner", repo.Owner, "repo", repo.Name,
+				"candidate", sha, "path", path, "code", CodeSecretInCandidate)
+		}
 		return &Error{Kind: KindSecret}
 	}
 	return nil

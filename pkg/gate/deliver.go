@@ -40,7 +40,7 @@ func (g *Gate) EnableDelivery(gh delivery.GitHub) error {
 func (g *Gate) gitHubApp(tmp string) *delivery.App {
 	return &delivery.App{
 		API: github.New(nil, g.now, github.Options{}), AppID: g.sec.app.appID, Key: g.sec.app.key, Now: g.now,
-		Git: g.cfg.GitExecutable, Reaper: g.reaper, TempDir: tmp, Secrets: g.sec.scan,
+		Git: g.cfg.GitExecutable, Reaper: g.reaper, TempDir: tmp, Secrets: g.sec.scan, Log: g.log,
 		Local: func(repo delivery.Repo) (delivery.LocalRepo, bool) {
 			for _, r := range g.repos {
 				if owner, name, ok := r.gitHubRepository(); ok && owner == repo.Owner && name == repo.Name && g.preparedDir(r) != "" {

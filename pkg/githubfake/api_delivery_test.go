@@ -1,6 +1,7 @@
 package githubfake
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -55,6 +56,7 @@ type deliveryFixture struct {
 	m         *delivery.Machine
 	clock     *virtualClock
 	base, sha string
+	logs      *bytes.Buffer // the App's log (nil: none)
 }
 
 func newDeliveryFixture(t *testing.T) *deliveryFixture {

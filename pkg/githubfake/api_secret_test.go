@@ -1,9 +1,12 @@
 package githubfake
 
 import (
+	"bytes"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/0k-lab/agent-forge/pkg/delivery"
@@ -40,6 +43,10 @@ func TestDeliveryRefusesACandidateHoldingAGateSecret(t *testing.T) {
 			if d.gh.pushes != 0 || d.rev(t, "refs/heads/"+s.Branch) != "" || d.pulls() != 0 {
 				t.Fatalf("%d pushes, branch at %q, %d pulls", d.gh.pushes, d.rev(t, "refs/heads/"+s.Branch), d.pulls())
 			}
+			// The log names the file, never the value.
+			if l := d.logs.String(); !strings.Contains(l, `"path":"leak.txt"`) || d.gh.App.Secrets.Contains([]byte(l)) {
+				t.Fatalf("log %s", l)
+			}
 		})
 	}
 	t.Run("control: no secret", func(t *testing.T) {
@@ -64,5 +71,7 @@ func newDeliveryFixtureOn(t *testing.T, a *apiFixture, path string, content []by
 		t.Fatal(err)
 	}
 	d.gh.App.Secrets = set
+	d.logs = &bytes.Buffer{}
+	d.gh.App.Log = slog.New(slog.NewJSONHandler(d.logs, nil))
 	return d
 }
