@@ -308,13 +308,23 @@ func WorkflowsChanged(ctx context.Context, r *gitx.Runner, gitDir, from, to stri
 	return false, ErrMirror
 }
 
-// FindSecret scans what commit sha of the repository gitDir adds to
-// parent (every changed path, every added or modified blob:
-// gitx.FindSecret) for the values of sets. It returns found and the path
-// of the first file holding one ("" when a path itself does).
+// FindSecret scans commit sha of the repository gitDir (its message and
+// identities) and what it adds to parent (every changed path, every added
+// or modified blob: gitx.FindSecret) for the values of sets. It returns
+// found and the path of the first file holding one ("" when the commit
+// object or a path itself does).
 func FindSecret(ctx context.Context, r *gitx.Runner, gitDir, parent, sha string, sets ...*secretscan.Set) (string, bool, error) {
 	if !ident.ValidSHA(parent) || !ident.ValidSHA(sha) {
 		return "", false, ErrMirror
+	}
+	commit, err := r.Run(ctx, gitx.Cmd{GitDir: gitDir, Args: []string{"cat-file", "commit", sha}})
+	if err != nil {
+		return "", false, ErrMirror
+	}
+	for _, s := range sets {
+		if s.Contains(commit) {
+			return "", true, nil
+		}
 	}
 	out, err := r.Run(ctx, gitx.Cmd{GitDir: gitDir, Args: []string{"diff-tree", "-r", "-z", "--raw", "--no-renames",
 		"--no-abbrev", "--no-ext-diff", parent, sha}})

@@ -23,6 +23,16 @@
 // any other. The cost is one table lookup per byte whatever the number of
 // values.
 //
+// # What it does not catch
+//
+// The scan finds a value written as is or in the encodings above. A
+// program that transforms it otherwise (reversed, split across files,
+// compressed, encrypted, another base) gets past it: the scan stops the
+// accidental leak (an environment dump, a config file, a log committed
+// with the change), not an agent set on smuggling a value out. Keeping
+// the value out of the agent's reach is the sandbox's and the model
+// gateway's job (DECISIONS 19).
+//
 // # Limits
 //
 // A value shorter than MinSecretBytes (16) is refused: a short value is
