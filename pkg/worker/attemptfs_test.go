@@ -153,3 +153,26 @@ func TestRemoveWorktreeFollowsNothing(t *testing.T) {
 		}
 	}
 }
+
+// A public-source attempt's refs are compared as files: a ref added or
+// moved shows, the empty directories git leaves after deleting one do not.
+func TestDigestRefs(t *testing.T) {
+	f := newCodingFixture(t, "/bin/true")
+	gd := filepath.Join(f.repo, ".git")
+	before, err := digestRefs(gd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, f.repo, "update-ref", "refs/agent-forge/candidates/j/a", f.side)
+	if d, _ := digestRefs(gd); d == before {
+		t.Fatal("an added ref does not show")
+	}
+	gitT(t, f.repo, "update-ref", "-d", "refs/agent-forge/candidates/j/a")
+	if d, _ := digestRefs(gd); d != before {
+		t.Fatal("a deleted ref's empty directories show")
+	}
+	gitT(t, f.repo, "update-ref", "refs/heads/main", f.side)
+	if d, _ := digestRefs(gd); d == before {
+		t.Fatal("a moved ref does not show")
+	}
+}

@@ -354,8 +354,9 @@ func digestFiles(dir string, names ...string) (string, error) {
 }
 
 // digestRefs hashes a git directory's refs as files: packed-refs and
-// every entry under refs/ (names, types, contents; hashBeneath), through
-// descriptors, at most maxDigestEntries of them (more hash as too many).
+// every non-directory under refs/ (paths, types, contents; hashBeneath),
+// through descriptors, at most maxDigestEntries of them (more hash as too
+// many).
 func digestRefs(gitDir string) (string, error) {
 	d, err := openDirNoFollow(gitDir)
 	if err != nil {
@@ -383,7 +384,8 @@ func digestRefs(gitDir string) (string, error) {
 			}
 			p := rel + "/" + name
 			if sub, err := openDirAt(dir, name); err == nil {
-				h.Write([]byte(p + "\x00dir\x00"))
+				// Directories are not hashed as such: git leaves empty
+				// ones behind when it deletes a ref.
 				err = walk(sub, p, depth+1)
 				sub.Close()
 				if err != nil {

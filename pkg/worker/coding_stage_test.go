@@ -60,7 +60,7 @@ func TestStagingNeverRunsTheAgentsFilter(t *testing.T) {
 	gitT(t, f.root, "clone", "-q", "--bare", f.repo, evil)
 	gitT(t, evil, "config", "core.bare", "false")
 	cfg, _ := os.ReadFile(filepath.Join(evil, "config"))
-	cfg = append(cfg, fmt.Sprintf("[filter \"evil\"]\n\tclean = sh -c 'touch %s; cat'\n\trequired = true\n", marker)...)
+	cfg = append(cfg, fmt.Sprintf("[filter \"evil\"]\n\tclean = touch %s && cat\n\trequired = true\n", marker)...)
 	if err := os.WriteFile(filepath.Join(evil, "config"), cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
