@@ -139,6 +139,8 @@
 //	  the result and the same lane's next lease in one transaction (one
 //	  commit per job per lane instead of two); never ErrLaneBusy.
 //	Sweep(ctx, now) (SweepResult, error)   expiry + next due time
+//	ExtendLeases(ctx, now) (int, error)    live lanes' leases to now + TTL at least
+//	Probe(ctx) error                       one small committed write (a test write)
 //	Stats() Stats                         commits and operations so far
 //
 // States: job pending -> leased -> succeeded | failed | retry_wait ->
@@ -162,9 +164,18 @@
 // >= deadline), then per method ErrConflict (different replay) and
 // ErrInvalid. Wire mapping: ErrStale/ErrNotFound -> stale, ErrExpired ->
 // expired, ErrConflict -> conflict, ErrInvalid -> invalid, anything else
-// -> unavailable (and the Gate should stop on store failure). ErrLaneBusy
+// -> unavailable. ErrLaneBusy
 // is never the answer to a Worker request: only Lease returns it (and
 // SubmitAndLease as its leaseErr), and those answer no request.
+//
+// Storage failures: a write that SQLite could not make because the file
+// system is full fails with ErrFull (SQLITE_FULL), one that met an I/O
+// error with ErrStorageIO (SQLITE_IOERR, which SQLite also reports for
+// some ENOSPC cases, e.g. growing the -shm file); the original error stays
+// in the chain. Either way the whole transaction was rolled back and no
+// caller in it was answered nil; the store stays open, reads keep
+// working, and a later write succeeds once space is back (Probe tests
+// that). The Gate's storage_full mode is built on these (DECISIONS 20).
 //
 // # Reads
 //

@@ -481,9 +481,11 @@ func fail(batch []*op, results []error, err error) {
 	answer(batch, results)
 }
 
+// answer hands every caller its outcome; SQLite's storage failures are
+// classified (ErrFull, ErrStorageIO) on the way out.
 func answer(batch []*op, results []error) {
 	for i, o := range batch {
-		o.done <- results[i]
+		o.done <- classify(results[i])
 	}
 }
 
