@@ -179,11 +179,19 @@ func (g *Gate) handleReady(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNotReady)
 		return
 	}
+	if g.isFull() {
+		writeError(w, errNotReadyFull)
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 // handleSubmit validates a task, resolves its policy and persists the job.
 func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	if g.isFull() {
+		writeError(w, errStorageFull)
+		return
+	}
 	if !jsonBody(r.Header) {
 		writeError(w, errMediaType)
 		return
@@ -340,6 +348,10 @@ func (g *Gate) storeError(w http.ResponseWriter, err error) {
 		writeError(w, invalidTask("task", "rejected by the store"))
 	default:
 		g.storeFailed(err)
+		if g.fullErr(err) {
+			writeError(w, errStorageFull)
+			return
+		}
 		writeError(w, errUnavailable)
 	}
 }

@@ -61,6 +61,10 @@ type Config struct {
 	// Delivery, when present, turns on automatic delivery of public-source
 	// candidates; nil leaves jobs candidate-only.
 	Delivery *DeliveryConfig `json:"delivery,omitempty"`
+	// FreeSpaceFloorBytes is the state file system's free-space floor
+	// below which the Gate is in storage_full (storage.go); 0: the larger
+	// of store.DefaultFloorBytes and store.DefaultFloorPercent of it.
+	FreeSpaceFloorBytes int64 `json:"free_space_floor_bytes,omitempty"`
 }
 
 // WorkerConfig registers one Worker: its pool, the environment variable
@@ -149,6 +153,9 @@ func (c *Config) Validate() error {
 			return cfgErr("database", "invalid database DSN: %s", de.Reason)
 		}
 		return cfgErr("database", "invalid database DSN")
+	}
+	if c.FreeSpaceFloorBytes != 0 && (c.FreeSpaceFloorBytes < store.MinFloorBytes || c.FreeSpaceFloorBytes > store.MaxFloorBytes) {
+		return cfgErr("free_space_floor_bytes", "must be %d to %d bytes", store.MinFloorBytes, int64(store.MaxFloorBytes))
 	}
 	if !ident.ValidEnvName(c.OwnerTokenEnv) {
 		return cfgErr("owner_token_env", "must be an environment variable name")

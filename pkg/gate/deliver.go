@@ -132,7 +132,13 @@ func (g *Gate) deliveryLoop() {
 		case <-g.failed:
 			return
 		case <-t.C:
+			if g.isFull() {
+				continue // picked up once the Gate leaves storage_full
+			}
 			if err := g.resumeDeliveries(); err != nil && g.ctx.Err() == nil {
+				if g.storageFull(err) {
+					continue
+				}
 				g.fail(err)
 				return
 			}
@@ -142,7 +148,9 @@ func (g *Gate) deliveryLoop() {
 
 func (g *Gate) deliveryStoreError(err error) {
 	if storeFailure(err) {
-		g.fail(err)
+		// Lack of space: the delivery is picked up again from what is
+		// stored once the Gate leaves storage_full.
+		g.storeFailed(err)
 		return
 	}
 	// Stale: another writer moved the delivery on; the next pick-up

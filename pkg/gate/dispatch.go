@@ -100,6 +100,14 @@ func (g *Gate) reserveFor(pool, plugin, repo string) *lane {
 func (g *Gate) leaseLoop(l *lane) {
 	defer g.wg.Done()
 	for {
+		if g.isFull() {
+			// storage_full: nothing new is leased; leaving the mode wakes
+			// every idle lane.
+			g.lanes.mu.Lock()
+			l.leaseFailed()
+			g.lanes.mu.Unlock()
+			return
+		}
 		ls, err := g.st.Lease(g.ctx, l.name, l.generation, l.pool, l.plugins, l.repos, g.now())
 		if !g.afterLease(l, ls, err) {
 			return

@@ -9,7 +9,9 @@
 // endpoint stop answering 503 not_ready. The sweep repeats every
 // recovery_interval, and sooner when a deadline or retry falls due; a sweep
 // or store failure stops the Gate with an error instead of running without
-// recovery.
+// recovery, except for lack of space: a full state file system (below its
+// free-space floor, or a write SQLite refused for it) puts the Gate in the
+// read-only storage_full mode until space is back (storage.go).
 //
 // Lanes: every authenticated connection that says a valid hello becomes
 // one lane (worker-1, worker-1#1, …) with a fresh random generation. The

@@ -54,6 +54,7 @@ type Gate struct {
 
 	ready   atomic.Bool
 	readied chan struct{} // closed when Start has succeeded
+	storage storage       // storage_full (storage.go)
 	lanes   registry
 	act     *activity.Store // live activity of current leases, memory only (activity.go)
 	// delivery drives automatic deliveries (deliver.go); nil without them.
@@ -88,6 +89,10 @@ func newGate(cfg *Config, sec *Secrets, st *store.Store, log *slog.Logger, now f
 		readied:     make(chan struct{}),
 	}
 	g.lanes.lanes = map[string]*lane{}
+	g.storage.configured = cfg.FreeSpaceFloorBytes
+	if dir, ok, err := store.StateDir(cfg.Database); err == nil && ok {
+		g.storage.src = statfsSpace{dir}
+	}
 	g.act = activity.NewStore(now)
 	g.ctx, g.stop = context.WithCancel(context.Background())
 	p := policy.Resolve(cfg.Lifecycle, cfg.DefaultExecution)
@@ -112,8 +117,25 @@ func newGate(cfg *Config, sec *Secrets, st *store.Store, log *slog.Logger, now f
 
 // Start prepares the store for serving: every lane recorded as connected by
 // an earlier process is marked disconnected, and one expiry sweep runs.
-// Only then does /readyz report ready.
+// Only then does /readyz report ready. On a full disk those writes are
+// deferred until the Gate leaves storage_full (storage.go), and the Gate
+// serves reads meanwhile.
 func (g *Gate) Start(ctx context.Context) error {
+	g.checkSpace()
+	if err := g.startWrites(ctx); err != nil {
+		if !g.storageFull(err) {
+			return err
+		}
+		g.storage.deferred.Store(true)
+		g.log.Warn("startup writes deferred until storage space is back")
+	}
+	g.ready.Store(true)
+	close(g.readied)
+	return nil
+}
+
+// startWrites is Start's writing part.
+func (g *Gate) startWrites(ctx context.Context) error {
 	now := g.now()
 	if _, err := g.st.MarkAllLanesDisconnected(ctx, now); err != nil {
 		return fmt.Errorf("gate: mark lanes disconnected: %w", err)
@@ -129,8 +151,6 @@ func (g *Gate) Start(ctx context.Context) error {
 	if res.HasNext {
 		g.noteDue(res.NextDue)
 	}
-	g.ready.Store(true)
-	close(g.readied)
 	return nil
 }
 
@@ -147,12 +167,18 @@ func (g *Gate) fail(err error) {
 }
 
 // storeFailed is the one path for a store error that is not a typed
-// rejection: it reports whether err is one and, unless the Gate is already
-// stopping (a closed store, a cancelled context), stops the Gate with it.
-// Every caller then answers "unavailable" (or closes the connection).
+// rejection: it reports whether err is one. A write that failed for lack
+// of space enters storage_full (storage.go); anything else, unless the
+// Gate is already stopping (a closed store, a cancelled context), stops
+// the Gate. Every caller then answers "unavailable" (storage_full on the
+// owner API), and closes a Worker connection unless the Gate is only
+// full (fullErr).
 func (g *Gate) storeFailed(err error) bool {
 	if !storeFailure(err) {
 		return false
+	}
+	if g.storageFull(err) {
+		return true
 	}
 	if !errors.Is(err, store.ErrClosed) && !errors.Is(err, context.Canceled) &&
 		!errors.Is(err, context.DeadlineExceeded) && g.ctx.Err() == nil {
@@ -161,8 +187,15 @@ func (g *Gate) storeFailed(err error) bool {
 	return true
 }
 
+// fullErr reports whether err is a storage failure the Gate survives in
+// storage_full (storeFailed entered the mode for it).
+func (g *Gate) fullErr(err error) bool {
+	return g.isFull() && (errors.Is(err, store.ErrFull) || errors.Is(err, store.ErrStorageIO))
+}
+
 // storeFailure reports whether err is an unexpected store error (not a
-// typed rejection). Such errors stop the Gate (storeFailed).
+// typed rejection). Such errors stop the Gate (storeFailed) or, for lack
+// of space, put it in storage_full.
 func storeFailure(err error) bool {
 	for _, typed := range []error{store.ErrNotFound, store.ErrStale, store.ErrExpired, store.ErrConflict,
 		store.ErrInvalid, store.ErrLaneBusy} {
@@ -241,6 +274,8 @@ func (g *Gate) Serve(ctx context.Context, ln net.Listener) error {
 
 	err := g.Start(ctx)
 	if err == nil {
+		g.wg.Add(1)
+		go g.storageLoop()
 		g.wg.Add(1)
 		go g.sweeper()
 		g.wg.Add(1)
@@ -322,8 +357,20 @@ func (g *Gate) sweeper() {
 			g.wakeSome(pollWakeLanes)
 		case <-timer.C:
 			now := g.now()
+			if g.storage.hard.Load() || g.storage.deferred.Load() {
+				// Writes fail for lack of space: no expiry while
+				// heartbeats cannot be stored (storage.go).
+				next, dueWake = now.Add(every), false
+				timer.Reset(every)
+				continue
+			}
 			res, err := g.st.Sweep(g.ctx, now)
 			if err != nil {
+				if g.storageFull(err) {
+					next, dueWake = now.Add(every), false
+					timer.Reset(every)
+					continue
+				}
 				if g.ctx.Err() == nil {
 					g.fail(fmt.Errorf("sweep: %w", err))
 				}

@@ -104,6 +104,13 @@ func startGateAt(t testing.TB, cfg *Config, sec *Secrets, db string, now func() 
 // startGateLogging is startGateAt with the Gate's JSON log written to logw.
 func startGateLogging(t testing.TB, cfg *Config, sec *Secrets, db string, now func() time.Time, logw io.Writer) *testGate {
 	t.Helper()
+	return startGateSetup(t, cfg, sec, db, now, logw, nil)
+}
+
+// startGateSetup is startGateLogging with setup applied to the Gate
+// before it serves (nil: none).
+func startGateSetup(t testing.TB, cfg *Config, sec *Secrets, db string, now func() time.Time, logw io.Writer, setup func(*Gate)) *testGate {
+	t.Helper()
 	if db == "" {
 		db = filepath.Join(t.TempDir(), "state", "forge.db")
 	}
@@ -115,6 +122,9 @@ func startGateLogging(t testing.TB, cfg *Config, sec *Secrets, db string, now fu
 	g, err := New(cfg, sec, st, log, now)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(g)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

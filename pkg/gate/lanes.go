@@ -203,6 +203,13 @@ func (g *Gate) handleWorker(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNotReady)
 		return
 	}
+	if g.storage.deferred.Load() {
+		// The startup writes (lanes of the earlier process marked
+		// disconnected) have not run yet: a lane connected now would be
+		// marked disconnected by them.
+		writeError(w, errNotReadyFull)
+		return
+	}
 	// Concurrency lanes plus as many takeovers in progress.
 	limit := int32(2 * g.cfg.Workers[p.worker].Concurrency)
 	if g.workerConns[p.worker].Add(1) > limit {
@@ -334,6 +341,11 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 	now := g.now()
 	switch e.Type {
 	case wire.TypeHeartbeat:
+		if g.storage.hard.Load() {
+			// Not stored while writes fail for lack of space; the lease
+			// is kept (storage.go).
+			return reply(false, nil, wire.RejectUnavailable)
+		}
 		f := store.Fence{JobID: e.Heartbeat.JobID, AttemptID: e.Heartbeat.AttemptID, Lane: l.name, Generation: l.generation}
 		deadline, err := g.st.Heartbeat(g.ctx, f, now)
 		if err != nil {
@@ -349,6 +361,9 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 		// counts; checks without a candidate must name the job's base.
 		// Evidence belongs to coding attempts only: a batch for a text
 		// attempt is well-formed but unusable.
+		if g.storage.hard.Load() {
+			return reply(false, nil, wire.RejectUnavailable) // sent again later (storage.go)
+		}
 		var opt evidence.Options
 		usable := false
 		j, err := g.st.Job(g.ctx, e.Evidence.JobID)
@@ -451,6 +466,11 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 		// recorded, but the Worker is done with the attempt all the same.
 		return g.refuseResult(l, seq, kind, wire.RejectInvalid)
 	}
+	if g.storage.hard.Load() {
+		// Not stored while writes fail for lack of space: the Worker
+		// sends it again (storage.go), and the attempt stays leased.
+		return g.refuseResult(l, seq, kind, wire.RejectUnavailable)
+	}
 	// A public-source candidate counts only once the Gate stored it from
 	// the attempt's bundle (bundles.go); otherwise the result is invalid.
 	if out.Succeeded && out.CandidateSHA != "" {
@@ -461,7 +481,7 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 			if !ok {
 				g.storeFailed(err)
 			}
-			return sent && ok
+			return sent && (ok || g.fullErr(err))
 		}
 		if !stored {
 			return g.refuseResult(l, seq, kind, wire.RejectInvalid)
@@ -509,14 +529,21 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 // recordAndLease records the result of the lane's current attempt and
 // leases the lane its next one in the same commit.
 func (g *Gate) recordAndLease(l *lane, seq uint64, f store.Fence, out store.Outcome, now time.Time, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
-	c, next, err := g.st.CompleteAndLease(g.ctx, f, out, l.leaseRequest(), now)
+	var c store.Completion
+	var next *store.Lease
+	var err error
+	if g.isFull() {
+		c, err = g.st.Complete(g.ctx, f, out, now) // storage_full: nothing new is leased
+	} else {
+		c, next, err = g.st.CompleteAndLease(g.ctx, f, out, l.leaseRequest(), now)
+	}
 	if err != nil {
 		code, ok := rejectCode(err)
 		sent := g.refuseResult(l, seq, resultAndLease, code)
 		if !ok {
 			g.storeFailed(err)
 		}
-		return sent && ok
+		return sent && (ok || g.fullErr(err))
 	}
 	g.act.End(f.AttemptID)
 	if c.JobStatus == store.JobRetryWait {
@@ -647,7 +674,7 @@ func (g *Gate) rejectStoreErr(err error, reply func(bool, *wire.Ack, wire.Reject
 	if !ok {
 		g.storeFailed(err)
 	}
-	return sent && ok
+	return sent && (ok || g.fullErr(err))
 }
 
 // rejectCode maps a store rejection to a wire reject code (ok). Any other

@@ -24,14 +24,18 @@ type evidenceRequest struct {
 
 // evidenceLink carries evidence batches from an executor goroutine to the
 // lane goroutine that owns the connection, and the Gate's answers back.
-// Only the lane goroutine touches pending.
+// Only the lane goroutine touches pending and again.
 type evidenceLink struct {
 	reqs    chan evidenceRequest
-	pending map[uint64]chan error
+	pending map[uint64]evidenceRequest
+	// again holds the batches the Gate could not record (reject
+	// unavailable: its disk is full, DECISIONS 20); the lane sends them
+	// again at its next heartbeat.
+	again []evidenceRequest
 }
 
 func newEvidenceLink() *evidenceLink {
-	return &evidenceLink{reqs: make(chan evidenceRequest), pending: map[uint64]chan error{}}
+	return &evidenceLink{reqs: make(chan evidenceRequest), pending: map[uint64]evidenceRequest{}}
 }
 
 // bind is the executor's Binder.
@@ -59,7 +63,7 @@ func (k *evidenceLink) send(conn *wire.Conn, lease *wire.Lease, seq uint64, req 
 		req.reply <- errEvidenceUnsent
 		return false
 	}
-	k.pending[seq] = req.reply
+	k.pending[seq] = req
 	return true
 }
 
@@ -74,22 +78,37 @@ func (k *evidenceLink) owns(e wire.Envelope) bool {
 
 // answer delivers the ack or reject e (which owns accepted) to the
 // executor and returns the reject code, if any, for the lane to judge the
-// lease.
+// lease. A batch refused unavailable is kept to be sent again (resend):
+// the executor keeps waiting.
 func (k *evidenceLink) answer(e wire.Envelope) wire.RejectCode {
-	reply := k.pending[e.Seq]
+	req := k.pending[e.Seq]
 	delete(k.pending, e.Seq)
 	if e.Type == wire.TypeAck {
-		reply <- nil
+		req.reply <- nil
 		return ""
 	}
-	reply <- errEvidenceRejected
+	if e.Reject.Code == wire.RejectUnavailable {
+		k.again = append(k.again, req)
+		return e.Reject.Code
+	}
+	req.reply <- errEvidenceRejected
 	return e.Reject.Code
 }
 
-// abort fails every batch still waiting for an answer.
+// resend takes the batches to send again, in their order.
+func (k *evidenceLink) resend() []evidenceRequest {
+	a := k.again
+	k.again = nil
+	return a
+}
+
+// abort fails every batch still waiting for an answer or to be sent again.
 func (k *evidenceLink) abort() {
-	for seq, reply := range k.pending {
-		reply <- errEvidenceUnsent
+	for seq, req := range k.pending {
+		req.reply <- errEvidenceUnsent
 		delete(k.pending, seq)
+	}
+	for _, req := range k.resend() {
+		req.reply <- errEvidenceUnsent
 	}
 }

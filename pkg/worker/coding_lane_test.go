@@ -98,3 +98,22 @@ func TestCodingLaneRejectedEvidenceLosesLease(t *testing.T) {
 		break
 	}
 }
+
+// An evidence batch the Gate could not record (reject unavailable: its
+// disk is full) is sent again with the next heartbeat, and the attempt
+// goes on: once it is acknowledged the result follows.
+func TestCodingLaneUnavailableEvidenceIsSentAgain(t *testing.T) {
+	f, _, c, _ := codingLaneFixture(t)
+	l := f.lease(wire.CodingTask{Instruction: "write a.txt a\nreport Did it|a.txt: new", Tests: [][]string{{"true"}}}, nil)
+	c.lease(t, wire.Envelope{Type: wire.TypeLease, Lease: l})
+	first := c.nextOf(t, wire.TypeEvidence)
+	c.rejectWith(t, first.Seq, wire.RejectUnavailable)
+	again := c.nextOf(t, wire.TypeEvidence)
+	if again.Seq <= first.Seq || again.Evidence.Batch != 1 || len(again.Evidence.Records) != len(first.Evidence.Records) {
+		t.Fatalf("evidence sent again: %+v (first %+v)", again, first)
+	}
+	c.reply(t, again.Seq, true)
+	if r := c.nextOf(t, wire.TypeResult).Result; r.Outcome != wire.OutcomeSucceeded || r.CandidateSHA == "" {
+		t.Fatalf("result %+v", r)
+	}
+}

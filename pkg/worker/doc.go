@@ -44,7 +44,10 @@
 // cleanup. A lost lease is never reported: once the executor has
 // returned the lane sends idle for it, and only then may Gate lease it
 // again; otherwise the lane sends one result and waits for Gate's ack or
-// reject, after which it is idle again.
+// reject, after which it is idle again. A result or evidence batch the
+// Gate refuses unavailable (it could not record it: its disk is full) is
+// sent again, the result every heartbeat_interval, a batch with the next
+// heartbeat, so the Gate's full disk costs no work.
 // A lane never starts a second attempt before the first has returned, and
 // lanes share nothing. When a connection ends the lane reconnects after a
 // capped exponential backoff with jitter (ReconnectBase doubling up to

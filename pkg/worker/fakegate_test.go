@@ -181,6 +181,14 @@ func (c *gateConn) reply(t *testing.T, seq uint64, ok bool) {
 	}
 }
 
+// rejectWith answers seq with reject code.
+func (c *gateConn) rejectWith(t *testing.T, seq uint64, code wire.RejectCode) {
+	t.Helper()
+	if err := c.Send(wire.Envelope{Type: wire.TypeReject, Seq: seq, Reject: &wire.Reject{Code: code}}); err != nil {
+		t.Fatalf("reply: %v", err)
+	}
+}
+
 // waitClosed waits until the Worker closes c.
 func (c *gateConn) waitClosed(t *testing.T) {
 	t.Helper()

@@ -221,7 +221,7 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 	w.opt.Observe(Event{Slot: l.slot, Kind: EventLeased, JobID: lease.JobID})
 	if code := leaseActivityCode(lease); code != "" {
 		// Refused before anything runs (activity.go).
-		return l.report(conn, msgs, lease, Report{Code: code}, log)
+		return l.report(ctx, conn, msgs, lease, Report{Code: code}, log)
 	}
 
 	execCtx, cancelExec := context.WithCancel(context.Background())
@@ -303,7 +303,7 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 			if r.Cancelled && stopping && !r.Succeeded {
 				r = Report{Code: CodeWorkerShutdown}
 			}
-			return l.report(conn, msgs, lease, r, log)
+			return l.report(ctx, conn, msgs, lease, r, log)
 		case <-stop:
 			stop = nil
 			stopping = true
@@ -324,6 +324,17 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 				dropConn()
 			}
 		case <-ticker.C:
+			if lost {
+				continue
+			}
+			// Batches the Gate could not record go again with the
+			// heartbeat (a closed connection refuses each at once).
+			for _, req := range link.resend() {
+				l.seq++
+				if !link.send(conn, lease, l.seq, req) {
+					dropConn()
+				}
+			}
 			if lost {
 				continue
 			}
@@ -374,9 +385,13 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 	}
 }
 
-// report sends the attempt's result and waits for Gate's answer. It
-// returns whether the connection is still usable.
-func (l *lane) report(conn *wire.Conn, msgs <-chan wire.Envelope, lease *wire.Lease, r Report, log interface {
+// report sends the attempt's result and waits for Gate's answer. A result
+// the Gate could not record (reject unavailable: its disk is full,
+// DECISIONS 20) is sent again every heartbeat_interval, with a new seq,
+// until it is answered otherwise, a cancel says the attempt is gone, the
+// connection ends, or ctx ends (the Worker stops). It returns whether the
+// connection is still usable.
+func (l *lane) report(ctx context.Context, conn *wire.Conn, msgs <-chan wire.Envelope, lease *wire.Lease, r Report, log interface {
 	Info(string, ...any)
 	Warn(string, ...any)
 }) bool {
@@ -394,23 +409,41 @@ func (l *lane) report(conn *wire.Conn, msgs <-chan wire.Envelope, lease *wire.Le
 		res.Outcome = wire.OutcomeFailed
 		res.Disposition, res.FailureCode = wireFailure(r.Code)
 	}
-	l.seq++
-	seq := l.seq
-	b, err := wire.EncodeResult(seq, res)
-	if err == nil {
-		err = conn.SendEncoded(b, time.Now().Add(sendTimeout))
+	var seq uint64
+	send := func() bool {
+		l.seq++
+		seq = l.seq
+		b, err := wire.EncodeResult(seq, res)
+		if err == nil {
+			err = conn.SendEncoded(b, time.Now().Add(sendTimeout))
+		}
+		if err != nil {
+			log.Warn("result not sent")
+			return false
+		}
+		return true
 	}
-	if err != nil {
-		log.Warn("result not sent")
+	if !send() {
 		return false
 	}
 	timer := time.NewTimer(w.replyWait())
 	defer timer.Stop()
+	var again <-chan time.Time // set while waiting to send the result again
+	var stop <-chan struct{}   // ctx.Done() while waiting to send it again
 	for {
 		select {
 		case <-timer.C:
 			log.Warn("result unanswered")
 			return false
+		case <-stop:
+			log.Warn("result not recorded: stopping")
+			return true
+		case <-again:
+			again, stop = nil, nil
+			if !send() {
+				return false
+			}
+			timer.Reset(w.replyWait())
 		case e, ok := <-msgs:
 			if !ok {
 				log.Warn("connection closed before the result was acknowledged")
@@ -422,6 +455,10 @@ func (l *lane) report(conn *wire.Conn, msgs <-chan wire.Envelope, lease *wire.Le
 				log.Info("reported", "outcome", string(res.Outcome), "code", r.Code)
 				w.opt.Observe(Event{Slot: l.slot, Kind: EventReported, JobID: lease.JobID, Code: r.Code})
 				return true
+			case e.Seq == seq && e.Type == wire.TypeReject && e.Reject.Code == wire.RejectUnavailable:
+				log.Warn("result not recorded: sending it again")
+				timer.Stop()
+				again, stop = time.After(w.opt.Config.HeartbeatInterval), ctx.Done()
 			case e.Seq == seq && e.Type == wire.TypeReject:
 				log.Warn("result rejected", "reason", string(e.Reject.Code))
 				w.opt.Observe(Event{Slot: l.slot, Kind: EventRejected, JobID: lease.JobID, Code: string(e.Reject.Code)})
@@ -430,6 +467,10 @@ func (l *lane) report(conn *wire.Conn, msgs <-chan wire.Envelope, lease *wire.Le
 				// A cancel racing the result: the attempt has stopped.
 				if sendIdle(conn, e.Cancel.JobID, e.Cancel.AttemptID) != nil {
 					return false
+				}
+				if again != nil && e.Cancel.JobID == lease.JobID && e.Cancel.AttemptID == lease.AttemptID {
+					log.Warn("result not recorded: the lease is gone")
+					return true
 				}
 			case e.Type == wire.TypeAck || e.Type == wire.TypeReject:
 				// a late heartbeat reply

@@ -466,3 +466,33 @@ func TestCancelForAttemptNotRunIsAnsweredWithIdle(t *testing.T) {
 	recv(t, x.cancelled, "cancellation")
 	wantIdle("j_2", "a_2")
 }
+
+// A result the Gate could not record (reject unavailable: its disk is
+// full) is not dropped: the lane sends it again, with a new seq, until it
+// is acknowledged, and only then takes its next lease.
+func TestUnavailableResultIsSentAgain(t *testing.T) {
+	g := newFakeGate(t)
+	obs, ev := events()
+	startWorker(t, Options{Config: laneConfig(t, g, 1), Executors: map[wire.Kind]Executor{wire.KindText: newScriptedExec(upper)}, Observe: obs})
+	c := g.accept()
+	c.lease(t, textLease("j_full", "a_1", testPolicy("reference"), "keep me"))
+	var last uint64
+	for i := 0; i < 3; i++ {
+		res := c.nextOf(t, wire.TypeResult)
+		if r := res.Result; r.JobID != "j_full" || r.AttemptID != "a_1" || *r.Output != "KEEP ME" || res.Seq <= last {
+			t.Fatalf("result %d: %+v seq %d", i, r, res.Seq)
+		}
+		last = res.Seq
+		c.rejectWith(t, res.Seq, wire.RejectUnavailable)
+	}
+	res := c.nextOf(t, wire.TypeResult)
+	if res.Result.JobID != "j_full" || res.Seq <= last {
+		t.Fatalf("result after the refusals: %+v", res)
+	}
+	c.reply(t, res.Seq, true)
+	waitEvent(t, ev, EventReported)
+	c.lease(t, textLease("j_next", "a_2", testPolicy("reference"), "next"))
+	if r := c.nextOf(t, wire.TypeResult).Result; r.JobID != "j_next" {
+		t.Fatalf("next result %+v", r)
+	}
+}
