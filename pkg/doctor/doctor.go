@@ -40,6 +40,7 @@ var Checks = []string{
 	"gate-release",
 	"worker-connected",
 	"sqlite-schema",
+	"state-space",
 }
 
 // Run inspects the installation on h and writes the report to out and
@@ -159,6 +160,8 @@ func (d *doctor) check(id string) string {
 		}
 	case "sqlite-schema":
 		return d.checkSchema()
+	case "state-space":
+		return d.checkSpace()
 	}
 	return ""
 }

@@ -115,6 +115,12 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, bytes.Replace(b, []byte(`{"version":1,`), []byte(`{"version":1,"sandbox":"landlock-unscoped",`), 1), 0o600)
 		}, failing: []string{"worker-sandbox"}},
+		"state below the floor": {break_: func(e *install.TestEnv) {
+			// A floor of 2^50 bytes: more than any test machine has free.
+			p := filepath.Join(e.RootDir(), install.GateConfig)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, bytes.Replace(b, []byte(`{"version":1,`), []byte(`{"version":1,"free_space_floor_bytes":1125899906842624,`), 1), 0o600)
+		}, failing: []string{"state-space"}},
 		"another forge":  {self: &install.Self{Version: "v1.0.1", Commit: commitA, Schema: 1}, failing: []string{"cli-identity"}},
 		"another schema": {self: &install.Self{Version: "v1.0.0", Commit: commitA, Schema: 2}, failing: []string{"sqlite-schema"}},
 		"receipt digest tampered": {break_: func(e *install.TestEnv) {
