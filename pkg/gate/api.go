@@ -188,6 +188,9 @@ func (g *Gate) handleReady(w http.ResponseWriter, r *http.Request) {
 
 // handleSubmit validates a task, resolves its policy and persists the job.
 func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	// A fresh reading (one statfs) before every submit: between two of the
+	// storage loop's readings submits could write more than the floor.
+	g.checkSpace()
 	if g.isFull() {
 		writeError(w, errStorageFull)
 		return

@@ -214,7 +214,7 @@ func storeFailure(err error) bool {
 // running binary (supervise.Self), which must dispatch supervise.ReaperArg
 // first thing in main: a Gate killed mid-fetch leaves no git running.
 func Run(ctx context.Context, cfg *Config, sec *Secrets, log *slog.Logger, now func() time.Time) error {
-	st, err := store.Open(ctx, cfg.Database)
+	st, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return fmt.Errorf("gate: open store: %w", err)
 	}
@@ -253,6 +253,46 @@ func Run(ctx context.Context, cfg *Config, sec *Secrets, log *slog.Logger, now f
 	s := st.Stats()
 	log.Info("store counters", "commits", s.Commits, "operations", s.Operations)
 	return err
+}
+
+// openRetry is how often a Gate whose file system has no room to open
+// the store (SQLite's -shm wal-index cannot be created) tries again.
+const openRetry = time.Second
+
+// openStore opens the store; while it fails for lack of space (SQLITE_FULL,
+// or an I/O error while the state file system is below its floor) it logs
+// once and tries again every openRetry until ctx ends (a full disk never
+// stops the Gate, DECISIONS 20; it listens once the store is open).
+func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (*store.Store, error) {
+	logged := false
+	for {
+		st, err := store.Open(ctx, cfg.Database)
+		if err == nil || !openFull(cfg, err) {
+			return st, err
+		}
+		if !logged {
+			log.Warn("storage full: no room to open the store, retrying until space is back")
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(openRetry):
+		}
+	}
+}
+
+// openFull reports whether Open's err is the file system's lack of space.
+func openFull(cfg *Config, err error) bool {
+	if errors.Is(err, store.ErrFull) {
+		return true
+	}
+	dir, ok, derr := store.StateDir(cfg.Database)
+	if !errors.Is(err, store.ErrStorageIO) || derr != nil || !ok {
+		return false
+	}
+	sp, serr := store.StatSpace(dir)
+	return serr == nil && sp.Free < store.Floor(sp.Total, cfg.FreeSpaceFloorBytes)
 }
 
 // Serve runs the HTTP server on ln, performs Start (so /readyz turns ready

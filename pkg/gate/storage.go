@@ -55,9 +55,9 @@ type statfsSpace struct{ dir string }
 
 func (s statfsSpace) Space() (store.Space, error) { return store.StatSpace(s.dir) }
 
-// spaceCheckEvery is how often the Gate reads the free space. The floor
-// (64 MiB or more by default) lasts far longer than that at any rate the
-// store writes.
+// spaceCheckEvery is how often the Gate reads the free space; every
+// submit reads it too (one statfs), so the floor only has to hold what
+// the running leases and one group commit write.
 const spaceCheckEvery = 250 * time.Millisecond
 
 // The storage_full answers: a refused write (507), and /readyz and a

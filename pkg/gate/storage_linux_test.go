@@ -137,3 +137,46 @@ func mustTextPolicy(t *testing.T, cfg *Config) []byte {
 	}
 	return g.textPolicy
 }
+
+// A Gate that cannot even open its store (a clean stop removed the -shm
+// wal-index, and the full file system has no room for a new one) waits for
+// space instead of exiting, and opens the store once space is back.
+func TestOpenStoreWaitsForSpace(t *testing.T) {
+	dir := smallFS(t, 4<<20)
+	db := filepath.Join(dir, "forge.db")
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	filler := filepath.Join(dir, "filler")
+	fillUp(t, filler)
+	if _, err := store.Open(context.Background(), db); err == nil {
+		t.Fatal("the store opened on a full file system: nothing to wait for")
+	}
+	cfg, _ := testConfig(t, func(m map[string]any) { m["database"] = db })
+	opened := make(chan error, 1)
+	go func() {
+		st, err := openStore(context.Background(), cfg, discardLog())
+		if err == nil {
+			st.Close()
+		}
+		opened <- err
+	}()
+	select {
+	case err := <-opened:
+		t.Fatalf("openStore returned on a full file system: %v", err)
+	case <-time.After(2 * openRetry):
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-opened:
+		if err != nil {
+			t.Fatalf("openStore after space came back: %v", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("openStore did not open the store once space was back")
+	}
+}

@@ -175,7 +175,9 @@
 // in the chain. Either way the whole transaction was rolled back and no
 // caller in it was answered nil; the store stays open, reads keep
 // working, and a later write succeeds once space is back (Probe tests
-// that). The Gate's storage_full mode is built on these (DECISIONS 20).
+// that). Open fails the same way when the file system has no room even
+// to open the database (a new -shm wal-index after a clean stop). The
+// Gate's storage_full mode is built on these (DECISIONS 20).
 //
 // # Reads
 //

@@ -105,6 +105,9 @@ func Open(ctx context.Context, dsn string) (_ *Store, err error) {
 			!errors.Is(err, ErrForeignDatabase) && !errors.Is(err, ErrSchemaTooNew) && !errors.Is(err, ErrInsecure) {
 			err = fmt.Errorf("store: open interrupted: %w", ctx.Err())
 		}
+		// A full file system (no room for the -shm wal-index, say) is
+		// ErrFull or ErrStorageIO, as for a write.
+		err = classify(err)
 	}()
 	if !loc.memory {
 		writerDSN = fileURI(loc.path) + "?mode=rwc&_txlock=immediate" +
