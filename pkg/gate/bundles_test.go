@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -405,4 +406,32 @@ func execGit(dir string, args ...string) *exec.Cmd {
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.invalid")
 	return cmd
+}
+
+// A have that is not an ancestor of the lease's base is ignored, so the
+// answer never depends on objects outside the lease: an unknown commit,
+// another job's candidate (a commit only the Gate holds) and a foreign
+// fork each get exactly the answer of no have at all.
+func TestBundleHavesOutsideTheBase(t *testing.T) {
+	b := newBundleWorld(t)
+	answer := func(haves ...string) string {
+		code, body := b.fetch(testWorkerToken, wire.SourceRequest{AttemptBinding: b.binding(), Want: b.base, Haves: haves})
+		h, err := gitx.ParseBundleHeader(body)
+		if code != http.StatusOK || err != nil || len(body) < h.Size+12 {
+			return strconv.Itoa(code) + " " + string(body)
+		}
+		return fmt.Sprintf("%+v objects %x", h.Prerequisites, body[h.Size+8:h.Size+12])
+	}
+	none := answer()
+	tree := runGit(t, b.prepared, "rev-parse", b.base+"^{tree}")
+	candidate := gitEnv(t, b.prepared, nil, "commit-tree", tree, "-p", b.base, "-m", "another job's candidate")
+	fork := gitEnv(t, b.prepared, nil, "commit-tree", tree, "-p", b.first, "-m", "a foreign fork")
+	for name, have := range map[string]string{"unknown": strings.Repeat("e", 40), "candidate": candidate, "fork": fork} {
+		if got := answer(have); got != none {
+			t.Errorf("have of %s: %s, want %s", name, got, none)
+		}
+	}
+	if got := answer(b.first); got == none {
+		t.Fatalf("an ancestor of the base is not subtracted: %s", got)
+	}
 }

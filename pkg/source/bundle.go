@@ -81,10 +81,12 @@ func (p *Preparer) Scratch() (string, error) {
 }
 
 // BaseBundle writes a bundle of base minus haves from the prepared
-// repository dir and returns its path and a cleanup. Haves the repository
-// does not hold as commits are ignored (they only ever narrow the
-// bundle); the bundle's one ref is BaseRef at base, so it holds exactly
-// the objects reachable from base and not from the remaining haves.
+// repository dir and returns its path and a cleanup. Only haves that are
+// ancestors of base count; any other (unknown, another job's candidate, a
+// fork) is ignored, so the answer never depends on, or tells of, objects
+// outside the base's history. The bundle's one ref is BaseRef at base,
+// so it holds exactly the objects reachable from base and not from the
+// remaining haves.
 func (p *Preparer) BaseBundle(ctx context.Context, r Repository, dir, base string, haves []string) (string, func(), error) {
 	g := p.runner(r)
 	tmp, err := p.scratch(dir)
@@ -111,11 +113,14 @@ func (p *Preparer) BaseBundle(ctx context.Context, r Repository, dir, base strin
 		cleanup()
 		return "", nil, &Error{Phase: PhaseBundle, Reason: ReasonLocalFailure, Retryable: true}
 	}
+	ancestors, err := ancestorsOf(ctx, g, repo, base, haves, known)
+	if err != nil {
+		cleanup()
+		return "", nil, err
+	}
 	args := []string{"bundle", "create", "--quiet", filepath.Join(tmp, "base.bundle"), baseRef}
-	for _, h := range haves {
-		if known[h] {
-			args = append(args, "^"+h)
-		}
+	for _, h := range ancestors {
+		args = append(args, "^"+h)
 	}
 	if _, err := g.Run(ctx, gitx.Cmd{GitDir: repo, Args: args}); err != nil {
 		cleanup()
@@ -126,6 +131,46 @@ func (p *Preparer) BaseBundle(ctx context.Context, r Repository, dir, base strin
 		return "", nil, gitError(PhaseBundle, err)
 	}
 	return filepath.Join(tmp, "base.bundle"), cleanup, nil
+}
+
+// ancestorsOf returns the haves that are commits (known) and ancestors of
+// base, in their order: one for-each-ref --merged over loose refs the
+// scratch repository repo gets for them.
+func ancestorsOf(ctx context.Context, g *gitx.Runner, repo, base string, haves []string, known map[string]bool) ([]string, error) {
+	dir := filepath.Join(repo, "refs", "forge", "haves")
+	n := 0
+	for _, h := range haves {
+		if !known[h] {
+			continue
+		}
+		if n == 0 {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, &Error{Phase: PhaseBundle, Reason: ReasonLocalFailure, Retryable: true}
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, h), []byte(h+"\n"), 0o600); err != nil {
+			return nil, &Error{Phase: PhaseBundle, Reason: ReasonLocalFailure, Retryable: true}
+		}
+		n++
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	out, err := g.Run(ctx, gitx.Cmd{GitDir: repo, Args: []string{"for-each-ref", "--merged=" + base, "--format=%(objectname)", "refs/forge/haves/"}})
+	if err != nil {
+		return nil, gitError(PhaseBundle, err)
+	}
+	in := map[string]bool{}
+	for _, sha := range strings.Fields(string(out)) {
+		in[sha] = true
+	}
+	var kept []string
+	for _, h := range haves {
+		if in[h] {
+			kept = append(kept, h)
+		}
+	}
+	return kept, nil
 }
 
 // commitsIn reports which of shas are commits in repo (one cat-file).
