@@ -67,13 +67,24 @@ type LocalRepo struct {
 	GitOutputBytes int64
 }
 
-// runner is a git runner for local with its own private home under tmp.
-func (a *App) runner(tmp string, local LocalRepo) (*gitx.Runner, error) {
+// workspace is what one git operation on a repository's local copy needs:
+// the repository, a fresh temporary directory (prefix names it) and a git
+// runner whose private home lives in it. The caller removes tmp.
+func (a *App) workspace(repo Repo, prefix string) (local LocalRepo, git *gitx.Runner, tmp string, err error) {
+	local, ok := a.Local(repo)
+	if !ok {
+		return local, nil, "", &Error{Kind: KindNotFound}
+	}
+	tmp, err = os.MkdirTemp(a.TempDir, prefix)
+	if err != nil {
+		return local, nil, "", &Error{Kind: KindTransient}
+	}
 	home := filepath.Join(tmp, "home")
 	if err := os.Mkdir(home, 0o700); err != nil {
-		return nil, err
+		os.RemoveAll(tmp)
+		return local, nil, "", &Error{Kind: KindTransient}
 	}
-	return &gitx.Runner{Git: a.Git, Home: home, Timeout: local.GitTimeout, OutputBytes: local.GitOutputBytes, Reaper: a.Reaper}, nil
+	return local, &gitx.Runner{Git: a.Git, Home: home, Timeout: local.GitTimeout, OutputBytes: local.GitOutputBytes, Reaper: a.Reaper}, tmp, nil
 }
 
 // installation finds the App's installation on repo. The client signs a
@@ -140,19 +151,11 @@ func (a *App) liveTokens() (*secretscan.Set, error) {
 // the live installation tokens: KindSecret when it holds one, so the
 // delivery fails before anything is pushed.
 func (a *App) CheckCandidate(ctx context.Context, repo Repo, sha string) error {
-	local, ok := a.Local(repo)
-	if !ok {
-		return &Error{Kind: KindNotFound}
-	}
-	tmp, err := os.MkdirTemp(a.TempDir, "scan-")
+	local, git, tmp, err := a.workspace(repo, "scan-")
 	if err != nil {
-		return &Error{Kind: KindTransient}
+		return err
 	}
 	defer os.RemoveAll(tmp)
-	git, err := a.runner(tmp, local)
-	if err != nil {
-		return &Error{Kind: KindTransient}
-	}
 	c, err := github.ReadCommit(ctx, git, local.Dir, sha)
 	if err != nil || len(c.Parents) != 1 {
 		return &Error{Kind: KindPushRejected}
@@ -217,19 +220,11 @@ func (a *App) RunsToken(ctx context.Context, repo Repo) (Token, error) {
 // TouchesWorkflows asks the local repository whether candidate sha
 // changes anything under .github/workflows against its parent.
 func (a *App) TouchesWorkflows(ctx context.Context, repo Repo, sha string) (bool, error) {
-	local, ok := a.Local(repo)
-	if !ok {
-		return false, &Error{Kind: KindNotFound}
-	}
-	tmp, err := os.MkdirTemp(a.TempDir, "inspect-")
+	local, git, tmp, err := a.workspace(repo, "inspect-")
 	if err != nil {
-		return false, &Error{Kind: KindTransient}
+		return false, err
 	}
 	defer os.RemoveAll(tmp)
-	git, err := a.runner(tmp, local)
-	if err != nil {
-		return false, &Error{Kind: KindTransient}
-	}
 	c, err := github.ReadCommit(ctx, git, local.Dir, sha)
 	if err != nil || len(c.Parents) != 1 {
 		return false, &Error{Kind: KindPushRejected}
@@ -286,19 +281,11 @@ func (a *App) Push(ctx context.Context, tok Token, repo Repo, branch, sha string
 	if err != nil {
 		return err
 	}
-	local, ok := a.Local(repo)
-	if !ok {
-		return &Error{Kind: KindNotFound}
-	}
-	tmp, err := os.MkdirTemp(a.TempDir, "push-")
+	local, git, tmp, err := a.workspace(repo, "push-")
 	if err != nil {
-		return &Error{Kind: KindTransient}
+		return err
 	}
 	defer os.RemoveAll(tmp)
-	git, err := a.runner(tmp, local)
-	if err != nil {
-		return &Error{Kind: KindTransient}
-	}
 	ref, err := candidateRef(ctx, git, local.Dir, sha)
 	if err != nil {
 		return err
