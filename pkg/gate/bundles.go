@@ -181,7 +181,7 @@ func (g *Gate) handleSource(w http.ResponseWriter, r *http.Request) {
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
-			_ = rc.SetWriteDeadline(time.Now().Add(sourceStallTimeout))
+			_ = rc.SetWriteDeadline(time.Now().Add(g.sourceStall))
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return
 			}

@@ -38,11 +38,23 @@ type bundleWorld struct {
 
 func newBundleWorld(t *testing.T) *bundleWorld {
 	t.Helper()
-	tg, work, first := publicGate(t, false, func(m map[string]any) {
+	return newBundleWorldWith(t, nil, nil)
+}
+
+// newBundleWorldWith is newBundleWorld with setup applied to the Gate
+// before it serves and files added to the base commit (nil: none).
+func newBundleWorldWith(t *testing.T, setup func(*Gate), files map[string][]byte) *bundleWorld {
+	t.Helper()
+	tg, work, first := publicGateSetup(t, false, setup, func(m map[string]any) {
 		m["workers"] = append(m["workers"].([]any), map[string]any{"id": "worker-2", "pool": "coding", "token_env": "W2", "concurrency": 1})
 		m["candidate_bundle_bytes"] = 4096
 	})
 	os.WriteFile(filepath.Join(work, "README"), []byte("readme\n"), 0o644)
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(work, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	runGit(t, work, "add", "-A")
 	runGit(t, work, "commit", "-q", "-m", "second")
 	base := runGit(t, work, "rev-parse", "HEAD")
@@ -248,15 +260,8 @@ func TestBundleBaseAndCandidate(t *testing.T) {
 	if code, body := b.put(testWorkerToken, req, bundle); code != http.StatusNoContent {
 		t.Fatalf("repeated candidate: %d %s", code, body)
 	}
-	// Another valid candidate, carrying an extra blob, finds the ref
-	// taken and stores nothing.
-	other, otherTree := b.commit(b.base, map[string][]byte{"other.txt": []byte("other\n")})
-	extra := blob(t, b.clone, "extra object\n")
-	code, body = b.put(testWorkerToken, wire.CandidateRequest{AttemptBinding: b.binding(), Candidate: other, Tree: otherTree},
-		b.rawBundle(ref, other, other, "^"+b.base, extra))
-	wantRefused(t, "another candidate for a taken ref", code, body, http.StatusUnprocessableEntity, "candidate_refused", source.ReasonBundleRefTaken)
-	if refs, now := b.stored(); now != after || !strings.Contains(refs, cand) {
-		t.Fatalf("a refused upload stored objects:\n%s\n->\n%s", after, now)
+	if _, now := b.stored(); now != after {
+		t.Fatalf("a repeated upload stored objects:\n%s\n->\n%s", after, now)
 	}
 	ents, _ := filepath.Glob(filepath.Join(b.tg.cfg.PublicRepositoryRoot, ".forge-scratch-*"))
 	if len(ents) != 0 {
@@ -344,6 +349,29 @@ func TestBundleRefusals(t *testing.T) {
 	}
 	code, body = b.put(testWorkerToken, goodReq, append(b.header(ref, good), bomb...))
 	wantRefused(t, "a delta bomb", code, body, http.StatusUnprocessableEntity, "candidate_refused", source.ReasonBundleUnpacked)
+	if refs, objects := b.stored(); refs != refs0 || objects != objects0 {
+		t.Fatalf("refused candidates stored something:\nrefs %q -> %q\nobjects %q -> %q", refs0, refs, objects0, objects)
+	}
+
+	// The attempt's candidate stored: exactly its objects are added. Then
+	// its replay carrying an extra blob is accepted without a read, and
+	// another candidate carrying one finds the ref taken: neither stores
+	// anything.
+	before := b.objects()
+	if code, body := b.put(testWorkerToken, goodReq, goodBundle); code != http.StatusNoContent {
+		t.Fatalf("the good candidate: %d %s", code, body)
+	}
+	if added, want := len(b.objects())-len(before), len(strings.Fields(runGit(t, b.clone, "rev-list", "--objects", "--no-object-names", good, "--not", b.base))); added != want {
+		t.Fatalf("stored %d objects, want %d", added, want)
+	}
+	refs0, objects0 = b.stored()
+	if code, body := b.put(testWorkerToken, goodReq, b.rawBundle(ref, good, good, "^"+b.base, blob(t, b.clone, "extra on a replay\n"))); code != http.StatusNoContent {
+		t.Fatalf("a replay of the stored candidate with an extra blob: %d %s", code, body)
+	}
+	taken, takenTree := b.commit(b.base, map[string][]byte{"other.txt": []byte("other\n")})
+	code, body = b.put(testWorkerToken, wire.CandidateRequest{AttemptBinding: bind, Candidate: taken, Tree: takenTree},
+		b.rawBundle(ref, taken, taken, "^"+b.base, blob(t, b.clone, "extra object\n")))
+	wantRefused(t, "another candidate for a taken ref", code, body, http.StatusUnprocessableEntity, "candidate_refused", source.ReasonBundleRefTaken)
 
 	// The lease expires: the attempt's bundle, replayed, stores nothing.
 	b.tg.clock.Advance(time.Hour)

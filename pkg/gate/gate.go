@@ -50,6 +50,7 @@ type Gate struct {
 	workerConns []atomic.Int32        // open connections per worker (by index)
 	sources     *source.Preparer      // public-source repositories (nil without any)
 	bundleSlots []workerBundles       // bundle requests in flight per worker (by index, bundles.go)
+	sourceStall time.Duration         // sourceStallTimeout (bundles.go); tests shorten it before Serve
 	reaper      *supervise.ReaperPool // runs the Preparer's git (nil: none, see Run)
 
 	ready   atomic.Bool
@@ -84,6 +85,7 @@ func newGate(cfg *Config, sec *Secrets, st *store.Store, log *slog.Logger, now f
 		repoPolicy:  map[string][]byte{},
 		workerConns: make([]atomic.Int32, len(cfg.Workers)),
 		bundleSlots: newBundleSlots(cfg),
+		sourceStall: sourceStallTimeout,
 		due:         make(chan time.Time, 1),
 		failed:      make(chan struct{}),
 		readied:     make(chan struct{}),

@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +21,13 @@ import (
 // tell); fail makes every fetch fail as a server asking for credentials.
 // It returns the Gate, the upstream work tree and its first commit.
 func publicGate(t *testing.T, fail bool, more ...func(map[string]any)) (*testGate, string, string) {
+	t.Helper()
+	return publicGateSetup(t, fail, nil, more...)
+}
+
+// publicGateSetup is publicGate with setup applied to the Gate before it
+// serves (nil: none).
+func publicGateSetup(t *testing.T, fail bool, setup func(*Gate), more ...func(map[string]any)) (*testGate, string, string) {
 	t.Helper()
 	sysGit, err := exec.LookPath("git")
 	if err != nil {
@@ -57,7 +65,10 @@ func publicGate(t *testing.T, fail bool, more ...func(map[string]any)) (*testGat
 			f(m)
 		}
 	})
-	return startGate(t, cfg, sec, "", nil), work, first
+	clk := newClock()
+	tg := startGateSetup(t, cfg, sec, "", clk.Now, io.Discard, setup)
+	tg.clock = clk
+	return tg, work, first
 }
 
 func runGit(t *testing.T, dir string, args ...string) string {
