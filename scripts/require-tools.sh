@@ -22,6 +22,11 @@ command -v openssl >/dev/null || need+=(openssl) # the fake GitHub App's key
 [ -f /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 # scripts/linux-installer-e2e.sh boots a real systemd with systemd-nspawn.
 command -v systemd-nspawn >/dev/null || need+=(systemd-container)
+# Litestream is not a Debian package: .ci/run installs it with go install.
+if ! command -v litestream >/dev/null; then
+  echo "make test needs litestream: go install github.com/benbjohnson/litestream/cmd/litestream@v0.5.18 (into a directory on PATH)" >&2
+  exit 1
+fi
 if [ "${#need[@]}" -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +66,43 @@ type Config struct {
 	// below which the Gate is in storage_full (storage.go); 0: the larger
 	// of store.DefaultFloorBytes and store.DefaultFloorPercent of it.
 	FreeSpaceFloorBytes int64 `json:"free_space_floor_bytes,omitempty"`
+	// Replication is "off" (or absent), "async" or "sync" (DECISIONS 20):
+	// with a Litestream replica the Gate leaves checkpoints to Litestream,
+	// and with "sync" it acknowledges a write only after Litestream
+	// confirms it reached the replica (docs/operations.md).
+	Replication string `json:"replication,omitempty"`
+	// ReplicationSocket is Litestream's control socket (absolute path),
+	// required with replication.
+	ReplicationSocket string `json:"replication_socket,omitempty"`
+}
+
+// maxSocketBytes bounds replication_socket (a UNIX socket path).
+const maxSocketBytes = 107
+
+// replication is the store's replication setting of c.
+func (c *Config) replication() store.Replication {
+	return store.Replication{Mode: c.Replication, Socket: c.ReplicationSocket}
+}
+
+func (c *Config) validateReplication() error {
+	switch c.Replication {
+	case "", store.ReplicationOff:
+		if c.ReplicationSocket != "" {
+			return cfgErr("replication_socket", "is only used with replication")
+		}
+		return nil
+	case store.ReplicationAsync, store.ReplicationSync:
+	default:
+		return cfgErr("replication", `must be "off", "async" or "sync"`)
+	}
+	if _, file, err := store.StateDir(c.Database); err != nil || !file {
+		return cfgErr("replication", "needs a file database")
+	}
+	s := c.ReplicationSocket
+	if s == "" || len(s) > maxSocketBytes || !filepath.IsAbs(s) || filepath.Clean(s) != s || strings.IndexByte(s, 0) >= 0 {
+		return cfgErr("replication_socket", "must be an absolute, clean path of at most %d bytes", maxSocketBytes)
+	}
+	return nil
 }
 
 // WorkerConfig registers one Worker: its pool, the environment variable
@@ -156,6 +194,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FreeSpaceFloorBytes != 0 && (c.FreeSpaceFloorBytes < store.MinFloorBytes || c.FreeSpaceFloorBytes > store.MaxFloorBytes) {
 		return cfgErr("free_space_floor_bytes", "must be %d to %d bytes", store.MinFloorBytes, int64(store.MaxFloorBytes))
+	}
+	if err := c.validateReplication(); err != nil {
+		return err
 	}
 	if !ident.ValidEnvName(c.OwnerTokenEnv) {
 		return cfgErr("owner_token_env", "must be an environment variable name")

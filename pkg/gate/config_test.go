@@ -68,6 +68,24 @@ func TestLoadExampleConfig(t *testing.T) {
 	}
 }
 
+func TestConfigReplication(t *testing.T) {
+	for _, mode := range []string{"off", "async", "sync"} {
+		b := edit(t, func(m map[string]any) {
+			m["replication"] = mode
+			if mode != "off" {
+				m["replication_socket"] = "/run/agent-forge/litestream.sock"
+			}
+		})
+		c, _, err := LoadConfig(bytes.NewReader(b), testEnv(map[string]string{"FORGE_OWNER_TOKEN": strings.Repeat("o", 32), "FORGE_WORKER_TOKEN": strings.Repeat("w", 32)}))
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if r := c.replication(); r.Mode != mode || (mode != "off") != (r.Socket != "") {
+			t.Fatalf("%s: %+v", mode, r)
+		}
+	}
+}
+
 func TestConfigRejects(t *testing.T) {
 	secondWorker := func(m map[string]any) {
 		m["workers"] = append(m["workers"].([]any), map[string]any{"id": "worker-2", "pool": "coding", "token_env": "W2", "concurrency": 1})
@@ -93,6 +111,18 @@ func TestConfigRejects(t *testing.T) {
 		{"floor too small", edit(t, func(m map[string]any) { m["free_space_floor_bytes"] = 4096 }), nil, "free_space_floor_bytes"},
 		{"floor negative", edit(t, func(m map[string]any) { m["free_space_floor_bytes"] = -1 }), nil, "free_space_floor_bytes"},
 		{"floor too large", edit(t, func(m map[string]any) { m["free_space_floor_bytes"] = int64(1) << 51 }), nil, "free_space_floor_bytes"},
+		{"replication mode", edit(t, func(m map[string]any) { m["replication"] = "eventually" }), nil, "replication"},
+		{"replication without socket", edit(t, func(m map[string]any) { m["replication"] = "sync" }), nil, "replication_socket"},
+		{"replication socket relative", edit(t, func(m map[string]any) {
+			m["replication"], m["replication_socket"] = "async", "run/litestream.sock"
+		}), nil, "replication_socket"},
+		{"replication socket unclean", edit(t, func(m map[string]any) {
+			m["replication"], m["replication_socket"] = "sync", "/run/../run/litestream.sock"
+		}), nil, "replication_socket"},
+		{"replication socket without replication", edit(t, func(m map[string]any) { m["replication_socket"] = "/run/litestream.sock" }), nil, "replication_socket"},
+		{"replication of memory", edit(t, func(m map[string]any) {
+			m["database"], m["replication"], m["replication_socket"] = ":memory:", "sync", "/run/litestream.sock"
+		}), nil, "replication"},
 		{"repo timeout syntax", edit(t, func(m map[string]any) { repo0(m)["execution"].(map[string]any)["git_timeout"] = "1 minute" }), nil, "repositories[0].execution.git_timeout"},
 		{"wrong type", edit(t, func(m map[string]any) { worker0(m)["concurrency"] = "2" }), nil, "workers[0].concurrency"},
 		{"default pool", edit(t, func(m map[string]any) { m["default_pool"] = "Bad Pool" }), nil, "default_pool"},

@@ -136,7 +136,7 @@ func (g *Gate) deliveryLoop() {
 				continue // picked up once the Gate leaves storage_full
 			}
 			if err := g.resumeDeliveries(); err != nil && g.ctx.Err() == nil {
-				if g.storageFull(err) {
+				if g.storageFull(err) || g.unreplicated(err) {
 					continue
 				}
 				g.fail(err)

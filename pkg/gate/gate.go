@@ -56,8 +56,11 @@ type Gate struct {
 	ready   atomic.Bool
 	readied chan struct{} // closed when Start has succeeded
 	storage storage       // storage_full (storage.go)
-	lanes   registry
-	act     *activity.Store // live activity of current leases, memory only (activity.go)
+	// unreplicatedLog is when the last unconfirmed write was logged
+	// (Unix nanoseconds).
+	unreplicatedLog atomic.Int64
+	lanes           registry
+	act             *activity.Store // live activity of current leases, memory only (activity.go)
 	// delivery drives automatic deliveries (deliver.go); nil without them.
 	delivery *delivery.Runner
 	due      chan time.Time // earlier wake-up requests for the sweeper
@@ -182,9 +185,31 @@ func (g *Gate) storeFailed(err error) bool {
 	if g.storageFull(err) {
 		return true
 	}
+	if g.unreplicated(err) {
+		return true
+	}
 	if !errors.Is(err, store.ErrClosed) && !errors.Is(err, context.Canceled) &&
 		!errors.Is(err, context.DeadlineExceeded) && g.ctx.Err() == nil {
 		g.fail(err)
+	}
+	return true
+}
+
+// unreplicatedLogEvery spaces the warnings about writes Litestream did not
+// confirm.
+const unreplicatedLogEvery = 10 * time.Second
+
+// unreplicated reports whether err is a write Litestream did not confirm
+// (sync replication): the write is answered unavailable and retried by
+// its client, and the Gate goes on (warning at most every
+// unreplicatedLogEvery).
+func (g *Gate) unreplicated(err error) bool {
+	if !errors.Is(err, store.ErrUnreplicated) {
+		return false
+	}
+	now := time.Now().UnixNano()
+	if last := g.unreplicatedLog.Load(); now-last >= int64(unreplicatedLogEvery) && g.unreplicatedLog.CompareAndSwap(last, now) {
+		g.log.Warn("the replica did not confirm a write: writes answered unavailable until Litestream does")
 	}
 	return true
 }
@@ -268,7 +293,7 @@ const openRetry = time.Second
 func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (*store.Store, error) {
 	logged := false
 	for {
-		st, err := store.Open(ctx, cfg.Database)
+		st, err := store.OpenReplicated(ctx, cfg.Database, cfg.replication())
 		if err == nil || !openFull(cfg, err) {
 			return st, err
 		}
@@ -408,7 +433,7 @@ func (g *Gate) sweeper() {
 			}
 			res, err := g.st.Sweep(g.ctx, now)
 			if err != nil {
-				if g.storageFull(err) {
+				if g.storageFull(err) || g.unreplicated(err) {
 					next, dueWake = now.Add(every), false
 					timer.Reset(every)
 					continue

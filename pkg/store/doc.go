@@ -109,7 +109,10 @@
 //
 // A checkpointer on its own connection runs PASSIVE checkpoints every 64
 // commits, so COMMIT never pays for one (the writer keeps a large
-// wal_autocheckpoint as a backstop). Reads of file databases use a separate read-only pool and a snapshot
+// wal_autocheckpoint as a backstop, 0 when Litestream replicates the
+// database: OpenReplicated, replication.go). In sync replication a
+// batch's answers wait for Litestream to confirm a sync covering its
+// commit (litestream.go speaks its control socket). Reads of file databases use a separate read-only pool and a snapshot
 // transaction; memory databases have one connection, so their reads are
 // queued on the writer too. Stats reports commits and operations.
 //

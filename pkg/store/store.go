@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -54,6 +55,7 @@ type Store struct {
 	rdb  *sql.DB // nil for memory databases
 	ckpt *checkpointer
 	w    *writer
+	repl *litestream // nil unless replication is on
 
 	policies policyCache
 
@@ -74,10 +76,25 @@ const (
 // opens SQLite (WAL, synchronous=FULL, foreign keys, busy timeout), applies
 // every pending migration, and starts the writer. Errors never contain the
 // DSN or path.
-func Open(ctx context.Context, dsn string) (_ *Store, err error) {
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	return OpenReplicated(ctx, dsn, Replication{})
+}
+
+// OpenReplicated is Open for a file database Litestream replicates (r):
+// checkpoints are left to Litestream (the writer's wal_autocheckpoint is
+// 0, the checkpointer runs PASSIVE only) and, in sync mode, a write is
+// answered only after Litestream confirms a sync covering its commit
+// (ErrUnreplicated otherwise).
+func OpenReplicated(ctx context.Context, dsn string, r Replication) (_ *Store, err error) {
 	loc, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
+	}
+	if err := r.validate(); err != nil {
+		return nil, err
+	}
+	if r.on() && loc.memory {
+		return nil, invalid("a memory database cannot be replicated")
 	}
 	s := &Store{loc: loc}
 	ok := false
@@ -110,10 +127,16 @@ func Open(ctx context.Context, dsn string) (_ *Store, err error) {
 		err = classify(err)
 	}()
 	if !loc.memory {
+		// Litestream must see every WAL frame before it is checkpointed
+		// away: with a replica the writer never checkpoints on its own.
+		backstop := walBackstopPages
+		if r.on() {
+			backstop = 0
+		}
 		writerDSN = fileURI(loc.path) + "?mode=rwc&_txlock=immediate" +
 			fmt.Sprintf("&_pragma=busy_timeout(%d)", busyTimeoutMS) +
 			"&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)" +
-			fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)&_pragma=cache_size(-%d)", walBackstopPages, writerCacheKiB)
+			fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)&_pragma=cache_size(-%d)", backstop, writerCacheKiB)
 	}
 	if loc.memory {
 		writerDSN = appendParams(writerDSN, fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", busyTimeoutMS))
@@ -198,7 +221,15 @@ func Open(ctx context.Context, dsn string) (_ *Store, err error) {
 		s.ckpt = newCheckpointer(ckdb)
 		kick = s.ckpt.request
 	}
-	s.w, err = newWriter(ctx, conn, kick)
+	var held *syncedAnswers
+	if r.on() {
+		s.repl = newLitestream(r.Socket, loc.path, (litestreamSyncTimeout+1)*time.Second)
+		if r.Mode == ReplicationSync {
+			base := context.WithoutCancel(ctx)
+			held = newSyncedAnswers(func() error { return s.repl.syncWait(base) })
+		}
+	}
+	s.w, err = newWriter(ctx, conn, kick, held)
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -241,6 +272,9 @@ func (s *Store) closeDBs() error {
 		errs = append(errs, s.wdb.Close())
 	}
 	s.lock.release()
+	if s.repl != nil {
+		s.repl.hc.CloseIdleConnections()
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}

@@ -42,6 +42,9 @@ type writer struct {
 
 	checkpoint func() // nil for memory databases
 	sinceKick  int
+	// held holds answers until Litestream confirms them (sync
+	// replication); nil otherwise.
+	held *syncedAnswers
 
 	// refs caches committed policies rows; pendingRefs are the rows the
 	// current transaction's successful operations looked up or inserted,
@@ -168,10 +171,11 @@ func (w *writer) stmt(query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-func newWriter(ctx context.Context, conn *sql.Conn, checkpoint func()) (*writer, error) {
+func newWriter(ctx context.Context, conn *sql.Conn, checkpoint func(), held *syncedAnswers) (*writer, error) {
 	w := &writer{
 		conn:       conn,
 		checkpoint: checkpoint,
+		held:       held,
 		ops:        make(chan *op, maxBatch),
 		quit:       make(chan struct{}),
 		done:       make(chan struct{}),
@@ -255,6 +259,11 @@ func (w *writer) loop() {
 			st.Close()
 		}
 		w.conn.Close()
+		// Held answers are given before done closes: a caller waiting
+		// on done then finds its answer.
+		if w.held != nil {
+			w.held.stop()
+		}
 	}()
 	batch := make([]*op, 0, maxBatch)
 	timer := time.NewTimer(time.Hour)
@@ -445,7 +454,7 @@ func (w *writer) attempt(batch []*op, results []error, savepoints bool) bool {
 	if committed == 0 {
 		// Nothing to make durable (every write failed, or reads only).
 		w.exec("ROLLBACK")
-		answer(batch, results)
+		w.reply(batch, results)
 		return true
 	}
 	if err := w.exec("COMMIT"); err != nil {
@@ -461,8 +470,21 @@ func (w *writer) attempt(batch []*op, results []error, savepoints bool) bool {
 		w.sinceKick = 0
 		w.checkpoint()
 	}
-	answer(batch, results)
+	if w.held != nil {
+		w.held.commit()
+	}
+	w.reply(batch, results)
 	return true
+}
+
+// reply answers a batch that rolled back or committed: at once, or, with
+// sync replication, once Litestream confirms the commits it rests on.
+func (w *writer) reply(batch []*op, results []error) {
+	if w.held != nil {
+		w.held.reply(batch, results)
+		return
+	}
+	answer(batch, results)
 }
 
 // abort rolls the whole transaction back and fails every operation that

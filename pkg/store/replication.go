@@ -1,0 +1,173 @@
+package store
+
+import (
+	"errors"
+	"sync"
+)
+
+// Replication modes (gate.json "replication", DECISIONS 20).
+const (
+	// ReplicationOff: no replica; the store checkpoints for itself.
+	ReplicationOff = "off"
+	// ReplicationAsync: Litestream copies the WAL on its own schedule; a
+	// write acknowledged less than Litestream's sync interval (1 s by
+	// default) before the host is lost may be missing from the replica.
+	ReplicationAsync = "async"
+	// ReplicationSync: every acknowledged write reached the replica first.
+	ReplicationSync = "sync"
+)
+
+// Replication is how a file store works with a Litestream replica. With a
+// mode other than off the store leaves checkpoints to Litestream: its
+// writer's wal_autocheckpoint is 0 and the only checkpoints it runs are
+// PASSIVE ones (which never reset or truncate the WAL Litestream reads).
+type Replication struct {
+	// Mode is ReplicationOff ("" means off), ReplicationAsync or
+	// ReplicationSync.
+	Mode string
+	// Socket is Litestream's control socket (required unless off): sync
+	// asks it to sync after each group commit, and Lag reads it.
+	Socket string
+}
+
+// ErrUnreplicated: in sync mode, Litestream did not confirm that the
+// group commit carrying this write reached the replica. The write is in
+// the local database but was not acknowledged; the caller answers
+// "unavailable" and the client retries (every write is idempotent or
+// fenced).
+var ErrUnreplicated = errors.New("store: the replica did not confirm the write")
+
+func (r Replication) on() bool { return r.Mode != "" && r.Mode != ReplicationOff }
+
+func (r Replication) validate() error {
+	switch r.Mode {
+	case "", ReplicationOff:
+		return nil
+	case ReplicationAsync, ReplicationSync:
+		if r.Socket == "" || !isAbs(r.Socket) {
+			return invalid("replication needs the absolute path of Litestream's control socket")
+		}
+		return nil
+	}
+	return invalid("unknown replication mode")
+}
+
+func isAbs(p string) bool { return len(p) > 0 && p[0] == '/' }
+
+// syncedAnswers holds the answers of committed batches until Litestream
+// confirms a sync that covers them (sync mode). The writer hands it every
+// batch it would answer with a success; one goroutine asks Litestream to
+// sync once for everything queued since its last request, so the writer
+// goes on committing while a sync is in flight and one sync covers
+// several commits.
+type syncedAnswers struct {
+	sync func() error // one Litestream sync -wait
+
+	mu        sync.Mutex
+	committed int64 // the writer's commits so far
+	synced    int64 // commits a confirmed sync covers
+	queue     []heldBatch
+	kick      chan struct{}
+	quit      chan struct{}
+	done      chan struct{}
+}
+
+// heldBatch is a batch's answers waiting for a sync covering commit seq.
+type heldBatch struct {
+	ops     []*op
+	results []error
+	seq     int64
+}
+
+func newSyncedAnswers(sync func() error) *syncedAnswers {
+	a := &syncedAnswers{sync: sync, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	go a.loop()
+	return a
+}
+
+// commit records one more committed transaction (the writer calls it
+// right after COMMIT, before reply).
+func (a *syncedAnswers) commit() {
+	a.mu.Lock()
+	a.committed++
+	a.mu.Unlock()
+}
+
+// reply answers batch now if every commit so far is confirmed (its
+// successes then rest on replicated state only), else holds it for the
+// next sync. A batch that committed nothing can still answer a success
+// that depends on an unconfirmed commit (a result replayed before the
+// first one's sync returned), so it waits too.
+func (a *syncedAnswers) reply(batch []*op, results []error) {
+	a.mu.Lock()
+	if a.synced >= a.committed || !anySuccess(results) {
+		a.mu.Unlock()
+		answer(batch, results)
+		return
+	}
+	a.queue = append(a.queue, heldBatch{ops: append([]*op(nil), batch...), results: results, seq: a.committed})
+	a.mu.Unlock()
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+func anySuccess(results []error) bool {
+	for _, err := range results {
+		if err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *syncedAnswers) loop() {
+	defer close(a.done)
+	for {
+		select {
+		case <-a.kick:
+			a.flush()
+		case <-a.quit:
+			// The writer has stopped: whatever it queued gets one more
+			// sync, so a clean shutdown acknowledges what it can.
+			a.flush()
+			return
+		}
+	}
+}
+
+// flush takes everything queued, syncs once (the sync starts after the
+// newest queued commit, so it covers them all) and answers: a write whose
+// sync failed answers ErrUnreplicated.
+func (a *syncedAnswers) flush() {
+	a.mu.Lock()
+	held := a.queue
+	a.queue = nil
+	target := a.committed
+	a.mu.Unlock()
+	if len(held) == 0 {
+		return
+	}
+	err := a.sync()
+	if err == nil {
+		a.mu.Lock()
+		a.synced = max(a.synced, target)
+		a.mu.Unlock()
+	}
+	for _, h := range held {
+		if err != nil {
+			for i, o := range h.ops {
+				if h.results[i] == nil && !o.read {
+					h.results[i] = ErrUnreplicated
+				}
+			}
+		}
+		answer(h.ops, h.results)
+	}
+}
+
+func (a *syncedAnswers) stop() {
+	close(a.quit)
+	<-a.done
+}
