@@ -2,16 +2,13 @@ package worker
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
@@ -40,69 +37,8 @@ func survivor(stop chan struct{}, flip func()) *sync.WaitGroup {
 	return &wg
 }
 
-// exchange swaps two paths atomically (renameat2 RENAME_EXCHANGE).
-func exchange(a, b string) {
-	pa, _ := syscall.BytePtrFromString(a)
-	pb, _ := syscall.BytePtrFromString(b)
-	const renameExchange = 2
-	cwd := atFDCWD
-	syscall.Syscall6(316, uintptr(cwd), uintptr(unsafe.Pointer(pa)), uintptr(cwd), uintptr(unsafe.Pointer(pb)), renameExchange, 0)
-}
-
-// The Worker's git never reads the attempt's git metadata (DECISIONS 21):
-// a survivor that keeps pointing the worktree's commondir at a repository
-// whose config defines a clean filter the tree's .gitattributes names,
-// racing validation, never gets that filter run, in raceRounds attempts.
-func TestStagingNeverRunsTheAgentsFilter(t *testing.T) {
-	f := newCodingFixture(t, buildEditPlugin(t))
-	marker := filepath.Join(f.root, "filter-ran")
-	evil := filepath.Join(f.root, "evil.git")
-	gitT(t, f.root, "clone", "-q", "--bare", f.repo, evil)
-	gitT(t, evil, "config", "core.bare", "false")
-	cfg, _ := os.ReadFile(filepath.Join(evil, "config"))
-	cfg = append(cfg, fmt.Sprintf("[filter \"evil\"]\n\tclean = touch %s && cat\n\trequired = true\n", marker)...)
-	if err := os.WriteFile(filepath.Join(evil, "config"), cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// The survivor keeps pointing every worktree's commondir at the evil
-	// repository and back, at random moments (0–2 ms apart): a snapshot
-	// that reads the good one and a git that then reads the evil one is
-	// what it waits for.
-	good := map[string][]byte{}
-	codes := map[string]int{}
-	stop := make(chan struct{})
-	wg := survivor(stop, func() {
-		dirs, _ := filepath.Glob(filepath.Join(f.repo, ".git", "worktrees", "*"))
-		for _, d := range dirs {
-			cd := filepath.Join(d, "commondir")
-			if _, ok := good[d]; !ok {
-				b, err := os.ReadFile(cd)
-				if err != nil {
-					continue
-				}
-				good[d] = b
-			}
-			for _, b := range [][]byte{[]byte(evil + "\n"), good[d]} {
-				if os.WriteFile(cd+".tmp", b, 0o644) == nil {
-					os.Rename(cd+".tmp", cd)
-				}
-				time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond)
-			}
-		}
-	})
-	for i := 0; i < raceRounds; i++ {
-		l := f.lease(wire.CodingTask{Instruction: fmt.Sprintf("write a.txt %d\nwrite .gitattributes * filter=evil", i)}, nil)
-		l.JobID = fmt.Sprintf("job%d", i)
-		r := f.run(l)
-		codes[r.Code]++
-	}
-	close(stop)
-	wg.Wait()
-	t.Logf("tried=%d outcomes %v", raceRounds, codes)
-	if _, err := os.Stat(marker); err == nil {
-		t.Fatal("the agent's clean filter ran in the Worker's git")
-	}
-}
+// exchange swaps two paths atomically (renameExchange).
+func exchange(a, b string) { renameExchange(a, b) }
 
 // Staging never reads through the workspace: a survivor that keeps
 // exchanging a directory of the tree with a symbolic link to an outside
