@@ -33,6 +33,7 @@ type bundleWorld struct {
 	base     string // the lease's base: upstream's second commit
 	prepared string
 	clone    string
+	upstream string // upstream's bare repository
 	n        int
 }
 
@@ -65,6 +66,7 @@ func newBundleWorldWith(t *testing.T, setup func(*Gate), files map[string][]byte
 	clone := filepath.Join(t.TempDir(), "clone")
 	runGit(t, filepath.Dir(clone), "clone", "-q", work, clone)
 	return &bundleWorld{t: t, tg: tg, w: w, lease: l, first: first, base: base, clone: clone,
+		upstream: filepath.Join(filepath.Dir(work), "up", "octo-org", "hello.git"),
 		prepared: filepath.Join(tg.cfg.PublicRepositoryRoot, source.DirName(testPublicURL))}
 }
 
@@ -141,7 +143,7 @@ func (b *bundleWorld) bundle(ref, tip string, exclude ...string) []byte {
 // stored lists the prepared repository's candidate refs, its packs and
 // loose objects and every object it holds.
 func (b *bundleWorld) stored() (string, string) {
-	refs := runGit(b.t, b.prepared, "for-each-ref", "refs/agent-forge/")
+	refs := runGit(b.t, b.prepared, "for-each-ref", "refs/agent-forge/candidates/")
 	return refs, runGit(b.t, b.prepared, "count-objects", "-v") + "\n" +
 		runGit(b.t, b.prepared, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
 }
@@ -266,6 +268,9 @@ func TestBundleBaseAndCandidate(t *testing.T) {
 	ents, _ := filepath.Glob(filepath.Join(b.tg.cfg.PublicRepositoryRoot, ".forge-scratch-*"))
 	if len(ents) != 0 {
 		t.Fatalf("scratch repositories left: %v", ents)
+	}
+	if keeps, _ := filepath.Glob(filepath.Join(b.prepared, "objects", "pack", "*.keep")); len(keeps) != 0 {
+		t.Fatalf("pack keep files left: %v", keeps)
 	}
 }
 

@@ -59,6 +59,12 @@ type Config struct {
 	// WorkerSourceReads bounds one Worker's base bundles in flight (0:
 	// DefaultWorkerSourceReads); its candidate uploads run one at a time.
 	WorkerSourceReads int `json:"worker_source_reads,omitempty"`
+	// CandidateRefTTL is how long a finished job's candidate refs stay
+	// in its prepared repository (0: DefaultCandidateRefTTL).
+	CandidateRefTTL policy.Duration `json:"candidate_ref_ttl,omitempty"`
+	// RepackPacks: a prepared repository holding more packs is repacked
+	// (0: DefaultRepackPacks).
+	RepackPacks int `json:"repack_packs,omitempty"`
 	// Delivery, when present, turns on automatic delivery of public-source
 	// candidates; nil leaves jobs candidate-only.
 	Delivery *DeliveryConfig `json:"delivery,omitempty"`

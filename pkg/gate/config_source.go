@@ -3,6 +3,7 @@ package gate
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/source"
 )
@@ -43,6 +44,12 @@ func (c *Config) validateSources() error {
 	}
 	if c.WorkerSourceReads != 0 && (c.WorkerSourceReads < 1 || c.WorkerSourceReads > MaxWorkerSourceReads) {
 		return cfgErr("worker_source_reads", "must be 1..%d", MaxWorkerSourceReads)
+	}
+	if c.CandidateRefTTL != 0 && (c.CandidateRefTTL.Std() < MinCandidateRefTTL || c.CandidateRefTTL.Std() > MaxCandidateRefTTL) {
+		return cfgErr("candidate_ref_ttl", "must be %s..%s", MinCandidateRefTTL, MaxCandidateRefTTL)
+	}
+	if c.RepackPacks != 0 && (c.RepackPacks < 1 || c.RepackPacks > MaxRepackPacks) {
+		return cfgErr("repack_packs", "must be 1..%d", MaxRepackPacks)
 	}
 	if public && c.PublicRepositoryRoot == "" {
 		return cfgErr("public_repository_root", "required when a repository has repository_url")
@@ -93,6 +100,33 @@ const (
 	DefaultWorkerSourceReads  = 2
 	MaxWorkerSourceReads      = 64
 )
+
+// Bounds of candidate_ref_ttl and repack_packs.
+const (
+	DefaultCandidateRefTTL = 30 * 24 * time.Hour
+	MinCandidateRefTTL     = time.Hour
+	MaxCandidateRefTTL     = 10 * 365 * 24 * time.Hour
+	DefaultRepackPacks     = 50
+	MaxRepackPacks         = 10000
+)
+
+// candidateRefTTL is the configured lifetime of a finished job's
+// candidate refs.
+func (c *Config) candidateRefTTL() time.Duration {
+	if c.CandidateRefTTL == 0 {
+		return DefaultCandidateRefTTL
+	}
+	return c.CandidateRefTTL.Std()
+}
+
+// repackPacks is the configured pack count past which a prepared
+// repository is repacked.
+func (c *Config) repackPacks() int {
+	if c.RepackPacks == 0 {
+		return DefaultRepackPacks
+	}
+	return c.RepackPacks
+}
 
 // candidateBundleBytes is the configured candidate bundle bound.
 func (c *Config) candidateBundleBytes() int64 {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const testPublicURL = "https://github.com/octo-org/hello.git"
@@ -44,6 +45,15 @@ func TestConfigPublicSource(t *testing.T) {
 	}
 	if c.Repositories[0].RepositoryURL != testPublicURL || !c.hasPublicSources() {
 		t.Fatalf("decoded %+v", c.Repositories[0])
+	}
+	if c.candidateRefTTL() != DefaultCandidateRefTTL || c.repackPacks() != DefaultRepackPacks {
+		t.Fatalf("maintenance defaults: %v %d", c.candidateRefTTL(), c.repackPacks())
+	}
+	c, _, err = LoadConfig(bytes.NewReader(publicConfig(t, func(m map[string]any) {
+		m["candidate_ref_ttl"], m["repack_packs"] = "48h", 7
+	})), testEnv(defaultEnv()))
+	if err != nil || c.candidateRefTTL() != 48*time.Hour || c.repackPacks() != 7 {
+		t.Fatalf("maintenance settings: %v", err)
 	}
 }
 
@@ -94,6 +104,11 @@ func TestConfigPublicSourceRejects(t *testing.T) {
 		{"git a directory", "git_executable", set("git_executable", dir)},
 		{"git absent", "git_executable", set("git_executable", filepath.Join(dir, "absent"))},
 		{"git writable", "git_executable", set("git_executable", writable)},
+		{"ref ttl too short", "candidate_ref_ttl", set("candidate_ref_ttl", "59m")},
+		{"ref ttl too long", "candidate_ref_ttl", set("candidate_ref_ttl", "87601h")},
+		{"ref ttl negative", "candidate_ref_ttl", set("candidate_ref_ttl", "-1h")},
+		{"repack packs negative", "repack_packs", set("repack_packs", -1)},
+		{"repack packs too many", "repack_packs", set("repack_packs", 10001)},
 		{"git unclean", "git_executable", set("git_executable",
 			filepath.Dir(git)+"/../"+filepath.Base(filepath.Dir(git))+"/git")},
 	}

@@ -347,6 +347,8 @@ func (g *Gate) Serve(ctx context.Context, ln net.Listener) error {
 		go g.sweeper()
 		g.wg.Add(1)
 		go g.deliveryLoop()
+		g.wg.Add(1)
+		go g.maintenanceLoop()
 		select {
 		case <-ctx.Done():
 		case <-g.failed:

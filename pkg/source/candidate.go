@@ -75,7 +75,8 @@ type Candidate struct {
 //   - fenced returns nil.
 //
 // Then git pack-objects writes those objects, and only those, into a new
-// pack moved into c.Dir, and c.Ref is created. A refusal is a
+// pack moved into c.Dir (kept from repacks until then), and c.Ref is
+// created. A refusal is a
 // *BundleError and stores nothing; fenced's error is returned as is.
 func (p *Preparer) StoreCandidate(ctx context.Context, r Repository, c Candidate, path string, fenced func() error) error {
 	f, err := os.Open(path)
@@ -154,12 +155,24 @@ func (p *Preparer) StoreCandidate(ctx context.Context, r Repository, c Candidate
 	}
 	// Deltas of the received pack are reused only on bases in the set and
 	// within git's default depth; nothing is searched anew.
-	if _, err := g.Run(ctx, gitx.Cmd{GitDir: repo, Stdin: list, Args: []string{"-c", "pack.threads=1",
+	name, err := g.Line(ctx, gitx.Cmd{GitDir: repo, Stdin: list, Args: []string{"-c", "pack.threads=1",
 		"pack-objects", "-q", "--window=0", "--depth=" + strconv.Itoa(maxCandidateDepth), "--delta-base-offset",
-		filepath.Join(outDir, "pack")}}); err != nil {
+		filepath.Join(outDir, "pack")}})
+	if err != nil {
 		return gitError(PhaseBundle, err)
 	}
-	if err := gitx.MovePacks(outDir, filepath.Join(c.Dir, "objects", "pack")); err != nil {
+	if !validHex(name) {
+		return &Error{Phase: PhaseBundle, Reason: ReasonGitFailed, Retryable: true}
+	}
+	// Until the ref exists, a .keep file keeps a concurrent repack
+	// (maintain.go) from dropping the pack's objects as unreachable.
+	packDir := filepath.Join(c.Dir, "objects", "pack")
+	keep := filepath.Join(packDir, "pack-"+name+".keep")
+	if err := os.WriteFile(keep, []byte("agent-forge candidate\n"), 0o600); err != nil {
+		return &Error{Phase: PhaseBundle, Reason: ReasonLocalFailure, Retryable: true}
+	}
+	defer os.Remove(keep)
+	if err := gitx.MovePacks(outDir, packDir); err != nil {
 		return &Error{Phase: PhaseBundle, Reason: ReasonLocalFailure, Retryable: true}
 	}
 	if _, err := g.Run(ctx, gitx.Cmd{GitDir: c.Dir, Args: []string{"update-ref", "--no-deref", c.Ref, c.Commit, strings.Repeat("0", 40)}}); err != nil {

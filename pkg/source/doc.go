@@ -10,7 +10,8 @@
 // ident.ParsePublicURL) maps to <root>/<sha256 hex of the URL bytes>.git.
 // The root also holds the Preparer's private git home (.forge-git-home),
 // temporary clones (.forge-clone-*) and bundle scratch repositories
-// (.forge-scratch-*), the last two removed by New.
+// (.forge-scratch-*), the last two removed by New, as are pack .keep
+// files in the bare repositories.
 //
 // Preparation, on every coding submit for such a repository and before any
 // job exists (Preparer.Prepare):
@@ -37,6 +38,13 @@
 // submit only ever shares a fetch that started after it arrived, and sees
 // every commit pushed upstream before it arrived. Fetches run on the
 // Preparer's context: a submit that stops waiting does not cancel them.
+//
+// Maintenance (maintain.go). The Gate names the candidate refs that
+// expire and the commits open jobs build on; Maintain deletes the refs,
+// pins those commits under refs/agent-forge/bases/ and, once packs pile
+// up, repacks (git repack -a -d, readers never blocked) and prunes loose
+// objects older than two weeks. A candidate's pack is kept (.keep) from
+// its move until its ref exists.
 //
 // Failures are *Error values: a phase (clone, validate, fetch, base), a
 // fixed reason word and whether the same submit may succeed later. They

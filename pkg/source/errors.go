@@ -24,6 +24,7 @@ const (
 	PhaseFetch    = "fetch"    // reuse: fetching the default branch
 	PhaseBase     = "base"     // the requested base against the fetched branch
 	PhaseBundle   = "bundle"   // a base or candidate bundle for a Worker (bundle.go)
+	PhaseMaintain = "maintain" // expiring candidate refs and repacking (maintain.go)
 )
 
 // Reasons besides the gitx.Transport* words a failed fetch reports.

@@ -40,6 +40,8 @@ type Preparer struct {
 	mu       sync.Mutex
 	repos    map[string]*repoState   // by URL
 	attempts map[string]*attemptLock // StoreCandidate's, by repository and ref
+
+	maintaining sync.Mutex // one Maintain at a time
 }
 
 // attemptLock serialises one attempt's candidate uploads; users counts
@@ -73,8 +75,8 @@ const tempPrefix = ".forge-clone-"
 
 // New returns a Preparer for root (checked by CheckRoot) using the git
 // executable git (checked by CheckGit). It creates the private git home
-// under root afresh and removes temporary clones and bundle scratch
-// repositories an earlier run left behind.
+// under root afresh and removes temporary clones, bundle scratch
+// repositories and pack .keep files an earlier run left behind.
 // reaper, when not nil, runs every git under a reaper, so that a Gate
 // killed mid-fetch leaves no git running (the binary dispatches
 // supervise.ReaperArg); it stays the caller's to close, after Close.
@@ -107,6 +109,9 @@ func New(root, git string, log *slog.Logger, reaper *supervise.ReaperPool) (*Pre
 				return nil, errors.New("source: cannot remove an earlier temporary clone")
 			}
 		}
+	}
+	if err := removeStaleKeeps(root); err != nil {
+		return nil, errors.New("source: cannot remove an earlier run's pack keep files")
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &Preparer{root: root, git: git, home: home, log: log, reaper: reaper, ctx: ctx, stop: stop,

@@ -605,6 +605,26 @@ func TestNewSweepsTemporaryClones(t *testing.T) {
 	}
 }
 
+// A killed Gate's upload (or fetch) leaves its pack's .keep file, which
+// would keep the pack out of every repack: New removes it.
+func TestNewRemovesStaleKeeps(t *testing.T) {
+	u := newUpstream(t)
+	dir := filepath.Join(u.root, DirName(testURL), "objects", "pack")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	keep := filepath.Join(dir, "pack-"+strings.Repeat("a", 40)+".keep")
+	if err := os.WriteFile(keep, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(u.root, u.p.git, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(keep); err == nil {
+		t.Fatal("a stale .keep survived New")
+	}
+}
+
 // A Gate (or its git) killed mid-fetch can leave the default branch's
 // lock file, or after a power loss a torn ref file; the next submit
 // recovers and sees the upstream's branch.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/ident"
@@ -77,4 +78,70 @@ func (s *Store) JobSource(ctx context.Context, jobID string) (repositoryID, prep
 		return "", "", ErrNotFound
 	}
 	return repo.String, path.String, err
+}
+
+// maxFinishedQuery bounds the job ids one query of FinishedBefore names.
+const maxFinishedQuery = 500
+
+// FinishedBefore returns which of jobIDs are jobs that finished
+// (succeeded or failed, their delivery over) before the given time. Ids
+// the store does not know are not returned.
+func (s *Store) FinishedBefore(ctx context.Context, jobIDs []string, before time.Time) (map[string]bool, error) {
+	done := map[string]bool{}
+	var ids []any
+	for _, id := range jobIDs {
+		if ident.ValidRef(id) {
+			ids = append(ids, id)
+		}
+	}
+	for len(ids) > 0 {
+		n := min(len(ids), maxFinishedQuery)
+		chunk := ids[:n]
+		ids = ids[n:]
+		err := s.read(ctx, func(q querier) error {
+			rows, err := q.QueryContext(ctx, `SELECT id FROM jobs WHERE id IN (?`+strings.Repeat(",?", len(chunk)-1)+`)
+  AND (status = 'succeeded' OR status = 'failed') AND updated_at < ?`, append(chunk, before.UnixMicro())...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					return err
+				}
+				done[id] = true
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return done, nil
+}
+
+// OpenBases returns the distinct bases of the jobs prepared in the
+// repository prepared that have not finished (pending, leased, waiting
+// for a retry or delivering): what that repository must keep.
+func (s *Store) OpenBases(ctx context.Context, prepared string) ([]string, error) {
+	var bases []string
+	err := s.read(ctx, func(q querier) error {
+		bases = nil
+		rows, err := q.QueryContext(ctx, `SELECT DISTINCT base_sha FROM jobs WHERE prepared_path = ? AND base_sha IS NOT NULL
+  AND status <> 'succeeded' AND status <> 'failed'`, prepared)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var b string
+			if err := rows.Scan(&b); err != nil {
+				return err
+			}
+			bases = append(bases, b)
+		}
+		return rows.Err()
+	})
+	return bases, err
 }

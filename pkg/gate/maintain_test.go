@@ -1,0 +1,235 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/gitx"
+	"github.com/0k-lab/agent-forge/pkg/policy"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// maintainedWorld is a bundle world whose candidate refs live a day and
+// whose repository is repacked past one pack.
+func maintainedWorld(t *testing.T, files map[string][]byte) *bundleWorld {
+	return newBundleWorldWith(t, func(g *Gate) {
+		g.cfg.CandidateRefTTL = policy.Duration(24 * time.Hour)
+		g.cfg.RepackPacks = 1
+	}, files)
+}
+
+// has reports whether the prepared repository holds object sha.
+func (b *bundleWorld) has(sha string) bool {
+	return exec.Command("git", "--git-dir", b.prepared, "cat-file", "-e", sha).Run() == nil
+}
+
+// refExists reports whether the prepared repository has ref.
+func (b *bundleWorld) refExists(ref string) bool {
+	return runGit(b.t, b.prepared, "for-each-ref", ref) != ""
+}
+
+// packs counts the prepared repository's packs.
+func (b *bundleWorld) packs() int {
+	p, _ := filepath.Glob(filepath.Join(b.prepared, "objects", "pack", "pack-*.pack"))
+	return len(p)
+}
+
+// secondPack adds a reachable commit (on a side branch) in a pack of its
+// own.
+func (b *bundleWorld) secondPack() {
+	b.t.Helper()
+	b.n++
+	c := gitEnv(b.t, b.prepared, nil, "commit-tree", runGit(b.t, b.prepared, "rev-parse", b.base+"^{tree}"), "-p", b.base, "-m", "side "+strconv.Itoa(b.n))
+	runGit(b.t, b.prepared, "update-ref", "refs/heads/side"+strconv.Itoa(b.n), c)
+	runGit(b.t, b.prepared, "repack", "-q")
+}
+
+// storeCandidate stores a candidate of the world's lease with a file of
+// its own and returns it.
+func (b *bundleWorld) storeCandidate() string {
+	b.t.Helper()
+	cand, tree := b.commit(b.base, map[string][]byte{"own.txt": []byte("only this candidate\n")})
+	ref := wire.CandidateRef(b.lease.JobID, b.lease.AttemptID)
+	if code, body := b.put(testWorkerToken, wire.CandidateRequest{AttemptBinding: b.binding(), Candidate: cand, Tree: tree}, b.bundle(ref, cand, b.base)); code != http.StatusNoContent {
+		b.t.Fatalf("candidate: %d %s", code, body)
+	}
+	return cand
+}
+
+// A finished job's candidate ref expires candidate_ref_ttl after the job
+// finished, not before, and the next repack drops what only it held; a
+// ref whose commit an open job builds on (a follow-up's base) stays, and
+// so does a ref of a job the store does not know.
+func TestCandidateRefsExpire(t *testing.T) {
+	b := maintainedWorld(t, nil)
+	cand := b.storeCandidate()
+	ref := wire.CandidateRef(b.lease.JobID, b.lease.AttemptID)
+	blobOf := runGit(t, b.clone, "rev-parse", cand+":own.txt")
+	unknown := wire.CandidateRef(strings.Repeat("a", 32), strings.Repeat("b", 32))
+	runGit(t, b.prepared, "update-ref", unknown, b.base)
+	ctx := context.Background()
+	b.tg.g.maintainRepositories(ctx)
+	if !b.refExists(ref) {
+		t.Fatal("the candidate ref of a running job expired")
+	}
+	wantAck(t, b.w.failResult(b.lease, wire.FailureInvalidTask))
+	b.tg.clock.Advance(24*time.Hour - 10*time.Second)
+	b.tg.g.maintainRepositories(ctx)
+	if !b.refExists(ref) {
+		t.Fatal("the candidate ref expired before candidate_ref_ttl")
+	}
+
+	// A follow-up's base: an open job on the candidate (pushed upstream
+	// so that today's submit takes it) keeps the ref past its time.
+	runGit(t, b.clone, "push", "-q", b.upstream, cand+":refs/heads/main")
+	b.tg.submit(`{"repository_id":"agent-forge","base_sha":"` + cand + `","instruction":"Follow up."}`)
+	follow := b.w.lease()
+	b.tg.clock.Advance(20 * time.Second) // within the follow-up's lease
+	b.tg.g.maintainRepositories(ctx)
+	if !b.refExists(ref) || !b.refExists("refs/agent-forge/bases/"+cand) {
+		t.Fatalf("an open job's base lost its ref or pin:\n%s", runGit(t, b.prepared, "for-each-ref"))
+	}
+	wantAck(t, b.w.failResult(follow, wire.FailureInvalidTask))
+	// Upstream goes back: only the candidate ref held the candidate.
+	runGit(t, b.clone, "push", "-q", "--force", b.upstream, b.base+":refs/heads/main")
+	runGit(t, b.prepared, "fetch", "-q", b.upstream, "+refs/heads/main:refs/heads/main")
+	b.secondPack()
+	b.tg.g.maintainRepositories(ctx)
+	if b.refExists(ref) || b.refExists("refs/agent-forge/bases/"+cand) {
+		t.Fatalf("an expired candidate ref or a finished job's pin stays:\n%s", runGit(t, b.prepared, "for-each-ref"))
+	}
+	if !b.refExists(unknown) {
+		t.Fatal("the ref of a job the store does not know was deleted")
+	}
+	if b.has(cand) || b.has(blobOf) {
+		t.Fatal("the repack kept what only an expired ref held")
+	}
+	if !b.has(b.base) || b.packs() != 1 {
+		t.Fatalf("after the repack: base held %v, %d packs", b.has(b.base), b.packs())
+	}
+	if loose := runGit(t, b.prepared, "count-objects"); !strings.HasPrefix(loose, "0 objects") {
+		t.Fatalf("loose objects after the repack: %s", loose)
+	}
+	runGit(t, b.prepared, "fsck", "--strict", "--no-dangling")
+}
+
+// A repack keeps an open job's base that no branch reaches any more (the
+// default branch force-pushed upstream) and a pack under a .keep file (a
+// candidate moved in whose ref is not written yet).
+func TestRepackKeepsPinnedAndKept(t *testing.T) {
+	b := maintainedWorld(t, nil)
+	ctx := context.Background()
+	runGit(t, b.clone, "push", "-q", "--force", b.upstream, b.first+":refs/heads/main")
+	runGit(t, b.prepared, "fetch", "-q", b.upstream, "+refs/heads/main:refs/heads/main")
+	// An unreachable blob in a pack of its own, kept.
+	kept := blob(t, b.prepared, "in flight\n")
+	name := runGitIn(t, b.prepared, kept+"\n", "pack-objects", "-q", filepath.Join(b.prepared, "objects", "pack", "pack"))
+	keep := filepath.Join(b.prepared, "objects", "pack", "pack-"+name+".keep")
+	if err := os.WriteFile(keep, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.secondPack()
+	b.tg.g.maintainRepositories(ctx)
+	if !b.has(b.base) || !b.has(kept) {
+		t.Fatalf("the repack dropped the open job's base (%v) or a kept pack's object (%v)", b.has(b.base), b.has(kept))
+	}
+	if err := os.Remove(keep); err != nil {
+		t.Fatal(err)
+	}
+	b.tg.g.maintainRepositories(ctx)
+	if b.has(kept) {
+		t.Fatal("an unreachable object no longer kept survived the repack")
+	}
+	if code, _ := b.fetch(testWorkerToken, wire.SourceRequest{AttemptBinding: b.binding(), Want: b.base}); code != http.StatusOK {
+		t.Fatalf("the open job's base after the repack: %d", code)
+	}
+}
+
+// Base bundles are served, whole, while the repository is repacked again
+// and again under them: a repack moves its new pack in before it deletes
+// the old ones.
+func TestBaseReadsDuringRepack(t *testing.T) {
+	files := map[string][]byte{}
+	for i := range 300 {
+		files["f"+strconv.Itoa(i)+".txt"] = []byte(strings.Repeat("line "+strconv.Itoa(i)+"\n", 50))
+	}
+	b := maintainedWorld(t, files)
+	ctx := context.Background()
+	req := wire.SourceRequest{AttemptBinding: b.binding(), Want: b.base}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	reads, failures := 0, []string{}
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				code, body, err := get(b.tg.addr, wire.SourcePath+"?"+req.Query())
+				if err == nil {
+					var h gitx.BundleHeader
+					if h, err = gitx.ParseBundleHeader(body); err == nil && (code != http.StatusOK || len(h.Refs) != 1) {
+						err = errors.New(strconv.Itoa(code) + " " + string(body[:min(len(body), 200)]))
+					}
+				}
+				mu.Lock()
+				reads++
+				if err != nil {
+					failures = append(failures, err.Error())
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	repacks := 0
+	for i := range 6 {
+		// Each round adds reachable objects in a new pack, so the
+		// repack writes a pack of a new name and deletes the old ones.
+		_ = i
+		b.secondPack()
+		if b.packs() > 1 {
+			repacks++
+		}
+		b.tg.g.maintainRepositories(ctx)
+		if n := b.packs(); n != 1 {
+			t.Fatalf("round %d: %d packs after maintenance", i, n)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if len(failures) > 0 || reads == 0 || repacks < 5 {
+		t.Fatalf("%d reads during %d repacks, failures: %q", reads, repacks, failures)
+	}
+	runGit(t, b.prepared, "fsck", "--strict")
+}
+
+// get is a base read with the Worker token, for goroutines.
+func get(addr, path string) (int, []byte, error) {
+	req, err := http.NewRequest("GET", "http://"+addr+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+testWorkerToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
