@@ -5,8 +5,8 @@
 # plugin pinned by sha256), submits {"input":"hello agent forge"}, waits,
 # and checks the result (the plugin ran in the Worker's default Landlock
 # sandbox), the attempt, the ordered events, that the Worker
-# lanes show disconnected after the Worker stops, and that no token reached
-# a log. Final line: E2E PASS.
+# lanes show disconnected after the Worker stops, that GET /metrics shows
+# the run, and that no token reached a log. Final line: E2E PASS.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/e2e.sh
 source "$(dirname "$0")/lib/e2e.sh"
@@ -77,6 +77,26 @@ assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), seqs
 ats = [e["at"] for e in events]
 assert ats == sorted(ats), ats
 assert events[1].get("attempt") == 1, events[1]
+PY
+
+# The Gate's metrics (docs/api.md, Metrics): the job, its attempt and the
+# two lanes, in the Prometheus text format, with the owner token only.
+python3 - "$addr" <<'PY' || fail "GET /metrics does not show the run"
+import os, sys, urllib.request, urllib.error
+url = "http://%s/metrics" % sys.argv[1]
+try:
+    urllib.request.urlopen(url, timeout=10)
+    sys.exit("scraped without a token")
+except urllib.error.HTTPError as e:
+    assert e.code == 401, e.code
+req = urllib.request.Request(url, headers={"Authorization": "Bearer " + os.environ["FORGE_OWNER_TOKEN"]})
+with urllib.request.urlopen(req, timeout=10) as r:
+    assert r.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8", r.headers["Content-Type"]
+    lines = set(r.read().decode().splitlines())
+for want in ('forge_jobs_submitted_total 1', 'forge_jobs_finished_total{status="succeeded"} 1',
+             'forge_attempts_finished_total{outcome="succeeded"} 1', 'forge_lanes_connected{pool="local"} 2',
+             'forge_queue_depth{pool="local"} 0', 'forge_storage_full 0', 'forge_submit_to_lease_seconds_count 1'):
+    assert want in lines, want
 PY
 
 # Stop the Worker: SIGTERM is a clean exit 0, and both lanes go offline.

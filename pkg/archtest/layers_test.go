@@ -37,6 +37,7 @@ var ranks = map[string]int{
 	"pkg/policy":      tierLeaf + 1,
 	"pkg/configfile":  tierLeaf + 1,
 	"pkg/secretscan":  tierLeaf,
+	"pkg/metrics":     tierLeaf,   // the Prometheus text format
 	"pkg/gateway":     tierDomain, // the model gateway: imports leaves only
 
 	"pkg/plugin":             tierDomain,

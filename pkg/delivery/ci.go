@@ -304,3 +304,23 @@ func (m *Machine) leaveCI(job string) {
 	delete(m.waiting, job)
 	m.pollMu.Unlock()
 }
+
+// Budget is the last reading of one rate-limit budget the runs polls
+// spend (DECISIONS 16): Name is Token.Budget ("" unauthenticated).
+type Budget struct {
+	Name string
+	Rate RateLimit
+}
+
+// Budgets returns the last reading of every budget an answer named, by
+// name (the Gate's metrics).
+func (m *Machine) Budgets() []Budget {
+	m.pollMu.Lock()
+	out := make([]Budget, 0, len(m.rate))
+	for name, r := range m.rate {
+		out = append(out, Budget{name, r})
+	}
+	m.pollMu.Unlock()
+	slices.SortFunc(out, func(a, b Budget) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}

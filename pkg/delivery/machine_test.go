@@ -473,6 +473,10 @@ func TestRateLimitBackOff(t *testing.T) {
 	if got := s.NextAt.Sub(c.Now()); got != 10*time.Second {
 		t.Fatalf("ample budget: poll after %v, want poll_interval", got)
 	}
+	// The last answer's reading is what the Gate's metrics show.
+	if b := m.Budgets(); len(b) != 1 || b[0].Name != "" || b[0].Rate != gh.rate {
+		t.Fatalf("budgets %+v", b)
+	}
 }
 
 func TestConditionalPolling(t *testing.T) {

@@ -110,3 +110,6 @@ func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// Budgets is the Machine's Budgets.
+func (r *Runner) Budgets() []Budget { return r.m.Budgets() }

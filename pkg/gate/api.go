@@ -26,6 +26,7 @@ func (g *Gate) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/readyz", g.handleReady)
 	mux.HandleFunc("/v1/version", g.owner(http.MethodGet, g.handleVersion))
+	mux.HandleFunc("/metrics", g.owner(http.MethodGet, g.handleMetrics))
 	mux.HandleFunc("/v1/jobs", g.owner(http.MethodPost, g.handleSubmit))
 	mux.HandleFunc("/v1/jobs/{id}", g.owner(http.MethodGet, g.handleJob))
 	mux.HandleFunc("/v1/jobs/{id}/events", g.owner(http.MethodGet, g.handleEvents))

@@ -22,7 +22,8 @@ type happyGitHub struct {
 	mu                      sync.Mutex
 	pushes, creates, merges int
 	pr                      *delivery.PullRequest
-	url                     string // the html_url CreatePullRequest answers (default canonical)
+	url                     string    // the html_url CreatePullRequest answers (default canonical)
+	reset                   time.Time // the rate-limit reset every runs answer names
 }
 
 func (h *happyGitHub) MintToken(context.Context, delivery.Repo, bool) (delivery.Token, error) {
@@ -94,7 +95,15 @@ func (h *happyGitHub) Merged(context.Context, delivery.Token, delivery.Repo, int
 }
 
 func (h *happyGitHub) ListRuns(context.Context, delivery.Token, delivery.Repo, string, string) (delivery.Runs, error) {
-	return delivery.Runs{TotalCount: 1, Runs: []delivery.Run{{ID: 1, HeadSHA: deliverCandidate, Status: "completed", Conclusion: "success"}}}, nil
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// 59 requests left for about a minute: the polls keep to
+	// poll_interval (1 s).
+	if h.reset.IsZero() {
+		h.reset = time.Now().Add(time.Minute).Truncate(time.Second)
+	}
+	return delivery.Runs{TotalCount: 1, Runs: []delivery.Run{{ID: 1, HeadSHA: deliverCandidate, Status: "completed", Conclusion: "success"}},
+		Rate: delivery.RateLimit{Limit: 60, Remaining: 59, Reset: h.reset}}, nil
 }
 
 const (
@@ -178,9 +187,34 @@ func TestDeliveryResumesAfterRestart(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	gh.mu.Lock()
-	defer gh.mu.Unlock()
 	if gh.pushes != 1 || gh.creates != 1 || gh.merges != 1 {
 		t.Fatalf("pushes %d creates %d merges %d", gh.pushes, gh.creates, gh.merges)
+	}
+	reset := float64(gh.reset.Unix())
+	gh.mu.Unlock()
+	// The metrics show this process's part of the delivery and the
+	// budget the runs polls read.
+	fams := (&testGate{t: t, addr: ln.Addr().String()}).scrape()
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"forge_delivery_phases_entered_total", []string{"phase=ci"}, 1},
+		{"forge_delivery_phases_entered_total", []string{"phase=merge"}, 1},
+		{"forge_deliveries_finished_total", []string{"phase=merged"}, 1},
+		{"forge_jobs_finished_total", []string{"status=succeeded"}, 1},
+		{"forge_deliveries", []string{"phase=ci"}, 0},
+		{"forge_github_rate_limit", []string{"budget=unauthenticated"}, 60},
+		{"forge_github_rate_limit_remaining", []string{"budget=unauthenticated"}, 59},
+		{"forge_github_rate_limit_reset_timestamp_seconds", []string{"budget=unauthenticated"}, reset},
+	} {
+		if got := series(t, fams, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if _, ok := lookup(fams, "forge_delivery_phases_entered_total", "phase=push"); ok {
+		t.Error("the previous process's push counted")
 	}
 }
 

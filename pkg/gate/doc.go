@@ -45,6 +45,8 @@
 //
 // The debug viewer (pkg/debugview) is mounted at /debug/ (static shell)
 // and /v1/debug/ (owner-only reads, the same owner check as the API).
+// GET /metrics (owner token) answers the Prometheus text format from
+// memory and the store's indexes of live rows (metrics.go).
 //
 // Fencing is the store's: heartbeat, evidence and result are written with
 // the (job, attempt, lane, generation of this connection) fence, and the

@@ -118,6 +118,13 @@ func startGateSetup(t testing.TB, cfg *Config, sec *Secrets, db string, now func
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
+	return startGateOn(t, cfg, sec, db, st, now, logw, setup)
+}
+
+// startGateOn is startGateSetup on a store the caller opened on db (the
+// Gate's stop closes it).
+func startGateOn(t testing.TB, cfg *Config, sec *Secrets, db string, st *store.Store, now func() time.Time, logw io.Writer, setup func(*Gate)) *testGate {
+	t.Helper()
 	log := slog.New(slog.NewJSONHandler(logw, nil))
 	g, err := New(cfg, sec, st, log, now)
 	if err != nil {

@@ -218,7 +218,7 @@ func inList(b *strings.Builder, args []any, ids []string) []any {
 func candidateSQL(pool string, us int64, plugins, repositories []string) (string, []any) {
 	args := []any{pool, us}
 	var b strings.Builder
-	b.WriteString(`SELECT seq, id, kind, task, policy_id, attempt_count, event_count, updated_at
+	b.WriteString(`SELECT seq, id, kind, task, policy_id, attempt_count, event_count, updated_at, created_at
 FROM jobs WHERE pool = ? AND status IN ('pending', 'retry_wait') AND (status = 'pending' OR retry_at <= ?)
   AND plugin_id IN (`)
 	args = inList(&b, args, plugins)
@@ -295,11 +295,11 @@ FROM lanes WHERE lane = ?`, req.Generation, req.Lane, req.Generation, req.Lane).
 func (t *wtx) grant(req LeaseRequest, us int64) (*Lease, error) {
 	query, args := candidateSQL(req.Pool, us, req.Plugins, req.Repositories)
 	var (
-		seq, count, events, updated, pid int64
-		task                             string
-		l                                = Lease{AttemptID: newAttemptID()}
+		seq, count, events, updated, pid, created int64
+		task                                      string
+		l                                         = Lease{AttemptID: newAttemptID()}
 	)
-	err := t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &pid, &count, &events, &updated)
+	err := t.queryRow(query, args...).Scan(&seq, &l.JobID, &l.Kind, &task, &pid, &count, &events, &updated, &created)
 	if isNoRows(err) {
 		return nil, nil
 	}
@@ -337,6 +337,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'leased', ?, ?)`,
 		return nil, err
 	}
 	t.events(seq, events+1, us, ev{typ: EventLeased, attempt: l.Ordinal})
+	if l.Ordinal == 1 {
+		t.waits = append(t.waits, us-created)
+	}
 	return &l, nil
 }
 

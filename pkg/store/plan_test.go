@@ -48,3 +48,41 @@ WHERE a.status = 'leased' AND a.deadline_at <= 5 ORDER BY a.deadline_at, a.id`,
 		}
 	}
 }
+
+// TestGaugePlans: every gauge query reads a partial index of live rows (or
+// a primary key), never a scan of a table.
+func TestGaugePlans(t *testing.T) {
+	s := mustOpen(t, ":memory:")
+	for q, index := range map[string]string{
+		queuesSQL:     "USING INDEX jobs_ready",
+		retryWaitSQL:  "USING COVERING INDEX jobs_retry",
+		leasedSQL:     "USING COVERING INDEX attempts_leased",
+		deliveriesSQL: "USING INDEX deliveries_active",
+		createdSQL:    "USING INTEGER PRIMARY KEY",
+	} {
+		var plan []string
+		err := s.read(bg, func(qq querier) error {
+			plan = nil
+			rows, err := qq.QueryContext(bg, "EXPLAIN QUERY PLAN "+q, 1)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id, parent, unused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+					return err
+				}
+				plan = append(plan, detail)
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan) != 1 || !strings.Contains(plan[0], index) {
+			t.Fatalf("plan %q for %s", plan, q)
+		}
+	}
+}

@@ -38,6 +38,7 @@ type writer struct {
 	evStmts map[int]*sql.Stmt
 	base    context.Context
 	stats   writerStats
+	counts  counters // metrics.go; events guarded by mu
 	mu      sync.Mutex
 
 	checkpoint func() // nil for memory databases
@@ -51,6 +52,11 @@ type writer struct {
 	// added to refs after COMMIT.
 	refs        policyRefs
 	pendingRefs []policyRef
+
+	// The current transaction's committed operations' events and first
+	// lease waits, counted once it commits.
+	batchEvents []eventRow
+	batchWaits  []int64
 }
 
 type writerStats struct {
@@ -66,6 +72,7 @@ type wtx struct {
 	wrote   bool        // an exec ran: a failure must be rolled back
 	evs     []eventRow  // queued events, flushed by the writer
 	learned []policyRef // policies rows looked up or inserted, uncommitted
+	waits   []int64     // submit-to-lease waits (µs) of first leases granted
 }
 
 // eventRow is a queued event: the job's seq, the event's number within
@@ -182,6 +189,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, checkpoint func(), held *syn
 		stmts:      map[string]*sql.Stmt{},
 		evStmts:    map[int]*sql.Stmt{},
 		base:       context.WithoutCancel(ctx),
+		counts:     newCounters(),
 	}
 	go w.loop()
 	return w, nil
@@ -395,12 +403,14 @@ func (w *writer) run(batch []*op) int {
 // answered nobody) when an operation failed after writing and savepoints
 // were not in use; otherwise it commits or rolls back and answers all.
 func (w *writer) attempt(batch []*op, results []error, savepoints bool) bool {
+	start := time.Now()
 	if err := w.exec("BEGIN IMMEDIATE"); err != nil {
 		fail(batch, results, fmt.Errorf("store: begin: %w", err))
 		return true
 	}
 	committed := 0
 	w.pendingRefs = w.pendingRefs[:0]
+	w.batchEvents, w.batchWaits = w.batchEvents[:0], w.batchWaits[:0]
 	pre := append([]error(nil), results...)
 	var pending []eventRow
 	for i, o := range batch {
@@ -442,6 +452,8 @@ func (w *writer) attempt(batch []*op, results []error, savepoints bool) bool {
 			committed++
 			pending = append(pending, t.evs...)
 			w.pendingRefs = append(w.pendingRefs, t.learned...)
+			w.batchEvents = append(w.batchEvents, t.evs...)
+			w.batchWaits = append(w.batchWaits, t.waits...)
 		}
 		results[i] = err
 	}
@@ -465,6 +477,7 @@ func (w *writer) attempt(batch []*op, results []error, savepoints bool) bool {
 	w.mu.Lock()
 	w.stats.commits++
 	w.stats.ops += int64(committed)
+	w.counts.committed(time.Since(start), committed, w.batchEvents, w.batchWaits)
 	w.mu.Unlock()
 	if w.sinceKick++; w.checkpoint != nil && w.sinceKick >= checkpointEvery {
 		w.sinceKick = 0
