@@ -74,7 +74,7 @@ pids+=("$load_pid")
 until [ "$(wc -l <"$tmp/acked")" -ge 3 ]; do sleep 0.05; done
 cp "$tmp/acked" "$tmp/acked-before-backup"
 "$bin/forge" backup -db "$tmp/state/forge.db" "$tmp/backup.db" >"$tmp/backup.out" 2>"$tmp/backup.log" || fail "forge backup (exit $?)"
-grep -q '^forge backup: wrote [0-9]* bytes (integrity ok, schema version 1, fencing epoch 0)$' "$tmp/backup.out" || fail "forge backup output"
+grep -q '^forge backup: wrote [0-9]* bytes (integrity ok, schema version [0-9]*, fencing epoch 0)$' "$tmp/backup.out" || fail "forge backup output"
 after_backup=$(wc -l <"$tmp/acked")
 until [ "$(wc -l <"$tmp/acked")" -ge $((after_backup + 2)) ]; do sleep 0.05; done
 kill "$load_pid" 2>/dev/null; wait "$load_pid" 2>/dev/null || true
@@ -95,7 +95,7 @@ wait_log "$tmp/gate2.log" 'e.get("msg") == "recovered"' >/dev/null || fail "rest
 mv "$tmp/state" "$tmp/state.lost"
 mkdir -m 0700 "$tmp/state"
 "$bin/forge" restore -db "$tmp/state/forge.db" "$tmp/backup.db" >"$tmp/restore.out" 2>"$tmp/restore.log" || fail "forge restore (exit $?)"
-floor=$(sed -n 's/^forge restore: restored [0-9]* bytes (schema version 1, fencing epoch 1, events numbered from \([0-9]*\))$/\1/p' "$tmp/restore.out")
+floor=$(sed -n 's/^forge restore: restored [0-9]* bytes (schema version [0-9]*, fencing epoch 1, events numbered from \([0-9]*\))$/\1/p' "$tmp/restore.out")
 [ -n "$floor" ] || fail "forge restore output"
 [ "$(stat -c %a "$tmp/state/forge.db")" = 600 ] || fail "the restored database is not mode 0600"
 start_gate gate3

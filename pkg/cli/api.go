@@ -26,8 +26,34 @@ type Job struct {
 	AttemptCount *int      `json:"attempt_count,omitempty"`
 	RetryAt      *string   `json:"retry_at,omitempty"`
 	Delivery     *Delivery `json:"delivery,omitempty"`
+	Usage        *Usage    `json:"usage,omitempty"`
 	CreatedAt    string    `json:"created_at"`
 	UpdatedAt    string    `json:"updated_at"`
+}
+
+// Usage is model gateway usage: an attempt's, or the sum of a job's
+// metered attempts. Absent: not metered.
+type Usage struct {
+	Requests     int64 `json:"requests"`
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	CachedTokens int64 `json:"cached_tokens"`
+}
+
+// maxUsage bounds each usage count (the Gate's bound).
+const maxUsage = 1 << 53
+
+// Validate checks a usage object.
+func (u *Usage) Validate(path string) error {
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{{"requests", u.Requests}, {"input_tokens", u.InputTokens}, {"output_tokens", u.OutputTokens}, {"cached_tokens", u.CachedTokens}} {
+		if c.v < 0 || c.v > maxUsage {
+			return fieldErr(path + "/" + c.name)
+		}
+	}
+	return nil
 }
 
 // Delivery is a coding job's automatic delivery (docs/delivery.md).
@@ -109,6 +135,7 @@ type Attempt struct {
 	FailureCode  *string            `json:"failure_code,omitempty"`
 	CandidateSHA *string            `json:"candidate_sha,omitempty"`
 	AgentReport  *AgentReport       `json:"agent_report,omitempty"`
+	Usage        *Usage             `json:"usage,omitempty"`
 	Evidence     *[]json.RawMessage `json:"evidence"`
 }
 
@@ -181,6 +208,8 @@ func (j *Job) Validate() error {
 		return j.Delivery.Validate("delivery")
 	case j.Status == statusDelivering && j.Delivery == nil:
 		return fieldErr("delivery")
+	case j.Usage != nil && j.Usage.Validate("usage") != nil:
+		return j.Usage.Validate("usage")
 	case !validTime(j.CreatedAt):
 		return fieldErr("created_at")
 	case !validTime(j.UpdatedAt):
@@ -277,6 +306,11 @@ func (a *Attempt) Validate(path string) error {
 	}
 	if r := a.AgentReport; r != nil && (r.Summary == "" || len(r.Changes) == 0) {
 		return fieldErr(path + "/agent_report")
+	}
+	if a.Usage != nil {
+		if err := a.Usage.Validate(path + "/usage"); err != nil {
+			return err
+		}
 	}
 	if a.Evidence == nil {
 		return fieldErr(path + "/evidence")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func TestBackupWritesACheckedCopy(t *testing.T) {
 	dst := filepath.Join(t.TempDir(), "secretdir.db")
 	r := runForge(t, nil, "", "backup", "-db", db, dst)
 	wantCode(t, r, 0)
-	if !strings.HasPrefix(r.stdout, "forge backup: wrote ") || !strings.Contains(r.stdout, "integrity ok, schema version 1") {
+	if !strings.HasPrefix(r.stdout, "forge backup: wrote ") || !strings.Contains(r.stdout, "integrity ok, schema version "+strconv.Itoa(store.SchemaVersion)) {
 		t.Fatalf("stdout %q", r.stdout)
 	}
 	if _, err := store.CheckCopy(context.Background(), dst); err != nil {

@@ -126,6 +126,10 @@ type RepositoryConfig struct {
 	DefaultBranch string           `json:"default_branch"`
 	WorkerPool    string           `json:"worker_pool"`
 	Execution     policy.Execution `json:"execution"`
+	// Budget bounds what the repository's jobs spend through the
+	// Workers' model gateways (optional; resolved into each job's
+	// policy at submit).
+	Budget *policy.Budget `json:"budget,omitempty"`
 	// RepositoryURL makes this a public-source repository the Gate clones
 	// and fetches (config_source.go); empty for a static registration.
 	RepositoryURL string `json:"repository_url,omitempty"`
@@ -277,6 +281,9 @@ func (c *Config) Validate() error {
 		}
 		if err := r.Execution.Validate(); err != nil {
 			return cfgErr(f+".execution", "%v", err)
+		}
+		if err := r.Budget.Validate(); err != nil {
+			return cfgErr(f+".budget", "%v", err)
 		}
 	}
 	if err := c.validateSources(); err != nil {

@@ -143,6 +143,10 @@ func TestConfigRejects(t *testing.T) {
 		{"repo pool unserved", edit(t, func(m map[string]any) { repo0(m)["worker_pool"] = "gpu" }), nil, "repositories[0].worker_pool"},
 		{"repo execution", edit(t, func(m map[string]any) { repo0(m)["execution"].(map[string]any)["environment"] = []any{"PATH", "PATH"} }), nil, "repositories[0].execution"},
 		{"null", edit(t, func(m map[string]any) { m["repositories"] = nil }), nil, "repositories"},
+		{"budget empty", edit(t, func(m map[string]any) { repo0(m)["budget"] = map[string]any{} }), nil, "repositories[0].budget"},
+		{"budget zero", edit(t, func(m map[string]any) { repo0(m)["budget"] = map[string]any{"job": map[string]any{"max_tokens": 0}} }), nil, "repositories[0].budget"},
+		{"budget unknown", edit(t, func(m map[string]any) { repo0(m)["budget"] = map[string]any{"job": map[string]any{"max_dollars": 5}} }), nil, "repositories[0].budget.job"},
+		{"budget null", edit(t, func(m map[string]any) { repo0(m)["budget"] = map[string]any{"attempt": nil} }), nil, "repositories[0].budget.attempt"},
 		{"owner token missing", exampleConfig(t), map[string]string{"FORGE_WORKER_TOKEN": testWorkerToken}, "owner_token_env"},
 		{"worker token missing", exampleConfig(t), map[string]string{"FORGE_OWNER_TOKEN": testOwnerToken}, "workers[0].token_env"},
 		{"owner token spaces", exampleConfig(t), map[string]string{"FORGE_OWNER_TOKEN": "has space " + testOwnerToken, "FORGE_WORKER_TOKEN": testWorkerToken}, "owner_token_env"},
@@ -184,6 +188,9 @@ func TestConfigRejects(t *testing.T) {
 func FuzzLoadConfig(f *testing.F) {
 	f.Add(exampleConfig(f))
 	f.Add([]byte(`{"version":1}`))
+	f.Add(edit(f, func(m map[string]any) {
+		repo0(m)["budget"] = map[string]any{"attempt": map[string]any{"max_requests": 40}, "job": map[string]any{"max_tokens": 500000}}
+	}))
 	f.Add(edit(f, func(m map[string]any) {
 		m["delivery"], m["git_executable"] = deliverySection("/nonexistent/app.pem"), "/usr/bin/git"
 	}))

@@ -207,13 +207,17 @@ type agentReport struct {
 // failure must be a row of the closed failure table (code and its
 // disposition); anything else is refused with reject invalid.
 func outcome(r *wire.Result) (store.Outcome, error) {
+	var usage *store.Usage
+	if u := r.Usage; u != nil {
+		usage = &store.Usage{Requests: u.Requests, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}
+	}
 	if r.Outcome == wire.OutcomeFailed {
 		if err := wire.CheckFailure(r.FailureCode, r.Disposition); err != nil {
 			return store.Outcome{}, err
 		}
-		return store.Outcome{Disposition: string(r.Disposition), FailureCode: r.FailureCode}, nil
+		return store.Outcome{Disposition: string(r.Disposition), FailureCode: r.FailureCode, Usage: usage}, nil
 	}
-	o := store.Outcome{Succeeded: true, Output: r.Output, CandidateSHA: r.CandidateSHA}
+	o := store.Outcome{Succeeded: true, Output: r.Output, CandidateSHA: r.CandidateSHA, Usage: usage}
 	if r.AgentReport != nil {
 		b, err := json.Marshal(agentReport{SelfReported: true, Summary: r.AgentReport.Summary, Changes: r.AgentReport.Changes})
 		if err != nil {

@@ -108,6 +108,7 @@ func newGate(cfg *Config, sec *Secrets, st *store.Store, log *slog.Logger, now f
 	for i := range cfg.Repositories {
 		r := &cfg.Repositories[i]
 		p := policy.Resolve(cfg.Lifecycle, r.Execution)
+		p.Budget = r.Budget.Clone()
 		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("gate: repository policy: %w", err)
 		}

@@ -251,13 +251,19 @@ func dialWorker(t testing.TB, addr, token string) (*wire.Conn, error) {
 // connect dials, says hello, and waits for welcome.
 func connect(t testing.TB, addr, token, workerID string, slot int, plugins, repos []string) *rawWorker {
 	t.Helper()
+	return connectHello(t, addr, token, &wire.Hello{Protocol: wire.Protocol, WorkerID: workerID, Slot: slot, Plugins: plugins, Repositories: repos})
+}
+
+// connectHello is connect with the lane's hello as given.
+func connectHello(t testing.TB, addr, token string, hello *wire.Hello) *rawWorker {
+	t.Helper()
 	c, err := dialWorker(t, addr, token)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
 	w := &rawWorker{t: t, c: c, replies: make(chan wire.Envelope, 64), pushes: make(chan wire.Envelope, 64), closed: make(chan struct{})}
 	t.Cleanup(func() { c.Close() })
-	if err := c.Send(wire.Envelope{Type: wire.TypeHello, Hello: &wire.Hello{Protocol: wire.Protocol, WorkerID: workerID, Slot: slot, Plugins: plugins, Repositories: repos}}); err != nil {
+	if err := c.Send(wire.Envelope{Type: wire.TypeHello, Hello: hello}); err != nil {
 		t.Fatal(err)
 	}
 	first, err := c.Receive()

@@ -8,12 +8,12 @@ import (
 )
 
 // jobJSON is json.Marshal(j) without reflection for the jobs a submit
-// answers with (no result or delivery view yet, every string plain: a
+// answers with (no result, delivery view or usage yet, every string plain: a
 // validated id, kind, status or code). Any other job goes through
 // json.Marshal. TestJobJSONMatchesMarshal and FuzzJobJSON hold it to
 // json.Marshal's bytes.
 func jobJSON(j store.Job) ([]byte, error) {
-	if j.Result != nil || j.Delivery != nil || !plainJSON(j.ID) || !plainJSON(j.Kind) || !plainJSON(j.Status) ||
+	if j.Result != nil || j.Delivery != nil || j.Usage != nil || !plainJSON(j.ID) || !plainJSON(j.Kind) || !plainJSON(j.Status) ||
 		!plainJSON(j.FailureCode) || !plainJSON(j.CandidateSHA) || !plainJSON(j.RepositoryID) {
 		return json.Marshal(j)
 	}

@@ -46,7 +46,7 @@ func TestJobJSONMatchesMarshal(t *testing.T) {
 // added there (and to TestJobJSONMatchesMarshal) before this list changes.
 func TestJobJSONKnowsEveryField(t *testing.T) {
 	known := []string{"id", "kind", "status", "failure_code,omitempty", "result,omitempty", "candidate_sha,omitempty",
-		"repository_id,omitempty", "attempt_count", "retry_at,omitempty", "delivery,omitempty", "created_at", "updated_at"}
+		"repository_id,omitempty", "attempt_count", "retry_at,omitempty", "delivery,omitempty", "usage,omitempty", "created_at", "updated_at"}
 	var tags []string
 	typ := reflect.TypeOf(store.Job{})
 	for i := 0; i < typ.NumField(); i++ {

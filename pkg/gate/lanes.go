@@ -36,6 +36,11 @@ type lane struct {
 	// Gate's activity store (activity.go).
 	activity string
 	act      *activity.Store
+	// usage is the gateway usage version selected for this lane's
+	// leases (wire.UsageV1, or "" when its hello did not offer it: the
+	// lane's Worker meters nothing, and it is offered no repository with
+	// a budget).
+	usage string
 
 	// guarded by registry.mu
 	state     laneState
@@ -252,11 +257,16 @@ func (g *Gate) serveLane(c *wire.Conn, worker int) {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
+	usage := wire.SelectUsage(h.UsageVersions)
+	repos := h.Repositories
+	if usage == "" {
+		repos = g.unbudgeted(repos)
+	}
 	l := &lane{
 		name: ident.LaneName(wc.ID, h.Slot), worker: worker, slot: h.Slot, generation: newID(),
-		pool: wc.Pool, plugins: h.Plugins, repos: h.Repositories,
-		pluginSet: set(h.Plugins), repoSet: set(h.Repositories), registered: g.repos, conn: c,
-		activity: activity.Select(h.ActivityVersions), act: g.act,
+		pool: wc.Pool, plugins: h.Plugins, repos: repos,
+		pluginSet: set(h.Plugins), repoSet: set(repos), registered: g.repos, conn: c,
+		activity: activity.Select(h.ActivityVersions), act: g.act, usage: usage,
 	}
 	l.reserveAtConnect() // nothing is leased before welcome is out
 	if l.plugins == nil {
@@ -641,6 +651,22 @@ func (g *Gate) release(l *lane, jobID, attemptID string) bool {
 	return true
 }
 
+// unbudgeted is repos without the repositories whose configuration has
+// a budget: what a lane whose Worker meters nothing may be leased. (A job
+// submitted while its repository had a budget that the configuration has
+// since dropped still carries it in its policy: such a Worker refuses it,
+// policy_exceeds_ceiling, or invalid_policy from a Worker older than
+// budgets, and never runs it unmetered.)
+func (g *Gate) unbudgeted(repos []string) []string {
+	out := make([]string, 0, len(repos))
+	for _, id := range repos {
+		if r := g.repos[id]; r == nil || r.Budget == nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // sendLease pushes a lease the store handed to l.
 func (l *lane) sendLease(ls *store.Lease) bool {
 	b, err := l.encodeLease(ls)
@@ -660,6 +686,10 @@ func (l *lane) encodeLease(ls *store.Lease) ([]byte, error) {
 		JobID: ls.JobID, AttemptID: ls.AttemptID, Ordinal: ls.Ordinal,
 		DeadlineAt: ls.DeadlineAt.UTC(), Kind: wire.Kind(ls.Kind),
 		Policy: ls.Policy, Task: ls.Task, DefaultBranch: ls.DefaultBranch, ActivityVersion: l.activity,
+		UsageVersion: l.usage,
+	}
+	if b := ls.Budget; b != nil && l.usage != "" {
+		lease.Budget = &wire.Budget{MaxTokens: b.MaxTokens, MaxRequests: b.MaxRequests}
 	}
 	leaseSource(ls.PreparedPath, ls.BaseSHA, lease)
 	return l.leases.Encode(lease)

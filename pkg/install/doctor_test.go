@@ -22,7 +22,9 @@ const commitA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
 
-func self() install.Self { return install.Self{Version: "v1.0.0", Commit: commitA, Schema: 1} }
+func self() install.Self {
+	return install.Self{Version: "v1.0.0", Commit: commitA, Schema: store.SchemaVersion}
+}
 
 func installedMachine(t *testing.T) *install.TestEnv {
 	e := install.NewTestEnv(t)
@@ -121,8 +123,8 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, bytes.Replace(b, []byte(`{"version":1,`), []byte(`{"version":1,"free_space_floor_bytes":1125899906842624,`), 1), 0o600)
 		}, failing: []string{"state-space"}},
-		"another forge":  {self: &install.Self{Version: "v1.0.1", Commit: commitA, Schema: 1}, failing: []string{"cli-identity"}},
-		"another schema": {self: &install.Self{Version: "v1.0.0", Commit: commitA, Schema: 2}, failing: []string{"sqlite-schema"}},
+		"another forge":  {self: &install.Self{Version: "v1.0.1", Commit: commitA, Schema: store.SchemaVersion}, failing: []string{"cli-identity"}},
+		"another schema": {self: &install.Self{Version: "v1.0.0", Commit: commitA, Schema: store.SchemaVersion + 1}, failing: []string{"sqlite-schema"}},
 		"receipt digest tampered": {break_: func(e *install.TestEnv) {
 			p := filepath.Join(e.RootDir(), install.ReceiptPath)
 			b, _ := os.ReadFile(p)

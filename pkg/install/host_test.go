@@ -428,7 +428,7 @@ func (s *fakeServices) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/version":
 		v, c, _ := strings.Cut(serving, " ")
-		fmt.Fprintf(w, `{"version":%q,"commit":%q,"schema_version":1}`, v, c)
+		fmt.Fprintf(w, `{"version":%q,"commit":%q,"schema_version":%d}`, v, c, store.SchemaVersion)
 	case "/v1/debug/workers":
 		fmt.Fprintf(w, `{"lanes":[{"lane":"worker-1","worker_id":"worker-1","pool":"local","connected":%v}],"as_of":"x"}`, worker)
 	default:
@@ -576,7 +576,7 @@ func commitOf(c byte) string { return strings.Repeat(string(c), 40) }
 // request's release.
 func (e *env) run(req Request) (error, string) {
 	var out bytes.Buffer
-	err := Run(context.Background(), e.h, e.layout, Self{Version: req.Version, Commit: req.Commit, Schema: 1}, req, &out)
+	err := Run(context.Background(), e.h, e.layout, Self{Version: req.Version, Commit: req.Commit, Schema: store.SchemaVersion}, req, &out)
 	return err, out.String()
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/0k-lab/agent-forge/pkg/ident"
+	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
 var (
@@ -276,7 +277,7 @@ func TestRefusalsChangeNothing(t *testing.T) {
 		"same-version upgrade":   {req: with(same, true, true), stage: "preflight"},
 		"upgrade without enable": {req: with(newer, true, false), stage: "preflight"},
 		"implicit replacement":   {req: with(newer, false, true), stage: "preflight"},
-		"schema differs":         {req: with(newer, true, true), self: &Self{Version: "v1.2.0", Commit: commitOf('c'), Schema: 2}, stage: "preflight"},
+		"schema differs":         {req: with(newer, true, true), self: &Self{Version: "v1.2.0", Commit: commitOf('c'), Schema: store.SchemaVersion + 1}, stage: "preflight"},
 		"tampered sums":          {req: func() Request { r := with(newer, true, true); r.SumsSHA256 = strings.Repeat("0", 64); return r }(), stage: "trust"},
 		"extra archive": {req: with(writeRelease(t, releaseOpt{version: "v1.2.0", commit: commitOf('c'), sums: func(l []string) []string {
 			return append(l, strings.Repeat("1", 64)+"  agent-forge-worker_v1.2.0_darwin_arm64.tar.gz")
@@ -304,7 +305,7 @@ func TestRefusalsChangeNothing(t *testing.T) {
 	before, beforeState := e.digest(), e.state()
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			self := Self{Version: c.req.Version, Commit: c.req.Commit, Schema: 1}
+			self := Self{Version: c.req.Version, Commit: c.req.Commit, Schema: store.SchemaVersion}
 			if c.self != nil {
 				self = *c.self
 			}
@@ -331,7 +332,7 @@ func TestRefusalsChangeNothing(t *testing.T) {
 	}
 	// Another release's forge binary is a usage error.
 	var out strings.Builder
-	err = Run(t.Context(), e.h, e.layout, Self{Version: "v1.1.0", Commit: commitOf('b'), Schema: 1}, with(newer, true, true), &out)
+	err = Run(t.Context(), e.h, e.layout, Self{Version: "v1.1.0", Commit: commitOf('b'), Schema: store.SchemaVersion}, with(newer, true, true), &out)
 	wantCode(t, err, ExitUsage)
 }
 

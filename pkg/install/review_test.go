@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
 // The review's findings (issue 27), each at the mechanism.
@@ -28,7 +30,7 @@ func TestInterruptDuringFreshReadinessRestoresExactly(t *testing.T) {
 				}
 			}
 			var out strings.Builder
-			err := Run(ctx, e.h, e.layout, Self{Version: req.Version, Commit: req.Commit, Schema: 1}, req, &out)
+			err := Run(ctx, e.h, e.layout, Self{Version: req.Version, Commit: req.Commit, Schema: store.SchemaVersion}, req, &out)
 			ie := wantCode(t, err, ExitRefused)
 			if !strings.Contains(ie.Msg, "interrupted") {
 				t.Fatalf("message %q", ie.Msg)
@@ -52,7 +54,7 @@ func TestInterruptDuringUpgradeReadinessRestoresThePreviousRelease(t *testing.T)
 		}
 	}
 	var out strings.Builder
-	err := Run(ctx, e.h, e.layout, Self{Version: up.Version, Commit: up.Commit, Schema: 1}, up, &out)
+	err := Run(ctx, e.h, e.layout, Self{Version: up.Version, Commit: up.Commit, Schema: store.SchemaVersion}, up, &out)
 	wantCode(t, err, ExitRefused)
 	if e.digest() != before || e.state() != beforeState || !strings.HasPrefix(e.h.svc.serving, "v1.0.0 ") {
 		t.Fatalf("not restored: %s", e.state())

@@ -14,7 +14,10 @@
 //	  "check_timeout":"10m0s","git_timeout":"1m0s","cleanup_timeout":"10s",
 //	  "plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 //
-// (one line, no spaces). Durations are written with time.Duration.String,
+// (one line, no spaces). A repository with a model budget adds
+// "budget":{"attempt":{"max_tokens":N,"max_requests":N},"job":{...}}
+// after execution (either part and either limit may be absent); a policy
+// without one has no "budget" key. Durations are written with time.Duration.String,
 // and the environment list is sorted, so equal policies have equal bytes.
 //
 // Bounds enforced by Validate:
@@ -23,5 +26,7 @@
 //     [A-Za-z_][A-Za-z0-9_]*, no duplicates (may be empty);
 //   - plugin/check/git/cleanup timeouts: 1ms..24h;
 //   - plugin/check/git output bytes: 1..64 MiB;
-//   - lease_ttl: 10ms..24h; retry_base: 1ms..24h; max_attempts: 1..100.
+//   - lease_ttl: 10ms..24h; retry_base: 1ms..24h; max_attempts: 1..100;
+//   - budget (optional): attempt and/or job, each naming max_tokens
+//     and/or max_requests, each 1..2^50.
 package policy

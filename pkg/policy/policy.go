@@ -68,6 +68,10 @@ type Policy struct {
 	Schema    string            `json:"schema"`
 	Lifecycle ResolvedLifecycle `json:"lifecycle"`
 	Execution Execution         `json:"execution"`
+	// Budget is the repository's model budget (nil: none). Absent from
+	// the canonical document when nil, so a policy without one has the
+	// bytes it had before budgets existed.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 func checkDuration(name string, d, lo, hi Duration) error {
@@ -152,6 +156,9 @@ func (p Policy) Validate() error {
 	}
 	if err := p.Execution.Validate(); err != nil {
 		return fmt.Errorf("policy execution: %w", err)
+	}
+	if err := p.Budget.Validate(); err != nil {
+		return fmt.Errorf("policy %w", err)
 	}
 	return nil
 }

@@ -322,6 +322,11 @@ func (t *wtx) grant(req LeaseRequest, us int64) (*Lease, error) {
 		}
 		l.RepositoryID, l.DefaultBranch, l.PreparedPath, l.BaseSHA = repo.String, branch.String, prepared.String, baseSHA.String
 	}
+	if pol.facts.budget.bounded() {
+		if l.Budget, err = t.leaseBudget(seq, pol.facts.budget); err != nil {
+			return nil, err
+		}
+	}
 	us = max(us, updated)
 	l.Ordinal = int(count) + 1
 	l.Task, l.Policy = json.RawMessage(task), json.RawMessage(pol.body)
@@ -501,12 +506,16 @@ func outcomeDigest(o Outcome, report []byte) []byte {
 		R json.RawMessage `json:"r,omitempty"`
 		D string          `json:"d,omitempty"`
 		F string          `json:"f,omitempty"`
-	}{o.Succeeded, o.Output, o.CandidateSHA, report, o.Disposition, o.FailureCode})
+		U *Usage          `json:"u,omitempty"`
+	}{o.Succeeded, o.Output, o.CandidateSHA, report, o.Disposition, o.FailureCode, o.Usage})
 	sum := sha256.Sum256(b)
 	return sum[:]
 }
 
 func validateOutcome(o Outcome) ([]byte, error) {
+	if o.Usage != nil && !o.Usage.valid() {
+		return nil, invalid("usage counts out of range")
+	}
 	if o.Succeeded {
 		if o.Disposition != "" || o.FailureCode != "" {
 			return nil, invalid("failure fields on success")
@@ -680,8 +689,8 @@ WHERE j.seq = ?`, f.AttemptID, r.jobSeq).Scan(&r.created, &r.base); err != nil {
 		}
 		// The statement itself re-checks the created candidate.
 		if err := t.execFenced(`UPDATE attempts SET status = 'succeeded', completed_at = ?, candidate_sha = ?,
-  agent_report = ?, outcome_digest = ? WHERE `+fencedAttempt+` AND (? = '' OR created_candidate = ?)`,
-			append(append([]any{us, nullable(o.CandidateSHA), rep, digest}, fencedArgs(r, f, us)...),
+  agent_report = ?, outcome_digest = ?, `+usageSet+` WHERE `+fencedAttempt+` AND (? = '' OR created_candidate = ?)`,
+			append(append(append([]any{us, nullable(o.CandidateSHA), rep, digest}, usageArgs(o.Usage)...), fencedArgs(r, f, us)...),
 				o.CandidateSHA, o.CandidateSHA)...); err != nil {
 			return c, err
 		}
@@ -693,8 +702,8 @@ WHERE j.seq = ?`, f.AttemptID, r.jobSeq).Scan(&r.created, &r.base); err != nil {
 		return c, t.finishSucceeded(r.jobSeq, r.jobEvents, r.ordinal, result, "", us)
 	}
 	if err := t.execFenced(`UPDATE attempts SET status = 'failed', completed_at = ?, disposition = ?, failure_code = ?,
-  outcome_digest = ? WHERE `+fencedAttempt,
-		append([]any{us, o.Disposition, o.FailureCode, digest}, fencedArgs(r, f, us)...)...); err != nil {
+  outcome_digest = ?, `+usageSet+` WHERE `+fencedAttempt,
+		append(append([]any{us, o.Disposition, o.FailureCode, digest}, usageArgs(o.Usage)...), fencedArgs(r, f, us)...)...); err != nil {
 		return c, err
 	}
 	status, retryAt := nextAfterFailure(r, o.Disposition == DispositionRetryable, us)

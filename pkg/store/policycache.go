@@ -13,6 +13,7 @@ type policyFacts struct {
 	leaseTTL    int64 // microseconds
 	retryBase   int64 // microseconds
 	maxAttempts int
+	budget      budgetFacts
 }
 
 // policyCache remembers decoded policies by their exact bytes. A Gate
@@ -61,5 +62,6 @@ func decodePolicy(doc []byte) (policyFacts, error) {
 		leaseTTL:    p.Lifecycle.LeaseTTL.Std().Microseconds(),
 		retryBase:   p.Lifecycle.RetryBase.Std().Microseconds(),
 		maxAttempts: p.Lifecycle.MaxAttempts,
+		budget:      budgetFactsOf(p.Budget),
 	}, nil
 }

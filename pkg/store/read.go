@@ -148,15 +148,31 @@ func (s *Store) Aggregate(ctx context.Context, id string) (Aggregate, error) {
 		if a.Attempts, err = readAttempts(ctx, q, seq); err != nil {
 			return err
 		}
+		a.Job.Usage = totalUsage(a.Attempts)
 		a.Events, err = readEvents(ctx, q, seq, 0, -1)
 		return err
 	})
 	return a, err
 }
 
+// totalUsage sums the metered attempts' usage (nil when none was).
+func totalUsage(attempts []Attempt) *Usage {
+	var total *Usage
+	for _, a := range attempts {
+		if a.Usage != nil {
+			if total == nil {
+				total = &Usage{}
+			}
+			*total = total.Add(*a.Usage)
+		}
+	}
+	return total
+}
+
 func readAttempts(ctx context.Context, q querier, jobSeq int64) ([]Attempt, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id, ordinal, status, lane, leased_at, deadline_at, completed_at,
-  disposition, failure_code, candidate_sha, agent_report
+  disposition, failure_code, candidate_sha, agent_report,
+  usage_requests, usage_input_tokens, usage_output_tokens, usage_cached_tokens
 FROM attempts WHERE job_seq = ? ORDER BY ordinal`, jobSeq)
 	if err != nil {
 		return nil, err
@@ -170,10 +186,14 @@ FROM attempts WHERE job_seq = ? ORDER BY ordinal`, jobSeq)
 			leased, deadline        int64
 			completed               sql.NullInt64
 			disp, code, sha, report sql.NullString
+			req, in, out, cached    sql.NullInt64
 		)
 		if err := rows.Scan(&a.ID, &a.Ordinal, &a.Status, &a.WorkerID, &leased, &deadline, &completed,
-			&disp, &code, &sha, &report); err != nil {
+			&disp, &code, &sha, &report, &req, &in, &out, &cached); err != nil {
 			return nil, err
+		}
+		if req.Valid && in.Valid && out.Valid && cached.Valid {
+			a.Usage = &Usage{Requests: req.Int64, InputTokens: in.Int64, OutputTokens: out.Int64, CachedTokens: cached.Int64}
 		}
 		a.LeasedAt, a.DeadlineAt = fromMicros(leased), fromMicros(deadline)
 		if completed.Valid {

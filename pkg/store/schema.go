@@ -10,7 +10,7 @@ import (
 // SchemaVersion is the schema version this build migrates databases to.
 // forge doctor and the installer compare it with a database's recorded
 // version (see ReadSchemaVersion).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrations returns the ordered schema steps: element i moves a database
 // from version i to version i+1. Steps are append-only: never edit a
@@ -159,6 +159,16 @@ CREATE TABLE lanes (
   connected_at    INTEGER NOT NULL,
   disconnected_at INTEGER
 ) WITHOUT ROWID;
+`,
+		// 2: an attempt's model gateway usage (DECISIONS 19), as its
+		// Worker reported it with the result. NULL, as on every row
+		// written before this step, means not metered: the attempt
+		// had no metering Worker, or never reported (expired, lost).
+		`
+ALTER TABLE attempts ADD COLUMN usage_requests INTEGER CHECK (usage_requests IS NULL OR usage_requests >= 0);
+ALTER TABLE attempts ADD COLUMN usage_input_tokens INTEGER CHECK (usage_input_tokens IS NULL OR usage_input_tokens >= 0);
+ALTER TABLE attempts ADD COLUMN usage_output_tokens INTEGER CHECK (usage_output_tokens IS NULL OR usage_output_tokens >= 0);
+ALTER TABLE attempts ADD COLUMN usage_cached_tokens INTEGER CHECK (usage_cached_tokens IS NULL OR usage_cached_tokens >= 0);
 `,
 	}
 }

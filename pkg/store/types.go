@@ -145,8 +145,11 @@ type Job struct {
 	AttemptCount int           `json:"attempt_count"`
 	RetryAt      *Time         `json:"retry_at,omitempty"`
 	Delivery     *DeliveryView `json:"delivery,omitempty"`
-	CreatedAt    Time          `json:"created_at"`
-	UpdatedAt    Time          `json:"updated_at"`
+	// Usage is the sum of the attempts' metered usage (Aggregate only;
+	// absent when no attempt was metered).
+	Usage     *Usage `json:"usage,omitempty"`
+	CreatedAt Time   `json:"created_at"`
+	UpdatedAt Time   `json:"updated_at"`
 
 	Pool          string `json:"-"`
 	PluginID      string `json:"-"`
@@ -165,18 +168,59 @@ type Event struct {
 
 // Attempt is one lease of a job, as rendered in the aggregate.
 type Attempt struct {
-	ID           string            `json:"id"`
-	Ordinal      int               `json:"ordinal"`
-	Status       string            `json:"status"`
-	WorkerID     string            `json:"worker_id"`
-	LeasedAt     Time              `json:"leased_at"`
-	DeadlineAt   Time              `json:"deadline_at"`
-	CompletedAt  *Time             `json:"completed_at,omitempty"`
-	Disposition  string            `json:"disposition,omitempty"`
-	FailureCode  string            `json:"failure_code,omitempty"`
-	CandidateSHA string            `json:"candidate_sha,omitempty"`
-	AgentReport  json.RawMessage   `json:"agent_report,omitempty"`
-	Evidence     []json.RawMessage `json:"evidence"`
+	ID           string          `json:"id"`
+	Ordinal      int             `json:"ordinal"`
+	Status       string          `json:"status"`
+	WorkerID     string          `json:"worker_id"`
+	LeasedAt     Time            `json:"leased_at"`
+	DeadlineAt   Time            `json:"deadline_at"`
+	CompletedAt  *Time           `json:"completed_at,omitempty"`
+	Disposition  string          `json:"disposition,omitempty"`
+	FailureCode  string          `json:"failure_code,omitempty"`
+	CandidateSHA string          `json:"candidate_sha,omitempty"`
+	AgentReport  json.RawMessage `json:"agent_report,omitempty"`
+	// Usage is what the attempt spent through its Worker's model
+	// gateway; absent when it was not metered (see Usage).
+	Usage    *Usage            `json:"usage,omitempty"`
+	Evidence []json.RawMessage `json:"evidence"`
+}
+
+// Usage is an attempt's model gateway usage as its Worker reported it
+// with the result: requests forwarded, input tokens (the cached ones
+// included), output tokens and the cached part of the input. An attempt
+// has none (nil) when it was not metered: a result from a Worker without
+// a gateway or from before usage existed, or no result at all (expired,
+// lost lease).
+type Usage struct {
+	Requests     int64 `json:"requests"`
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	CachedTokens int64 `json:"cached_tokens"`
+}
+
+// MaxUsage bounds each count of a Usage.
+const MaxUsage = 1 << 53
+
+// Add returns u plus v, each count saturating at MaxUsage.
+func (u Usage) Add(v Usage) Usage {
+	add := func(a, b int64) int64 { return min(a+b, MaxUsage) }
+	return Usage{add(u.Requests, v.Requests), add(u.InputTokens, v.InputTokens), add(u.OutputTokens, v.OutputTokens), add(u.CachedTokens, v.CachedTokens)}
+}
+
+func (u Usage) valid() bool {
+	for _, v := range []int64{u.Requests, u.InputTokens, u.OutputTokens, u.CachedTokens} {
+		if v < 0 || v > MaxUsage {
+			return false
+		}
+	}
+	return true
+}
+
+// Budget is what one attempt may spend (Lease): nil limits are
+// unbounded, 0 means nothing is left.
+type Budget struct {
+	MaxTokens   *int64
+	MaxRequests *int64
 }
 
 // Aggregate is a job with its ordered attempts (evidence nested) and
@@ -208,6 +252,10 @@ type Lease struct {
 	PluginID   string
 	LeasedAt   time.Time
 	DeadlineAt time.Time
+	// Budget is the attempt's model budget (nil: the policy has none):
+	// the policy's per-attempt limits, lowered to what the job's earlier
+	// attempts left of its per-job limits.
+	Budget *Budget
 }
 
 // Fence identifies who is writing for an attempt: the job and attempt the
@@ -230,6 +278,8 @@ type Outcome struct {
 	AgentReport  json.RawMessage
 	Disposition  string
 	FailureCode  string
+	// Usage is the attempt's gateway usage (nil: not metered).
+	Usage *Usage
 }
 
 // Completion reports what Complete did. Replayed is true when the same

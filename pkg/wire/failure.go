@@ -40,6 +40,7 @@ const (
 	FailureCandidateTooLarge      = "candidate_too_large"       // coding: the candidate bundle is past the Gate's candidate_bundle_bytes
 	FailureCandidateRefused       = "candidate_refused"         // coding: the Gate's verification of the candidate bundle refused it
 	FailureSecretInCandidate      = "secret_in_candidate"       // coding: a secret the Worker holds is in the change, the commit subject, the agent report or the evidence
+	FailureBudgetExceeded         = "budget_exceeded"           // the model gateway refused a request past the attempt's budget, or the job's budget was spent
 )
 
 // DispositionOf returns the fixed disposition of a Worker failure code and
@@ -55,7 +56,7 @@ func DispositionOf(code string) (Disposition, bool) {
 		FailureRepositoryUnavailable, FailureDefaultBranchMismatch, FailureInvalidBase,
 		FailureWorkspaceViolation, FailureEmptyChange, FailureCommitIdentity, FailureInvalidActivity,
 		FailureRepositoryOutOfService, FailurePluginIncompatible, FailureCandidateTooLarge, FailureCandidateRefused,
-		FailureSecretInCandidate:
+		FailureSecretInCandidate, FailureBudgetExceeded:
 		return DispositionTerminal, true
 	}
 	return "", false
@@ -73,7 +74,7 @@ func FailureCodes() []string {
 		FailureRepositoryUnavailable, FailureDefaultBranchMismatch, FailureInvalidBase,
 		FailureWorkspaceViolation, FailureEmptyChange, FailureCommitIdentity, FailureInvalidActivity,
 		FailureRepositoryOutOfService, FailurePluginIncompatible, FailureCandidateTooLarge, FailureCandidateRefused,
-		FailureSecretInCandidate,
+		FailureSecretInCandidate, FailureBudgetExceeded,
 	}
 }
 

@@ -88,7 +88,7 @@ func encodeLease(l *Lease, e *LeaseEncoder) ([]byte, error) {
 	// Room for every key, the ordinal and the deadline (at most 256
 	// bytes together) and the values: one allocation.
 	b := make([]byte, 0, 256+len(l.JobID)+len(l.AttemptID)+len(l.Policy)+len(l.Task)+len(l.DefaultBranch)+
-		len(l.BaseSHA)+len(l.ActivityVersion))
+		len(l.BaseSHA)+len(l.ActivityVersion)+len(l.UsageVersion)+96)
 	b = append(b, `{"type":"lease","lease":{"job_id":"`...)
 	b = append(b, l.JobID...) // ident.ValidRef: nothing to escape
 	b = append(b, `","attempt_id":"`...)
@@ -131,6 +131,25 @@ func encodeLease(l *Lease, e *LeaseEncoder) ([]byte, error) {
 		b = append(b, `,"activity_version":"`...)
 		b = append(b, l.ActivityVersion...) // a version token: nothing to escape
 		b = append(b, '"')
+	}
+	if l.UsageVersion != "" {
+		b = append(b, `,"usage_version":"`...)
+		b = append(b, l.UsageVersion...) // a version token: nothing to escape
+		b = append(b, '"')
+	}
+	if l.Budget != nil {
+		b = append(b, `,"budget":{`...)
+		sep := ""
+		if v := l.Budget.MaxTokens; v != nil {
+			b = append(b, `"max_tokens":`...)
+			b = strconv.AppendInt(b, *v, 10)
+			sep = ","
+		}
+		if v := l.Budget.MaxRequests; v != nil {
+			b = append(b, sep+`"max_requests":`...)
+			b = strconv.AppendInt(b, *v, 10)
+		}
+		b = append(b, '}')
 	}
 	b = append(b, "}}"...)
 	if len(b) > MaxMessageBytes {
@@ -192,7 +211,7 @@ func EncodeResult(seq uint64, r *Result) ([]byte, error) {
 	if err := e.Validate(); err != nil {
 		return nil, fmt.Errorf("wire: encode: %w", err)
 	}
-	n := 160
+	n := 256
 	if r.Output != nil {
 		n += len(*r.Output) + len(*r.Output)/8
 	}
@@ -220,6 +239,17 @@ func EncodeResult(seq uint64, r *Result) ([]byte, error) {
 	if r.FailureCode != "" {
 		b = append(b, `,"failure_code":`...)
 		b = strictjson.AppendString(b, r.FailureCode)
+	}
+	if u := r.Usage; u != nil {
+		b = append(b, `,"usage":{"requests":`...)
+		b = strconv.AppendInt(b, u.Requests, 10)
+		b = append(b, `,"input_tokens":`...)
+		b = strconv.AppendInt(b, u.InputTokens, 10)
+		b = append(b, `,"output_tokens":`...)
+		b = strconv.AppendInt(b, u.OutputTokens, 10)
+		b = append(b, `,"cached_tokens":`...)
+		b = strconv.AppendInt(b, u.CachedTokens, 10)
+		b = append(b, '}')
 	}
 	b = append(b, "}}"...)
 	if len(b) > MaxMessageBytes {

@@ -53,7 +53,14 @@ func TestEncodeLeaseMatchesEncode(t *testing.T) {
 	live.ActivityVersion = "live_activity/v1"
 	public := coding
 	public.DefaultBranch, public.BaseSHA = "main", sha
-	for _, l := range []Lease{testLease(), coding, spaced, live, public} {
+	tokens, none := int64(12000), int64(0)
+	metered := public
+	metered.UsageVersion = UsageV1
+	budgeted := metered
+	budgeted.Budget = &Budget{MaxTokens: &tokens, MaxRequests: &none}
+	onlyRequests := metered
+	onlyRequests.Budget = &Budget{MaxRequests: &tokens}
+	for _, l := range []Lease{testLease(), coding, spaced, live, public, metered, budgeted, onlyRequests} {
 		got, err := EncodeLease(&l)
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +82,7 @@ func TestEncodeLeaseMatchesEncode(t *testing.T) {
 		}
 		if e.Lease.JobID != l.JobID || e.Lease.AttemptID != l.AttemptID || !e.Lease.DeadlineAt.Equal(l.DeadlineAt) ||
 			e.Lease.Ordinal != l.Ordinal || e.Lease.ActivityVersion != l.ActivityVersion ||
-			e.Lease.BaseSHA != l.BaseSHA {
+			e.Lease.BaseSHA != l.BaseSHA || e.Lease.UsageVersion != l.UsageVersion || !reflect.DeepEqual(e.Lease.Budget, l.Budget) {
 			t.Fatalf("round trip %+v", e.Lease)
 		}
 	}
@@ -99,6 +106,11 @@ func TestEncodeLeaseRejects(t *testing.T) {
 		"base on text":   func(l *Lease) { l.BaseSHA = strings.Repeat("a", 40) },
 		"base short":     func(l *Lease) { l.Kind, l.BaseSHA = KindCoding, "abc" },
 		"base upper":     func(l *Lease) { l.Kind, l.BaseSHA = KindCoding, strings.Repeat("A", 40) },
+		"usage ver":      func(l *Lease) { l.UsageVersion = "Gateway Usage" },
+		"budget alone":   func(l *Lease) { l.Budget = &Budget{MaxTokens: new(int64)} },
+		"budget empty":   func(l *Lease) { l.UsageVersion, l.Budget = UsageV1, &Budget{} },
+		"budget below":   func(l *Lease) { n := int64(-1); l.UsageVersion, l.Budget = UsageV1, &Budget{MaxRequests: &n} },
+		"budget above":   func(l *Lease) { n := int64(MaxUsage + 1); l.UsageVersion, l.Budget = UsageV1, &Budget{MaxTokens: &n} },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -115,7 +127,7 @@ func TestEncodeLeaseRejects(t *testing.T) {
 // there (and to TestEncodeLeaseMatchesEncode) before this count changes.
 func TestEncodeLeaseKnowsEveryField(t *testing.T) {
 	known := []string{"JobID", "AttemptID", "Ordinal", "DeadlineAt", "Kind", "Policy", "Task",
-		"DefaultBranch", "BaseSHA", "ActivityVersion", "Activity"}
+		"DefaultBranch", "BaseSHA", "ActivityVersion", "Activity", "UsageVersion", "Budget"}
 	typ := reflect.TypeOf(Lease{})
 	if typ.NumField() != len(known) {
 		t.Fatalf("Lease has %d fields, EncodeLease knows %d: update EncodeLease", typ.NumField(), len(known))
@@ -139,6 +151,10 @@ func TestEncodeResultMatchesEncode(t *testing.T) {
 		{7, &Result{JobID: "j", AttemptID: "a", Outcome: OutcomeSucceeded, CandidateSHA: sha}},
 		{7, &Result{JobID: "j", AttemptID: "a", Outcome: OutcomeSucceeded, CandidateSHA: sha, AgentReport: &AgentReport{Summary: "s", Changes: []string{"c"}}}},
 		{2, &Result{JobID: "j", AttemptID: "a", Outcome: OutcomeFailed, Disposition: DispositionRetryable, FailureCode: "plugin_failed"}},
+		{2, &Result{JobID: "j", AttemptID: "a", Outcome: OutcomeFailed, Disposition: DispositionTerminal, FailureCode: "budget_exceeded", Usage: &Usage{Requests: 3, InputTokens: 9000, OutputTokens: 1200, CachedTokens: 4000}}},
+		{2, &Result{JobID: "j", AttemptID: "a", Outcome: OutcomeSucceeded, Output: &out, Usage: &Usage{}}},
+		{2, &Result{JobID: "j", AttemptID: "a", Outcome: OutcomeSucceeded, Output: &out, Usage: &Usage{OutputTokens: -1}}},
+		{2, &Result{JobID: "j", AttemptID: "a", Outcome: OutcomeSucceeded, Output: &out, Usage: &Usage{Requests: MaxUsage + 1}}},
 		// Refused alike: no seq, bad outcome, both output and candidate,
 		// invalid UTF-8 output.
 		{0, &Result{JobID: "j", AttemptID: "a", Outcome: OutcomeSucceeded, Output: &odd}},

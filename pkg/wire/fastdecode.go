@@ -157,6 +157,20 @@ func (r *checked) lease(l *Lease) bool {
 			return textTo(r, &l.ActivityVersion)
 		case "activity":
 			return r.raw(&l.Activity)
+		case "usage_version":
+			return textTo(r, &l.UsageVersion)
+		case "budget":
+			b := &Budget{}
+			l.Budget = b
+			return r.Object(func(k []byte) bool {
+				switch string(k) {
+				case "max_tokens":
+					return r.int64p(&b.MaxTokens)
+				case "max_requests":
+					return r.int64p(&b.MaxRequests)
+				}
+				return false
+			})
 		}
 		return r.refs(k, &l.JobID, &l.AttemptID)
 	})
@@ -177,6 +191,22 @@ func (r *checked) result(res *Result) bool {
 			return textTo(r, &res.Disposition)
 		case "failure_code":
 			return textTo(r, &res.FailureCode)
+		case "usage":
+			u := &Usage{}
+			res.Usage = u
+			return r.Object(func(k []byte) bool {
+				switch string(k) {
+				case "requests":
+					return r.int64(&u.Requests)
+				case "input_tokens":
+					return r.int64(&u.InputTokens)
+				case "output_tokens":
+					return r.int64(&u.OutputTokens)
+				case "cached_tokens":
+					return r.int64(&u.CachedTokens)
+				}
+				return false
+			})
 		case "agent_report":
 			a := &AgentReport{}
 			res.AgentReport = a
@@ -231,6 +261,18 @@ func (r *checked) uint64() (uint64, bool) {
 func (r *checked) int() (int, bool) {
 	n, err := strconv.ParseInt(string(r.Number()), 10, 0)
 	return int(n), err == nil
+}
+
+func (r *checked) int64(dst *int64) bool {
+	n, err := strconv.ParseInt(string(r.Number()), 10, 64)
+	*dst = n
+	return err == nil
+}
+
+func (r *checked) int64p(dst **int64) bool {
+	var n int64
+	*dst = &n
+	return r.int64(&n)
 }
 
 // raw copies the next value into dst, as json.RawMessage decoding does.

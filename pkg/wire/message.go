@@ -74,6 +74,10 @@ type Hello struct {
 	// activity.MaxOffer distinct names). Gate selects one it knows in each
 	// lease, or none.
 	ActivityVersions []string `json:"activity_versions,omitempty"`
+	// UsageVersions offers gateway usage versions (optional; the same
+	// bounds as ActivityVersions): a Worker that serves a model gateway
+	// offers UsageV1.
+	UsageVersions []string `json:"usage_versions,omitempty"`
 }
 
 // Welcome accepts a hello. Lane is the server-side lane name (worker-1,
@@ -122,6 +126,11 @@ type Lease struct {
 	// It is decoded, not rejected by the decoder, so that a Worker can fail
 	// such a lease with invalid_activity instead of dropping the connection.
 	Activity json.RawMessage `json:"activity,omitempty"`
+	// UsageVersion is the gateway usage version Gate selected from the
+	// lane's offer (UsageV1 or empty). With it the Worker returns the
+	// attempt's usage, and Budget (only with it) bounds the attempt.
+	UsageVersion string  `json:"usage_version,omitempty"`
+	Budget       *Budget `json:"budget,omitempty"`
 }
 
 // Activity is one live-activity stage of the lane's current attempt
@@ -176,6 +185,9 @@ type Result struct {
 	AgentReport  *AgentReport `json:"agent_report,omitempty"`
 	Disposition  Disposition  `json:"disposition,omitempty"`
 	FailureCode  string       `json:"failure_code,omitempty"`
+	// Usage is what the attempt spent through the Worker's model gateway
+	// (only on leases that selected a usage version; absent: not metered).
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // AgentReport is a coding plugin's self-reported summary. It is a claim,

@@ -105,6 +105,9 @@ func (h *Hello) Validate() error {
 	if activity.ValidOffer(h.ActivityVersions) != nil {
 		return fieldErr("hello.activity_versions", "at most 8 distinct version names")
 	}
+	if !validUsageOffer(h.UsageVersions) {
+		return fieldErr("hello.usage_versions", "at most 8 distinct version names")
+	}
 	return uniqueIDs(h.Repositories, MaxHelloRepos, "hello.repositories")
 }
 
@@ -189,6 +192,17 @@ func (l *Lease) validateFields() error {
 	if l.ActivityVersion != "" && !activity.ValidVersionToken(l.ActivityVersion) {
 		return fieldErr("lease.activity_version", "must be a version name")
 	}
+	if l.UsageVersion != "" && !activity.ValidVersionToken(l.UsageVersion) {
+		return fieldErr("lease.usage_version", "must be a version name")
+	}
+	if l.Budget != nil {
+		if l.UsageVersion == "" {
+			return fieldErr("lease.budget", "only with a usage version")
+		}
+		if err := l.Budget.validate(); err != nil {
+			return err
+		}
+	}
 	if l.DefaultBranch != "" && (l.Kind != KindCoding || !ident.ValidBranch(l.DefaultBranch)) {
 		return fieldErr("lease.default_branch", "a branch name, on coding leases only")
 	}
@@ -267,6 +281,9 @@ func (r *Result) Validate() error {
 		}
 	default:
 		return fieldErr("result.outcome", "must be succeeded or failed")
+	}
+	if r.Usage != nil {
+		return r.Usage.validate()
 	}
 	return nil
 }

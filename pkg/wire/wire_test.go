@@ -365,7 +365,7 @@ func TestFailureTable(t *testing.T) {
 		"environment_not_allowed", "unknown_plugin", "invalid_policy", "unsupported_kind",
 		"repository_unavailable", "default_branch_mismatch", "invalid_base", "workspace_violation",
 		"empty_change", "commit_identity_mismatch", "invalid_activity", "repository_out_of_service",
-		"plugin_incompatible", "candidate_too_large", "candidate_refused", "secret_in_candidate"}
+		"plugin_incompatible", "candidate_too_large", "candidate_refused", "secret_in_candidate", "budget_exceeded"}
 	want := map[string]Disposition{}
 	for _, c := range retryable {
 		want[c] = DispositionRetryable

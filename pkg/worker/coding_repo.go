@@ -33,7 +33,7 @@ func (j *codingJob) prepare(ctx context.Context) (outcome, bool) {
 		return j.fail(P, evidence.ReasonInvalidTask, CodeInvalidTask), false
 	}
 	j.task = task
-	inv, code := j.x.cfg.prepare(j.lease.Policy, j.x.opt.LookupEnv)
+	inv, code := j.x.cfg.prepare(j.lease.Policy, j.x.opt.LookupEnv, j.attempt.metered())
 	if code != "" {
 		reason := evidence.ReasonPolicyRejected
 		if code == CodeInvalidPolicy {

@@ -29,6 +29,7 @@ const (
 	CodeUnsupportedKind        = wire.FailureUnsupportedKind        // a job kind this Worker cannot run yet
 	CodeInvalidActivity        = wire.FailureInvalidActivity        // the lease selects an unknown activity version or carries an activity payload
 	CodePluginIncompatible     = wire.FailurePluginIncompatible     // the plugin answered failure incompatible (its agent is misconfigured)
+	CodeBudgetExceeded         = wire.FailureBudgetExceeded         // the gateway refused a request past the attempt's budget
 )
 
 // wireFailure returns the disposition and code a failed result carries for

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/activity"
-	"github.com/0k-lab/agent-forge/pkg/gateway"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
@@ -73,6 +72,8 @@ func (l *lane) session(ctx context.Context) bool {
 		Repositories: l.w.repositoryIDs(),
 		// Live activity (activity.go): Gate selects a version it knows.
 		ActivityVersions: activity.Offer(),
+		// Gateway usage and budgets (budget.go), with a gateway only.
+		UsageVersions: l.w.usageOffer(),
 	}
 	if err := conn.SendDeadline(wire.Envelope{Type: wire.TypeHello, Hello: hello}, time.Now().Add(sendTimeout)); err != nil {
 		log.Warn("hello failed")
@@ -223,6 +224,10 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 		// Refused before anything runs (activity.go).
 		return l.report(ctx, conn, msgs, lease, Report{Code: code}, log)
 	}
+	if code := w.leaseBudgetCode(lease); code != "" {
+		// Refused before anything runs (budget.go).
+		return l.report(ctx, conn, msgs, lease, Report{Code: code}, log)
+	}
 
 	execCtx, cancelExec := context.WithCancel(context.Background())
 	defer cancelExec()
@@ -249,9 +254,10 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 	// The attempt's model gateway grant lives exactly as long as its
 	// lease here: revoked when the executor returns or the lease is lost.
 	revoke := func() {}
+	var overBudget <-chan struct{} // closed when the gateway refuses past the budget
 	if w.opt.Gateway != nil {
-		attempt.Grant = w.opt.Gateway.Issue(gateway.Budget{})
-		revoke = attempt.Grant.Revoke
+		attempt.Grant = w.opt.Gateway.Issue(grantBudget(lease))
+		revoke, overBudget = attempt.Grant.Revoke, attempt.Grant.Exceeded()
 	}
 	defer revoke()
 	go func() { done <- w.execute(execCtx, attempt) }()
@@ -300,10 +306,21 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 				// the attempt has stopped.
 				return sendIdle(conn, lease.JobID, lease.AttemptID) == nil
 			}
-			if r.Cancelled && stopping && !r.Succeeded {
+			if attempt.Grant != nil && attempt.Grant.BudgetExceeded() {
+				// Whatever the executor made of the refusal, the
+				// attempt ends here (budget.go).
+				r = Report{Code: CodeBudgetExceeded}
+			} else if r.Cancelled && stopping && !r.Succeeded {
 				r = Report{Code: CodeWorkerShutdown}
 			}
+			if lease.UsageVersion == wire.UsageV1 {
+				r.Usage = wireUsage(attempt.Grant)
+			}
 			return l.report(ctx, conn, msgs, lease, r, log)
+		case <-overBudget:
+			overBudget = nil
+			log.Info("model budget spent: stopping the attempt")
+			cancelExec()
 		case <-stop:
 			stop = nil
 			stopping = true
@@ -397,6 +414,13 @@ func (l *lane) report(ctx context.Context, conn *wire.Conn, msgs <-chan wire.Env
 }) bool {
 	w := l.w
 	res := &wire.Result{JobID: lease.JobID, AttemptID: lease.AttemptID}
+	if lease.UsageVersion == wire.UsageV1 {
+		// Metered: an attempt refused before it ran spent nothing.
+		res.Usage = r.Usage
+		if res.Usage == nil {
+			res.Usage = &wire.Usage{}
+		}
+	}
 	if r.Succeeded {
 		res.Outcome = wire.OutcomeSucceeded
 		if r.CandidateSHA != "" {

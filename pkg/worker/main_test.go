@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 			syscall.Exit(sandboxSessions(os.Args[2:]))
 		}
 	}
-	os.Exit(m.Run())
+	os.Exit(withProviderTLS(m.Run))
 }
 
 // testPlugin is a protocol v1 plugin with scripted behaviour:

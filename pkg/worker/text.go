@@ -71,7 +71,7 @@ func (x *TextExecutor) Execute(ctx context.Context, a *Attempt) Report {
 	if err != nil {
 		return Report{Code: CodeInvalidPolicy}
 	}
-	inv, code := x.cfg.resolve(pol, x.lookup)
+	inv, code := x.cfg.resolve(pol, x.lookup, a.metered())
 	if code != "" {
 		return Report{Code: code}
 	}
@@ -136,16 +136,21 @@ type invocation struct {
 // prepare decodes the lease's policy and resolves it against the config:
 // the plugin must be configured, every requested variable allowlisted, and
 // every limit within its local ceiling. It fails closed with a code.
-func (c *Config) prepare(rawPolicy []byte, lookup func(string) (string, bool)) (*invocation, string) {
+func (c *Config) prepare(rawPolicy []byte, lookup func(string) (string, bool), metered bool) (*invocation, string) {
 	pol, err := policy.Decode(rawPolicy)
 	if err != nil {
 		return nil, CodeInvalidPolicy
 	}
-	return c.resolve(pol, lookup)
+	return c.resolve(pol, lookup, metered)
 }
 
-// resolve is prepare for a decoded policy.
-func (c *Config) resolve(pol policy.Policy, lookup func(string) (string, bool)) (*invocation, string) {
+// resolve is prepare for a decoded policy. metered says the attempt's
+// gateway grant enforces the lease's budget (budget.go): a policy with a
+// budget is refused without it.
+func (c *Config) resolve(pol policy.Policy, lookup func(string) (string, bool), metered bool) (*invocation, string) {
+	if pol.Budget != nil && !metered {
+		return nil, CodePolicyExceedsCeiling
+	}
 	e := pol.Execution
 	i := slices.IndexFunc(c.Plugins, func(p Plugin) bool { return p.ID == e.PluginID })
 	if i < 0 {

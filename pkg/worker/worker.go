@@ -81,6 +81,9 @@ type Report struct {
 	// self-reported AgentReport when one was negotiated and sent.
 	CandidateSHA string
 	AgentReport  *wire.AgentReport
+	// Usage is the attempt's gateway usage (the lane fills it in on
+	// leases that selected wire.UsageV1; executors leave it nil).
+	Usage *wire.Usage
 }
 
 // Options wires a Worker. Zero values pick production defaults.

@@ -1,0 +1,57 @@
+package gate
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/store"
+	"github.com/0k-lab/agent-forge/pkg/wire"
+)
+
+// TestBudgetedJobsGoToMeteringLanes: a repository's budget is resolved
+// into its jobs' policy; a lane whose Worker does not offer gateway
+// usage is never leased them (the later text job goes first), a metering
+// lane is, with the usage version and the attempt's budget; the usage
+// its result reports is stored and served in the aggregate.
+func TestBudgetedJobsGoToMeteringLanes(t *testing.T) {
+	cfg, sec := testConfig(t, func(m map[string]any) {
+		repo0(m)["budget"] = map[string]any{"attempt": map[string]any{"max_tokens": 5000}, "job": map[string]any{"max_requests": 9}}
+	})
+	tg := startGate(t, cfg, sec, "", nil)
+	repos := []string{"agent-forge"}
+	plain := connectHello(t, tg.addr, testWorkerToken, &wire.Hello{Protocol: wire.Protocol, WorkerID: "worker-1", Slot: 0, Plugins: plugins(), Repositories: repos})
+	coding := tg.submit(`{"repository_id":"agent-forge","base_sha":"` + testSHA + `","instruction":"Fix it."}`)
+	text := tg.submit(`{"input":"later"}`)
+	if l := plain.lease(); l.JobID != text.ID || l.UsageVersion != "" || l.Budget != nil {
+		t.Fatalf("an unmetered lane was leased %+v (want the text job %s)", l, text.ID)
+	}
+
+	metered := connectHello(t, tg.addr, testWorkerToken, &wire.Hello{Protocol: wire.Protocol, WorkerID: "worker-1", Slot: 1,
+		Plugins: plugins(), Repositories: repos, UsageVersions: []string{"gateway_usage/v9", wire.UsageV1}})
+	l := metered.lease()
+	if l.JobID != coding.ID || l.UsageVersion != wire.UsageV1 || l.Budget == nil ||
+		l.Budget.MaxTokens == nil || *l.Budget.MaxTokens != 5000 || l.Budget.MaxRequests == nil || *l.Budget.MaxRequests != 9 {
+		t.Fatalf("metered lease %+v budget %+v", l, l.Budget)
+	}
+	if !strings.Contains(string(l.Policy), `"budget":{"attempt":{"max_tokens":5000},"job":{"max_requests":9}}`) {
+		t.Fatalf("policy without the budget: %s", l.Policy)
+	}
+	u := &wire.Usage{Requests: 2, InputTokens: 4000, OutputTokens: 1200, CachedTokens: 3000}
+	wantAck(t, metered.request(wire.Envelope{Type: wire.TypeResult, Result: &wire.Result{JobID: l.JobID, AttemptID: l.AttemptID,
+		Outcome: wire.OutcomeFailed, Disposition: wire.DispositionTerminal, FailureCode: wire.FailureBudgetExceeded, Usage: u}}))
+	code, body := tg.api("GET", "/v1/jobs/"+coding.ID+"/aggregate", testOwnerToken, nil)
+	if code != http.StatusOK {
+		t.Fatalf("aggregate: %d", code)
+	}
+	var a store.Aggregate
+	if err := json.Unmarshal(body, &a); err != nil {
+		t.Fatal(err)
+	}
+	want := store.Usage{Requests: 2, InputTokens: 4000, OutputTokens: 1200, CachedTokens: 3000}
+	if a.Job.Status != "failed" || a.Job.FailureCode != wire.FailureBudgetExceeded || a.Attempts[0].Usage == nil || *a.Attempts[0].Usage != want ||
+		a.Job.Usage == nil || *a.Job.Usage != want {
+		t.Fatalf("aggregate %s", body)
+	}
+}
