@@ -26,6 +26,12 @@
 #     another upstream branch), upstream answering a redirect, upstream
 #     asking for credentials (fails as credentials_required, not after a
 #     prompt or a timeout), bare repository whose origin was changed.
+#     And a compromised Worker host (testdata/rawlane candidate: its
+#     Worker token, a current lease) uploads a hand-made candidate whose
+#     .gitmodules url is `--upload-pack=...`, plus a blob beyond the
+#     candidate: 422 candidate_refused fsck_failed (git before 2.46 takes
+#     such a bundle by fetch), the bare repository's refs, packs and
+#     objects unchanged, the job failed candidate_refused.
 #  5. 16 concurrent submits on a cold repository: one clone, an intact
 #     repository (git fsck), all 16 jobs created and succeeded.
 # Then it measures, in this one run: how many fetches 16 concurrent submits
@@ -56,6 +62,7 @@ cd "$(dirname "$0")/.."
 e2e_setup public-source-e2e
 e2e_build forge-gate forge-worker forge
 go build -o "$bin/edit-plugin" ./testdata/edit-plugin || fail "build edit-plugin"
+go build -o "$bin/rawlane" ./testdata/rawlane || fail "build rawlane"
 netns_setup
 # The fake also serves the GitHub App API for part 6's deliveries.
 mkdir -m 0700 "$tmp/secrets" "$tmp/fake"
@@ -66,13 +73,14 @@ cat >"$tmp/fake/app.json" <<EOF
 {"app_id":4242,"client_id":"Iv1.e2e","private_key_file":"$key",
  "installations":[{"id":9,"owner":"octo","repositories":["hello"],
    "permissions":{"contents":"write","pull_requests":"write","metadata":"read"}}],
- "public_repositories":["octo/demo","octo/conc","octo/bench","octo/moved","octo/hello"],"runs_window_seconds":60}
+ "public_repositories":["octo/demo","octo/conc","octo/bench","octo/moved","octo/hello","octo/hostile"],"runs_window_seconds":60}
 EOF
 netns_start_fake -app "$tmp/fake/app.json" -tokens "$tmp/fake/tokens"
 
 FORGE_OWNER_TOKEN=owner-$(rand)
 FORGE_WORKER_TOKEN=worker-$(rand)
-export FORGE_OWNER_TOKEN FORGE_WORKER_TOKEN
+FORGE_HOSTILE_TOKEN=hostile-$(rand)
+export FORGE_OWNER_TOKEN FORGE_WORKER_TOKEN FORGE_HOSTILE_TOKEN
 export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
 export GIT_AUTHOR_NAME=Seed GIT_AUTHOR_EMAIL=seed@example.invalid GIT_COMMITTER_NAME=Seed GIT_COMMITTER_EMAIL=seed@example.invalid
 git_exe=$(readlink -f "$(command -v git)")
@@ -88,7 +96,7 @@ upstream() { # NAME: create $tmp/github/octo/NAME.git and $tmp/work/NAME with on
   git init -q --bare "$fake_git_root/octo/$1.git"
   git -C "$w" push -q "$fake_git_root/octo/$1.git" main
 }
-for r in demo conc bench moved private hello; do upstream "$r"; done
+for r in demo conc bench moved private hello hostile; do upstream "$r"; done
 w=$tmp/work/demo
 git -C "$w" tag v1
 git -C "$w" checkout -q -b feature
@@ -108,15 +116,18 @@ prepared() { printf '%s/%s.git' "$pub" "$(sha "$1")"; }
 demo=$(prepared demo)
 
 exec_policy='{"plugin_id":"edit","environment":["PATH"],"plugin_timeout":"1m","check_timeout":"1m","git_timeout":"20s","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}'
-repo_entry() { printf '{"id":"%s","repository_url":"%s","default_branch":"main","worker_pool":"local","execution":%s}' "$1" "$(url "$1")" "$exec_policy"; }
+repo_entry() { # NAME [POOL]
+  printf '{"id":"%s","repository_url":"%s","default_branch":"main","worker_pool":"%s","execution":%s}' "$1" "$(url "$1")" "${2:-local}" "$exec_policy"
+}
 cat >"$tmp/gate.json" <<EOF
 {"version":1,"listen":"127.0.0.1:0","database":"$tmp/state/forge.db","owner_token_env":"FORGE_OWNER_TOKEN",
  "recovery_interval":"200ms","lease_poll_interval":"100ms","default_pool":"local",
  "lifecycle":{"lease_ttl":"30s","retry_base":"1s","max_attempts":1},
  "default_execution":$exec_policy,
- "workers":[{"id":"worker-1","pool":"local","token_env":"FORGE_WORKER_TOKEN","concurrency":2}],
+ "workers":[{"id":"worker-1","pool":"local","token_env":"FORGE_WORKER_TOKEN","concurrency":2},
+            {"id":"rawlane","pool":"hostile","token_env":"FORGE_HOSTILE_TOKEN","concurrency":1}],
  "public_repository_root":"$pub","git_executable":"$git_exe",
- "repositories":[$(repo_entry demo),$(repo_entry conc),$(repo_entry bench),$(repo_entry moved),$(repo_entry private)]}
+ "repositories":[$(repo_entry demo),$(repo_entry conc),$(repo_entry bench),$(repo_entry moved),$(repo_entry private),$(repo_entry hostile hostile)]}
 EOF
 e2e_start_gate "$tmp/gate.log" "Gate did not start"
 
@@ -231,6 +242,58 @@ git --git-dir="$demo" config remote.origin.url https://github.com/evil/demo.git
 refuse "origin changed" demo "$base2" 502 validate origin_mismatch
 git --git-dir="$demo" config remote.origin.url "$(url demo)"
 [ "$(info_refs demo)" = 4 ] || fail "a refused repository was fetched into (upstream reached $(info_refs demo) times)"
+
+# A compromised Worker host's candidate: a .gitmodules whose url is an
+# option and a blob beyond the candidate, uploaded with its Worker token
+# for its current lease. Refused by the strict fsck; nothing stored.
+hw=$tmp/work/hostile
+hostile_base=$(git -C "$hw" rev-parse HEAD)
+modules=$(printf '[submodule "x"]\n\tpath = x\n\turl = --upload-pack=touch %s\n' "$tmp/owned" | git -C "$hw" hash-object -w --stdin)
+extra=$(printf 'beyond the candidate\n' | git -C "$hw" hash-object -w --stdin)
+htree=$(printf '100644 blob %s\t.gitmodules\n' "$modules" | git -C "$hw" mktree)
+hcommit=$(GIT_AUTHOR_NAME="Agent Forge" GIT_AUTHOR_EMAIL=forge@example.invalid GIT_COMMITTER_NAME="Agent Forge" \
+  GIT_COMMITTER_EMAIL=forge@example.invalid GIT_AUTHOR_DATE="1700000000 +0000" GIT_COMMITTER_DATE="1700000000 +0000" \
+  git -C "$hw" commit-tree "$htree" -p "$hostile_base" -m "hostile")
+printf '%s\n^%s\n%s\n' "$hcommit" "$hostile_base" "$extra" |
+  git -C "$hw" pack-objects -q --stdout --thin --revs >"$tmp/hostile.pack" || fail "hostile pack"
+mkfifo "$tmp/hostile-go"
+"$bin/rawlane" -gate "ws://$addr" -worker rawlane -token-env FORGE_HOSTILE_TOKEN candidate hostile edit "$tmp/hostile.pack" "$hcommit" "$htree" \
+  <"$tmp/hostile-go" >"$tmp/hostile.out" 2>"$tmp/hostile.log" &
+hostile_pid=$!
+pids+=("$hostile_pid")
+exec 3>"$tmp/hostile-go"
+wait_log "$tmp/hostile.out" 'e["event"] == "welcome"' >/dev/null || fail "the hostile lane was not welcomed"
+read -r code body < <(submit hostile "$hostile_base")
+[ "$code" = 201 ] || fail "hostile submit: $code $body"
+hjob=$(field id <<<"$body")
+wait_log "$tmp/hostile.out" 'e["event"] == "base"' >/dev/null || fail "the hostile lane got no lease"
+hrepo=$(prepared hostile)
+snapshot() { # the bare repository's refs, packs and objects
+  git --git-dir="$hrepo" for-each-ref
+  ls "$hrepo/objects/pack"
+  git --git-dir="$hrepo" cat-file --batch-all-objects --batch-check='%(objectname)'
+}
+snapshot >"$tmp/hostile.before"
+echo go >&3
+exec 3>&-
+wait "$hostile_pid" || fail "the hostile lane failed: $(cat "$tmp/hostile.log")"
+python3 - "$tmp/hostile.out" <<'PY' || fail "the hostile upload was not refused as it should be: $(cat "$tmp/hostile.out")"
+import json, sys
+ev = {e["event"]: e for e in map(json.loads, open(sys.argv[1]))}
+c = ev["candidate"]
+assert c["status"] == 422 and c["body"]["error"]["code"] == "candidate_refused" and c["body"]["error"]["reason"] == "fsck_failed", c
+assert "/" not in json.dumps(c["body"]), c
+assert ev["result"]["reply"] == "ack", ev["result"]
+PY
+snapshot >"$tmp/hostile.after"
+cmp -s "$tmp/hostile.before" "$tmp/hostile.after" || fail "the refused upload stored something: $(diff "$tmp/hostile.before" "$tmp/hostile.after")"
+for o in "$hcommit" "$modules" "$extra"; do
+  ! git --git-dir="$hrepo" cat-file -e "$o" 2>/dev/null || fail "the refused upload's object $o is in the bare repository"
+done
+[ ! -e "$tmp/owned" ] || fail "the hostile .gitmodules ran"
+curl -fsS -H "Authorization: Bearer $FORGE_OWNER_TOKEN" "$FORGE_GATE_URL/v1/jobs/$hjob" |
+  python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["status"] == "failed" and j["failure_code"] == "candidate_refused", j' ||
+  fail "the hostile job did not fail candidate_refused"
 
 # 5. Sixteen concurrent submits on a cold repository.
 conc_base=$(git -C "$tmp/work/conc" rev-parse HEAD)

@@ -1,13 +1,14 @@
 // Command rawlane is a test client that speaks forge-wire/v1 by hand, for
-// scripts/recovery-e2e.sh and scripts/lane-liveness-e2e.sh. It is not a
-// shipped binary (the binary set is fixed under cmd/); the scripts build it
-// into their temp dir.
+// scripts/recovery-e2e.sh, scripts/lane-liveness-e2e.sh and
+// scripts/public-source-e2e.sh. It is not a shipped binary (the binary
+// set is fixed under cmd/); the scripts build it into their temp dir.
 //
 // Usage:
 //
 //	rawlane -gate ws://HOST:PORT -worker ID -token-env NAME abandon
 //	rawlane -gate ws://HOST:PORT -worker ID -token-env NAME late JOB ATTEMPT
 //	rawlane -gate ws://HOST:PORT -worker ID -token-env NAME badresult N
+//	rawlane -gate ws://HOST:PORT -worker ID -token-env NAME candidate REPO PLUGIN PACK COMMIT TREE
 //
 // abandon connects as slot 0, prints {"event":"welcome",...}, waits for one
 // lease, prints {"event":"lease",...} and then says nothing more (no
@@ -28,6 +29,16 @@
 // ignores cancels; one that leaves the lane stranded then never gets its
 // next lease (exit 1 after 30 s without one).
 //
+// candidate acts as a compromised Worker host: it connects as slot 0 with
+// plugin PLUGIN and repository REPO, waits for one lease (printed like
+// abandon's, then {"event":"base","base_sha":...}) and for one line on
+// stdin, and uploads, with its Worker token, a
+// candidate bundle it writes by hand: the lease's base as the one
+// prerequisite, the attempt's candidate ref at COMMIT (announced with
+// TREE), and the pack in the file PACK, whatever it holds. It prints the
+// Gate's answer as {"event":"candidate","status":N,"body":...} and fails
+// the attempt (candidate_refused), printing that answer as a result event.
+//
 // Output is JSON lines on stdout; t_ms is the client's Unix time in
 // milliseconds. Exit codes: 0 done, 1 connection or
 // protocol failure, 2 usage.
@@ -35,18 +46,22 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/gitx"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
@@ -66,7 +81,7 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("usage: rawlane -gate URL -worker ID -token-env NAME abandon | late JOB ATTEMPT | badresult N")
+var errUsage = errors.New("usage: rawlane -gate URL -worker ID -token-env NAME abandon | late JOB ATTEMPT | badresult N | candidate REPO PLUGIN PACK COMMIT TREE")
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("rawlane", flag.ContinueOnError)
@@ -78,7 +93,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, _ io.Write
 		return errUsage
 	}
 	mode, rest := fs.Arg(0), fs.Args()[1:]
-	want := map[string]int{"abandon": 0, "late": 2, "badresult": 1}
+	want := map[string]int{"abandon": 0, "late": 2, "badresult": 1, "candidate": 5}
 	if n, ok := want[mode]; !ok || len(rest) != n {
 		return errUsage
 	}
@@ -100,6 +115,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, _ io.Write
 	go func() { <-ctx.Done(); conn.Close() }()
 	out := json.NewEncoder(stdout)
 	hello := &wire.Hello{Protocol: wire.Protocol, WorkerID: *workerID, Slot: 0, Plugins: []string{"reference"}, Repositories: []string{}}
+	if mode == "candidate" {
+		hello.Plugins, hello.Repositories = []string{rest[1]}, []string{rest[0]}
+	}
 	if err := conn.Send(wire.Envelope{Type: wire.TypeHello, Hello: hello}); err != nil {
 		return err
 	}
@@ -115,6 +133,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, _ io.Write
 		return abandon(conn, out)
 	case "badresult":
 		return badResult(conn, out, stdin, leases)
+	case "candidate":
+		return candidate(conn, out, stdin, *gate, os.Getenv(*tokenEnv), e.Welcome, rest[2], rest[3], rest[4])
 	}
 	return late(conn, out, rest[0], rest[1])
 }
@@ -245,4 +265,55 @@ func badResult(conn *wire.Conn, out *json.Encoder, stdin io.Reader, n int) error
 		}
 	}
 	return nil
+}
+
+// candidate uploads a hand-made candidate bundle for the next lease and
+// fails the attempt.
+func candidate(conn *wire.Conn, out *json.Encoder, stdin io.Reader, gate, token string, w *wire.Welcome, packFile, commit, tree string) error {
+	pack, err := os.ReadFile(packFile)
+	if err != nil {
+		return err
+	}
+	l, err := nextLease(conn, out)
+	if err != nil {
+		return err
+	}
+	if err := out.Encode(map[string]any{"event": "base", "base_sha": l.BaseSHA}); err != nil {
+		return err
+	}
+	if _, err := bufio.NewReader(stdin).ReadString('\n'); err != nil {
+		return errors.New("no go line on stdin")
+	}
+	bundle := append(gitx.FormatBundleHeader(gitx.BundleHeader{
+		Prerequisites: []gitx.BundlePrerequisite{{SHA: l.BaseSHA}},
+		Refs:          []gitx.BundleRef{{SHA: commit, Name: wire.CandidateRef(l.JobID, l.AttemptID)}},
+	}), pack...)
+	q := wire.CandidateRequest{AttemptBinding: wire.AttemptBinding{Lane: w.Lane, Generation: w.Generation, JobID: l.JobID, AttemptID: l.AttemptID},
+		Candidate: commit, Tree: tree}.Query()
+	req, err := http.NewRequest(http.MethodPut, "http"+strings.TrimPrefix(gate, "ws")+wire.CandidatePath+"?"+q, bytes.NewReader(bundle))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", wire.BundleContentType)
+	client := &http.Client{Timeout: 60 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	rec := map[string]any{"event": "candidate", "status": resp.StatusCode, "body": string(body)}
+	if json.Valid(body) {
+		rec["body"] = json.RawMessage(body)
+	}
+	if err := out.Encode(rec); err != nil {
+		return err
+	}
+	d, _ := wire.DispositionOf(wire.FailureCandidateRefused)
+	return request(conn, out, "result", wire.Envelope{Type: wire.TypeResult, Seq: 1, Result: &wire.Result{JobID: l.JobID, AttemptID: l.AttemptID,
+		Outcome: wire.OutcomeFailed, Disposition: d, FailureCode: wire.FailureCandidateRefused}})
 }
