@@ -43,7 +43,9 @@
 //
 // Records are allowlists (see the view types): identifiers, kind/status,
 // bounded failure codes, timestamps (RFC 3339 UTC, microseconds),
-// connection state, the exact base SHA, event type/time. Task inputs,
+// connection state, the exact base SHA, event type/time, an attempt's
+// model gateway usage (four counts; the page shows each attempt's and
+// their sum as the job's). Task inputs,
 // instructions, tests, repository paths, results (for a coding job that
 // is its candidate SHA, DECISIONS 7), plugin or check output, evidence,
 // authorization values and event details never reach these types, so they

@@ -321,7 +321,8 @@ func TestFieldAllowlists(t *testing.T) {
 		reflect.TypeOf(jobView{}): {"attempt_count", "base_sha", "ci_state", "created_at", "delivery_branch", "delivery_phase",
 			"failure_code", "id", "kind", "merge_sha", "pr_url", "repository_id", "retry_at", "status", "updated_at"},
 		reflect.TypeOf(attemptView{}): {"completed_at", "deadline_at", "disposition", "failure_code", "id",
-			"leased_at", "ordinal", "status", "worker_id"},
+			"leased_at", "ordinal", "status", "usage", "worker_id"},
+		reflect.TypeOf(usageView{}):    {"cached_tokens", "input_tokens", "output_tokens", "requests"},
 		reflect.TypeOf(eventView{}):    {"at", "attempt", "code", "seq", "type"},
 		reflect.TypeOf(laneView{}):     {"attempt_id", "connected", "connected_at", "disconnected_at", "job_id", "lane", "pool", "worker_id"},
 		reflect.TypeOf(jobsPage{}):     {"as_of", "jobs", "next_cursor"},
@@ -340,7 +341,7 @@ func TestFieldAllowlists(t *testing.T) {
 		}
 	}
 	// The Reader records cannot carry content either.
-	readerFields := map[reflect.Type]int{reflect.TypeOf(Job{}): 15, reflect.TypeOf(Attempt{}): 9, reflect.TypeOf(Event{}): 5, reflect.TypeOf(Lane{}): 8}
+	readerFields := map[reflect.Type]int{reflect.TypeOf(Job{}): 15, reflect.TypeOf(Attempt{}): 10, reflect.TypeOf(Usage{}): 4, reflect.TypeOf(Event{}): 5, reflect.TypeOf(Lane{}): 8}
 	for typ, n := range readerFields {
 		if typ.NumField() != n {
 			t.Errorf("%s has %d fields, want %d: review the allowlist", typ.Name(), typ.NumField(), n)

@@ -52,6 +52,12 @@ type Job struct {
 	MergeSHA       string
 }
 
+// Usage is an attempt's model gateway usage: counts only (docs/api.md).
+// The viewer shows a job's total as the sum of its attempts'.
+type Usage struct {
+	Requests, InputTokens, OutputTokens, CachedTokens int64
+}
+
 // Attempt is the diagnostic part of one attempt.
 type Attempt struct {
 	ID          string
@@ -63,6 +69,7 @@ type Attempt struct {
 	CompletedAt time.Time
 	Disposition string
 	FailureCode string
+	Usage       *Usage // nil: not metered
 }
 
 // Event is one timeline entry: type and time, the attempt ordinal and a
@@ -109,16 +116,24 @@ type jobView struct {
 	MergeSHA       string `json:"merge_sha,omitempty"`
 }
 
+type usageView struct {
+	Requests     int64 `json:"requests"`
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	CachedTokens int64 `json:"cached_tokens"`
+}
+
 type attemptView struct {
-	ID          string `json:"id"`
-	Ordinal     int    `json:"ordinal"`
-	Status      string `json:"status"`
-	WorkerID    string `json:"worker_id"`
-	LeasedAt    string `json:"leased_at,omitempty"`
-	DeadlineAt  string `json:"deadline_at,omitempty"`
-	CompletedAt string `json:"completed_at,omitempty"`
-	Disposition string `json:"disposition,omitempty"`
-	FailureCode string `json:"failure_code,omitempty"`
+	ID          string     `json:"id"`
+	Ordinal     int        `json:"ordinal"`
+	Status      string     `json:"status"`
+	WorkerID    string     `json:"worker_id"`
+	LeasedAt    string     `json:"leased_at,omitempty"`
+	DeadlineAt  string     `json:"deadline_at,omitempty"`
+	CompletedAt string     `json:"completed_at,omitempty"`
+	Disposition string     `json:"disposition,omitempty"`
+	FailureCode string     `json:"failure_code,omitempty"`
+	Usage       *usageView `json:"usage,omitempty"`
 }
 
 type eventView struct {
@@ -206,6 +221,14 @@ func viewJob(j Job) jobView {
 	}
 }
 
+// viewUsage passes counts through, negative ones as 0 (nil: none).
+func viewUsage(u *Usage) *usageView {
+	if u == nil {
+		return nil
+	}
+	return &usageView{Requests: max(u.Requests, 0), InputTokens: max(u.InputTokens, 0), OutputTokens: max(u.OutputTokens, 0), CachedTokens: max(u.CachedTokens, 0)}
+}
+
 // validPRURL accepts a github.com pull request URL without credentials,
 // query or fragment.
 func validPRURL(s string) bool {
@@ -233,6 +256,7 @@ func viewAttempt(a Attempt) attemptView {
 		CompletedAt: stamp(a.CompletedAt),
 		Disposition: code(a.Disposition),
 		FailureCode: code(a.FailureCode),
+		Usage:       viewUsage(a.Usage),
 	}
 }
 

@@ -54,6 +54,13 @@ func fromStoreJob(j store.Job) Job {
 	return v
 }
 
+func fromStoreUsage(u *store.Usage) *Usage {
+	if u == nil {
+		return nil
+	}
+	return &Usage{Requests: u.Requests, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}
+}
+
 func (r storeReader) DebugJobs(ctx context.Context, afterID string, limit int) ([]Job, error) {
 	jobs, err := r.st.DebugJobs(ctx, afterID, limit)
 	if err != nil {
@@ -100,6 +107,7 @@ func (r storeReader) DebugJob(ctx context.Context, id string) (Job, []Attempt, e
 			CompletedAt: optTime(a.CompletedAt),
 			Disposition: a.Disposition,
 			FailureCode: a.FailureCode,
+			Usage:       fromStoreUsage(a.Usage),
 		})
 	}
 	return fromStoreJob(j), out, nil

@@ -48,6 +48,7 @@ type fakeGitHub struct {
 	branches map[string]string // branch -> sha
 	secret   error             // CheckCandidate's answer
 	prs      []PullRequest
+	bodies   []string // of the pull requests created, in order
 	runs     []Run
 	etag     int
 	base     string // base branch head
@@ -209,6 +210,7 @@ func (f *fakeGitHub) CreatePullRequest(ctx context.Context, tok Token, repo Repo
 	pr := PullRequest{Number: n, URL: fmt.Sprintf("https://github.com/o/r/pull/%d", n), State: "open",
 		HeadSHA: sha, HeadRef: p.Head, BaseRef: p.Base}
 	f.prs = append(f.prs, pr)
+	f.bodies = append(f.bodies, p.Body)
 	if f.loseCreate {
 		f.loseCreate = false
 		return PullRequest{}, &Error{Kind: KindTransient}

@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -362,7 +363,7 @@ func (m *Machine) pullRequest(ctx context.Context, s State) (State, error) {
 			Title: "Agent Forge job " + s.JobID,
 			Head:  s.Branch,
 			Base:  s.BaseBranch,
-			Body:  "Automatic delivery of the Agent Forge candidate " + s.CandidateSHA + ". It is merged once GitHub Actions pass for this exact commit.",
+			Body:  prBody(s),
 		})
 		if err != nil {
 			return s, err
@@ -387,6 +388,18 @@ func (m *Machine) pullRequest(ctx context.Context, s State) (State, error) {
 	s = m.advance(s, PhaseCI)
 	s.CIStartedAt, s.CIState, s.ETag, s.RunsKey, s.RunsVerdict = s.NextAt, CIWaiting, "", "", ""
 	return s, nil
+}
+
+// prBody is the body of the pull request delivering s: the candidate and
+// what its job's attempts spent through the model gateway.
+func prBody(s State) string {
+	b := "Automatic delivery of the Agent Forge candidate " + s.CandidateSHA + ". It is merged once GitHub Actions pass for this exact commit.\n\n"
+	u := s.Usage
+	if u == nil {
+		return b + "Model usage: not metered (no attempt of this job went through a Worker's model gateway)."
+	}
+	return b + fmt.Sprintf("Model usage (all attempts, as the providers reported it): %d requests, %d input tokens (%d cached), %d output tokens.",
+		u.Requests, u.InputTokens, u.CachedTokens, u.OutputTokens)
 }
 
 // reconcileMerge asks whether s's pull request is merged; done is true

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -522,5 +523,30 @@ func TestTokenNeverInState(t *testing.T) {
 	}
 	if (Token{Secret: "ghs_secret"}).String() != "[token]" || fmt.Sprintf("%v %+v %#v", Token{Secret: "ghs_secret"}, Token{Secret: "ghs_secret"}, Token{Secret: "ghs_secret"}) != "[token] [token] [token]" {
 		t.Fatal("token renders its value")
+	}
+}
+
+// TestPullRequestBodyReportsUsage: the pull request's body names the
+// candidate and the job's model gateway usage, or says it was not
+// metered.
+func TestPullRequestBodyReportsUsage(t *testing.T) {
+	for _, c := range []struct {
+		usage *Usage
+		want  string
+	}{
+		{&Usage{Requests: 7, InputTokens: 52000, OutputTokens: 3100, CachedTokens: 40000},
+			"Model usage (all attempts, as the providers reported it): 7 requests, 52000 input tokens (40000 cached), 3100 output tokens."},
+		{nil, "Model usage: not metered"},
+	} {
+		m, gh, clk, s := setup(t)
+		s.Usage = c.usage
+		s = step(t, m, clk, s) // push
+		s = step(t, m, clk, s) // pull request
+		if s.Phase != PhaseCI || len(gh.bodies) != 1 {
+			t.Fatalf("after pull request: %s, %d bodies", s.Phase, len(gh.bodies))
+		}
+		if b := gh.bodies[0]; !strings.Contains(b, cand) || !strings.Contains(b, c.want) {
+			t.Fatalf("body %q lacks %q", b, c.want)
+		}
 	}
 }

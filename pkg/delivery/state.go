@@ -119,6 +119,15 @@ type State struct {
 	RunsVerdict  string
 	PRETag       string
 	PollReserved bool
+	// Usage is the job's model gateway usage as the store read it with
+	// the state (nil: not metered); the pull request's body reports it.
+	Usage *Usage
+}
+
+// Usage is a job's model gateway usage, summed over its attempts
+// (docs/api.md).
+type Usage struct {
+	Requests, InputTokens, OutputTokens, CachedTokens int64
 }
 
 // State.Workflows values.

@@ -206,8 +206,15 @@ func fromStore(d store.Delivery) delivery.State {
 		JobID: d.JobID, Repo: delivery.Repo{Owner: d.Target.Owner, Name: d.Target.Repo}, BaseBranch: d.Target.BaseBranch,
 		CandidateSHA: d.CandidateSHA, Branch: d.Branch, Phase: delivery.Phase(d.Phase), PhaseAttempts: d.PhaseAttempts,
 		NextAt: d.NextAt, StartedAt: d.StartedAt, CIStartedAt: d.CIStartedAt, PRNumber: d.PRNumber, PRURL: d.PRURL,
-		CIState: d.CIState, ETag: d.ETag, MergeSHA: d.MergeSHA, Code: d.FailureCode,
+		CIState: d.CIState, ETag: d.ETag, MergeSHA: d.MergeSHA, Code: d.FailureCode, Usage: deliveryUsage(d.Usage),
 	}
+}
+
+func deliveryUsage(u *store.Usage) *delivery.Usage {
+	if u == nil {
+		return nil
+	}
+	return &delivery.Usage{Requests: u.Requests, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}
 }
 
 func toStore(s delivery.State) store.Delivery {

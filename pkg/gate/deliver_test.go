@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ type happyGitHub struct {
 	pushes, creates, merges int
 	pr                      *delivery.PullRequest
 	url                     string    // the html_url CreatePullRequest answers (default canonical)
+	body                    string    // of the last pull request created
 	reset                   time.Time // the rate-limit reset every runs answer names
 }
 
@@ -60,6 +62,7 @@ func (h *happyGitHub) CreatePullRequest(_ context.Context, _ delivery.Token, _ d
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.creates++
+	h.body = p.Body
 	url := h.url
 	if url == "" {
 		url = "https://github.com/octo/hello/pull/1"
@@ -189,6 +192,10 @@ func TestDeliveryResumesAfterRestart(t *testing.T) {
 	gh.mu.Lock()
 	if gh.pushes != 1 || gh.creates != 1 || gh.merges != 1 {
 		t.Fatalf("pushes %d creates %d merges %d", gh.pushes, gh.creates, gh.merges)
+	}
+	// The pull request reports what the job's attempt spent, as stored.
+	if !strings.Contains(gh.body, "4 requests, 9100 input tokens (8000 cached), 700 output tokens") {
+		t.Errorf("pull request body %q", gh.body)
 	}
 	reset := float64(gh.reset.Unix())
 	gh.mu.Unlock()
@@ -380,6 +387,7 @@ func completeWithCandidate(st *store.Store, f store.Fence, now time.Time) error 
 	if _, err := st.AddEvidence(context.Background(), f, 1, recs, deliverCandidate, now); err != nil {
 		return err
 	}
-	_, err := st.Complete(context.Background(), f, store.Outcome{Succeeded: true, CandidateSHA: deliverCandidate}, now)
+	_, err := st.Complete(context.Background(), f, store.Outcome{Succeeded: true, CandidateSHA: deliverCandidate,
+		Usage: &store.Usage{Requests: 4, InputTokens: 9100, OutputTokens: 700, CachedTokens: 8000}}, now)
 	return err
 }

@@ -56,6 +56,10 @@ type Delivery struct {
 	ETag        string
 	MergeSHA    string
 	FailureCode string
+
+	// Usage is the job's model gateway usage when the delivery was read
+	// (nil: not metered); SaveDelivery ignores it.
+	Usage *Usage
 }
 
 func validPhase(p string) bool {
@@ -138,18 +142,19 @@ func (t *wtx) finishSucceeded(seq, events int64, ordinal int, result any, candid
 
 const deliveryColumns = `j.id, j.delivery_owner, j.delivery_repo, j.delivery_base, d.candidate_sha, d.branch, d.phase,
   d.phase_attempts, d.next_at, d.started_at, d.ci_started_at, d.pr_number, d.pr_url, d.ci_state, d.etag, d.merge_sha,
-  d.failure_code`
+  d.failure_code, d.job_seq`
 
-func scanDelivery(sc scanner) (Delivery, error) {
+func scanDelivery(sc scanner) (Delivery, int64, error) {
 	var (
 		d                             Delivery
 		next, started                 int64
 		ciStarted, pr                 sql.NullInt64
 		url, ci, etag, mergeSHA, code sql.NullString
+		seq                           int64
 	)
 	if err := sc.Scan(&d.JobID, &d.Target.Owner, &d.Target.Repo, &d.Target.BaseBranch, &d.CandidateSHA, &d.Branch,
-		&d.Phase, &d.PhaseAttempts, &next, &started, &ciStarted, &pr, &url, &ci, &etag, &mergeSHA, &code); err != nil {
-		return Delivery{}, err
+		&d.Phase, &d.PhaseAttempts, &next, &started, &ciStarted, &pr, &url, &ci, &etag, &mergeSHA, &code, &seq); err != nil {
+		return Delivery{}, 0, err
 	}
 	d.NextAt, d.StartedAt = time.UnixMicro(next).UTC(), time.UnixMicro(started).UTC()
 	if ciStarted.Valid {
@@ -157,7 +162,7 @@ func scanDelivery(sc scanner) (Delivery, error) {
 	}
 	d.PRNumber = int(pr.Int64)
 	d.PRURL, d.CIState, d.ETag, d.MergeSHA, d.FailureCode = url.String, ci.String, etag.String, mergeSHA.String, code.String
-	return d, nil
+	return d, seq, nil
 }
 
 // ActiveDeliveries returns every delivery not yet merged or failed, oldest
@@ -172,14 +177,24 @@ WHERE d.phase <> 'merged' AND d.phase <> 'failed' ORDER BY d.job_seq`)
 			return err
 		}
 		defer rows.Close()
+		var seqs []int64
 		for rows.Next() {
-			d, err := scanDelivery(rows)
+			d, seq, err := scanDelivery(rows)
 			if err != nil {
 				return err
 			}
-			out = append(out, d)
+			out, seqs = append(out, d), append(seqs, seq)
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		for i := range out {
+			if out[i].Usage, err = readJobUsage(ctx, q, seqs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return out, err
 }
@@ -191,11 +206,16 @@ func (s *Store) Delivery(ctx context.Context, id string) (Delivery, error) {
 	}
 	var d Delivery
 	err := s.read(ctx, func(q querier) (err error) {
-		d, err = scanDelivery(q.QueryRowContext(ctx, `SELECT `+deliveryColumns+`
+		var seq int64
+		d, seq, err = scanDelivery(q.QueryRowContext(ctx, `SELECT `+deliveryColumns+`
 FROM deliveries d JOIN jobs j ON j.seq = d.job_seq WHERE j.id = ?`, id))
 		if isNoRows(err) {
 			return ErrNotFound
 		}
+		if err != nil {
+			return err
+		}
+		d.Usage, err = readJobUsage(ctx, q, seq)
 		return err
 	})
 	return d, err

@@ -108,7 +108,11 @@ func (s *Store) Job(ctx context.Context, id string) (Job, error) {
 	}
 	var j Job
 	err := s.read(ctx, func(q querier) (err error) {
-		j, _, err = readJob(ctx, q, id)
+		var seq int64
+		if j, seq, err = readJob(ctx, q, id); err != nil {
+			return err
+		}
+		j.Usage, err = readJobUsage(ctx, q, seq)
 		return err
 	})
 	return j, err
@@ -148,25 +152,32 @@ func (s *Store) Aggregate(ctx context.Context, id string) (Aggregate, error) {
 		if a.Attempts, err = readAttempts(ctx, q, seq); err != nil {
 			return err
 		}
-		a.Job.Usage = totalUsage(a.Attempts)
+		if a.Job.Usage, err = readJobUsage(ctx, q, seq); err != nil {
+			return err
+		}
 		a.Events, err = readEvents(ctx, q, seq, 0, -1)
 		return err
 	})
 	return a, err
 }
 
-// totalUsage sums the metered attempts' usage (nil when none was).
-func totalUsage(attempts []Attempt) *Usage {
-	var total *Usage
-	for _, a := range attempts {
-		if a.Usage != nil {
-			if total == nil {
-				total = &Usage{}
-			}
-			*total = total.Add(*a.Usage)
-		}
+// readJobUsage sums the usage of the job's metered attempts (nil when
+// none was metered). Each count is at most MaxUsage and a job has at most
+// policy.MaxMaxAttempts attempts, so the sums fit; they are capped at
+// MaxUsage like every count.
+func readJobUsage(ctx context.Context, q querier, jobSeq int64) (*Usage, error) {
+	var n int64
+	var u Usage
+	if err := q.QueryRowContext(ctx, `SELECT count(usage_requests), coalesce(sum(usage_requests), 0),
+  coalesce(sum(usage_input_tokens), 0), coalesce(sum(usage_output_tokens), 0), coalesce(sum(usage_cached_tokens), 0)
+FROM attempts WHERE job_seq = ?`, jobSeq).Scan(&n, &u.Requests, &u.InputTokens, &u.OutputTokens, &u.CachedTokens); err != nil {
+		return nil, err
 	}
-	return total
+	if n == 0 {
+		return nil, nil
+	}
+	u = u.capped()
+	return &u, nil
 }
 
 func readAttempts(ctx context.Context, q querier, jobSeq int64) ([]Attempt, error) {

@@ -145,8 +145,8 @@ type Job struct {
 	AttemptCount int           `json:"attempt_count"`
 	RetryAt      *Time         `json:"retry_at,omitempty"`
 	Delivery     *DeliveryView `json:"delivery,omitempty"`
-	// Usage is the sum of the attempts' metered usage (Aggregate only;
-	// absent when no attempt was metered).
+	// Usage is the sum of the attempts' metered usage (Job and
+	// Aggregate; absent when no attempt was metered).
 	Usage     *Usage `json:"usage,omitempty"`
 	CreatedAt Time   `json:"created_at"`
 	UpdatedAt Time   `json:"updated_at"`
@@ -201,10 +201,9 @@ type Usage struct {
 // MaxUsage bounds each count of a Usage.
 const MaxUsage = 1 << 53
 
-// Add returns u plus v, each count saturating at MaxUsage.
-func (u Usage) Add(v Usage) Usage {
-	add := func(a, b int64) int64 { return min(a+b, MaxUsage) }
-	return Usage{add(u.Requests, v.Requests), add(u.InputTokens, v.InputTokens), add(u.OutputTokens, v.OutputTokens), add(u.CachedTokens, v.CachedTokens)}
+// capped is u with each count at most MaxUsage.
+func (u Usage) capped() Usage {
+	return Usage{min(u.Requests, MaxUsage), min(u.InputTokens, MaxUsage), min(u.OutputTokens, MaxUsage), min(u.CachedTokens, MaxUsage)}
 }
 
 func (u Usage) valid() bool {

@@ -86,8 +86,15 @@ func TestLeaseBudgetIsTheRemainder(t *testing.T) {
 	if a.Attempts[0].Usage == nil || *a.Attempts[0].Usage != *steps[0].usage || a.Attempts[1].Usage != nil {
 		t.Fatalf("attempts %+v", a.Attempts)
 	}
-	if want := (Usage{Requests: 5, InputTokens: 130, OutputTokens: 30, CachedTokens: 50}); a.Job.Usage == nil || *a.Job.Usage != want {
+	want := Usage{Requests: 5, InputTokens: 130, OutputTokens: 30, CachedTokens: 50}
+	if a.Job.Usage == nil || *a.Job.Usage != want {
 		t.Fatalf("job usage %+v, want %+v", a.Job.Usage, want)
+	}
+	if j := mustJob(t, s, "j"); j.Usage == nil || *j.Usage != want {
+		t.Fatalf("Job's usage %+v, want %+v", j.Usage, want)
+	}
+	if j := mustJob(t, s, "plain"); j.Usage != nil {
+		t.Fatalf("an unmetered job shows usage %+v", j.Usage)
 	}
 }
 

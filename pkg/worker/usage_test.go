@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/cli"
 	"github.com/0k-lab/agent-forge/pkg/gateway"
 	"github.com/0k-lab/agent-forge/pkg/policy"
 	"github.com/0k-lab/agent-forge/pkg/providerfake"
@@ -262,6 +264,30 @@ func TestUsageReachesTheAggregate(t *testing.T) {
 	stored, err := rg.st.Aggregate(context.Background(), id)
 	if err != nil || stored.Attempts[0].Usage == nil || *stored.Attempts[0].Usage != want {
 		t.Fatalf("stored %+v %v", stored.Attempts, err)
+	}
+	// forge status prints the job with its usage, forge result the
+	// aggregate with each attempt's.
+	env := map[string]string{"FORGE_GATE_URL": "http://" + rg.addr, "FORGE_OWNER_TOKEN": ownerToken}
+	for _, cmd := range []string{"status", "result"} {
+		var out, errOut bytes.Buffer
+		if err := cli.Run(context.Background(), []string{cmd, id}, strings.NewReader(""), &out, &errOut,
+			func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+			t.Fatalf("forge %s: %v %s", cmd, err, errOut.String())
+		}
+		var shown struct {
+			Usage *store.Usage `json:"usage"`
+		}
+		if cmd == "status" {
+			if json.Unmarshal(out.Bytes(), &shown) != nil || shown.Usage == nil || *shown.Usage != want {
+				t.Fatalf("forge status shows %s", out.String())
+			}
+			continue
+		}
+		var agg usageAggregate
+		if json.Unmarshal(out.Bytes(), &agg) != nil || agg.Job.Usage == nil || *agg.Job.Usage != want ||
+			agg.Attempts[0].Usage == nil || *agg.Attempts[0].Usage != want {
+			t.Fatalf("forge result shows %s", out.String())
+		}
 	}
 }
 

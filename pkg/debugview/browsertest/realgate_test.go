@@ -157,7 +157,7 @@ func connectRawLane(t *testing.T, addr string) *rawLane {
 	}
 	t.Cleanup(func() { c.Close() })
 	hello := &wire.Hello{Protocol: wire.Protocol, WorkerID: "worker-1", Plugins: []string{"reference"}, Repositories: []string{},
-		ActivityVersions: activity.Offer()}
+		ActivityVersions: activity.Offer(), UsageVersions: []string{wire.UsageV1}}
 	if err := c.Send(wire.Envelope{Type: wire.TypeHello, Hello: hello}); err != nil {
 		t.Fatal(err)
 	}
@@ -312,6 +312,9 @@ func expected(t *testing.T, st *store.Store, ids []string) readertest.Dataset {
 			if a.CompletedAt != nil {
 				at.CompletedAt = a.CompletedAt.Time
 			}
+			if u := a.Usage; u != nil {
+				at.Usage = &debugview.Usage{Requests: u.Requests, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}
+			}
 			d.Attempts[id] = append(d.Attempts[id], at)
 		}
 		for _, e := range agg.Events {
@@ -349,7 +352,8 @@ func TestViewerOnRealGate(t *testing.T) {
 	lane.result(&wire.Result{JobID: first.JobID, AttemptID: first.AttemptID, Outcome: wire.OutcomeSucceeded, Output: &secrets[3]})
 	second := lane.lease()
 	lane.result(&wire.Result{JobID: second.JobID, AttemptID: second.AttemptID, Outcome: wire.OutcomeFailed,
-		Disposition: wire.DispositionTerminal, FailureCode: wire.FailureInvalidTask})
+		Disposition: wire.DispositionTerminal, FailureCode: wire.FailureInvalidTask,
+		Usage: &wire.Usage{Requests: 3, InputTokens: 1200, OutputTokens: 340, CachedTokens: 900}})
 	third := lane.lease() // stays leased: the lane's current job
 
 	// A real Worker runs a fourth job through a real plugin process.
@@ -454,8 +458,12 @@ func TestViewerOnRealGate(t *testing.T) {
 	if title := p.text(ctx, `document.getElementById('drawer-title')`); title != "Job "+second.JobID {
 		t.Fatalf("drawer title %q", title)
 	}
-	if attempts := p.text(ctx, `document.getElementById('attempts-body')`); !strings.Contains(attempts, "worker-1") || !strings.Contains(attempts, "terminal") {
+	if attempts := p.text(ctx, `document.getElementById('attempts-body')`); !strings.Contains(attempts, "worker-1") || !strings.Contains(attempts, "terminal") ||
+		!strings.Contains(attempts, "3 req, 1200 in (900 cached), 340 out") {
 		t.Fatalf("attempts %q", attempts)
+	}
+	if fields := p.text(ctx, `document.getElementById('job-fields')`); !strings.Contains(fields, "Model usage3 req, 1200 in (900 cached), 340 out") {
+		t.Fatalf("job fields %q", fields)
 	}
 	// The real Worker's job: its timeline and lane.
 	p.eval(ctx, `document.querySelector('#jobs-body tr[data-job-id="`+fourth+`"]').click(), true`, nil)

@@ -153,17 +153,46 @@
     ['ci_state', 'CI'], ['merge_sha', 'Merge SHA'],
   ];
 
-  function renderJobFields(job) {
+  // usageText renders model gateway usage ("" when not metered).
+  function usageText(u) {
+    if (!u) {
+      return '';
+    }
+    return text(u.requests) + ' req, ' + text(u.input_tokens) + ' in (' + text(u.cached_tokens) + ' cached), ' +
+      text(u.output_tokens) + ' out';
+  }
+
+  // totalUsage sums the metered attempts' usage (undefined when none was).
+  function totalUsage(attempts) {
+    let total;
+    for (const a of attempts || []) {
+      if (!a.usage) {
+        continue;
+      }
+      total = total || {requests: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0};
+      for (const k of Object.keys(total)) {
+        total[k] += Number(a.usage[k]) || 0;
+      }
+    }
+    return total;
+  }
+
+  function renderJobFields(job, attempts) {
     const dl = $('job-fields');
     clear(dl);
-    for (const [key, label] of jobFields) {
-      if (job[key] === undefined) {
+    const fields = jobFields.map(([key, label]) => [label, job[key]]);
+    const usage = totalUsage(attempts);
+    if (usage) {
+      fields.push(['Model usage', usageText(usage)]);
+    }
+    for (const [label, value] of fields) {
+      if (value === undefined) {
         continue;
       }
       const dt = document.createElement('dt');
       dt.textContent = label;
       const dd = document.createElement('dd');
-      dd.textContent = text(job[key]);
+      dd.textContent = text(value);
       dl.appendChild(dt);
       dl.appendChild(dd);
     }
@@ -182,6 +211,7 @@
       cell(tr, a.completed_at, 'mono');
       cell(tr, a.disposition);
       cell(tr, a.failure_code);
+      cell(tr, usageText(a.usage), 'mono');
       body.appendChild(tr);
     }
   }
@@ -211,7 +241,7 @@
     }
     if (!more) {
       $('drawer-title').textContent = 'Job ' + text(page.job && page.job.id);
-      renderJobFields(page.job || {});
+      renderJobFields(page.job || {}, page.attempts);
       renderAttempts(page.attempts);
       clear($('timeline'));
     }
