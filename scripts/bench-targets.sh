@@ -6,8 +6,9 @@
 #
 # It runs the Gate process benchmarks (production forge-gate as a child
 # process, N alternated rounds per shape), BenchmarkEndToEndText (N
-# rounds, every phase once per round) and BenchmarkSandboxCost (N rounds,
-# its three phases rotated), keeps their raw output in DIR
+# rounds, every phase once per round), BenchmarkSandboxCost (N rounds,
+# its three phases rotated) and BenchmarkGatewayOverhead (N rounds, direct
+# and through the model gateway alternated), keeps their raw output in DIR
 # (default: a new temporary directory) and prints one line per target:
 # MET or MISSED, the median, the target. Exit status 0 even when a target
 # is missed: this is a measurement, not a test (machines here are noisy).
@@ -31,6 +32,7 @@ echo "bench-targets: raw output in $out" >&2
 BENCH_GATE_ROUNDS="$rounds" go test -run '^$' -bench GateProcess -benchtime 1x -timeout 30m ./pkg/gate/ >"$out/gate.txt"
 go test -run '^$' -bench 'EndToEndText$' -benchtime "${rounds}x" -timeout 30m ./pkg/worker/ >"$out/worker.txt"
 go test -run '^$' -bench 'SandboxCost$' -benchtime "${rounds}x" -timeout 30m ./pkg/worker/ >"$out/sandbox.txt"
+go test -run '^$' -bench 'GatewayOverhead$' -benchtime "${rounds}x" -timeout 30m ./pkg/gateway/ >"$out/gateway.txt"
 
 # metric FILE BENCH-PREFIX UNIT: the value reported before UNIT on the
 # result line of the benchmark whose name starts with BENCH-PREFIX.
@@ -70,6 +72,8 @@ check "  the same with the submitter counted" "$(metric "$out/worker.txt" "$w" '
 check "e2e/bare" "$(metric "$out/worker.txt" "$w" 'e2e/bare-%')" '>=' 60 %
 check "sandbox cost per session" "$(metric "$out/sandbox.txt" BenchmarkSandboxCost 'sandbox-cost-%')" '<=' 10 %
 check "  with the shared read layer (installed)" "$(metric "$out/sandbox.txt" BenchmarkSandboxCost 'excluding-cost-%')" '<=' 10 %
+check "model gateway added per request p50" "$(metric "$out/gateway.txt" BenchmarkGatewayOverhead 'added-p50-ms')" '<=' 1 ms
+check "model gateway added to first streamed byte" "$(metric "$out/gateway.txt" BenchmarkGatewayOverhead 'added-ttfb-ms')" '<=' 2 ms
 echo "ceilings for e2e/bare in the same run:"
 echo "  e2e/bare-floor-%:         $(metric "$out/worker.txt" "$w" 'e2e/bare-floor-%')"
 echo "  e2e/bare-floor-wrapped-%: $(metric "$out/worker.txt" "$w" 'e2e/bare-floor-wrapped-%')"
