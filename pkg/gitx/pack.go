@@ -65,26 +65,42 @@ func IsPackLimit(err error) bool { return errors.Is(err, errPackLimit) }
 
 // packReader counts what was consumed and hashes it; it is an
 // io.ByteReader, so zlib reads exactly one stream and no byte beyond.
+// Bytes read one at a time (zlib reads them so) reach the hash in
+// batches of len(pend).
 type packReader struct {
-	r   *bufio.Reader
-	h   hash.Hash
-	off int64
+	r    *bufio.Reader
+	h    hash.Hash
+	off  int64
+	pend [4096]byte
+	np   int
+	zr   io.ReadCloser // the zlib reader, reset for each entry
 }
 
 func (p *packReader) ReadByte() (byte, error) {
 	b, err := p.r.ReadByte()
 	if err == nil {
-		p.h.Write([]byte{b})
+		if p.np == len(p.pend) {
+			p.flush()
+		}
+		p.pend[p.np] = b
+		p.np++
 		p.off++
 	}
 	return b, err
 }
 
 func (p *packReader) Read(b []byte) (int, error) {
+	p.flush()
 	n, err := p.r.Read(b)
 	p.h.Write(b[:n])
 	p.off += int64(n)
 	return n, err
+}
+
+// flush hashes the bytes ReadByte holds back.
+func (p *packReader) flush() {
+	p.h.Write(p.pend[:p.np])
+	p.np = 0
 }
 
 // entry is what later entries need of an earlier one.
@@ -176,6 +192,7 @@ func ScanPack(r io.Reader, lim PackLimits) (PackScan, error) {
 		byOffset[start] = e
 		s.Objects++
 	}
+	p.flush()
 	sum := p.h.Sum(nil)
 	var trailer [20]byte
 	if _, err := io.ReadFull(p.r, trailer[:]); err != nil || !bytes.Equal(trailer[:], sum) {
@@ -235,11 +252,16 @@ func ofsDistance(p *packReader) (int64, error) {
 // bytes, and copies its first bytes into head; it returns how many bytes
 // it inflated.
 func inflate(p *packReader, size int64, head []byte) (int64, error) {
-	zr, err := zlib.NewReader(p)
+	var err error
+	if p.zr == nil {
+		p.zr, err = zlib.NewReader(p)
+	} else {
+		err = p.zr.(zlib.Resetter).Reset(p, nil)
+	}
 	if err != nil {
 		return 0, errPackMalformed
 	}
-	defer zr.Close()
+	zr := p.zr
 	h := &headWriter{buf: head}
 	n, err := io.Copy(h, io.LimitReader(zr, size+1))
 	if err != nil || n != size {
