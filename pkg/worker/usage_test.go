@@ -432,3 +432,61 @@ func TestBudgetedPolicyNeedsMetering(t *testing.T) {
 		t.Fatal("no attempt is metered")
 	}
 }
+
+// TestCodingAttemptBudget: the real coding executor and a plugin that
+// calls the model through the gateway with the credential the Worker put
+// in its environment. Within the budget the job succeeds with its
+// candidate and its usage; past it (per attempt, 2 requests) the third
+// call is refused and the attempt is stopped: it fails budget_exceeded
+// with its usage and no candidate, nothing is retried, and the worktree
+// is gone.
+func TestCodingAttemptBudget(t *testing.T) {
+	fake := newFakeResponses(t)
+	f := newCodingFixture(t, buildEditPlugin(t))
+	exec := `{"plugin_id":"edit","environment":["PATH"],"plugin_timeout":"1m","check_timeout":"1m","git_timeout":"1m","cleanup_timeout":"5s","plugin_output_bytes":1048576,"check_output_bytes":64,"git_output_bytes":1048576}`
+	conf := fmt.Sprintf(`{"version":1,"listen":"127.0.0.1:0","database":%q,"owner_token_env":"OWNER",
+ "recovery_interval":"50ms","lease_poll_interval":"100ms","default_pool":"local",
+ "lifecycle":{"lease_ttl":"10s","retry_base":"1ms","max_attempts":3},"default_execution":%s,
+ "workers":[{"id":"worker-1","pool":"local","token_env":"WTOKEN","concurrency":1}],
+ "repositories":[{"id":"demo","default_branch":"main","worker_pool":"local","execution":%s,"budget":{"attempt":{"max_requests":2}}}]}`,
+		privateDB(t), exec, exec)
+	rg := startRealGate(t, []byte(conf), "")
+	f.cfg.GateURL = rg.url()
+	gw := meteredGateway(t, f.cfg, fake)
+	x, err := NewCodingExecutor(f.cfg, CodingOptions{LookupEnv: lookupIn(codingEnv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := startWorker(t, Options{Config: f.cfg, Gateway: gw, Executors: map[wire.Kind]Executor{wire.KindCoding: x}})
+	defer stop()
+
+	submit := func(instruction string) string {
+		task, _ := json.Marshal(map[string]any{"repository_id": "demo", "base_sha": f.base, "instruction": instruction})
+		var job struct{ ID string }
+		if err := json.Unmarshal(rg.api("POST", "/v1/jobs", task), &job); err != nil {
+			t.Fatal(err)
+		}
+		return job.ID
+	}
+	ok := rg.waitUsage(submit("model p 2\nwrite hello.txt hi"))
+	want := store.Usage{Requests: 2, InputTokens: 80, OutputTokens: 40, CachedTokens: 60}
+	if ok.Job.Status != "succeeded" || len(ok.Attempts) != 1 || ok.Attempts[0].Usage == nil || *ok.Attempts[0].Usage != want {
+		t.Fatalf("within the budget: %+v %+v", ok.Job, ok.Attempts)
+	}
+
+	over := submit("write hello.txt hi\nmodel p 3")
+	a := rg.waitUsage(over)
+	if a.Job.Status != "failed" || a.Job.FailureCode != wire.FailureBudgetExceeded || len(a.Attempts) != 1 ||
+		a.Attempts[0].FailureCode != wire.FailureBudgetExceeded || a.Attempts[0].Usage == nil || *a.Attempts[0].Usage != want {
+		t.Fatalf("past the budget: %+v %+v", a.Job, a.Attempts)
+	}
+	if n := fake.reqs.Load(); n != 4 {
+		t.Fatalf("the provider saw %d requests, want 4", n)
+	}
+	// Stopped (like any cancelled attempt, it claims no candidate).
+	stored, err := rg.st.Aggregate(context.Background(), over)
+	if err != nil || stored.Attempts[0].CandidateSHA != "" || stored.Job.CandidateSHA != "" {
+		t.Fatalf("the refused attempt: %+v %v", stored.Attempts, err)
+	}
+	f.assertClean()
+}

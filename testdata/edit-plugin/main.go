@@ -23,6 +23,10 @@
 //	fail                 end with failure{execution_failed}
 //	incompatible         end with failure{incompatible} (a misconfigured agent)
 //	wait                 block until cancelled
+//	model PROVIDER N     call the model N times through the Worker's
+//	                     gateway (FORGE_GATEWAY_URL, FORGE_GATEWAY_TOKEN):
+//	                     POST .../PROVIDER/responses; a refusal (any
+//	                     status but 200) ends with failure{execution_failed}
 //
 // Unknown commands end with failure{invalid_request}. It emits fixed
 // progress text only.
@@ -33,8 +37,10 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/0k-lab/agent-forge/pkg/plugin"
@@ -125,6 +131,8 @@ func edit(ctx context.Context, req serve.Request, progress serve.Progress) (serv
 		case "wait":
 			<-ctx.Done()
 			return serve.Result{}, serve.Fail(plugin.CategoryCancelled)
+		case "model":
+			err = callModel(ctx, arg, text)
 		default:
 			return serve.Result{}, serve.Fail(plugin.CategoryInvalidRequest)
 		}
@@ -134,6 +142,37 @@ func edit(ctx context.Context, req serve.Request, progress serve.Progress) (serv
 	}
 	progress(plugin.StageFinalizing, "done")
 	return res, nil
+}
+
+// callModel posts n (text) Responses requests to provider through the
+// gateway; any answer but 200 is an error.
+func callModel(ctx context.Context, provider, text string) error {
+	n, err := strconv.Atoi(text)
+	if err != nil {
+		return err
+	}
+	url := os.Getenv(plugin.EnvGatewayURL) + "/" + provider + "/responses"
+	for i := 0; i < n; i++ {
+		req, err := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(`{"model":"m","input":"hi","stream":true}`))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+os.Getenv(plugin.EnvGatewayToken))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return errors.New("the model refused")
+		}
+	}
+	return nil
 }
 
 // openRendezvous opens a FIFO, or connects to tcp:HOST:PORT.
