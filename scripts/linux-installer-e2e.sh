@@ -349,7 +349,7 @@ done
 before=$(snapshot)
 doctor 0 doctor1.log
 doctor_has "RESULT healthy" doctor1.log
-[ "$(grep -c '^PASS ' "$tmp/doctor1.log")" = 13 ] || fail "doctor did not pass 13 checks"
+[ "$(grep -c '^PASS ' "$tmp/doctor1.log")" = 14 ] || fail "doctor did not pass 14 checks"
 sed 's/^/  /' "$tmp/doctor1.log"
 [ "$(snapshot)" = "$before" ] || fail "forge doctor changed files"
 tok_sha=$(c sha256sum /etc/agent-forge/gate.env | cut -d' ' -f1)

@@ -1,7 +1,8 @@
 // Package doctor implements `forge doctor`: a strictly read-only health
 // report of the installation at /opt/agent-forge. It prints one
-// "PASS <check-id>" or "FAIL <check-id>" line per check in a fixed order,
-// then "RESULT healthy" or "RESULT unhealthy". A failing check's reason
+// "PASS <check-id>" or "FAIL <check-id>" line per check in a fixed order
+// (a check with figures to report follows it with "INFO <id> key=value
+// ..." lines), then "RESULT healthy" or "RESULT unhealthy". A failing check's reason
 // (value-free: a fixed layout path and what is wrong with it) goes to the
 // error stream. It never prints a token, config value, secret or database
 // content, and never repairs, migrates, locks, rotates or manages services.
@@ -14,6 +15,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/install"
 	"github.com/0k-lab/agent-forge/pkg/sandbox"
@@ -41,22 +43,27 @@ var Checks = []string{
 	"worker-connected",
 	"sqlite-schema",
 	"state-space",
+	"replication",
 }
 
 // Run inspects the installation on h and writes the report to out and
 // reasons to errOut; it returns the exit code.
 func Run(ctx context.Context, h install.Host, self install.Self, out, errOut io.Writer) int {
-	d := &doctor{ctx: ctx, h: h, f: h.FS(), self: self}
+	d := &doctor{ctx: ctx, h: h, f: h.FS(), self: self, now: time.Now}
 	healthy := true
 	for _, id := range Checks {
 		problem := d.check(id)
 		if problem == "" {
 			fmt.Fprintf(out, "PASS %s\n", id)
-			continue
+		} else {
+			healthy = false
+			fmt.Fprintf(out, "FAIL %s\n", id)
+			fmt.Fprintf(errOut, "forge doctor: FAIL %s: %s\n", id, problem)
 		}
-		healthy = false
-		fmt.Fprintf(out, "FAIL %s\n", id)
-		fmt.Fprintf(errOut, "forge doctor: FAIL %s: %s\n", id, problem)
+		for _, n := range d.notes {
+			fmt.Fprintf(out, "INFO %s\n", n)
+		}
+		d.notes = nil
 	}
 	if healthy {
 		fmt.Fprintln(out, "RESULT healthy")
@@ -76,7 +83,13 @@ type doctor struct {
 	// gateActive is set by the gate-unit check: the authenticated checks
 	// run only against an active Gate unit.
 	gateActive bool
+	now        func() time.Time
+	// notes are the figures the current check reports (INFO lines after
+	// its PASS or FAIL line).
+	notes []string
 }
+
+func (d *doctor) note(s string) { d.notes = append(d.notes, s) }
 
 func (d *doctor) check(id string) string {
 	if id != "receipt" && d.receipt == nil {
@@ -162,6 +175,8 @@ func (d *doctor) check(id string) string {
 		return d.checkSchema()
 	case "state-space":
 		return d.checkSpace()
+	case "replication":
+		return d.checkReplication()
 	}
 	return ""
 }

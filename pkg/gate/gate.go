@@ -210,7 +210,8 @@ func (g *Gate) unreplicated(err error) bool {
 	}
 	now := time.Now().UnixNano()
 	if last := g.unreplicatedLog.Load(); now-last >= int64(unreplicatedLogEvery) && g.unreplicatedLog.CompareAndSwap(last, now) {
-		g.log.Warn("the replica did not confirm a write: writes answered unavailable until Litestream does")
+		// The reason is the store's fixed text (a route, a status code).
+		g.log.Warn("the replica did not confirm a write: writes answered unavailable until Litestream does", "reason", err.Error())
 	}
 	return true
 }

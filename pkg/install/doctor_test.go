@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/doctor"
 	"github.com/0k-lab/agent-forge/pkg/install"
@@ -123,6 +125,12 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, bytes.Replace(b, []byte(`{"version":1,`), []byte(`{"version":1,"free_space_floor_bytes":1125899906842624,`), 1), 0o600)
 		}, failing: []string{"state-space"}},
+		"replication without litestream": {break_: func(e *install.TestEnv) {
+			withReplication(e, "sync")
+		}, failing: []string{"replication"}},
+		"replication mode": {break_: func(e *install.TestEnv) {
+			withReplication(e, "eventually")
+		}, failing: []string{"replication"}},
 		"another forge":  {self: &install.Self{Version: "v1.0.1", Commit: commitA, Schema: store.SchemaVersion}, failing: []string{"cli-identity"}},
 		"another schema": {self: &install.Self{Version: "v1.0.0", Commit: commitA, Schema: store.SchemaVersion + 1}, failing: []string{"sqlite-schema"}},
 		"receipt digest tampered": {break_: func(e *install.TestEnv) {
@@ -305,5 +313,74 @@ func TestDoctorLeavesALiveDatabaseAlone(t *testing.T) {
 	}
 	if e.Digest() != before {
 		t.Fatal("doctor changed the live database's files")
+	}
+}
+
+// replicaSocket is where the tests' gate.json puts Litestream's socket.
+const replicaSocket = "/run/agent-forge-litestream/litestream.sock"
+
+// withReplication sets gate.json's replication to mode with replicaSocket.
+func withReplication(e *install.TestEnv, mode string) {
+	p := filepath.Join(e.RootDir(), install.GateConfig)
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, bytes.Replace(b, []byte(`{"version":1,`),
+		[]byte(`{"version":1,"replication":"`+mode+`","replication_socket":"`+replicaSocket+`",`), 1), 0o600)
+}
+
+// TestDoctorReplication: with replication on and a real Litestream
+// replicating the Gate's database, the replication check passes and notes
+// the mode, the lag and the replica's last confirmed sync; once Litestream
+// is gone it fails.
+func TestDoctorReplication(t *testing.T) {
+	bin, err := exec.LookPath("litestream")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("litestream is not installed (.ci/run installs it)")
+		}
+		t.Skip("litestream is not installed")
+	}
+	e := installedMachine(t)
+	withReplication(e, "async")
+	sock := filepath.Join(e.RootDir(), replicaSocket)
+	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "litestream.yml")
+	os.WriteFile(cfg, []byte("socket:\n  enabled: true\n  path: "+sock+"\n  permissions: 0600\ndbs:\n  - path: "+
+		filepath.Join(e.RootDir(), install.Database)+"\n    replica:\n      type: file\n      path: "+filepath.Join(t.TempDir(), "replica")+"\n"), 0o600)
+	cmd := exec.Command(bin, "replicate", "-config", cfg)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			cmd.Process.Kill()
+			cmd.Wait()
+			stopped = true
+		}
+	}
+	defer stop()
+	deadline := time.Now().Add(30 * time.Second)
+	var out, errOut string
+	for {
+		var code int
+		code, out, errOut = runDoctor(t, e, self())
+		if code == doctor.ExitHealthy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("doctor never healthy with litestream running:\n%s%s", out, errOut)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	info := regexp.MustCompile(`(?m)^INFO replication mode=async status=replicating lag_seconds=[0-9]+\.[0-9]{3} replica_last_sync=20[0-9-]+T[0-9:.]+Z$`)
+	if !info.MatchString(out) || !strings.Contains(out, "PASS replication\nINFO replication ") {
+		t.Fatalf("no replication figures:\n%s", out)
+	}
+	stop()
+	code, out, errOut := runDoctor(t, e, self())
+	if code != doctor.ExitUnhealthy || !strings.Contains(out, "FAIL replication\n") || !strings.Contains(errOut, "FAIL replication: replication async: Litestream's control socket") {
+		t.Fatalf("doctor without litestream: exit %d\n%s%s", code, out, errOut)
 	}
 }

@@ -2,7 +2,9 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"sync"
+	"time"
 )
 
 // Replication modes (gate.json "replication", DECISIONS 20).
@@ -62,6 +64,10 @@ func isAbs(p string) bool { return len(p) > 0 && p[0] == '/' }
 // several commits.
 type syncedAnswers struct {
 	sync func() error // one Litestream sync -wait
+	// retryFor is how long a failed sync is retried (every syncRetry)
+	// before the held writes answer ErrUnreplicated: Litestream starting
+	// up or restarting is not yet a failure.
+	retryFor time.Duration
 
 	mu        sync.Mutex
 	committed int64 // the writer's commits so far
@@ -79,8 +85,11 @@ type heldBatch struct {
 	seq     int64
 }
 
-func newSyncedAnswers(sync func() error) *syncedAnswers {
-	a := &syncedAnswers{sync: sync, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+// syncRetry spaces the retries of a failed sync.
+const syncRetry = 100 * time.Millisecond
+
+func newSyncedAnswers(sync func() error, retryFor time.Duration) *syncedAnswers {
+	a := &syncedAnswers{sync: sync, retryFor: retryFor, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go a.loop()
 	return a
 }
@@ -145,11 +154,21 @@ func (a *syncedAnswers) flush() {
 	held := a.queue
 	a.queue = nil
 	target := a.committed
+	retryFor := a.retryFor
 	a.mu.Unlock()
 	if len(held) == 0 {
 		return
 	}
 	err := a.sync()
+	for deadline := time.Now().Add(retryFor); err != nil && time.Now().Before(deadline); {
+		select {
+		case <-time.After(syncRetry):
+		case <-a.quit:
+			deadline = time.Time{} // stopping: no more waiting
+			continue
+		}
+		err = a.sync()
+	}
 	if err == nil {
 		a.mu.Lock()
 		a.synced = max(a.synced, target)
@@ -159,7 +178,7 @@ func (a *syncedAnswers) flush() {
 		if err != nil {
 			for i, o := range h.ops {
 				if h.results[i] == nil && !o.read {
-					h.results[i] = ErrUnreplicated
+					h.results[i] = fmt.Errorf("%w: %w", ErrUnreplicated, err)
 				}
 			}
 		}

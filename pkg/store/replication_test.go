@@ -182,17 +182,35 @@ func TestSyncReplicationAcknowledgesReplicatedWrites(t *testing.T) {
 		t.Fatalf("%d submits acknowledged, want 100", len(acked))
 	}
 
-	if _, err := s.Submit(bg, textJob("lost", 2), t0); !errors.Is(err, ErrUnreplicated) {
-		t.Fatalf("submit without litestream: %v, want ErrUnreplicated", err)
+	// Litestream restarting within the retry budget: the write waits for
+	// it and is acknowledged once it confirms.
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Submit(bg, textJob("waited", 2), t0)
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("submit answered without litestream: %v", err)
+	default:
 	}
-	// The write is in the local database but was not acknowledged.
 	f.start()
-	if _, err := s.Submit(bg, textJob("after", 2), t0); err != nil {
-		t.Fatalf("submit with litestream back: %v", err)
+	if err := <-done; err != nil {
+		t.Fatalf("submit with litestream back within the budget: %v", err)
 	}
 	f.kill()
-	if got := f.restoredJobs(); !got["after"] {
+	if got := f.restoredJobs(); !got["waited"] {
 		t.Fatal("the job acknowledged after litestream came back is not in the replica")
+	}
+
+	// Past the budget (none here), the write is refused: it is in the
+	// local database but was not acknowledged.
+	s.w.held.mu.Lock()
+	s.w.held.retryFor = 0
+	s.w.held.mu.Unlock()
+	if _, err := s.Submit(bg, textJob("lost", 2), t0); !errors.Is(err, ErrUnreplicated) {
+		t.Fatalf("submit without litestream: %v, want ErrUnreplicated", err)
 	}
 }
 

@@ -222,11 +222,14 @@ func OpenReplicated(ctx context.Context, dsn string, r Replication) (_ *Store, e
 		kick = s.ckpt.request
 	}
 	var held *syncedAnswers
+	// A sync Litestream cannot confirm is retried for as long as one
+	// sync may take.
+	const syncRetryFor = litestreamSyncTimeout * time.Second
 	if r.on() {
 		s.repl = newLitestream(r.Socket, loc.path, (litestreamSyncTimeout+1)*time.Second)
 		if r.Mode == ReplicationSync {
 			base := context.WithoutCancel(ctx)
-			held = newSyncedAnswers(func() error { return s.repl.syncWait(base) })
+			held = newSyncedAnswers(func() error { return s.repl.syncWait(base) }, syncRetryFor)
 		}
 	}
 	s.w, err = newWriter(ctx, conn, kick, held)
