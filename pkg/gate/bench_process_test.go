@@ -108,7 +108,13 @@ type gateProc struct {
 
 func startGateProcess(b *testing.B, bin string, lanes int) *gateProc {
 	b.Helper()
-	dir := b.TempDir()
+	return startGateProcessIn(b, bin, lanes, b.TempDir(), nil)
+}
+
+// startGateProcessIn starts forge-gate with its database in dir/state,
+// after more changes its gate.json.
+func startGateProcessIn(b *testing.B, bin string, lanes int, dir string, more func(m map[string]any)) *gateProc {
+	b.Helper()
 	data := edit(b, func(m map[string]any) {
 		m["listen"] = "127.0.0.1:0"
 		m["database"] = filepath.Join(dir, "state", "forge.db")
@@ -116,6 +122,9 @@ func startGateProcess(b *testing.B, bin string, lanes int) *gateProc {
 		m["lease_poll_interval"] = "100ms"
 		m["lifecycle"] = map[string]any{"lease_ttl": "30s", "retry_base": "1s", "max_attempts": 3}
 		worker0(m)["concurrency"] = lanes
+		if more != nil {
+			more(m)
+		}
 	})
 	cfg := filepath.Join(dir, "gate.json")
 	if err := os.WriteFile(cfg, data, 0o600); err != nil {
