@@ -109,9 +109,12 @@ EOF
 submit_loop() {
   local task=$tmp/text-task.json
   [ "$1" = coding ] && task=$tmp/coding-task.json
+  local out re='"id": "([0-9a-f]{32})"'
   while :; do
-    id=$("$bin/forge" submit -file "$task" 2>/dev/null | field id 2>/dev/null) || { sleep 0.05; continue; }
-    printf '%s %s\n' "$id" "$(date +%s.%N)" >>"$2"
+    # One process per submit: the id is read by bash, not python.
+    out=$("$bin/forge" submit -file "$task" 2>/dev/null) || { sleep 0.05; continue; }
+    [[ $out =~ $re ]] || fail "forge submit printed no job id"
+    printf '%s %s\n' "${BASH_REMATCH[1]}" "$EPOCHREALTIME" >>"$2"
     # Coding jobs take the Worker seconds each: a few are enough.
     [ "$1" = coding ] && sleep 0.5
   done
@@ -168,9 +171,11 @@ EOF
   submit_loop coding "$d/acked-coding" &
   local l3=$!
   pids+=("$l1" "$l2" "$l3")
-  until [ "$(wc -l <"$d/acked-coding")" -ge 2 ] && [ "$(wc -l <"$d/acked-text")" -ge 20 ]; do sleep 0.1; done
+  # Long enough that some jobs are older than the window at the loss.
+  local until_t=$((SECONDS + window + 2))
+  until [ "$(wc -l <"$d/acked-coding")" -ge 2 ] && [ "$(wc -l <"$d/acked-text")" -ge 20 ] && [ "$SECONDS" -ge "$until_t" ]; do sleep 0.1; done
   kill -KILL "$gate_pid" "$ls_pid"
-  loss=$(date +%s.%N)
+  loss=$EPOCHREALTIME
   kill -KILL "$l1" "$l2" "$l3"
   wait "$gate_pid" "$ls_pid" "$l1" "$l2" "$l3" 2>/dev/null || true
   rm -rf "$d/state"
@@ -205,6 +210,7 @@ missing = [(k, i, float(t)) for k, i, t in rows if k == "missing"]
 if mode == "sync":
     assert not missing, "acknowledged but not replicated: %r" % missing[:3]
 else:
+    assert any(loss - float(t) > window for _, _, t in rows), "no job was acknowledged more than %ss before the loss" % window
     old = [m for m in missing if loss - m[2] > window]
     assert not old, "acknowledged more than %ss before the loss but missing: %r" % (window, old[:3])
 newest = max((loss - t for _, _, t in missing), default=None)
