@@ -54,6 +54,20 @@
 #     read (that job then fails: its candidate ref is taken). Replaying
 #     another lease stays refused (the Gate's lease binding, not the
 #     sandbox): required reached=0 there too.
+#  5. In each phase, before the jobs above: per layout a coding job whose
+#     agent makes its git metadata (the HEAD its .git names, that git
+#     directory's config and a hook; on a static registration the
+#     repository's config and a hook) 1 TiB sparse files, and one whose
+#     agent makes a file of its tree one (testdata/hostile-agent/sparse.go;
+#     sandboxed, the plants the sandbox refuses are counted as refused).
+#     Counted: sparse-job (reached unless the job failed) and
+#     sparse-worker (reached if the Worker died); the jobs above then
+#     run on the same Worker. Sandbox or not, reached=0 is required. The
+#     races of issue 34 (an evil git config renamed in after validation
+#     read it, the tree swapped for a link during commit and cleanup)
+#     run as Go tests through the real coding executor with a racer
+#     outside the sandbox: pkg/worker/hostile_race_linux_test.go
+#     (docs/sandbox.md).
 # Final line: HOSTILE-AGENT-E2E PASS.
 #
 # Standalone parts, for running the agent under other deployments (the
@@ -323,6 +337,12 @@ EOF
   pids+=("$worker_pid")
   wait_log "$tmp/worker-$name.log" "e.get('msg') == 'started'" >/dev/null || fail "$name: Worker did not start"
   decoy_attempt
+  sparse_round sparse-tree
+  sparse_round sparse-meta
+  kill -0 "$worker_pid" 2>/dev/null && alive=true || alive=false
+  printf '{"who":"plugin","kind":"sparse-worker","target":"the Worker after the sparse jobs","ok":%s}\n' \
+    "$([ "$alive" = true ] && echo false || echo true)" >>"$tmp/reports/current.jsonl"
+  [ "$alive" = true ] || fail "$name: the Worker died of the sparse jobs: $(tail -c 2000 "$tmp/worker-$name.log")"
   text=$(printf '%s\n' '{"input":"hostile"}' | "$bin/forge" submit -file - | field id) || fail "$name: submit text"
   python3 - "$base" "$bin/hostile-agent" >"$tmp/task.json" <<'PY'
 import json, sys
@@ -372,6 +392,31 @@ PY
     fail "$name: the two public-source plugins did not meet, or did not try each other's container"
 }
 
+# sparse_round INSTRUCTION: one coding job in each layout whose agent
+# makes its git metadata (sparse-meta) or a file of its tree
+# (sparse-tree) 1 TiB sparse files (testdata/hostile-agent/sparse.go),
+# the two at once. The instructions run one after the other: sparse-meta
+# plants the static repository's shared files, which a concurrent
+# attempt on it would see. A sparse-job line per job: reached unless the
+# job failed.
+sparse_round() {
+  local instr=$1 i status layout ids=() repos=(demo pub) bases=("$base" "$pub_base")
+  for i in 0 1; do
+    python3 -c 'import json, sys; print(json.dumps({"repository_id": sys.argv[1], "base_sha": sys.argv[2], "instruction": sys.argv[3]}))' \
+      "${repos[$i]}" "${bases[$i]}" "$instr" >"$tmp/task-sparse.json"
+    ids+=("$("$bin/forge" submit -file "$tmp/task-sparse.json" | field id)") || fail "submit $instr"
+  done
+  for i in 0 1; do
+    "$bin/forge" wait -timeout 120s -poll 100ms "${ids[$i]}" >"$tmp/agg-sparse.json" 2>/dev/null || true
+    status=$(python3 -c 'import json, sys; j = json.load(open(sys.argv[1]))["job"]; print(j["status"] + "/" + (j.get("failure_code") or ""))' "$tmp/agg-sparse.json") ||
+      fail "$instr: no aggregate for ${repos[$i]}"
+    layout=""
+    [ "${repos[$i]}" = pub ] && layout=',"layout":"gate"'
+    printf '{"who":"plugin","kind":"sparse-job","target":"%s %s %s","ok":%s%s}\n' "${repos[$i]}" "$instr" "$status" \
+      "$(case $status in failed/*) echo false ;; *) echo true ;; esac)" "$layout" >>"$tmp/reports/current.jsonl"
+  done
+}
+
 secrets=("$FORGE_OWNER_TOKEN" "$FORGE_WORKER_TOKEN" "$key_marker" "$decoy_token" "$attempt_secret")
 source_kinds="cache-read cache-write cache-chmod alternates attempt-read attempt-write gate-repo-read gate-repo-write worker-source worker-candidate"
 
@@ -392,7 +437,7 @@ meta_kinds="meta-chmod meta-utimes meta-xattr meta-symlink meta-procfd meta-dirf
 meta_kinds="$meta_kinds meta-uring-xattr meta-uring-acl meta-setuid meta-setgid meta-root meta-verity meta-fscrypt"
 [ "$(uname -m)" = x86_64 ] && meta_kinds="$meta_kinds meta-i386"
 for kind in proc-environ proc-mem proc-fd signal ptrace abstract-socket read list write symlink hardlink gate-no-token \
-  $meta_kinds meta-chown; do
+  $meta_kinds meta-chown sparse-plant sparse-job sparse-worker; do
   grep -q "^  $kind " "$tmp/count-sandboxed.out" || fail "no $kind try"
 done
 echo "hostile-agent-e2e: sandboxed, public-source layout (source cache, attempt container, the Gate's bundle routes):"
@@ -401,7 +446,7 @@ count "$tmp/reports/sandboxed-source.jsonl" "${secrets[@]}" >"$tmp/count-sandbox
   fail "the sandboxed agent reached something in the public-source layout"
 }
 cat "$tmp/count-sandboxed-source.out"
-for kind in $source_kinds proc-environ read write; do
+for kind in $source_kinds proc-environ read write sparse-plant sparse-job; do
   grep -q "^  $kind " "$tmp/count-sandboxed-source.out" || fail "public-source layout: no $kind try"
 done
 
@@ -431,6 +476,13 @@ done
 # every other lease is refused.
 grep -Eq "^  worker-replay +tried=[1-9][0-9]* +reached=0" "$tmp/count-none-source.out" ||
   fail "unconfined, public-source layout: replaying another lease was not tried, or reached"
+# Sparse files are the Worker's to survive, sandbox or not: every such
+# job fails, the Worker lives on (run_phase), in both layouts.
+if ! grep -Eq "^  sparse-job +tried=2 +reached=0" "$tmp/count-none.out" ||
+  ! grep -Eq "^  sparse-job +tried=2 +reached=0" "$tmp/count-none-source.out" ||
+  ! grep -Eq "^  sparse-worker +tried=1 +reached=0" "$tmp/count-none.out"; then
+  fail "unconfined: a sparse job did not fail, or the Worker did not survive it"
+fi
 
 stop Gate "$gate_pid"
 echo "HOSTILE-AGENT-E2E PASS"

@@ -16,6 +16,10 @@ const errNotDirectory = attemptFileError("not a directory")
 // atFDCWD is AT_FDCWD: a path relative to the working directory.
 const atFDCWD = -100
 
+// oPath is O_PATH (0x200000 on the architectures the Worker is built
+// for; the syscall package does not name it).
+const oPath = 0x200000
+
 // openDirNoFollow opens the directory at path; its last component is
 // not followed (the ones before it are the Worker's own).
 func openDirNoFollow(path string) (*os.File, error) {
@@ -185,6 +189,21 @@ func linkAt(src *os.File, dst *os.File, name string) error {
 		}
 		return nil
 	}
+}
+
+// sizeAt is the size of name in dir, not followed (an O_PATH descriptor
+// beneath dir, fstat).
+func sizeAt(dir *os.File, name string) (int64, error) {
+	fd, err := openNoEINTR(int(dir.Fd()), name, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC)
+	if err != nil {
+		return 0, err
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return 0, err
+	}
+	return st.Size, nil
 }
 
 // createAt creates the regular file name in dir, exclusively.

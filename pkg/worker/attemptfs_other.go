@@ -104,6 +104,14 @@ func linkAt(src *os.File, dst *os.File, name string) error {
 	return os.Link(filepath.Join(src.Name(), name), filepath.Join(dst.Name(), name))
 }
 
+func sizeAt(dir *os.File, name string) (int64, error) {
+	fi, err := os.Lstat(filepath.Join(dir.Name(), name))
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
 func createAt(dir *os.File, name string, perm uint32) (*os.File, error) {
 	return os.OpenFile(filepath.Join(dir.Name(), name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, os.FileMode(perm))
 }

@@ -2,11 +2,14 @@ package worker
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/evidence"
 	"github.com/0k-lab/agent-forge/pkg/wire"
@@ -86,8 +89,10 @@ func TestAttemptFilesBoundedNoFollow(t *testing.T) {
 	}
 }
 
-// A plugin that makes its HEAD or a hook a 1 TiB sparse file fails its
-// attempt (workspace_violation), cleanly: the Worker reads neither.
+// A plugin that makes its HEAD, a hook, the config or a file of its tree
+// a 1 TiB sparse file fails its attempt (workspace_violation), cleanly:
+// the Worker reads none of them, nor lets git read the tree's (on the old
+// code the HEAD and the hook killed the Worker: out of memory).
 func TestCodingSparseMetadata(t *testing.T) {
 	plugin := buildEditPlugin(t)
 	for _, c := range []struct {
@@ -97,6 +102,8 @@ func TestCodingSparseMetadata(t *testing.T) {
 		{"HEAD", "write a.txt a\nsparse admin HEAD", evidence.ReasonHeadMoved},
 		{"hook", "write a.txt a\nsparse common hooks/post-checkout", evidence.ReasonConfigChanged},
 		{"config", "write a.txt a\nsparse common config", evidence.ReasonConfigChanged},
+		{"tree", "write a.txt a\nsparse tree big.bin", evidence.ReasonPathEscape},
+		{"tree-total", "write a.txt a" + sparseFiles(5, maxStageFile), evidence.ReasonPathEscape},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newCodingFixture(t, plugin)
@@ -174,5 +181,119 @@ func TestDigestRefs(t *testing.T) {
 	gitT(t, f.repo, "update-ref", "refs/heads/main", f.side)
 	if d, _ := digestRefs(gd); d == before {
 		t.Fatal("a moved ref does not show")
+	}
+}
+
+// sparseFiles is the instruction lines making n sparse files f<i>.bin of
+// size bytes in the tree.
+func sparseFiles(n int, size int64) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "\nsparse tree f%d.bin %d", i, size)
+	}
+	return b.String()
+}
+
+// What git would not read does not count: a 1 TiB sparse file, and five
+// files at the file bound (past the total), that the tree's .gitignore
+// covers leave the attempt a candidate without them.
+func TestCodingSparseIgnored(t *testing.T) {
+	plugin := buildEditPlugin(t)
+	for name, instruction := range map[string]string{
+		"huge":  "write .gitignore *.bin\nwrite a.txt a\nsparse tree big.bin",
+		"total": "write .gitignore *.bin\nwrite a.txt a" + sparseFiles(5, maxStageFile),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newCodingFixture(t, plugin)
+			r := f.run(f.lease(wire.CodingTask{Instruction: instruction}, nil))
+			if !r.Succeeded {
+				t.Fatalf("report %+v", r)
+			}
+			if files := gitT(t, f.repo, "ls-tree", "-r", "--name-only", r.CandidateSHA); strings.Contains(files, ".bin") || !strings.Contains(files, "a.txt") {
+				t.Fatalf("candidate files:\n%s", files)
+			}
+		})
+	}
+}
+
+// The Gate layout, sandboxed: the attempt repository's HEAD, config or a
+// hook, or a file of the tree, made a 1 TiB sparse file fails its job
+// cleanly (workspace_violation, one attempt), and the Worker runs the
+// next job.
+func TestPublicSourceSparseMetadata(t *testing.T) {
+	w := newPublicWorld(t, 1, "")
+	ev := w.startPublicWorker(w.workerConfig("worker-1", 1), testToken)
+	waitEvent(t, ev, EventConnected)
+	base := w.advance(0)
+	for _, in := range []string{"sparse admin HEAD", "sparse admin config", "sparse admin hooks/pre-commit", "sparse tree big.bin"} {
+		j := w.waitJob(w.submit(base, "write a.txt a\n"+in))
+		if j.Job.Status != "failed" || j.Job.FailureCode != wire.FailureWorkspaceViolation || j.Job.AttemptCount != 1 {
+			t.Errorf("%s: job %+v", in, j.Job)
+		}
+	}
+	if j := w.waitJob(w.submit(base, "write a.txt next")); j.Job.Status != "succeeded" {
+		t.Fatalf("the next job: %+v", j.Job)
+	}
+}
+
+// The private index is copied like every attempt file is read: a link
+// in the index's place is refused (never followed), a sparse 1 TiB index
+// is refused before a byte is copied, a plain one is copied with its
+// modification time.
+func TestSavePrivateIndexBounded(t *testing.T) {
+	admin, outside := t.TempDir(), t.TempDir()
+	j := &codingJob{admin: admin, gitHome: t.TempDir()}
+	index := filepath.Join(admin, "index")
+	os.WriteFile(filepath.Join(outside, "token"), []byte("outside\n"), 0o600)
+	os.Symlink(filepath.Join(outside, "token"), index)
+	if err := j.savePrivateIndex(); !errors.Is(err, errSymlink) {
+		t.Fatalf("an index that is a link: %v", err)
+	}
+	os.Remove(index)
+	sparse(t, index)
+	if err := j.savePrivateIndex(); !errors.Is(err, errTooLarge) {
+		t.Fatalf("a sparse 1 TiB index: %v", err)
+	}
+	os.Remove(index)
+	os.WriteFile(index, []byte("DIRC index\n"), 0o644)
+	mtime := time.Unix(1_600_000_000, 0)
+	os.Chtimes(index, mtime, mtime)
+	if err := j.savePrivateIndex(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(j.privateIndex())
+	fi, _ := os.Stat(j.privateIndex())
+	if err != nil || string(b) != "DIRC index\n" || !fi.ModTime().Equal(mtime) {
+		t.Fatalf("copy %q %v %v", b, err, fi.ModTime())
+	}
+}
+
+// A plugin's run directory swapped for a FIFO (and back) while the
+// Worker checks it is never opened as the FIFO (which would block the
+// Worker): 2000 checks against a swapper return.
+func TestRunDirUnchangedNeverBlocks(t *testing.T) {
+	d := &runDirs{root: t.TempDir()}
+	r, err := d.take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := r.path + ".fifo"
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	wg := survivor(stop, func() { renameExchange(r.path, fifo) })
+	defer func() { close(stop); wg.Wait() }()
+	done := make(chan struct{})
+	go func() {
+		for range 2000 {
+			unchanged(r)
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("checking the run directory blocked on a FIFO swapped into its place")
 	}
 }

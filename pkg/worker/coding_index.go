@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path"
@@ -72,31 +73,41 @@ func (j *codingJob) stagingCmd(args ...string) gitx.Cmd {
 	return gitx.Cmd{GitDir: j.stageGitDir(), WorkTree: j.shadow, Dir: j.shadow, Env: j.stageEnv(stagingEnv(j.privateIndex())...), Args: args}
 }
 
+// maxIndexFile bounds the index savePrivateIndex copies: room for
+// maxStageEntries entries with long paths.
+const maxIndexFile = 256 << 20
+
 // savePrivateIndex copies the index git worktree add wrote to the
 // private index, with the same modification time. It runs before the
-// plugin starts.
+// plugin starts; the index is read like every file of the attempt
+// (attemptfs.go: beneath its directory, not followed, a regular file,
+// at most maxIndexFile bytes).
 func (j *codingJob) savePrivateIndex() error {
-	src, err := os.Open(filepath.Join(j.admin, "index"))
+	dir, err := openDirNoFollow(j.admin)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	src, fi, err := openBeneath(dir, "index")
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	fi, err := src.Stat()
-	if err != nil {
-		return err
-	}
 	if !fi.Mode().IsRegular() {
 		return errNotRegular
+	}
+	if fi.Size() > maxIndexFile {
+		return errTooLarge
 	}
 	dst, err := os.OpenFile(j.privateIndex(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return err
+	n, err := io.Copy(dst, io.LimitReader(src, maxIndexFile+1))
+	if err == nil && n > maxIndexFile {
+		err = errTooLarge // it grew while copied
 	}
-	if err := dst.Close(); err != nil {
+	if err := errors.Join(err, dst.Close()); err != nil {
 		return err
 	}
 	return os.Chtimes(j.privateIndex(), fi.ModTime(), fi.ModTime())

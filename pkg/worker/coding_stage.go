@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 
 	"github.com/0k-lab/agent-forge/pkg/gitx"
 )
@@ -45,6 +46,20 @@ const (
 	maxStageEntries = 1 << 20
 	maxStageDepth   = 256
 	maxStagePath    = 4096
+)
+
+// Bounds of what staging may read: one regular file (a larger one is
+// left out of the mirror) and all the files git would stage together
+// (apparent sizes: a sparse file counts as what git would read). Files
+// the tree's ignore rules cover count for neither, since git does not
+// read them; a file over the bound that they do not cover, or a total
+// over it, fails the attempt before git reads anything (a path escape,
+// like the mirror's other bounds). Files of at least stageLargeFile are
+// remembered by name, so the ignored ones can be taken off the total.
+const (
+	maxStageFile   = 1 << 30
+	maxStageBytes  = 4 << 30
+	stageLargeFile = 1 << 20
 )
 
 type stageError string
@@ -113,35 +128,36 @@ func (j *codingJob) initStage(ctx context.Context, sharedObjects string) error {
 }
 
 // mirror makes the attempt's mirror of its workspace (above) and returns
-// its path and the tree paths of the Git-named entries below the
+// what the walk found: the tree paths of the Git-named entries below the
 // workspace's own .git (nested repositories and their variants: never
-// mirrored; validation refuses the ones git would stage).
-func (j *codingJob) mirror() (string, []string, error) {
+// mirrored; validation refuses the ones git would stage) and the sizes
+// stageBounds checks.
+func (j *codingJob) mirror() (*mirrorWalk, error) {
 	shadow, err := os.MkdirTemp(j.x.cfg.WorktreeRoot, "wt-stage-")
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	j.shadow = shadow
 	dst, err := openDirNoFollow(shadow)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	defer dst.Close()
 	c, err := openDirNoFollow(j.container)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	defer c.Close()
 	src, err := openDirAt(c, filepath.Base(j.wt))
 	if err != nil {
-		return "", nil, errTreeShape // the workspace is no directory (any more)
+		return nil, errTreeShape // the workspace is no directory (any more)
 	}
 	defer src.Close()
 	m := &mirrorWalk{}
 	if err := m.dir(src, dst, "", 0); err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	return shadow, m.gitNamed, nil
+	return m, nil
 }
 
 // dropMirror removes the mirror once validation is done with it (cleanup
@@ -155,6 +171,15 @@ func (j *codingJob) dropMirror() {
 type mirrorWalk struct {
 	entries  int
 	gitNamed []string
+	bytes    int64    // the mirrored regular files' sizes
+	over     []string // regular files over maxStageFile: not mirrored
+	large    []sizedPath
+}
+
+// sizedPath is a mirrored file of at least stageLargeFile bytes.
+type sizedPath struct {
+	path string
+	size int64
 }
 
 // dir mirrors the directory src (tree path rel) into dst.
@@ -205,6 +230,20 @@ func (m *mirrorWalk) entry(src, dst *os.File, rel string, depth int, e fs.DirEnt
 		defer dsub.Close()
 		return m.dir(sub, dsub, p, depth+1)
 	case t.IsRegular(), t&fs.ModeSymlink != 0:
+		if t.IsRegular() {
+			size, err := sizeAt(src, name)
+			if err != nil {
+				return errTreeShape // swapped since it was listed
+			}
+			if size > maxStageFile {
+				m.over = append(m.over, p)
+				return nil
+			}
+			m.bytes += size
+			if size >= stageLargeFile {
+				m.large = append(m.large, sizedPath{p, size})
+			}
+		}
 		if linkAt(src, dst, name) == nil {
 			return nil
 		}
@@ -241,16 +280,66 @@ func copyEntry(src, dst *os.File, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(out, f)
+	n, err := io.Copy(out, io.LimitReader(f, maxStageFile+1))
+	if err == nil && n > maxStageFile {
+		err = errTreeShape // it grew past the bound while copied
+	}
 	return errors.Join(err, out.Close())
 }
 
 // stagedGitNames reports whether git add -A would take any of the
 // Git-named entries the mirror left out: one that no ignore rule covers
-// (check-ignore over the mirror lists the ignored ones) is a nested
-// repository or a .git variant in the change, which validation refuses
-// as git would.
+// is a nested repository or a .git variant in the change, which
+// validation refuses as git would.
 func (j *codingJob) stagedGitNames(ctx context.Context, names []string) (bool, error) {
+	ignored, err := j.ignoredAmong(ctx, names)
+	if err != nil {
+		return false, err
+	}
+	for _, n := range names {
+		if !ignored[n] {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// withinStageBounds reports whether what git add -A would read of the
+// mirror's walk m is within maxStageFile and maxStageBytes (above): only
+// when a bound is passed are the ignore rules asked which of the files
+// concerned git would leave alone.
+func (j *codingJob) withinStageBounds(ctx context.Context, m *mirrorWalk) (bool, error) {
+	if len(m.over) == 0 && m.bytes <= maxStageBytes {
+		return true, nil
+	}
+	names := slices.Clone(m.over)
+	if m.bytes > maxStageBytes {
+		for _, l := range m.large {
+			names = append(names, l.path)
+		}
+	}
+	ignored, err := j.ignoredAmong(ctx, names)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range m.over {
+		if !ignored[p] {
+			return false, nil
+		}
+	}
+	total := m.bytes
+	for _, l := range m.large {
+		if ignored[l.path] {
+			total -= l.size
+		}
+	}
+	return total <= maxStageBytes, nil
+}
+
+// ignoredAmong runs check-ignore over the mirror for the tree paths
+// names and returns the ones the tree's ignore rules (and, on a static
+// registration, the saved info/exclude) cover.
+func (j *codingJob) ignoredAmong(ctx context.Context, names []string) (map[string]bool, error) {
 	var in bytes.Buffer
 	for _, n := range names {
 		in.WriteString(n)
@@ -259,20 +348,15 @@ func (j *codingJob) stagedGitNames(ctx context.Context, names []string) (bool, e
 	c := j.stagingCmd("check-ignore", "-z", "--stdin")
 	c.Stdin = in.Bytes()
 	out, err := j.git.Run(ctx, c)
+	ignored := map[string]bool{}
 	if code, exited := gitx.ExitCode(err); exited && code == 1 {
-		return true, nil // none is ignored
+		return ignored, nil // none is ignored
 	}
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	ignored := map[string]bool{}
 	for _, p := range bytes.Split(out, []byte{0}) {
 		ignored[string(p)] = true
 	}
-	for _, n := range names {
-		if !ignored[n] {
-			return true, nil
-		}
-	}
-	return false, nil
+	return ignored, nil
 }

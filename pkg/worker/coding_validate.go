@@ -59,7 +59,7 @@ func (j *codingJob) validate(ctx context.Context, before gitState) (string, outc
 	// Staging never trusts the worktree's index, which the plugin can
 	// write: every command below uses the Worker's private index, in the
 	// stage repository, over the workspace's mirror (coding_stage.go).
-	_, gitNamed, err := j.mirror()
+	m, err := j.mirror()
 	defer j.dropMirror()
 	if errors.Is(err, errTreeShape) {
 		return fail(evidence.ReasonPathEscape, codeCodingTerminal)
@@ -70,14 +70,20 @@ func (j *codingJob) validate(ctx context.Context, before gitState) (string, outc
 	run := func(args ...string) ([]byte, error) {
 		return j.git.Run(ctx, j.stagingCmd(args...))
 	}
-	if len(gitNamed) > 0 {
-		staged, err := j.stagedGitNames(ctx, gitNamed)
+	if len(m.gitNamed) > 0 {
+		staged, err := j.stagedGitNames(ctx, m.gitNamed)
 		if err != nil {
 			return fail(evidence.ReasonGitFailed, codeCodingRetryable)
 		}
 		if staged {
 			return fail(evidence.ReasonPathEscape, codeCodingTerminal)
 		}
+	}
+	// A huge (or sparse) file git would read fails before git reads it.
+	if ok, err := j.withinStageBounds(ctx, m); err != nil {
+		return fail(evidence.ReasonGitFailed, codeCodingRetryable)
+	} else if !ok {
+		return fail(evidence.ReasonPathEscape, codeCodingTerminal)
 	}
 	if _, err := run("add", "-A"); err != nil {
 		// Git refuses some paths (a .git variant, a nested repository

@@ -168,15 +168,15 @@ func removeEntries(dir string, prefixes ...string) bool {
 // file system may even give it the same inode) leaves nothing to tell
 // apart: that one is as private and as empty.
 func unchanged(r runDir) bool {
-	fi, err := os.Lstat(r.path)
-	if err != nil || !fi.IsDir() || fi.Mode() != r.made.Mode() || fi.Mode().Perm() != 0o700 || !os.SameFile(fi, r.made) {
-		return false
-	}
-	f, err := os.Open(r.path)
+	f, err := openDirNoFollow(r.path) // a link or a FIFO in its place: no
 	if err != nil {
 		return false
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Mode() != r.made.Mode() || fi.Mode().Perm() != 0o700 || !os.SameFile(fi, r.made) {
+		return false
+	}
 	_, err = f.Readdirnames(1)
 	return err == io.EOF
 }

@@ -18,8 +18,9 @@
 //	                     close at once or read to the end, which works
 //	                     from inside the Worker's sandbox too)
 //	head SHA             point the worktree's HEAD at SHA (misbehaviour)
-//	sparse admin|common REL  make REL under the worktree's admin dir or
-//	                     the repository's git dir a 1 TiB sparse file
+//	sparse admin|common|tree REL [SIZE]  make REL under the worktree's
+//	                     admin dir, the repository's git dir or the
+//	                     workspace a sparse file of SIZE bytes (1 TiB)
 //	fail                 end with failure{execution_failed}
 //	incompatible         end with failure{incompatible} (a misconfigured agent)
 //	wait                 block until cancelled
@@ -108,19 +109,28 @@ func edit(ctx context.Context, req serve.Request, progress serve.Progress) (serv
 				err = os.WriteFile(filepath.Join(admin, "HEAD"), []byte(arg+"\n"), 0o644)
 			}
 		case "sparse":
-			// sparse admin|common NAME: NAME there becomes a 1 TiB sparse file.
+			// sparse admin|common|tree NAME [SIZE]: NAME there becomes a
+			// sparse file of SIZE bytes (1 TiB).
 			var dir string
-			if arg == "admin" {
+			switch arg {
+			case "admin":
 				dir, err = adminDir(ws)
-			} else {
+			case "tree":
+				dir = ws
+			default:
 				dir, err = commonDir(ws)
 			}
+			name, sizeText, _ := strings.Cut(text, " ")
+			size := int64(1 << 40)
+			if sizeText != "" && err == nil {
+				size, err = strconv.ParseInt(sizeText, 10, 64)
+			}
 			if err == nil {
-				p := filepath.Join(dir, text)
+				p := filepath.Join(dir, name)
 				var f *os.File
 				if err = os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
 					if f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE, 0o755); err == nil {
-						err = errors.Join(f.Truncate(1<<40), f.Close())
+						err = errors.Join(f.Truncate(size), f.Close())
 					}
 				}
 			}

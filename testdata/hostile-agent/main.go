@@ -27,7 +27,10 @@
 //     routes): source.go;
 //   - gate: GET /v1/version on HOSTILE_GATE without a token, then with every
 //     token-like value (NAME=value with TOKEN or KEY in NAME) found in
-//     anything it read.
+//     anything it read;
+//   - with the instruction "sparse-meta" or "sparse-tree" it does only
+//     this: its git metadata or a file of its tree made 1 TiB sparse
+//     files, for the Worker to validate (sparse.go).
 //
 // Nothing here decides what is secret: every line of the report carries
 // what was read (base64, bounded), and the script counts a try as reached
@@ -95,6 +98,14 @@ func main() {
 		dir := mustWD()
 		if r.Operation == plugin.OpWorkspaceEdit {
 			dir = r.Workspace
+			if r.Instruction == "sparse-meta" || r.Instruction == "sparse-tree" {
+				if _, ok := findLayout(dir); ok {
+					a.layout = "gate"
+				}
+				a.plantSparse(dir, r.Instruction) // sparse.go
+				a.send()
+				return serve.Result{}, nil
+			}
 		}
 		a.run(dir)
 		a.send()
