@@ -264,32 +264,42 @@ func runRounds(b *testing.B, round func(b *testing.B, bin string) roundFigures) 
 	}
 	b.StopTimer()
 	for _, bin := range bins {
-		rs := got[bin.name]
-		keys := make([]string, 0, len(rs[0]))
-		for k := range rs[0] {
-			keys = append(keys, k)
+		name := ""
+		if len(bins) > 1 {
+			name = bin.name
 		}
-		sort.Strings(keys)
-		var line []string
-		for _, k := range keys {
-			vals := make([]float64, len(rs))
-			for i, r := range rs {
-				vals[i] = r[k]
-			}
-			slices.Sort(vals)
-			med := vals[len(vals)/2]
-			if len(vals)%2 == 0 {
-				med = (vals[len(vals)/2-1] + vals[len(vals)/2]) / 2
-			}
-			name := k
-			if len(bins) > 1 {
-				name = bin.name + ":" + k
-			}
-			b.ReportMetric(med, name)
-			line = append(line, fmt.Sprintf("%s=%.4g%v", k, med, vals))
-		}
-		b.Logf("%s (%d rounds): %s", bin.name, len(rs), strings.Join(line, " "))
+		reportMedians(b, bin.name, name, got[bin.name])
 	}
+}
+
+// reportMedians reports the median of every figure of rounds rs (as
+// prefix:figure when prefix is set) and logs each figure's rounds under
+// label.
+func reportMedians(b *testing.B, label, prefix string, rs []roundFigures) {
+	keys := make([]string, 0, len(rs[0]))
+	for k := range rs[0] {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var line []string
+	for _, k := range keys {
+		vals := make([]float64, len(rs))
+		for i, r := range rs {
+			vals[i] = r[k]
+		}
+		slices.Sort(vals)
+		med := vals[len(vals)/2]
+		if len(vals)%2 == 0 {
+			med = (vals[len(vals)/2-1] + vals[len(vals)/2]) / 2
+		}
+		name := k
+		if prefix != "" {
+			name = prefix + ":" + k
+		}
+		b.ReportMetric(med, name)
+		line = append(line, fmt.Sprintf("%s=%.4g%v", k, med, vals))
+	}
+	b.Logf("%s (%d rounds): %s", label, len(rs), strings.Join(line, " "))
 }
 
 // BenchmarkGateProcessLifecycle: no-op text jobs submitted over HTTP by S

@@ -6,8 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -45,27 +43,7 @@ func BenchmarkGateProcessReplication(b *testing.B) {
 	}
 	b.StopTimer()
 	for _, mode := range modes {
-		rs := got[mode]
-		keys := make([]string, 0, len(rs[0]))
-		for k := range rs[0] {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		var line []string
-		for _, k := range keys {
-			vals := make([]float64, len(rs))
-			for i, r := range rs {
-				vals[i] = r[k]
-			}
-			slices.Sort(vals)
-			med := vals[len(vals)/2]
-			if len(vals)%2 == 0 {
-				med = (vals[len(vals)/2-1] + vals[len(vals)/2]) / 2
-			}
-			b.ReportMetric(med, mode+":"+k)
-			line = append(line, fmt.Sprintf("%s=%.4g%v", k, med, vals))
-		}
-		b.Logf("%s (%d rounds): %s", mode, len(rs), strings.Join(line, " "))
+		reportMedians(b, mode, mode, got[mode])
 	}
 }
 
