@@ -4,7 +4,9 @@
 #  1. A generated local repository (main branch) is registered with Gate
 #     and Worker; the Worker runs forge-codex-plugin with the deterministic
 #     fake Codex (testdata/fake-codex/codex), or the real Codex when
-#     CODEX_BIN is set. (Until cmd/forge-codex-plugin exists the script
+#     CODEX_BIN is set (with its key in OPENAI_API_KEY); the plugin
+#     reaches the model through the Worker's gateway (worker.json
+#     providers: one OpenAI provider), which the fake checks. (Until cmd/forge-codex-plugin exists the script
 #     says so and uses testdata/edit-plugin instead.)
 #  2. A coding task with two scoped checks and an author identity is
 #     submitted and waited for.
@@ -52,6 +54,14 @@ codex_dir=$(cd "$(dirname "$CODEX_BIN")" 2>/dev/null && pwd -P || echo /nonexist
 FORGE_OWNER_TOKEN=owner-$(rand)
 FORGE_WORKER_TOKEN=worker-$(rand)
 export FORGE_OWNER_TOKEN FORGE_WORKER_TOKEN
+# The plugin reaches its model through the Worker's gateway: one OpenAI
+# provider, its key in OPENAI_API_KEY (the Worker's alone). The fake Codex
+# never calls it, so a placeholder key does.
+if [ -z "${OPENAI_API_KEY:-}" ]; then
+  [ -n "$deterministic" ] || fail "the real Codex needs OPENAI_API_KEY (the Worker's gateway holds it)"
+  OPENAI_API_KEY=sk-placeholder-$(rand)
+fi
+export OPENAI_API_KEY
 
 # 1. A generated repository with a base commit on main.
 mkdir -m 0700 "$tmp/repos" "$tmp/worktrees" "$tmp/runtime" "$tmp/state"
@@ -78,7 +88,8 @@ cat >"$tmp/worker.json" <<EOF
  "repository_roots":["$tmp/repos"],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
  "repositories":[{"id":"demo","path":"$repo"}],
  "plugins":[{"id":"codex","argv":[$plugin_argv]}],
- "environment_allowlist":["PATH","CODEX_HOME","CODEX_BIN"],"check_environment_allowlist":["PATH"],
+ "providers":[{"id":"openai","kind":"openai-responses","base_url":"https://api.openai.com/v1","key_env":"OPENAI_API_KEY"}],
+ "environment_allowlist":["PATH","CODEX_BIN"],"check_environment_allowlist":["PATH"],
  "sandbox_read_paths":["$codex_dir"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF
@@ -144,8 +155,8 @@ stop Worker "$worker_pid"
 stop Gate "$gate_pid"
 pids=()
 for f in "$tmp"/*.log; do
-  if grep -q -e "$FORGE_OWNER_TOKEN" -e "$FORGE_WORKER_TOKEN" -e "hello from forge" -e "$tmp" "$f"; then
-    fail "$(basename "$f") contains a token, the instruction or a path"
+  if grep -q -e "$FORGE_OWNER_TOKEN" -e "$FORGE_WORKER_TOKEN" -e "$OPENAI_API_KEY" -e "hello from forge" -e "$tmp" "$f"; then
+    fail "$(basename "$f") contains a token, the provider key, the instruction or a path"
   fi
 done
 echo "candidate $cand on $ref: $(g log -1 --format=%s "$cand")"

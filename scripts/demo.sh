@@ -4,7 +4,8 @@
 # forge-worker (2 lanes, the reference plugin and forge-codex-plugin),
 # submits one text job with the forge CLI and prints its aggregate, then
 # runs one coding job on a generated local repository (the deterministic
-# fake Codex, or the real one when CODEX_BIN is set) and prints its
+# fake Codex, or the real one when CODEX_BIN is set, its key in
+# OPENAI_API_KEY, which only the Worker's model gateway holds) and prints its
 # aggregate, the candidate SHA and `git show --stat` of the candidate, and
 # shuts both down cleanly.
 # Uses the binaries in bin/ (make build) and builds any that are missing
@@ -54,12 +55,15 @@ base=$(g rev-parse HEAD)
 coding_timeout=2m
 if [ -n "${CODEX_BIN:-}" ]; then
   coding_timeout=20m
+  [ -n "${OPENAI_API_KEY:-}" ] || fail "the real Codex needs OPENAI_API_KEY (the Worker's model gateway holds it; Codex gets a credential)"
   say "coding job uses the real Codex at CODEX_BIN"
 else
   CODEX_BIN=$(pwd -P)/testdata/fake-codex/codex
-  say "coding job uses the deterministic fake Codex (set CODEX_BIN for the real one)"
+  say "coding job uses the deterministic fake Codex (set CODEX_BIN and OPENAI_API_KEY for the real one)"
+  # The fake never calls the model: the gateway's key is a placeholder.
+  OPENAI_API_KEY=sk-placeholder-$(rand)
 fi
-export CODEX_BIN
+export CODEX_BIN OPENAI_API_KEY
 # The Worker's sandbox reads only system paths, the plugin and what
 # sandbox_read_paths lists: give it Codex's installation (for an npm
 # install, the node_modules tree that holds it).
@@ -67,7 +71,7 @@ codex_real=$(readlink -f "$CODEX_BIN") || fail "CODEX_BIN does not resolve"
 codex_dir=$(dirname "$codex_real")
 case "$codex_real" in */node_modules/*) codex_dir=${codex_real%%/node_modules/*}/node_modules ;; esac
 case "$codex_dir" in /usr|/usr/*|/bin|/bin/*) codex_read='' ;; *) codex_read="\"sandbox_read_paths\":[\"$codex_dir\"]," ;; esac
-codex_exec='{"plugin_id":"codex","environment":["PATH","CODEX_BIN","CODEX_HOME"],"plugin_timeout":"15m","check_timeout":"1m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}'
+codex_exec='{"plugin_id":"codex","environment":["PATH","CODEX_BIN"],"plugin_timeout":"15m","check_timeout":"1m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}'
 cat >"$tmp/gate.json" <<EOF
 {"version":1,"listen":"127.0.0.1:0","database":"$tmp/state/forge.db","owner_token_env":"FORGE_OWNER_TOKEN",
  "recovery_interval":"1s","lease_poll_interval":"100ms","default_pool":"local",
@@ -86,7 +90,8 @@ cat >"$tmp/worker.json" <<EOF
  "repositories":[{"id":"demo","path":"$repo"}],
  "plugins":[{"id":"reference","argv":["$bin/forge-ref-plugin"],"sha256":"$(sha256sum "$bin/forge-ref-plugin" | cut -d' ' -f1)"},
             {"id":"codex","argv":["$bin/forge-codex-plugin"]}],
- "environment_allowlist":["PATH","CODEX_BIN","CODEX_HOME"],"check_environment_allowlist":["PATH"],$codex_read
+ "providers":[{"id":"openai","kind":"openai-responses","base_url":"https://api.openai.com/v1","key_env":"OPENAI_API_KEY"}],
+ "environment_allowlist":["PATH","CODEX_BIN"],"check_environment_allowlist":["PATH"],$codex_read
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF
 e2e_start_worker

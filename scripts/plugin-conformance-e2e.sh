@@ -24,8 +24,8 @@ cd "$root"
 go build -o "$work/forge-plugin-conformance" ./cmd/forge-plugin-conformance
 go build -o "$work/forge-ref-plugin" ./cmd/forge-ref-plugin
 
-# The plugins get only PATH (CODEX_BIN, CODEX_HOME and CLAUDE_BIN when set,
-# and the variables named by -env). System
+# The plugins get only PATH (CODEX_BIN and CLAUDE_BIN when set, and the
+# variables named by -env). System
 # directories come first so python3 is the system interpreter, not a
 # version-manager shim that needs a shell and ~100 ms per start.
 export PATH="/usr/bin:/bin:$PATH"
@@ -65,19 +65,26 @@ run_suite "Python example (text)" "$root/examples/forge-plugin-v1.py"
 go build -o "$work/forge-codex-plugin" ./cmd/forge-codex-plugin
 cp "$root/testdata/fake-codex/codex" "$work/fake-codex"
 chmod 0755 "$work/fake-codex"
-CODEX_BIN="$work/fake-codex" run_suite "Codex plugin (workspace_edit)" \
-  -operation workspace_edit "$work/forge-codex-plugin"
+# The agent plugins run without a Worker: the model gateway's variables
+# (pkg/plugin) are given by hand, a credential-shaped value and a URL
+# nothing listens on; the fakes check their shape and call no model.
+export FORGE_GATEWAY_URL=http://127.0.0.1:9
+FORGE_GATEWAY_TOKEN=fgw-$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+export FORGE_GATEWAY_TOKEN
+gateway_env=(-env FORGE_GATEWAY_URL -env FORGE_GATEWAY_TOKEN -env FORGE_GATEWAY_PROVIDERS)
+CODEX_BIN="$work/fake-codex" FORGE_GATEWAY_PROVIDERS=openai=openai-responses run_suite "Codex plugin (workspace_edit)" \
+  "${gateway_env[@]}" -operation workspace_edit "$work/forge-codex-plugin"
 
 # --- Claude Code workspace plugin ---------------------------------------------
 # forge-claude-plugin runs the deterministic fake Claude Code
-# (testdata/fake-claude, the `claude -p` flags the plugin uses); the key
-# variable reaches the plugin through -env. scripts/claude-e2e.sh runs the
-# same suite against the real Claude Code.
+# (testdata/fake-claude, the `claude -p` flags the plugin uses), with the
+# gateway's variables as above. scripts/claude-e2e.sh runs the same suite
+# against the real Claude Code.
 go build -o "$work/forge-claude-plugin" ./cmd/forge-claude-plugin
 cp "$root/testdata/fake-claude/claude" "$work/fake-claude"
 chmod 0755 "$work/fake-claude"
-CLAUDE_BIN="$work/fake-claude" ANTHROPIC_API_KEY=sk-conformance run_suite "Claude plugin (workspace_edit)" \
-  -env ANTHROPIC_API_KEY -operation workspace_edit "$work/forge-claude-plugin"
+CLAUDE_BIN="$work/fake-claude" FORGE_GATEWAY_PROVIDERS=anthropic=anthropic-messages run_suite "Claude plugin (workspace_edit)" \
+  "${gateway_env[@]}" -operation workspace_edit "$work/forge-claude-plugin"
 # ------------------------------------------------------------------------------
 
 echo "PLUGIN-CONFORMANCE PASS"

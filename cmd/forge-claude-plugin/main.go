@@ -12,14 +12,17 @@
 //	forge-claude-plugin --version        print the version line
 //
 // -profile names the operator profile (strict JSON: model, effort, the
-// key's variable name, a gateway base URL; see claude.ParseProfile and
-// docs/agents.md). An invalid profile makes every execute fail as
-// incompatible (the Worker's terminal plugin_incompatible), after a
-// value-free reason on stderr.
+// worker.json provider id; see claude.ParseProfile and docs/agents.md).
+// An invalid profile makes every execute fail as incompatible (the
+// Worker's terminal plugin_incompatible), after a value-free reason on
+// stderr.
 //
 // Environment: CLAUDE_BIN names the Claude Code executable (default
-// "claude", looked up in PATH); the profile's api_key_env (default
-// ANTHROPIC_API_KEY) holds the key, which reaches only the claude process.
+// "claude", looked up in PATH); FORGE_GATEWAY_URL, FORGE_GATEWAY_TOKEN and
+// FORGE_GATEWAY_PROVIDERS are the Worker's model gateway: Claude Code's
+// ANTHROPIC_BASE_URL is the gateway's path for the profile's provider (or
+// the only anthropic-messages one) and its ANTHROPIC_API_KEY the
+// attempt's credential, the only key it ever sees.
 // On Linux the binary is also its own child-subreaper wrapper (first
 // argument supervise.ReaperArg).
 //

@@ -13,6 +13,7 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/agentplugin"
 	"github.com/0k-lab/agent-forge/pkg/agenttest"
+	"github.com/0k-lab/agent-forge/pkg/claude"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/plugin/conformance"
 )
@@ -35,8 +36,8 @@ func TestConformanceWithFakeClaude(t *testing.T) {
 	sum, err := conformance.Run(context.Background(), conformance.Config{
 		Command:   []string{self, pluginArg},
 		Operation: plugin.OpWorkspaceEdit,
-		Env: []string{"PATH=/usr/bin:/bin", "CLAUDE_BIN=" + agenttest.FakeClaude(t), "ANTHROPIC_API_KEY=sk-test",
-			"GORACE=atexit_sleep_ms=0"},
+		Env: append(agenttest.GatewayEnv("anthropic=anthropic-messages"), "PATH=/usr/bin:/bin", "CLAUDE_BIN="+agenttest.FakeClaude(t),
+			"GORACE=atexit_sleep_ms=0"),
 		TempDir: t.TempDir(),
 		Reaper:  reapers,
 	}, func(r conformance.Result) {
@@ -50,42 +51,51 @@ func TestConformanceWithFakeClaude(t *testing.T) {
 }
 
 // TestInvalidProfileIsAMisconfiguration: the plugin negotiates and answers
-// failure incompatible without starting Claude Code.
+// failure incompatible without starting Claude Code; a profile from
+// before the gateway is told what to write instead.
 func TestInvalidProfileIsAMisconfiguration(t *testing.T) {
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "claude.json")
-	os.WriteFile(bad, []byte(`{"version":1,"permission_mode":"canary-bypass"}`), 0o600)
-	ws := t.TempDir()
-	exec.Command("git", "-C", ws, "init", "-q").Run()
-	record := filepath.Join(dir, "argv.json")
-	in := `{"version":"v1","id":"0123456789abcdef0123456789abcdef","type":"initialize","capabilities":["workspace_edit","commit_subject"],"limits":{"frame_bytes":1048576,"progress_frames":128,"text_bytes":65536,"progress_text_bytes":1024,"commit_subject_bytes":256}}
+	for name, c := range map[string]struct{ doc, reason string }{
+		"unknown member": {`{"version":1,"permission_mode":"canary-bypass"}`, ""},
+		"old profile":    {`{"version":1,"api_key_env":"CANARY_KEY","base_url":"https://canary.example.com"}`, claude.ReasonOldProfile},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			bad := filepath.Join(dir, "claude.json")
+			os.WriteFile(bad, []byte(c.doc), 0o600)
+			ws := t.TempDir()
+			exec.Command("git", "-C", ws, "init", "-q").Run()
+			record := filepath.Join(dir, "argv.json")
+			in := `{"version":"v1","id":"0123456789abcdef0123456789abcdef","type":"initialize","capabilities":["workspace_edit","commit_subject"],"limits":{"frame_bytes":1048576,"progress_frames":128,"text_bytes":65536,"progress_text_bytes":1024,"commit_subject_bytes":256}}
 {"version":"v1","id":"0123456789abcdef0123456789abcdef","type":"execute","operation":"workspace_edit","workspace":"` + ws + `","instruction":"edit","timeout_ms":60000}
 `
-	inR, inW := io.Pipe()
-	var out, errb bytes.Buffer
-	done := make(chan error, 1)
-	go func() {
-		done <- agentplugin.RunWith(context.Background(), claudePlugin(), agentplugin.Setup{
-			Env: []string{"PATH=/usr/bin:/bin", "CLAUDE_BIN=" + agenttest.FakeClaude(t), "ANTHROPIC_API_KEY=k", "FAKE_CLAUDE_ARGV_FILE=" + record},
-		}, []string{"-profile", bad}, inR, &out, &errb)
-	}()
-	io.WriteString(inW, in)
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), `"type":"failure"`) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	inW.Close()
-	if err := <-done; err != nil {
-		t.Fatalf("session: %v", err)
-	}
-	if !strings.Contains(out.String(), `"type":"failure","category":"incompatible"`) {
-		t.Fatalf("stdout %q", out.String())
-	}
-	if !strings.HasPrefix(errb.String(), "forge-claude-plugin: error: claude profile: ") || strings.Contains(errb.String(), "canary") {
-		t.Fatalf("stderr %q", errb.String())
-	}
-	if _, err := os.Stat(record); err == nil {
-		t.Fatal("Claude Code started with an invalid profile")
+			inR, inW := io.Pipe()
+			var out, errb bytes.Buffer
+			done := make(chan error, 1)
+			go func() {
+				done <- agentplugin.RunWith(context.Background(), claudePlugin(), agentplugin.Setup{
+					Env: append(agenttest.GatewayEnv("anthropic=anthropic-messages"), "PATH=/usr/bin:/bin", "CLAUDE_BIN="+agenttest.FakeClaude(t), "FAKE_CLAUDE_ARGV_FILE="+record),
+				}, []string{"-profile", bad}, inR, &out, &errb)
+			}()
+			io.WriteString(inW, in)
+			deadline := time.Now().Add(10 * time.Second)
+			for !strings.Contains(out.String(), `"type":"failure"`) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			inW.Close()
+			if err := <-done; err != nil {
+				t.Fatalf("session: %v", err)
+			}
+			if !strings.Contains(out.String(), `"type":"failure","category":"incompatible"`) {
+				t.Fatalf("stdout %q", out.String())
+			}
+			if !strings.HasPrefix(errb.String(), "forge-claude-plugin: error: claude profile: "+c.reason) || strings.Contains(errb.String(), "canary") ||
+				strings.Contains(errb.String(), "CANARY") {
+				t.Fatalf("stderr %q", errb.String())
+			}
+			if _, err := os.Stat(record); err == nil {
+				t.Fatal("Claude Code started with an invalid profile")
+			}
+		})
 	}
 }
 

@@ -12,18 +12,22 @@
 //	forge-codex-plugin --version        print the version line
 //
 // -profile names the operator profile (strict JSON: model, reasoning
-// effort, one provider; see codex.ParseProfile and docs/agents.md). An
-// invalid profile makes every execute fail as incompatible (the Worker's
-// terminal plugin_incompatible), after a value-free reason on stderr.
+// effort, the worker.json provider id; see codex.ParseProfile and
+// docs/codex.md). An invalid profile makes every execute fail as
+// incompatible (the Worker's terminal plugin_incompatible), after a
+// value-free reason on stderr.
 //
 // Environment: CODEX_BIN names the Codex executable (default "codex",
-// looked up in PATH); CODEX_HOME is the operator's Codex directory, of
-// which only auth.json is read (copied read-only into each run's private
-// CODEX_HOME; the directory itself is never written or handed to Codex).
-// Codex gets the plugin's environment, which the Worker has already
-// restricted to its allowlist, with CODEX_HOME replaced by the private
-// one. On Linux the binary is also its own child-subreaper wrapper (first
-// argument supervise.ReaperArg).
+// looked up in PATH); FORGE_GATEWAY_URL, FORGE_GATEWAY_TOKEN and
+// FORGE_GATEWAY_PROVIDERS are the Worker's model gateway: Codex's provider
+// is the gateway's path for the profile's provider (or the only
+// openai-responses one) and its only key the attempt's credential. Codex
+// gets the plugin's environment, which the Worker has already restricted
+// to its allowlist, without any OPENAI_* or CODEX_* variable, with a
+// private CODEX_HOME. A CODEX_HOME in the plugin's environment (an
+// operator's auth.json) is refused as a misconfiguration. On Linux the
+// binary is also its own child-subreaper wrapper (first argument
+// supervise.ReaperArg).
 //
 // Exit codes: 0 after a complete session (result or failure frame), 1 when
 // the session broke (invalid frame, unexpected input, I/O error), 2 for
@@ -53,11 +57,10 @@ func newAdapter(s agentplugin.Setup) (agentplugin.Adapter, error) {
 		}
 	}
 	return codex.Adapter{Config: codex.Config{
-		Bin:        agent.LookupEnv(s.Env, "CODEX_BIN"),
-		Env:        s.Env,
-		Reaper:     s.Reaper,
-		TempDir:    s.TempDir,
-		AuthSource: agent.LookupEnv(s.Env, "CODEX_HOME"),
-		Profile:    p,
+		Bin:     agent.LookupEnv(s.Env, "CODEX_BIN"),
+		Env:     s.Env,
+		Reaper:  s.Reaper,
+		TempDir: s.TempDir,
+		Profile: p,
 	}}, nil
 }

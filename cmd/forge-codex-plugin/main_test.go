@@ -48,6 +48,10 @@ const raceExitNow = "GORACE=atexit_sleep_ms=0"
 
 const instruction = "Create a file named NOTES.md containing one line: edited by codex."
 
+// testOffer is the Worker's providers the plugin is handed (with the rest
+// of agenttest.GatewayEnv) in every session.
+const testOffer = "openai=openai-responses"
+
 var fullOffer = []plugin.Capability{plugin.CapWorkspaceEdit, plugin.CapProgress, plugin.CapCancel,
 	plugin.CapCommitSubject, plugin.CapAgentReport}
 
@@ -101,7 +105,7 @@ func newSession(t *testing.T, env ...string) *session {
 
 func (s *session) run(ctx context.Context) (host.Outcome, error) {
 	return host.Run(ctx, host.Command{
-		Path: agenttest.Self(s.t), Args: []string{pluginArg}, Env: s.env, Reaper: agenttest.Reapers(s.t),
+		Path: agenttest.Self(s.t), Args: []string{pluginArg}, Env: append(agenttest.GatewayEnv(testOffer), s.env...), Reaper: agenttest.Reapers(s.t),
 		OutputBytes: s.budget,
 		Trace: func(dir host.Direction, b []byte) {
 			if dir != host.FromPlugin {
@@ -302,7 +306,7 @@ func inProcessArgs(t *testing.T, args, env []string, ws string) (frames []plugin
 	var errBuf bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		err := agentplugin.RunWith(context.Background(), codexPlugin(), agentplugin.Setup{Env: env, Reaper: agenttest.Reapers(t)}, args, inR, outW, &errBuf)
+		err := agentplugin.RunWith(context.Background(), codexPlugin(), agentplugin.Setup{Env: append(agenttest.GatewayEnv(testOffer), env...), Reaper: agenttest.Reapers(t)}, args, inR, outW, &errBuf)
 		outW.Close()
 		done <- err
 	}()
@@ -396,24 +400,20 @@ func TestCompletionRulesAreClosed(t *testing.T) {
 	}
 }
 
-// TestRawTailRedactsTheProviderKey: the raw tail written after a failed
-// run never holds the provider key, even when Codex repeats it.
-func TestRawTailRedactsTheProviderKey(t *testing.T) {
-	dir := t.TempDir()
-	profile := filepath.Join(dir, "codex.json")
-	os.WriteFile(profile, []byte(`{"version":1,"provider":{"name":"gw","base_url":"https://llm.example.com/v1","wire_api":"responses","env_key":"LLM_KEY"}}`), 0o600)
-	const key = "sk-canary-provider-key-42"
+// TestRawTailRedactsTheCredential: the raw tail written after a failed
+// run never holds the gateway credential, even when Codex repeats it.
+func TestRawTailRedactsTheCredential(t *testing.T) {
 	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + agenttest.FakeCodex(t), "TMPDIR=" + t.TempDir(),
-		"LLM_KEY=" + key, "FAKE_CODEX_MODE=late-error", "FAKE_CODEX_ECHO_ENV=LLM_KEY"}
-	frames, stderr, err := inProcessArgs(t, []string{"-profile", profile}, env, agenttest.GitWorkspace(t))
+		"FAKE_CODEX_MODE=late-error", "FAKE_CODEX_ECHO_ENV=" + codex.KeyEnv}
+	frames, stderr, err := inProcess(t, env, agenttest.GitWorkspace(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if last := frames[len(frames)-1]; last.Type != plugin.TypeFailure {
 		t.Fatalf("terminal %+v", last)
 	}
-	if !strings.Contains(stderr, "canary-late-error [redacted]") || strings.Contains(stderr, key) {
-		t.Fatalf("stderr %q: want the raw tail with the key redacted", stderr)
+	if !strings.Contains(stderr, "canary-late-error [redacted]") || strings.Contains(stderr, agenttest.Credential) {
+		t.Fatalf("stderr %q: want the raw tail with the credential redacted", stderr)
 	}
 }
 
@@ -436,17 +436,15 @@ func TestRetriedErrorsCountedNotForwarded(t *testing.T) {
 	}
 }
 
-func TestProfileAndAuthReachCodexPrivately(t *testing.T) {
+// TestProfileReachesCodexThroughTheGateway: the profile's model and
+// provider reach Codex's private configuration, whose provider is the
+// gateway and whose key is the credential.
+func TestProfileReachesCodexThroughTheGateway(t *testing.T) {
 	dir := t.TempDir()
-	op := filepath.Join(dir, "operator")
-	os.Mkdir(op, 0o700)
-	os.WriteFile(filepath.Join(op, "auth.json"), []byte(`{"OPENAI_API_KEY":"sk-canary"}`), 0o600)
-	os.WriteFile(filepath.Join(op, "config.toml"), []byte("model = \"operator-model\"\n"), 0o600)
 	profile := filepath.Join(dir, "codex.json")
-	os.WriteFile(profile, []byte(`{"version":1,"model":"gpt-5.5","provider":{"name":"gw","base_url":"https://llm.example.com/v1","wire_api":"responses","env_key":"LLM_KEY"}}`), 0o600)
+	os.WriteFile(profile, []byte(`{"version":1,"model":"gpt-5.5","provider":"openai"}`), 0o600)
 	record := filepath.Join(dir, "home.json")
-	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + agenttest.FakeCodex(t), "TMPDIR=" + t.TempDir(),
-		"CODEX_HOME=" + op, "LLM_KEY=sk-provider", "FAKE_CODEX_HOME_FILE=" + record}
+	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + agenttest.FakeCodex(t), "TMPDIR=" + t.TempDir(), "FAKE_CODEX_HOME_FILE=" + record}
 	frames, _, err := inProcessArgs(t, []string{"-profile", profile}, env, agenttest.GitWorkspace(t))
 	if err != nil {
 		t.Fatal(err)
@@ -455,22 +453,36 @@ func TestProfileAndAuthReachCodexPrivately(t *testing.T) {
 		t.Fatalf("terminal %+v", last)
 	}
 	var r struct {
-		CodexHome string            `json:"codex_home"`
-		Entries   map[string]string `json:"entries"`
-		Config    string            `json:"config"`
-		Auth      string            `json:"auth"`
+		Entries map[string]string `json:"entries"`
+		Config  string            `json:"config"`
 	}
 	b, err := os.ReadFile(record)
 	if err != nil || json.Unmarshal(b, &r) != nil {
 		t.Fatalf("no home record: %v", err)
 	}
-	if r.CodexHome == op || r.Auth != `{"OPENAI_API_KEY":"sk-canary"}` || len(r.Entries) != 2 ||
-		!strings.Contains(r.Config, `model = "gpt-5.5"`) || !strings.Contains(r.Config, `env_key = "LLM_KEY"`) ||
-		strings.Contains(r.Config, "operator-model") {
+	if len(r.Entries) != 1 || !strings.Contains(r.Config, `model = "gpt-5.5"`) ||
+		!strings.Contains(r.Config, `base_url = "`+agenttest.GatewayURL+`/openai"`) || !strings.Contains(r.Config, `env_key = "FORGE_GATEWAY_TOKEN"`) {
 		t.Fatalf("Codex home %+v", r)
 	}
-	if _, err := os.Stat(filepath.Join(op, "installation_id")); err == nil {
-		t.Fatal("Codex wrote into the operator's directory")
+}
+
+// TestOldProfileIsRefusedWithWhatToWrite: a profile from before the
+// gateway fails every execute as incompatible, and stderr says what to
+// write instead.
+func TestOldProfileIsRefusedWithWhatToWrite(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "codex.json")
+	os.WriteFile(old, []byte(`{"version":1,"provider":{"name":"gw","base_url":"https://llm.example.com/v1","wire_api":"responses","env_key":"LLM_KEY"}}`), 0o600)
+	env := []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + agenttest.FakeCodex(t), "TMPDIR=" + t.TempDir()}
+	frames, stderr, err := inProcessArgs(t, []string{"-profile", old}, env, agenttest.GitWorkspace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := frames[len(frames)-1]; last.Type != plugin.TypeFailure || last.Category != plugin.CategoryIncompatible {
+		t.Fatalf("terminal %+v, want failure incompatible", last)
+	}
+	if !strings.HasPrefix(stderr, name+": error: codex profile: "+codex.ReasonOldProvider+"\n") || strings.Contains(stderr, "LLM_KEY") {
+		t.Fatalf("stderr %q", stderr)
 	}
 }
 
@@ -529,7 +541,7 @@ func TestConformanceWithFakeCodex(t *testing.T) {
 	sum, err := conformance.Run(context.Background(), conformance.Config{
 		Command:   []string{agenttest.Self(t), pluginArg},
 		Operation: plugin.OpWorkspaceEdit,
-		Env:       []string{"PATH=/usr/bin:/bin", "CODEX_BIN=" + agenttest.FakeCodex(t), raceExitNow},
+		Env:       append(agenttest.GatewayEnv(testOffer), "PATH=/usr/bin:/bin", "CODEX_BIN="+agenttest.FakeCodex(t), raceExitNow),
 		TempDir:   t.TempDir(),
 		Reaper:    agenttest.Reapers(t),
 	}, func(r conformance.Result) {

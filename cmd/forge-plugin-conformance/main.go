@@ -12,10 +12,11 @@
 // suite could not run, 2 usage error.
 //
 // The plugin gets a minimal environment: PATH (the caller's, or a default
-// system PATH), plus the agent plugins' executable and home variables
-// (CODEX_BIN, CODEX_HOME, CLAUDE_BIN) when the caller has them set, plus
-// every variable named by a -env flag (for example the provider key
-// variable of an agent plugin's profile) that the caller has set.
+// system PATH), plus the agent plugins' executable variables (CODEX_BIN,
+// CLAUDE_BIN) when the caller has them set, plus every variable named by
+// a -env flag (for example the model gateway's FORGE_GATEWAY_URL,
+// FORGE_GATEWAY_TOKEN and FORGE_GATEWAY_PROVIDERS an agent plugin needs)
+// that the caller has set.
 // One valid session runs through pkg/plugin/host, the Worker's runner. On
 // Linux every scenario runs the plugin under the Worker's child-subreaper
 // wrapper, which is this same binary started with supervise.ReaperArg as
@@ -155,15 +156,15 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 }
 
 // pluginEnv is the plugin's whole environment: PATH, the agent
-// plugins' executable and home variables, and the variables named in
-// extra, each only when set.
+// plugins' executable variables, and the variables named in extra, each
+// only when set.
 func pluginEnv(extra []string) []string {
 	path, ok := os.LookupEnv("PATH")
 	if !ok || path == "" {
 		path = defaultPath
 	}
 	env := []string{"PATH=" + path}
-	for _, k := range append([]string{"CODEX_BIN", "CODEX_HOME", "CLAUDE_BIN"}, extra...) {
+	for _, k := range append([]string{"CODEX_BIN", "CLAUDE_BIN"}, extra...) {
 		if v, ok := os.LookupEnv(k); ok && k != "PATH" {
 			env = append(env, k+"="+v)
 		}

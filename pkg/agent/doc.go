@@ -5,20 +5,23 @@
 //
 //   - a private run directory per run (RunDir), created inside the
 //     plugin's private working directory, seeded read-only with the files
-//     the adapter generates from the operator profile (and an operator
-//     authentication file copied, never written back), removed afterwards;
+//     the adapter generates from the operator profile, removed afterwards;
 //     the agent's own home and configuration directory point into it, so
 //     no ambient user configuration (the operator's ~/.codex, ~/.claude,
 //     CLAUDE.md files outside the task, hooks, plugins) is read and two
 //     lanes never share a file;
 //   - the strict operator profile loader (LoadProfile: a regular file of
 //     at most 16 KiB, pkg/strictjson rules, version 1) and the shared value
-//     rules (model names, provider base URLs, key variable names);
+//     rules (model names, worker.json provider ids);
+//   - the model gateway (SelectGateway): the Worker's FORGE_GATEWAY_*
+//     variables checked and the provider of the adapter's API kind chosen,
+//     so an agent's base URL is the gateway's and its only key the
+//     attempt's credential (DECISIONS 19);
 //   - the run itself (Run): the agent in its own process group under
 //     pkg/supervise (the subreaper wrapper when given), a timeout a margin
 //     below the request's, one output budget, SIGTERM then SIGKILL; stdout
 //     read line by line, each line bounded, recorded raw in a bounded tail
-//     before it is parsed, the provider key redacted from the tail;
+//     before it is parsed, the credential redacted from the tail;
 //   - the completion rule table (Rules, Verdict): each adapter lists every
 //     event kind it knows with its effect (Known, Diagnostic, Begin,
 //     Complete, Fail, Refused) and whether it may follow the completion.
@@ -30,7 +33,7 @@
 //     commit subject and agent report the run asks for when negotiated,
 //     kept only when valid, never repaired;
 //   - the failure classes (Error, Class): a misconfiguration (missing
-//     executable, invalid profile, unset key variable, refused
+//     executable, invalid profile, no gateway for it, refused
 //     credentials) is protocol category incompatible, which the Worker
 //     reports as the terminal plugin_incompatible; a run that was attempted
 //     and failed (nonzero exit, timeout, cut stream the agent gave up on,

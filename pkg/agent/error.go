@@ -16,8 +16,8 @@ const (
 	// it again may succeed: protocol category execution_failed.
 	ClassFailed Class = iota
 	// ClassMisconfigured: the agent cannot work in this environment (its
-	// executable is missing, the operator profile is invalid, the provider
-	// key variable is unset, the provider refused the credentials). Running
+	// executable is missing, the operator profile is invalid, the Worker
+	// offers no model gateway for it, the provider refused the credentials). Running
 	// it again cannot help: protocol category incompatible, which the
 	// Worker reports as the terminal plugin_incompatible.
 	ClassMisconfigured
@@ -39,7 +39,6 @@ const (
 	ReasonStart           Reason = "agent could not be started"
 	ReasonSetup           Reason = "private run directory could not be prepared"
 	ReasonProfile         Reason = "operator profile is invalid"
-	ReasonProviderKey     Reason = "provider key variable is not set"
 	ReasonAuthRefused     Reason = "provider refused the credentials"
 	ReasonExit            Reason = "agent exited unsuccessfully"
 	ReasonTimeout         Reason = "agent timed out"
@@ -56,7 +55,7 @@ func classOf(r Reason) Class {
 	switch r {
 	case ReasonWorkspace:
 		return ClassRequest
-	case ReasonUnavailable, ReasonStart, ReasonProfile, ReasonProviderKey, ReasonAuthRefused:
+	case ReasonUnavailable, ReasonStart, ReasonProfile, ReasonAuthRefused:
 		return ClassMisconfigured
 	case ReasonCancelled:
 		return ClassCancelled

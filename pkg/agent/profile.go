@@ -3,13 +3,9 @@ package agent
 import (
 	"errors"
 	"io"
-	"net"
-	"net/url"
 	"os"
-	"strconv"
 	"strings"
 
-	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/strictjson"
 )
 
@@ -75,11 +71,7 @@ func CheckVersion(agent string, v *int) error {
 	return nil
 }
 
-const (
-	maxModelBytes   = 128
-	maxNameBytes    = 64
-	maxBaseURLBytes = 2048
-)
+const maxModelBytes = 128
 
 // ValidModel reports whether s is a model name: 1 to 128 bytes of
 // [A-Za-z0-9._:/-], not starting with "-" (it becomes an argv element or a
@@ -99,26 +91,6 @@ func ValidModel(s string) bool {
 // ModelRule is the value-free rule ValidModel checks.
 const ModelRule = "must be 1 to 128 bytes of [A-Za-z0-9._:/-], not starting with -"
 
-// ValidName reports whether s is a display name: 1 to 64 bytes of
-// [A-Za-z0-9 ._-], not starting or ending with a space.
-func ValidName(s string) bool {
-	if len(s) == 0 || len(s) > maxNameBytes || s[0] == ' ' || s[len(s)-1] == ' ' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(isAlnum(c) || strings.IndexByte(" ._-", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
-// ValidKeyVar reports whether s can name the provider key's environment
-// variable: a portable name that is not one the run sets up itself.
-func ValidKeyVar(s string, reserved []string) bool {
-	return ident.ValidEnvName(s) && !OneOf(s, reserved)
-}
-
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
@@ -131,52 +103,4 @@ func OneOf(s string, set []string) bool {
 		}
 	}
 	return false
-}
-
-// CheckBaseURL returns "" for an acceptable provider base URL, else the
-// rule it breaks (value-free): 1 to 2048 bytes of printable ASCII, an
-// absolute https URL (http only to a loopback host), no user information,
-// query or fragment, a valid port if any.
-func CheckBaseURL(s string) string {
-	if len(s) == 0 || len(s) > maxBaseURLBytes {
-		return "must be 1 to 2048 bytes"
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] >= 0x7f || s[i] == '\\' || s[i] == '"' {
-			return "must be printable ASCII without spaces, quotes or backslashes"
-		}
-	}
-	u, err := url.Parse(s)
-	switch {
-	case err != nil || !u.IsAbs() || u.Opaque != "" || u.Host == "":
-		return "must be an absolute http(s) URL"
-	case u.User != nil:
-		return "must not carry user information"
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#"):
-		return "must not carry a query or fragment"
-	case u.Scheme == "https":
-	case u.Scheme == "http":
-		if !loopbackHost(u.Hostname()) {
-			return "may use http only for a loopback host"
-		}
-	default:
-		return "must be an absolute http(s) URL"
-	}
-	if strings.HasSuffix(u.Host, ":") {
-		return "has an invalid port"
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 || p[0] == '0' {
-			return "has an invalid port"
-		}
-	}
-	return ""
-}
-
-func loopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }

@@ -87,37 +87,6 @@ func ReadBounded(path string, limit int64) []byte {
 	return data
 }
 
-// errOperatorFile is returned by ReadOperatorFile for an unusable file.
-var errOperatorFile = errorString("operator file is not a readable regular file within its limit")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
-
-// ReadOperatorFile reads a file the operator provides for seeding (an
-// authentication file): nil, nil when it does not exist; an error when it
-// is not a readable regular file of at most limit bytes (symbolic links
-// are followed: the operator chose the path). Nothing is ever written to
-// the operator's file or directory.
-func ReadOperatorFile(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, errOperatorFile
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, errOperatorFile
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil || int64(len(data)) > limit {
-		return nil, errOperatorFile
-	}
-	return data, nil
-}
-
 // WritePrivate writes a file only this user can read (0600).
 func WritePrivate(path string, data []byte) error {
 	return os.WriteFile(path, data, 0o600)

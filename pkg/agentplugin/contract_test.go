@@ -21,6 +21,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// contractOffer is the Worker's providers in the contract: one of each
+// kind the adapters speak.
+const contractOffer = "anthropic=anthropic-messages,openai=openai-responses"
+
 // implementation is one adapter under the contract, with its fake CLI's
 // name for each behaviour.
 type implementation struct {
@@ -38,7 +42,7 @@ func implementations() []implementation {
 				"refused": "status-401", "hang": "hang", "diagnostic": "retried-error"},
 			build: func(t *testing.T, mode, pidFile string) agentplugin.Adapter {
 				return codex.Adapter{Config: codex.Config{Bin: agenttest.FakeCodex(t), Reaper: agenttest.Reapers(t), TempDir: t.TempDir(),
-					Env: []string{"PATH=/usr/bin:/bin", "FAKE_CODEX_MODE=" + mode, "FAKE_CODEX_PID_FILE=" + pidFile}}}
+					Env: append(agenttest.GatewayEnv(contractOffer), "PATH=/usr/bin:/bin", "FAKE_CODEX_MODE="+mode, "FAKE_CODEX_PID_FILE="+pidFile)}}
 			},
 		},
 		{
@@ -48,7 +52,7 @@ func implementations() []implementation {
 				"refused": "auth-refused", "hang": "hang", "diagnostic": "tool-error"},
 			build: func(t *testing.T, mode, pidFile string) agentplugin.Adapter {
 				return claude.Adapter{Config: claude.Config{Bin: agenttest.FakeClaude(t), Reaper: agenttest.Reapers(t), TempDir: t.TempDir(),
-					Env: []string{"PATH=/usr/bin:/bin", "ANTHROPIC_API_KEY=sk-contract", "FAKE_CLAUDE_MODE=" + mode, "FAKE_CLAUDE_PID_FILE=" + pidFile}}}
+					Env: append(agenttest.GatewayEnv(contractOffer), "PATH=/usr/bin:/bin", "FAKE_CLAUDE_MODE="+mode, "FAKE_CLAUDE_PID_FILE="+pidFile)}}
 			},
 		},
 	}

@@ -2,7 +2,8 @@
 // (pkg/claude, pkg/codex, pkg/agentplugin and the forge-claude-plugin and
 // forge-codex-plugin commands): the test binary doubling as the supervise
 // reaper, a reaper pool of it, the paths of the fake CLIs under the
-// top-level testdata, a one-commit Git workspace, a recorder of an
+// top-level testdata, the model gateway's variables, a one-commit Git
+// workspace, a recorder of an
 // adapter's progress stages, and the checks that a run's error has the
 // expected reason and category and that a fake's processes are gone. It is imported by tests only, from packages
 // two directories below the module root (pkg/NAME, cmd/NAME).
@@ -66,6 +67,20 @@ func FakeClaude(t testing.TB) string { t.Helper(); return Program(t, "fake-claud
 
 // FakeCodex is the deterministic fake Codex CLI (testdata/fake-codex).
 func FakeCodex(t testing.TB) string { t.Helper(); return Program(t, "fake-codex/codex") }
+
+// Credential is the gateway credential GatewayEnv hands out.
+const Credential = "fgw-5e1f0c0ffee0ddba11c0ffee0ddba11c0ffee0ddba11c0ffee0ddba11c0ffee0"
+
+// GatewayURL is the gateway GatewayEnv names (nothing listens there).
+const GatewayURL = "http://127.0.0.1:9"
+
+// GatewayEnv is the model gateway as the Worker hands it to a plugin
+// (pkg/plugin's FORGE_GATEWAY_*): GatewayURL, Credential and offer, the
+// providers' "ID=KIND" list.
+func GatewayEnv(offer string) []string {
+	return []string{plugin.EnvGatewayURL + "=" + GatewayURL, plugin.EnvGatewayToken + "=" + Credential,
+		plugin.EnvGatewayProviders + "=" + offer}
+}
 
 // GitWorkspace creates a Git repository with one empty commit on main in a
 // temporary directory, without global or system Git configuration, and

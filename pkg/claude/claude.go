@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/agent"
+	"github.com/0k-lab/agent-forge/pkg/gateway"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
@@ -44,9 +45,9 @@ type Config struct {
 	// Bin is the CLAUDE_BIN value: a path (containing "/"), or a name
 	// looked up in the PATH of Env. Empty means DefaultBin.
 	Bin string
-	// Env is the plugin's environment (the Worker's allowlist); Claude
-	// Code gets it without any ANTHROPIC_*, CLAUDE_* or DISABLE_*
-	// variable and without the key variable, plus the run's own (Env).
+	// Env is the plugin's environment (the Worker's allowlist and the
+	// gateway); Claude Code gets it without any ANTHROPIC_*, CLAUDE_*,
+	// DISABLE_* or FORGE_GATEWAY_* variable, plus the run's own (Env).
 	Env         []string
 	Reaper      *supervise.ReaperPool
 	OutputLimit int64
@@ -110,25 +111,19 @@ func Args(p Profile, want agent.Want, schema string) []string {
 }
 
 // Env returns Claude Code's environment: env without every ANTHROPIC_*,
-// CLAUDE_* and DISABLE_* variable and without keyVar, then the private
-// directories, the key as ANTHROPIC_API_KEY, the base URL and the
-// switches that turn off everything Claude Code 2.1.328 would reach on its
-// own (see the package documentation).
-func Env(env []string, keyVar, key, baseURL, home, config, tmp string) []string {
-	out := make([]string, 0, len(env)+10)
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if k == keyVar || k == "HOME" || k == "TMPDIR" || strings.HasPrefix(k, "ANTHROPIC_") ||
-			strings.HasPrefix(k, "CLAUDE_") || strings.HasPrefix(k, "DISABLE_") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	out = append(out, "HOME="+home, "CLAUDE_CONFIG_DIR="+config, "TMPDIR="+tmp, "ANTHROPIC_API_KEY="+key)
-	if baseURL != "" {
-		out = append(out, "ANTHROPIC_BASE_URL="+baseURL)
-	}
+// CLAUDE_*, DISABLE_* and FORGE_GATEWAY_* variable, then the private
+// directories, the gateway's credential as ANTHROPIC_API_KEY (the only key
+// it ever sees), the gateway's base URL for the chosen provider as
+// ANTHROPIC_BASE_URL and the switches that turn off everything Claude
+// Code 2.1.328 would reach on its own (see the package documentation).
+func Env(env []string, gw agent.Gateway, home, config, tmp string) []string {
+	out := agent.WithoutEnv(env, func(k string) bool {
+		return k == "HOME" || k == "TMPDIR" || strings.HasPrefix(k, "ANTHROPIC_") || strings.HasPrefix(k, "CLAUDE_") ||
+			strings.HasPrefix(k, "DISABLE_") || strings.HasPrefix(k, "FORGE_GATEWAY_")
+	})
 	return append(out,
+		"HOME="+home, "CLAUDE_CONFIG_DIR="+config, "TMPDIR="+tmp,
+		"ANTHROPIC_API_KEY="+gw.Credential, "ANTHROPIC_BASE_URL="+gw.BaseURL,
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 		"DISABLE_AUTOUPDATER=1",
 		"DISABLE_TELEMETRY=1",
@@ -150,10 +145,9 @@ func Run(ctx context.Context, cfg Config, req agent.Request, progress agent.Prog
 	if err != nil {
 		return agent.Outcome{}, err
 	}
-	keyVar := cfg.Profile.keyEnv()
-	key := agent.LookupEnv(cfg.Env, keyVar)
-	if key == "" {
-		return agent.Outcome{}, agent.NewError(Name, agent.ReasonProviderKey)
+	gw, err := agent.SelectGateway(Name, cfg.Env, gateway.KindAnthropicMessages, cfg.Profile.Provider)
+	if err != nil {
+		return agent.Outcome{}, err
 	}
 	dir, err := agent.NewRunDir(Name, cfg.TempDir)
 	if err != nil {
@@ -176,7 +170,7 @@ func Run(ctx context.Context, cfg Config, req agent.Request, progress agent.Prog
 		Agent:       Name,
 		Path:        bin,
 		Args:        Args(cfg.Profile, req.Want, schema.String()),
-		Env:         Env(cfg.Env, keyVar, key, cfg.Profile.BaseURL, dirs[0], dirs[1], dirs[2]),
+		Env:         Env(cfg.Env, gw, dirs[0], dirs[1], dirs[2]),
 		Dir:         req.Workspace,
 		Stdin:       agent.Prompt(req.Instruction, req.Want),
 		Timeout:     req.Timeout,
@@ -185,7 +179,7 @@ func Run(ctx context.Context, cfg Config, req agent.Request, progress agent.Prog
 		KillGrace:   cfg.KillGrace,
 		Classify:    Classify,
 		Rules:       Rules(),
-		Secrets:     []string{key},
+		Secrets:     []string{gw.Credential},
 	}, progress)
 	if err != nil {
 		return agent.Outcome{}, err

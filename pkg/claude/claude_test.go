@@ -24,8 +24,13 @@ func TestMain(m *testing.M) {
 
 const (
 	instruction = "Create a file named NOTES.md containing one line: edited by claude."
-	testKey     = "sk-ant-canary-0123456789abcdef"
+	// testKey is an ambient key in the plugin's environment that must
+	// never reach Claude Code (the Worker never hands one over).
+	testKey = "sk-ant-canary-0123456789abcdef"
 )
+
+// offer is the Worker's providers in the tests: one of each kind.
+const offer = "anthropic=anthropic-messages,openai=openai-responses"
 
 var both = agent.Want{Subject: true, Report: true}
 
@@ -41,16 +46,16 @@ func newFixture(t *testing.T, want agent.Want, env ...string) *fixture {
 	t.Helper()
 	files := t.TempDir()
 	reapers := agenttest.Reapers(t)
-	base := []string{"PATH=/usr/bin:/bin", "CORP_KEY=" + testKey,
+	base := append([]string{"PATH=/usr/bin:/bin", "ANTHROPIC_API_KEY=" + testKey,
 		"FAKE_CLAUDE_ARGV_FILE=" + filepath.Join(files, "argv.json"),
 		"FAKE_CLAUDE_PROMPT_FILE=" + filepath.Join(files, "prompt.txt"),
 		"FAKE_CLAUDE_ENV_FILE=" + filepath.Join(files, "env.json"),
 		"FAKE_CLAUDE_PID_FILE=" + filepath.Join(files, "pids"),
-	}
+	}, agenttest.GatewayEnv(offer)...)
 	return &fixture{
 		t: t,
 		cfg: Config{Bin: agenttest.FakeClaude(t), Env: append(base, env...), Reaper: reapers, TempDir: t.TempDir(),
-			Profile: Profile{Model: "claude-opus-4-6", Effort: "high", KeyEnv: "CORP_KEY", BaseURL: "http://127.0.0.1:9/"}},
+			Profile: Profile{Model: "claude-opus-4-6", Effort: "high", Provider: "anthropic"}},
 		req:    agent.Request{Workspace: agenttest.GitWorkspace(t), Instruction: instruction, Timeout: time.Minute, Want: want},
 		files:  files,
 		Stages: agenttest.NewStages(t, map[plugin.Stage]string{plugin.StageStarted: TextStarted, plugin.StageWorking: TextWorking, plugin.StageFinalizing: TextFinalized}),
@@ -115,10 +120,12 @@ func TestRunSuccessWithDescription(t *testing.T) {
 			t.Fatalf("%s=%q is not inside the private run directory", k, env[k])
 		}
 	}
-	if env["ANTHROPIC_API_KEY"] != strconv.Itoa(len(testKey)) || env["ANTHROPIC_BASE_URL"] != "http://127.0.0.1:9/" {
-		t.Fatalf("key or base URL not passed: %q %q", env["ANTHROPIC_API_KEY"], env["ANTHROPIC_BASE_URL"])
+	// The fake refuses to run unless the key is a gateway credential.
+	if env["ANTHROPIC_API_KEY"] != strconv.Itoa(len(agenttest.Credential)) || env["ANTHROPIC_BASE_URL"] != agenttest.GatewayURL+"/anthropic" {
+		t.Fatalf("credential or gateway URL not passed: %q %q", env["ANTHROPIC_API_KEY"], env["ANTHROPIC_BASE_URL"])
 	}
-	for _, k := range []string{"CORP_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK", "DISABLE_PROMPT_CACHING"} {
+	for _, k := range []string{"ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK", "DISABLE_PROMPT_CACHING",
+		plugin.EnvGatewayURL, plugin.EnvGatewayToken, plugin.EnvGatewayProviders} {
 		if _, ok := env[k]; ok {
 			t.Fatalf("ambient %s reached Claude Code", k)
 		}
@@ -134,8 +141,7 @@ func TestRunSuccessWithDescription(t *testing.T) {
 
 func TestRunWithoutDescriptionAsksForNone(t *testing.T) {
 	f := newFixture(t, agent.Want{})
-	f.cfg.Profile = Profile{}
-	f.cfg.Env = append(f.cfg.Env, "ANTHROPIC_API_KEY="+testKey)
+	f.cfg.Profile = Profile{} // the only anthropic-messages provider
 	out, err := f.run(context.Background())
 	if err != nil || out.CommitSubject != "" || out.HasReport() {
 		t.Fatalf("outcome %+v, %v", out, err)
@@ -212,21 +218,32 @@ func TestRawTailRedactsTheKey(t *testing.T) {
 	f := newFixture(t, both, "FAKE_CLAUDE_MODE=late-event", "FAKE_CLAUDE_ECHO_KEY=1")
 	_, err := f.run(context.Background())
 	var e *agent.Error
-	if !errors.As(err, &e) || !strings.Contains(string(e.Tail), "key=[redacted]") || strings.Contains(string(e.Tail), testKey) {
+	if !errors.As(err, &e) || !strings.Contains(string(e.Tail), "key=[redacted]") || strings.Contains(string(e.Tail), agenttest.Credential) {
 		t.Fatalf("tail %q", e.Tail)
 	}
 }
 
 func TestRunSetupFailuresAreMisconfigurations(t *testing.T) {
-	t.Run("key variable unset", func(t *testing.T) {
-		f := newFixture(t, both)
-		f.cfg.Profile.KeyEnv = "MISSING_KEY"
-		_, err := f.run(context.Background())
-		agenttest.RequireReason(t, err, agent.ReasonProviderKey, plugin.CategoryIncompatible, testKey)
-		if _, err := os.Stat(filepath.Join(f.files, "argv.json")); err == nil {
-			t.Fatal("Claude Code started without a key")
-		}
-	})
+	for _, c := range []struct {
+		name     string
+		provider string
+		env      []string
+		reason   agent.Reason
+	}{
+		{"no gateway", "", []string{plugin.EnvGatewayURL + "="}, agent.ReasonNoGateway},
+		{"provider of another kind", "openai", nil, agent.ReasonGatewayProvider},
+		{"no provider of the kind", "", []string{plugin.EnvGatewayProviders + "=openai=openai-responses"}, agent.ReasonGatewayChoice},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, both, c.env...)
+			f.cfg.Profile.Provider = c.provider
+			_, err := f.run(context.Background())
+			agenttest.RequireReason(t, err, c.reason, plugin.CategoryIncompatible, testKey, agenttest.Credential)
+			if _, err := os.Stat(filepath.Join(f.files, "argv.json")); err == nil {
+				t.Fatal("Claude Code started without the gateway")
+			}
+		})
+	}
 	t.Run("executable missing", func(t *testing.T) {
 		f := newFixture(t, both)
 		f.cfg.Bin = ""

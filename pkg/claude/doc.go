@@ -30,8 +30,8 @@
 //     attribution, no auto-memory, no background prefetches, no keychain
 //     reads, no CLAUDE.md auto-discovery (neither the operator's nor the
 //     repository's: repository instructions never reach the run
-//     implicitly), and authentication strictly from ANTHROPIC_API_KEY
-//     (never OAuth or a keychain). It also narrows the built-in tools to
+//     implicitly), and authentication strictly from ANTHROPIC_API_KEY,
+//     the gateway's credential (never OAuth or a keychain). It also narrows the built-in tools to
 //     Bash, Edit and Read.
 //   - --output-format stream-json --verbose: one JSON event per line on
 //     stdout (stream-json requires --verbose in print mode).
@@ -69,16 +69,18 @@
 // writes .claude.json, backups and its plugin store) and tmp (TMPDIR).
 // The operator's ~/.claude and ~/.claude.json are never read; two lanes
 // share no file. Claude Code's environment is the plugin's (already the
-// Worker's allowlist) without every ANTHROPIC_*, CLAUDE_* and DISABLE_*
-// variable and without the key variable, plus (Env):
+// Worker's allowlist and the gateway's variables) without every
+// ANTHROPIC_*, CLAUDE_*, DISABLE_* and FORGE_GATEWAY_* variable, plus
+// (Env):
 //
 //   - HOME, CLAUDE_CONFIG_DIR, TMPDIR: the private directories;
-//   - ANTHROPIC_API_KEY: the value of the profile's api_key_env (default
-//     ANTHROPIC_API_KEY); it reaches only the claude process (no tool runs
-//     commands) and is redacted from the raw tail; a run whose key
-//     variable is unset fails before Claude Code starts;
-//   - ANTHROPIC_BASE_URL: the profile's base_url, when set (a gateway, or
-//     the offline fake in tests);
+//   - ANTHROPIC_API_KEY: the attempt's gateway credential (the only key
+//     Claude Code ever sees; no provider key is in the plugin's reach,
+//     DECISIONS 19), redacted from the raw tail;
+//   - ANTHROPIC_BASE_URL: the gateway's path for the profile's
+//     worker.json provider, or the only anthropic-messages one
+//     (agent.SelectGateway); without the gateway, or without a provider
+//     of that kind, the run fails before Claude Code starts;
 //   - CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1: no auto-update check, no
 //     feedback command, no error reporting, no telemetry, no feature-flag
 //     downloads;
@@ -106,7 +108,8 @@
 // A run succeeds only when Claude Code exits 0 and the stream completed.
 // Failures are *agent.Error values: the workspace is not a directory →
 // invalid_request; Claude Code not found or not startable, an invalid
-// profile, an unset key variable or refused credentials → incompatible
+// profile, no gateway or no provider for it, or refused credentials →
+// incompatible
 // (the Worker's terminal plugin_incompatible); nonzero exit, timeout,
 // output limit, a malformed or rule-breaking stream, a failed result or
 // no result → execution_failed (retryable); the caller's context ending

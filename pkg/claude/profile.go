@@ -6,36 +6,39 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/agent"
 )
 
-// Profile is the operator's choice of model, effort, key variable and
-// gateway for every run (see ParseProfile). The zero value keeps Claude
-// Code's default model and effort, reads the key from ANTHROPIC_API_KEY
-// and talks to api.anthropic.com.
+// Profile is the operator's choice of model, effort and provider for every
+// run (see ParseProfile). The zero value keeps Claude Code's default model
+// and effort and takes the Worker's only anthropic-messages provider.
 type Profile struct {
-	Model   string
-	Effort  string
-	KeyEnv  string // name of the variable holding the API key; "" = DefaultKeyEnv
-	BaseURL string // "" = Anthropic's API
+	Model  string
+	Effort string
+	// Provider is the id of the worker.json provider Claude Code talks to
+	// through the Worker's gateway; "" means the only provider of kind
+	// anthropic-messages.
+	Provider string
 }
-
-// DefaultKeyEnv is the key variable when the profile names none.
-const DefaultKeyEnv = "ANTHROPIC_API_KEY"
 
 // Efforts are the accepted effort values (claude --effort, 2.1.328).
 var Efforts = []string{"low", "medium", "high", "xhigh", "max"}
 
-// reservedEnvKeys are variables the run sets up itself; none can hold the
-// key.
-var reservedEnvKeys = []string{"PATH", "HOME", "TMPDIR", "CLAUDE_CONFIG_DIR", "CLAUDE_BIN", "ANTHROPIC_BASE_URL"}
+// ReasonOldProfile is the refusal of a profile written for the plugin
+// before the gateway: api_key_env and base_url named the key's variable
+// and the upstream, which now belong to the Worker.
+const ReasonOldProfile = `api_key_env and base_url are no longer profile members: declare the provider in worker.json's "providers" ` +
+	`(kind "anthropic-messages", base_url, and the key's variable as key_env), remove the key's variable from both environment allowlists, ` +
+	`and write "provider":"ID" (or leave it out when the Worker has one anthropic-messages provider)`
 
 func profileErr(reason string) error { return agent.ProfileErr(Name, reason) }
 
-// profileFile is the strict shape of the file.
+// profileFile is the strict shape of the file. api_key_env and base_url
+// are read only to refuse them with what to write instead.
 type profileFile struct {
-	Version *int    `json:"version"`
-	Model   *string `json:"model"`
-	Effort  *string `json:"effort"`
-	KeyEnv  *string `json:"api_key_env"`
-	BaseURL *string `json:"base_url"`
+	Version  *int    `json:"version"`
+	Model    *string `json:"model"`
+	Effort   *string `json:"effort"`
+	Provider *string `json:"provider"`
+	KeyEnv   *string `json:"api_key_env"`
+	BaseURL  *string `json:"base_url"`
 }
 
 // LoadProfile reads and checks the operator profile at path: a regular
@@ -50,17 +53,15 @@ func LoadProfile(path string) (Profile, error) {
 
 // ParseProfile checks one profile document:
 //
-//	{"version":1,"model":"claude-opus-4-6","effort":"high",
-//	 "api_key_env":"CORP_ANTHROPIC_KEY","base_url":"https://llm.example.com"}
+//	{"version":1,"model":"claude-opus-4-6","effort":"high","provider":"anthropic"}
 //
 // version is required and must be 1; every other member is optional, no
 // other member is accepted (strictjson rules: unique keys, no null). model
 // is 1 to 128 bytes of [A-Za-z0-9._:/-], not starting with "-"; effort is
-// one of Efforts; api_key_env is a portable environment variable name
-// other than PATH, HOME, TMPDIR, CLAUDE_CONFIG_DIR, CLAUDE_BIN and
-// ANTHROPIC_BASE_URL; base_url is an absolute URL without user
-// information, query or fragment, at most 2048 bytes, https (http only to
-// a loopback host). Claude Code posts to BASE/v1/messages.
+// one of Efforts; provider is the id of a worker.json provider of kind
+// anthropic-messages (agent.ValidProviderID). The members of the profile
+// before the gateway, api_key_env and base_url, are refused with
+// ReasonOldProfile.
 func ParseProfile(data []byte) (Profile, error) {
 	var pf profileFile
 	if err := agent.DecodeProfile(Name, data, &pf); err != nil {
@@ -72,6 +73,9 @@ func ParseProfile(data []byte) (Profile, error) {
 func checkProfile(pf *profileFile) (Profile, error) {
 	if err := agent.CheckVersion(Name, pf.Version); err != nil {
 		return Profile{}, err
+	}
+	if pf.KeyEnv != nil || pf.BaseURL != nil {
+		return Profile{}, profileErr(ReasonOldProfile)
 	}
 	var p Profile
 	if pf.Model != nil {
@@ -86,25 +90,11 @@ func checkProfile(pf *profileFile) (Profile, error) {
 		}
 		p.Effort = *pf.Effort
 	}
-	if pf.KeyEnv != nil {
-		if !agent.ValidKeyVar(*pf.KeyEnv, reservedEnvKeys) {
-			return Profile{}, profileErr("api_key_env must be a portable environment variable name, not one the run sets up itself")
+	if pf.Provider != nil {
+		if !agent.ValidProviderID(*pf.Provider) {
+			return Profile{}, profileErr("provider " + agent.ProviderRule)
 		}
-		p.KeyEnv = *pf.KeyEnv
-	}
-	if pf.BaseURL != nil {
-		if reason := agent.CheckBaseURL(*pf.BaseURL); reason != "" {
-			return Profile{}, profileErr("base_url " + reason)
-		}
-		p.BaseURL = *pf.BaseURL
+		p.Provider = *pf.Provider
 	}
 	return p, nil
-}
-
-// keyEnv is the variable the run reads the key from.
-func (p Profile) keyEnv() string {
-	if p.KeyEnv == "" {
-		return DefaultKeyEnv
-	}
-	return p.KeyEnv
 }

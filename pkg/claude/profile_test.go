@@ -11,11 +11,11 @@ import (
 )
 
 func TestParseProfile(t *testing.T) {
-	p, err := ParseProfile([]byte(`{"version":1,"model":"claude-opus-4-6","effort":"max","api_key_env":"CORP_KEY","base_url":"https://llm.example.com"}`))
-	if err != nil || p != (Profile{Model: "claude-opus-4-6", Effort: "max", KeyEnv: "CORP_KEY", BaseURL: "https://llm.example.com"}) {
+	p, err := ParseProfile([]byte(`{"version":1,"model":"claude-opus-4-6","effort":"max","provider":"corp-anthropic"}`))
+	if err != nil || p != (Profile{Model: "claude-opus-4-6", Effort: "max", Provider: "corp-anthropic"}) {
 		t.Fatalf("%+v, %v", p, err)
 	}
-	if p, err := ParseProfile([]byte(`{"version":1}`)); err != nil || p.keyEnv() != DefaultKeyEnv {
+	if p, err := ParseProfile([]byte(`{"version":1}`)); err != nil || p != (Profile{}) {
 		t.Fatalf("minimal profile: %+v, %v", p, err)
 	}
 	for name, doc := range map[string]string{
@@ -27,11 +27,10 @@ func TestParseProfile(t *testing.T) {
 		"model flag":        `{"version":1,"model":"--dangerously-skip-permissions"}`,
 		"model space":       `{"version":1,"model":"a b"}`,
 		"effort":            `{"version":1,"effort":"ultra"}`,
-		"key var reserved":  `{"version":1,"api_key_env":"CLAUDE_CONFIG_DIR"}`,
-		"key var invalid":   `{"version":1,"api_key_env":"A-B"}`,
-		"http remote":       `{"version":1,"base_url":"http://llm.example.com"}`,
-		"user info":         `{"version":1,"base_url":"https://u:p@llm.example.com"}`,
-		"query":             `{"version":1,"base_url":"https://llm.example.com/?k=v"}`,
+		"provider upper":    `{"version":1,"provider":"Anthropic"}`,
+		"provider url":      `{"version":1,"provider":"https://api.anthropic.com"}`,
+		"provider empty":    `{"version":1,"provider":""}`,
+		"provider object":   `{"version":1,"provider":{"id":"a"}}`,
 		"trailing data":     `{"version":1} {}`,
 		"not an object":     `[1]`,
 		"canary in a value": `{"version":1,"model":"canary value"}`,
@@ -52,10 +51,33 @@ func TestParseProfile(t *testing.T) {
 	}
 }
 
+// TestParseProfileRefusesTheOldMembers: a profile written before the
+// gateway (the key's variable, an upstream URL) is refused with what to
+// write instead, naming no value.
+func TestParseProfileRefusesTheOldMembers(t *testing.T) {
+	for _, doc := range []string{
+		`{"version":1,"api_key_env":"CORP_ANTHROPIC_KEY"}`,
+		`{"version":1,"model":"claude-opus-4-6","base_url":"https://llm.example.com"}`,
+		`{"version":1,"model":"claude-opus-4-6","effort":"high","api_key_env":"CORP_ANTHROPIC_KEY","base_url":"https://llm.example.com"}`,
+	} {
+		_, err := ParseProfile([]byte(doc))
+		if err == nil || err.Error() != "claude profile: "+ReasonOldProfile ||
+			strings.Contains(err.Error(), "CORP") || strings.Contains(err.Error(), "example") {
+			t.Errorf("%s: %v", doc, err)
+		}
+	}
+	for _, want := range []string{`worker.json's "providers"`, "key_env", `"provider":"ID"`} {
+		if !strings.Contains(ReasonOldProfile, want) {
+			t.Errorf("the refusal does not say %s", want)
+		}
+	}
+}
+
 // FuzzParseProfile: never panics; errors are ProfileErrors; an accepted
 // profile only holds values its rules allow.
 func FuzzParseProfile(f *testing.F) {
-	f.Add([]byte(`{"version":1,"model":"claude-opus-4-6","effort":"high","api_key_env":"K","base_url":"http://127.0.0.1:8080"}`))
+	f.Add([]byte(`{"version":1,"model":"claude-opus-4-6","effort":"high","provider":"anthropic"}`))
+	f.Add([]byte(`{"version":1,"api_key_env":"K","base_url":"http://127.0.0.1:8080"}`))
 	f.Add([]byte(`{"version":1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParseProfile(data)
@@ -67,7 +89,7 @@ func FuzzParseProfile(f *testing.F) {
 			return
 		}
 		if p.Model != "" && !agent.ValidModel(p.Model) || p.Effort != "" && !agent.OneOf(p.Effort, Efforts) ||
-			p.BaseURL != "" && agent.CheckBaseURL(p.BaseURL) != "" || p.KeyEnv != "" && !agent.ValidKeyVar(p.KeyEnv, reservedEnvKeys) {
+			p.Provider != "" && !agent.ValidProviderID(p.Provider) {
 			t.Fatalf("accepted %+v", p)
 		}
 	})

@@ -22,7 +22,6 @@ type homeRecord struct {
 	Mode      string            `json:"mode"`
 	Entries   map[string]string `json:"entries"`
 	Config    *string           `json:"config"`
-	Auth      *string           `json:"auth"`
 }
 
 func (f *fixture) home() homeRecord {
@@ -32,23 +31,6 @@ func (f *fixture) home() homeRecord {
 		f.t.Fatal(err)
 	}
 	return r
-}
-
-// operatorDir is an operator's Codex directory with an authentication
-// file and the state and configuration a run must never see or change.
-func operatorDir(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, body := range map[string]string{
-		AuthFile:          `{"OPENAI_API_KEY":"sk-operator-canary"}`,
-		ConfigFile:        "model = \"operator-model\"\n[mcp_servers.x]\ncommand = \"/bin/false\"\n",
-		"installation_id": "operator-installation\n",
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }
 
 // treeDigest covers every path, mode, size and content under dir.
@@ -86,13 +68,13 @@ func homeFixture(t *testing.T, env ...string) *fixture {
 	return f
 }
 
+// TestRunGivesCodexAPrivateHome: the private CODEX_HOME holds only the
+// generated configuration, read-only, whose provider is the gateway's
+// path for the profile's provider and whose only key is the credential;
+// ambient OpenAI and Codex variables do not reach Codex.
 func TestRunGivesCodexAPrivateHome(t *testing.T) {
-	op := operatorDir(t)
-	before := treeDigest(t, op)
-	f := homeFixture(t, "CODEX_HOME="+op, "LLM_KEY=sk-provider-canary")
-	f.cfg.AuthSource = op
-	f.cfg.Profile = Profile{Model: "gpt-5.5", ReasoningEffort: "low",
-		Provider: &Provider{Name: "gw", BaseURL: "https://llm.example.com/v1", WireAPI: "responses", EnvKey: "LLM_KEY"}}
+	f := homeFixture(t, "OPENAI_API_KEY=sk-ambient-canary", "OPENAI_BASE_URL=https://elsewhere.example", "CODEX_API_KEY=sk-ambient-canary")
+	f.cfg.Profile = Profile{Model: "gpt-5.5", ReasoningEffort: "low", Provider: "corp-openai"}
 	if _, err := f.run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -100,50 +82,41 @@ func TestRunGivesCodexAPrivateHome(t *testing.T) {
 	if !strings.HasPrefix(r.CodexHome, f.cfg.TempDir+"/forge-codex-") || filepath.Base(r.CodexHome) != HomeDir || r.Mode != "0700" {
 		t.Fatalf("CODEX_HOME %q mode %s is not the private run home", r.CodexHome, r.Mode)
 	}
-	if len(r.Entries) != 2 || r.Entries[ConfigFile] != "0400" || r.Entries[AuthFile] != "0400" {
-		t.Fatalf("home seeded with %v, want only config.toml and auth.json, read-only", r.Entries)
+	if len(r.Entries) != 1 || r.Entries[ConfigFile] != "0400" {
+		t.Fatalf("home seeded with %v, want only config.toml, read-only", r.Entries)
 	}
-	if r.Auth == nil || *r.Auth != `{"OPENAI_API_KEY":"sk-operator-canary"}` {
-		t.Fatal("auth.json is not a copy of the operator's")
-	}
-	if r.Config == nil || *r.Config != string(ConfigTOML(f.cfg.Profile)) || strings.Contains(*r.Config, "operator-model") {
-		t.Fatalf("config is not the profile's:\n%v", r.Config)
-	}
-	if treeDigest(t, op) != before {
-		t.Fatal("the operator's directory changed")
+	if r.Config == nil || *r.Config != string(ConfigTOML(f.cfg.Profile, testGateway)) ||
+		!strings.Contains(*r.Config, `base_url = "`+agenttest.GatewayURL+`/corp-openai"`) || !strings.Contains(*r.Config, `env_key = "FORGE_GATEWAY_TOKEN"`) {
+		t.Fatalf("config is not the profile's through the gateway:\n%v", r.Config)
 	}
 	f.requireNoRunDir() // with the read-only tmp/arg0 the fake left in the home
-	if names := f.file("env.txt"); !strings.Contains(names, "\nLLM_KEY\n") {
-		t.Fatal("the provider key variable did not reach Codex")
+	names := f.file("env.txt")
+	if !strings.Contains(names, "\nFORGE_GATEWAY_TOKEN\n") {
+		t.Fatal("the credential's variable did not reach Codex")
+	}
+	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY", "CODEX_BIN", "FORGE_GATEWAY_URL", "FORGE_GATEWAY_PROVIDERS"} {
+		if strings.Contains(names, "\n"+k+"\n") {
+			t.Errorf("%s reached Codex", k)
+		}
 	}
 }
 
-func TestRunWithoutAuthSourceSeedsOnlyTheConfig(t *testing.T) {
+func TestRunTakesTheOnlyProviderOfItsKind(t *testing.T) {
 	f := homeFixture(t)
 	if _, err := f.run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	r := f.home()
-	if len(r.Entries) != 1 || r.Entries[ConfigFile] != "0400" || *r.Config != string(ConfigTOML(Profile{})) {
-		t.Fatalf("home %v", r.Entries)
-	}
-	// An operator directory without auth.json is fine too.
-	g := homeFixture(t)
-	g.cfg.AuthSource = t.TempDir()
-	if _, err := g.run(context.Background()); err != nil || len(g.home().Entries) != 1 {
-		t.Fatalf("%v, %v", err, g.home().Entries)
+	if r := f.home(); !strings.Contains(*r.Config, `base_url = "`+agenttest.GatewayURL+`/corp-openai"`) {
+		t.Fatalf("config:\n%s", *r.Config)
 	}
 }
 
 func TestConcurrentRunsShareNoHome(t *testing.T) {
-	op := operatorDir(t)
-	before := treeDigest(t, op)
 	parent := t.TempDir() // both plugins' working directories on one machine
 	var wg sync.WaitGroup
 	runs := make([]*fixture, 2)
 	for i := range runs {
-		runs[i] = homeFixture(t, "CODEX_HOME="+op)
-		runs[i].cfg.AuthSource = op
+		runs[i] = homeFixture(t)
 		runs[i].cfg.TempDir = parent
 		wg.Add(1)
 		go func(f *fixture) {
@@ -155,11 +128,8 @@ func TestConcurrentRunsShareNoHome(t *testing.T) {
 	}
 	wg.Wait()
 	a, b := runs[0].home(), runs[1].home()
-	if a.CodexHome == b.CodexHome || a.CodexHome == op || b.CodexHome == op {
-		t.Fatalf("homes %q and %q (operator %q)", a.CodexHome, b.CodexHome, op)
-	}
-	if treeDigest(t, op) != before {
-		t.Fatal("the operator's directory changed")
+	if a.CodexHome == b.CodexHome {
+		t.Fatalf("homes %q and %q", a.CodexHome, b.CodexHome)
 	}
 	if entries, _ := os.ReadDir(parent); len(entries) != 0 {
 		t.Fatalf("%d run directories left behind", len(entries))
@@ -167,31 +137,26 @@ func TestConcurrentRunsShareNoHome(t *testing.T) {
 }
 
 func TestRunHomeSetupFailures(t *testing.T) {
-	t.Run("provider key unset", func(t *testing.T) {
-		f := homeFixture(t)
-		f.cfg.Profile.Provider = &Provider{Name: "gw", BaseURL: "https://a/v1", WireAPI: "responses", EnvKey: "LLM_KEY"}
-		_, err := f.run(context.Background())
-		agenttest.RequireReason(t, err, agent.ReasonProviderKey, plugin.CategoryIncompatible, "panicked")
-	})
-	t.Run("auth.json is a directory", func(t *testing.T) {
-		f := homeFixture(t)
-		f.cfg.AuthSource = t.TempDir()
-		os.Mkdir(filepath.Join(f.cfg.AuthSource, AuthFile), 0o700)
-		_, err := f.run(context.Background())
-		agenttest.RequireReason(t, err, ReasonAuth, plugin.CategoryIncompatible, "panicked")
-		f.requireNoRunDir()
-	})
-	t.Run("auth source relative", func(t *testing.T) {
-		f := homeFixture(t)
-		f.cfg.AuthSource = "codex-home"
-		_, err := f.run(context.Background())
-		agenttest.RequireReason(t, err, ReasonAuth, plugin.CategoryIncompatible, "panicked")
-	})
-	t.Run("auth.json too large", func(t *testing.T) {
-		f := homeFixture(t)
-		f.cfg.AuthSource = t.TempDir()
-		os.WriteFile(filepath.Join(f.cfg.AuthSource, AuthFile), make([]byte, MaxAuthBytes+1), 0o600)
-		_, err := f.run(context.Background())
-		agenttest.RequireReason(t, err, ReasonAuth, plugin.CategoryIncompatible, "panicked")
-	})
+	for _, c := range []struct {
+		name     string
+		provider string
+		env      []string
+		reason   agent.Reason
+	}{
+		{"an operator CODEX_HOME", "", []string{"CODEX_HOME=/srv/forge/codex"}, ReasonOperatorHome},
+		{"no gateway", "", []string{plugin.EnvGatewayToken + "="}, agent.ReasonNoGateway},
+		{"provider of another kind", "corp-anthropic", nil, agent.ReasonGatewayProvider},
+		{"several providers of the kind", "", []string{plugin.EnvGatewayProviders + "=a=openai-responses,b=openai-responses"}, agent.ReasonGatewayChoice},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := homeFixture(t, c.env...)
+			f.cfg.Profile.Provider = c.provider
+			_, err := f.run(context.Background())
+			agenttest.RequireReason(t, err, c.reason, plugin.CategoryIncompatible, agenttest.Credential)
+			if _, err := os.Stat(filepath.Join(f.files, "argv.json")); err == nil {
+				t.Fatal("Codex started")
+			}
+			f.requireNoRunDir()
+		})
+	}
 }

@@ -2,9 +2,11 @@ package codex
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/agent"
+	"github.com/0k-lab/agent-forge/pkg/gateway"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
@@ -41,12 +43,26 @@ type Config struct {
 	// TempDir is the parent of the private run directory; "" means the
 	// system default.
 	TempDir string
-	// AuthSource is the operator's Codex home (the CODEX_HOME the plugin
-	// was given): only its auth.json is read, and copied into the run's
-	// private CODEX_HOME. "" means no authentication file.
-	AuthSource string
 	// Profile is the operator's model and provider choice.
 	Profile Profile
+}
+
+// ReasonOperatorHome: the plugin was given a CODEX_HOME. Codex's only
+// key is the gateway's credential now, so an operator's auth.json (an API
+// key or a ChatGPT sign-in) is never copied into a run.
+const ReasonOperatorHome agent.Reason = "CODEX_HOME is set: an operator auth.json is no longer used; " +
+	"declare the provider in worker.json providers and remove CODEX_HOME from both environment allowlists"
+
+// codexEnv is Codex's environment: env without every OPENAI_* and CODEX_*
+// variable (an ambient key, base URL or home) and without the gateway's
+// URL and offer, which the configuration carries; the credential stays,
+// as KeyEnv, and home is CODEX_HOME.
+func codexEnv(env []string, home string) []string {
+	env = agent.WithoutEnv(env, func(k string) bool {
+		return strings.HasPrefix(k, "OPENAI_") || strings.HasPrefix(k, "CODEX_") ||
+			k == plugin.EnvGatewayURL || k == plugin.EnvGatewayProviders
+	})
+	return append(env, "CODEX_HOME="+home)
 }
 
 // Outcome is a completed run. The description fields hold only valid,
@@ -70,15 +86,10 @@ func Run(ctx context.Context, cfg Config, req agent.Request, progress agent.Prog
 	if err != nil {
 		return Outcome{}, err
 	}
-	var secrets []string
-	if pr := cfg.Profile.Provider; pr != nil && pr.EnvKey != "" {
-		key := agent.LookupEnv(cfg.Env, pr.EnvKey)
-		if key == "" {
-			return Outcome{}, agent.NewError(Name, agent.ReasonProviderKey)
-		}
-		secrets = append(secrets, key)
+	if agent.LookupEnv(cfg.Env, "CODEX_HOME") != "" {
+		return Outcome{}, &agent.Error{Agent: Name, Reason: ReasonOperatorHome, Class: agent.ClassMisconfigured}
 	}
-	files, err := homeFiles(cfg.AuthSource, cfg.Profile)
+	gw, err := agent.SelectGateway(Name, cfg.Env, gateway.KindOpenAIResponses, cfg.Profile.Provider)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -87,7 +98,7 @@ func Run(ctx context.Context, cfg Config, req agent.Request, progress agent.Prog
 		return Outcome{}, err
 	}
 	defer dir.Remove()
-	home, err := dir.Home(HomeDir, files)
+	home, err := dir.Home(HomeDir, map[string][]byte{ConfigFile: ConfigTOML(cfg.Profile, gw)})
 	if err != nil {
 		return Outcome{}, agent.NewError(Name, agent.ReasonSetup)
 	}
@@ -101,7 +112,7 @@ func Run(ctx context.Context, cfg Config, req agent.Request, progress agent.Prog
 		Agent:       Name,
 		Path:        bin,
 		Args:        Args(req.Workspace, req.Want, schema, last),
-		Env:         agent.WithEnv(cfg.Env, "CODEX_HOME", home),
+		Env:         codexEnv(cfg.Env, home),
 		Dir:         req.Workspace,
 		Stdin:       agent.Prompt(req.Instruction, req.Want),
 		Timeout:     req.Timeout,
@@ -110,7 +121,7 @@ func Run(ctx context.Context, cfg Config, req agent.Request, progress agent.Prog
 		KillGrace:   cfg.KillGrace,
 		Classify:    Classify,
 		Rules:       Rules(),
-		Secrets:     secrets,
+		Secrets:     []string{gw.Credential},
 	}, progress)
 	if err != nil {
 		return Outcome{}, err

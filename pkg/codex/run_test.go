@@ -42,6 +42,7 @@ func newFixture(t *testing.T, want agent.Want, env ...string) *fixture {
 		"FAKE_CODEX_ENV_FILE=" + filepath.Join(files, "env.txt"),
 		"FAKE_CODEX_PID_FILE=" + filepath.Join(files, "pids"),
 	}
+	base = append(base, agenttest.GatewayEnv("corp-anthropic=anthropic-messages,corp-openai=openai-responses")...)
 	return &fixture{
 		t:      t,
 		cfg:    Config{Bin: agenttest.FakeCodex(t), Env: append(base, env...), Reaper: reapers, TempDir: t.TempDir()},
@@ -262,11 +263,10 @@ func TestRunRetriedErrorsAreDiagnosticsNotFailures(t *testing.T) {
 }
 
 // TestRunFailureKeepsARedactedRawTail: a failed run carries the bounded end of the raw event
-// stream, recorded before it was parsed, with the provider key replaced.
+// stream, recorded before it was parsed, with the gateway credential replaced.
 func TestRunFailureKeepsARedactedRawTail(t *testing.T) {
-	const key = "sk-canary-provider-key-0123456789"
-	f := newFixture(t, both, "FAKE_CODEX_MODE=late-error", "FAKE_CODEX_ECHO_ENV=LLM_API_KEY", "LLM_API_KEY="+key)
-	f.cfg.Profile = Profile{Provider: &Provider{Name: "p", BaseURL: "http://127.0.0.1:1/v1", WireAPI: "responses", EnvKey: "LLM_API_KEY"}}
+	key := agenttest.Credential
+	f := newFixture(t, both, "FAKE_CODEX_MODE=late-error", "FAKE_CODEX_ECHO_ENV="+KeyEnv)
 	_, err := f.run(context.Background())
 	agenttest.RequireReason(t, err, agent.ReasonUnexpectedEvent, plugin.CategoryExecutionFailed, "panicked")
 	var e *agent.Error
@@ -278,7 +278,7 @@ func TestRunFailureKeepsARedactedRawTail(t *testing.T) {
 		t.Fatalf("tail lacks the raw events: %q", tail)
 	}
 	if strings.Contains(tail, key) || strings.Contains(err.Error(), key) {
-		t.Fatal("the provider key reached the raw tail or the error")
+		t.Fatal("the credential reached the raw tail or the error")
 	}
 	if len(e.Tail) > agent.DefaultTailBytes {
 		t.Fatalf("tail of %d bytes", len(e.Tail))

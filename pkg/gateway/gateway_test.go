@@ -566,3 +566,32 @@ func TestListenOnlyOnLoopback(t *testing.T) {
 		t.Errorf("URL %s", u)
 	}
 }
+
+// TestACutUpstreamCutsTheClient: an answer the upstream drops mid-way
+// reaches the client as a cut stream (what it already got, then an
+// error), never as a clean end it would take for the whole answer.
+func TestACutUpstreamCutsTheClient(t *testing.T) {
+	up, _ := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: message_start\ndata: {}\n\n")
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+	g := newGateway(t, provider("anthropic", KindAnthropicMessages, up.URL))
+	gr := g.Issue(Budget{})
+	req := post(t, ProviderURL(g.URL(), "anthropic")+"/v1/messages", "", "{}")
+	req.Header.Del("Authorization")
+	req.Header.Set("X-Api-Key", gr.Credential())
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err == nil {
+		t.Fatalf("a cut upstream ended cleanly after %q", got)
+	}
+	if string(got) != "event: message_start\ndata: {}\n\n" {
+		t.Fatalf("before the cut the client got %q", got)
+	}
+}

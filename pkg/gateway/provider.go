@@ -135,11 +135,7 @@ func parseProvider(field string, fp FileProvider) (Provider, error) {
 	if !ident.ValidID(fp.ID) || len(fp.ID) > maxProviderIDSize {
 		return Provider{}, fieldErr(field+".id", "missing or not a safe id of at most 64 bytes")
 	}
-	known := false
-	for _, k := range Kinds {
-		known = known || k == p.Kind
-	}
-	if !known {
+	if !knownKind(p.Kind) {
 		return Provider{}, fieldErr(field+".kind", "must be one of openai-responses, anthropic-messages, gemini-generate-content")
 	}
 	u, reason := parseBaseURL(fp.BaseURL)

@@ -112,7 +112,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // stream copies the body to w, flushing after every read: each event the
 // provider sends leaves as soon as it arrived. The usage a chunk carries
 // is recorded before the chunk is passed on, so a client that has read
-// the whole answer finds it counted.
+// the whole answer finds it counted. An answer the upstream (or a Revoke)
+// cut short is cut short for the client too (http.ErrAbortHandler: no
+// clean end of a chunked body), so that an agent retries the stream
+// instead of taking its beginning for the whole answer.
 func stream(w http.ResponseWriter, resp *http.Response, m *meter, gr *Grant) {
 	rc := http.NewResponseController(w)
 	buf := make([]byte, copyBuffer)
@@ -136,6 +139,9 @@ func stream(w http.ResponseWriter, resp *http.Response, m *meter, gr *Grant) {
 		if err != nil {
 			m.finish()
 			gr.record(m.take())
+			if err != io.EOF {
+				panic(http.ErrAbortHandler)
+			}
 			return
 		}
 	}

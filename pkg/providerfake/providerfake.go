@@ -5,7 +5,11 @@
 // own protocol: the request it reads, the events it streams and its modes.
 //
 // Here: the command line both take (Flags), serving on an ephemeral
-// loopback port whose address goes to a file (Run), the JSON-lines request log (Log), remembering the first time a
+// loopback port whose address goes to a file (Run), in plain HTTP and, with
+// -tls-ca, also in TLS from a fresh test authority (the model gateway
+// forwards only to https upstreams), where each request came from and
+// which credential it carried (Origin), the JSON-lines request log (Log),
+// remembering the first time a
 // conversation reaches a fault (Once), a server-sent event stream that can
 // also be cut the way a network cut would (Stream), and the two shared
 // parts of the scripted conversation: the "Create a file named PATH
@@ -23,6 +27,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 )
@@ -33,6 +38,9 @@ type Flags struct {
 	Log      string        // -log: the request log
 	KeyEnv   string        // -key-env: the variable holding the expected API key
 	Slow     time.Duration // -slow: the delay of the slow mode (2s)
+	TLSCA    string        // -tls-ca: where the test authority's certificate goes ("": plain HTTP only)
+	ViaEnv   string        // -via-env: the variable holding the value the gateway's X-Forge-Via header must carry
+	PlantEnv string        // -plant-env: the variable holding the text the plant-key mode has the agent write
 }
 
 // Register defines the flags on fs.
@@ -41,13 +49,52 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Log, "log", "", "file to append one JSON line per request to")
 	fs.StringVar(&f.KeyEnv, "key-env", "", "environment variable holding the expected API key")
 	fs.DurationVar(&f.Slow, "slow", 2*time.Second, "delay of the slow mode")
+	fs.StringVar(&f.TLSCA, "tls-ca", "", "also serve TLS, writing the test authority's certificate (PEM) to this file")
+	fs.StringVar(&f.ViaEnv, "via-env", "", "environment variable holding the expected X-Forge-Via header value")
+	fs.StringVar(&f.PlantEnv, "plant-env", "", "environment variable holding the text the plant-key mode plants")
+}
+
+// ViaHeader is the header an operator's worker.json gives the fake's
+// provider (its "headers"), so that the fake can tell a request the
+// gateway forwarded from one that reached it some other way.
+const ViaHeader = "X-Forge-Via"
+
+// Origin is where one request came from and which credential it carried.
+type Origin struct {
+	// TLS: the request came over TLS (the gateway reaches upstreams only
+	// so; an agent's own plain connection does not).
+	TLS bool `json:"tls"`
+	// ViaGateway: the request carried ViaHeader with the expected value.
+	ViaGateway bool `json:"via_gateway"`
+	// Authorized: the key header carried the real key.
+	Authorized bool `json:"authorized"`
+	// Credential: some header carried a gateway credential ("fgw-"), which
+	// the gateway must have replaced.
+	Credential bool `json:"credential"`
+}
+
+// OriginOf reads r's origin; keyHeader is the header the provider reads
+// its key from, keyValue the value it must hold; via is the expected
+// ViaHeader value ("" never matches).
+func OriginOf(r *http.Request, keyHeader, keyValue, via string) Origin {
+	o := Origin{TLS: r.TLS != nil, ViaGateway: via != "" && r.Header.Get(ViaHeader) == via,
+		Authorized: keyValue != "" && r.Header.Get(keyHeader) == keyValue}
+	for _, vs := range r.Header {
+		for _, v := range vs {
+			o.Credential = o.Credential || strings.Contains(v, "fgw-")
+		}
+	}
+	return o
 }
 
 // Run opens the request log at logPath (appending, mode 0600), listens on
 // 127.0.0.1 on an ephemeral port, asks handler for the server of that log
 // and port, writes the address and a newline to addrFile (mode 0600) and
-// serves until serving fails.
-func Run(addrFile, logPath string, handler func(log *Log, port int) http.Handler) error {
+// serves until serving fails. With tlsCA set, a connection that starts
+// with a TLS handshake is served in TLS with a certificate from a fresh
+// test authority whose certificate goes to tlsCA (NewTLS), any other in
+// plain HTTP, on the same port.
+func Run(addrFile, logPath, tlsCA string, handler func(log *Log, port int) http.Handler) error {
 	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -57,6 +104,14 @@ func Run(addrFile, logPath string, handler func(log *Log, port int) http.Handler
 		return err
 	}
 	h := handler(&Log{w: f}, l.Addr().(*net.TCPAddr).Port)
+	if tlsCA != "" {
+		cfg, err := NewTLS(tlsCA)
+		if err != nil {
+			return err
+		}
+		cfg.NextProtos = []string{"http/1.1"} // Stream.Cut hijacks the connection
+		l = newSniffListener(l, cfg)
+	}
 	if err := os.WriteFile(addrFile, []byte(l.Addr().String()+"\n"), 0o600); err != nil {
 		return err
 	}

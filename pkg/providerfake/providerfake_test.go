@@ -3,13 +3,18 @@ package providerfake
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A stream's events arrive as SSE, each data its fields plus the type;
@@ -89,5 +94,50 @@ func TestOnceLogTaskAnswer(t *testing.T) {
 	}
 	if got := Answer(map[string]json.RawMessage{"commit_subject": nil}, ""); !strings.HasSuffix(got["commit_subject"].(string), "nothing") {
 		t.Errorf("Answer without a path = %v", got)
+	}
+}
+
+// Run with a test authority serves TLS (trusted through the authority's
+// file) and plain HTTP on one port, and OriginOf tells them apart, with
+// the key, the gateway's header and a leaked credential.
+func TestRunServesTLSAndPlainOnOnePort(t *testing.T) {
+	dir := t.TempDir()
+	addrFile, ca := filepath.Join(dir, "addr"), filepath.Join(dir, "ca.pem")
+	origins := make(chan Origin, 4)
+	go Run(addrFile, filepath.Join(dir, "log"), ca, func(*Log, int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			origins <- OriginOf(r, "X-Api-Key", "sk-real-key-0123456789", "via-nonce")
+		})
+	})
+	var addr string
+	for i := 0; i < 200 && addr == ""; i++ {
+		b, _ := os.ReadFile(addrFile)
+		addr = strings.TrimSpace(string(b))
+		time.Sleep(10 * time.Millisecond)
+	}
+	pem, err := os.ReadFile(ca)
+	if err != nil || addr == "" {
+		t.Fatalf("fake did not start: %v", err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	tlsClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	send := func(c *http.Client, url string, h map[string]string) Origin {
+		req, _ := http.NewRequest("POST", url, nil)
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return <-origins
+	}
+	if o := send(tlsClient, "https://"+addr+"/v1", map[string]string{"X-Api-Key": "sk-real-key-0123456789", ViaHeader: "via-nonce"}); o != (Origin{TLS: true, ViaGateway: true, Authorized: true}) {
+		t.Errorf("through the gateway: %+v", o)
+	}
+	if o := send(http.DefaultClient, "http://"+addr+"/v1", map[string]string{"X-Api-Key": "fgw-00", ViaHeader: "other"}); o != (Origin{Credential: true}) {
+		t.Errorf("plain, with a credential: %+v", o)
 	}
 }

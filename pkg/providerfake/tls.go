@@ -1,6 +1,7 @@
 package providerfake
 
 import (
+	"bufio"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -75,3 +76,63 @@ func NewTLS(caFile string) (*tls.Config, error) {
 		MinVersion:   tls.VersionTLS12,
 	}, nil
 }
+
+// sniffListener serves TLS and plain HTTP on one port: each accepted
+// connection's first byte (a TLS handshake record starts with 0x16)
+// decides, read within sniffTimeout by the connection's own goroutine.
+type sniffListener struct {
+	net.Listener
+	cfg   *tls.Config
+	conns chan net.Conn
+	errc  chan error
+}
+
+const sniffTimeout = 10 * time.Second
+
+func newSniffListener(l net.Listener, cfg *tls.Config) *sniffListener {
+	s := &sniffListener{Listener: l, cfg: cfg, conns: make(chan net.Conn), errc: make(chan error, 1)}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				s.errc <- err
+				return
+			}
+			go s.sniff(c)
+		}
+	}()
+	return s
+}
+
+func (s *sniffListener) sniff(c net.Conn) {
+	c.SetReadDeadline(time.Now().Add(sniffTimeout))
+	br := bufio.NewReader(c)
+	first, err := br.Peek(1)
+	c.SetReadDeadline(time.Time{})
+	if err != nil {
+		c.Close()
+		return
+	}
+	var conn net.Conn = &peekedConn{Conn: c, r: br}
+	if first[0] == 0x16 {
+		conn = tls.Server(conn, s.cfg)
+	}
+	s.conns <- conn
+}
+
+func (s *sniffListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-s.conns:
+		return c, nil
+	case err := <-s.errc:
+		return nil, err
+	}
+}
+
+// peekedConn reads first what sniffing buffered.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }

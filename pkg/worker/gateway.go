@@ -12,7 +12,8 @@ import (
 // The model gateway (pkg/gateway, DECISIONS 19): worker.json's
 // "providers" are served on one loopback port; every leased attempt gets
 // a grant (lane.go) whose credential and the gateway's URL reach its
-// plugin as FORGE_GATEWAY_TOKEN and FORGE_GATEWAY_URL, and die with the
+// plugin as FORGE_GATEWAY_TOKEN and FORGE_GATEWAY_URL, with the
+// providers' ids and kinds as FORGE_GATEWAY_PROVIDERS, and die with the
 // lease. The keys are read once, at startup, into this non-dumpable
 // process; no key variable may be passed on to a plugin or a check.
 
@@ -41,7 +42,7 @@ func parseProviders(c *Config, fps []gateway.FileProvider) error {
 		}
 	}
 	for i, name := range c.EnvironmentAllowlist {
-		if name == plugin.EnvGatewayURL || name == plugin.EnvGatewayToken {
+		if slices.Contains(plugin.GatewayEnv, name) {
 			return fieldErr(fmt.Sprintf("environment_allowlist[%d]", i), "names a variable the Worker sets itself")
 		}
 	}
@@ -83,5 +84,6 @@ func gatewayEnv(gr *gateway.Grant) []string {
 	if gr == nil {
 		return nil
 	}
-	return []string{plugin.EnvGatewayURL + "=" + gr.URL(), plugin.EnvGatewayToken + "=" + gr.Credential()}
+	return []string{plugin.EnvGatewayURL + "=" + gr.URL(), plugin.EnvGatewayToken + "=" + gr.Credential(),
+		plugin.EnvGatewayProviders + "=" + gr.Offer()}
 }

@@ -105,7 +105,8 @@ func TestGatewayEnv(t *testing.T) {
 	gr := gw.Issue(gateway.Budget{})
 	defer gr.Revoke()
 	env := gatewayEnv(gr)
-	want := []string{plugin.EnvGatewayURL + "=" + gw.URL(), plugin.EnvGatewayToken + "=" + gr.Credential()}
+	want := []string{plugin.EnvGatewayURL + "=" + gw.URL(), plugin.EnvGatewayToken + "=" + gr.Credential(),
+		plugin.EnvGatewayProviders + "=p=openai-responses"}
 	if !slices.Equal(env, want) {
 		t.Errorf("env %q", env)
 	}
@@ -155,6 +156,9 @@ func TestParseConfigProviders(t *testing.T) {
 		{"key is the token", "providers[0].key_env: is token_env", func(m map[string]any) { m["token_env"] = "OPENAI_API_KEY" }},
 		{"gateway variable allowlisted", "environment_allowlist[1]: names a variable the Worker sets itself", func(m map[string]any) {
 			m["environment_allowlist"] = []any{"PATH", plugin.EnvGatewayToken}
+		}},
+		{"gateway offer allowlisted", "environment_allowlist[1]: names a variable the Worker sets itself", func(m map[string]any) {
+			m["environment_allowlist"] = []any{"PATH", plugin.EnvGatewayProviders}
 		}},
 		{"http upstream", "providers[0].base_url", func(m map[string]any) {
 			m["providers"].([]any)[0].(map[string]any)["base_url"] = "http://api.openai.com/v1"

@@ -25,14 +25,42 @@
 #   agents_strace OUT CMD..
 #                       run CMD under strace following every process,
 #                       recording its network calls (connect, sendto,
-#                       sendmsg, sendmmsg) into OUT.
+#                       sendmsg, sendmmsg) into OUT, each line led by the
+#                       thread id and its command name (TID<COMM>).
+#   agents_account DIR..
+#                       as root: the Worker will run as uid/gid 65534 (the
+#                       installed system runs it unprivileged; as root the
+#                       kernel's ptrace checks, and so the sandbox's hold
+#                       on other processes, do not apply): make $tmp
+#                       traversable and DIR.. that account's. Otherwise
+#                       the calling user runs it and nothing changes.
 #   agents_start_worker start "$bin/forge-worker" -config "$tmp/worker.json"
+#                       (as the account of agents_account, when called)
 #                       under agents_strace into $tmp/strace.txt, stderr
 #                       to $tmp/worker.log, in the background; add strace
 #                       to pids and set strace_pid and worker_pid (the
 #                       Worker's own pid).
 #   agents_stop_worker  SIGTERM the Worker and require it to exit 0; clears
 #                       worker_pid.
+#   agents_gateway_port set gateway_port, the port of the Worker's model
+#                       gateway (its "gateway" log line).
+#   agents_fake_ca      the test authority the fakes' TLS (-tls-ca) uses:
+#                       $tmp/fake-ca.pem. Start the Worker with
+#                       SSL_CERT_FILE set to it (the Worker alone trusts it).
+#   agents_proc_scan ROOT KEY NAMES SECONDS
+#                       for SECONDS, read /proc/PID/environ and cmdline of
+#                       every descendant of ROOT (not ROOT itself) again
+#                       and again, but for the Worker's own (its binary:
+#                       reapers and forks about to exec; and non-dumpable
+#                       ones), which no process of the attempt can read;
+#                       fail unless each executable
+#                       name of the comma-separated NAMES was read at least
+#                       once, and print the first process holding KEY and
+#                       exit 1 if any did. Prints one line.
+#   agents_fake_peers STRACE PORT
+#                       every connect() in the strace output STRACE to the
+#                       loopback PORT came from a thread of forge-worker
+#                       (the gateway), and at least one did.
 #   agents_net_check STRACE PORT[:MIN:NAME]..
 #                       every AF_INET/AF_INET6 address in the strace output
 #                       STRACE is loopback with one of the PORTs (so no DNS
@@ -41,6 +69,8 @@
 #                       agent). Prints one line; exits non-zero with the
 #                       first offending call, "DNS query" leading a call to
 #                       port 53.
+#   g ARGS..            git -C "$repo" ARGS without global or system
+#                       config, trusting $repo whoever owns it.
 #   wait_job ID NAME    forge wait for job ID (120 s), aggregate into
 #                       $tmp/agg-NAME.json; never fails itself.
 #   agents_check_success BASE NAME
@@ -64,6 +94,7 @@ agents_cleanup() {
 
 agents_traps() {
   worker_pid=
+  worker_as=()
   trap agents_cleanup EXIT
 }
 
@@ -83,14 +114,25 @@ agents_codex_bin() {
 agents_strace() {
   local out=$1
   shift
-  strace -f -qq --seccomp-bpf -e trace=connect,sendto,sendmsg,sendmmsg -o "$out" "$@"
+  strace -f -qq -Y --seccomp-bpf -e trace=connect,sendto,sendmsg,sendmmsg -o "$out" "$@"
 }
+
+agents_account() {
+  worker_as=()
+  [ "$(id -u)" = 0 ] || return 0
+  worker_as=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
+  chmod 0755 "$tmp"
+  chown -R 65534:65534 "$@"
+}
+
+g() { GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git -c safe.directory="$repo" -C "$repo" "$@"; }
 
 agents_start_worker() {
   # The Worker execs from a shell that wrote its pid, so the pid is the Worker's.
-  # shellcheck disable=SC2016 # $$, $1 and $2 are the inner shell's
+  # shellcheck disable=SC2016 # $$, $1, $d and $@ are the inner shell's
   agents_strace "$tmp/strace.txt" \
-    sh -c 'echo $$ >"$1/worker.pid"; exec "$2/forge-worker" -config "$1/worker.json" 2>"$1/worker.log"' sh "$tmp" "$bin" &
+    sh -c 'd=$1; shift; echo $$ >"$d/worker.pid"; exec "$@" 2>"$d/worker.log"' sh "$tmp" \
+    "${worker_as[@]}" "$bin/forge-worker" -config "$tmp/worker.json" &
   strace_pid=$!
   pids+=("$strace_pid")
   for _ in $(seq 100); do [ -s "$tmp/worker.pid" ] && break; sleep 0.05; done
@@ -101,6 +143,83 @@ agents_stop_worker() {
   kill -TERM "$worker_pid"
   wait "$strace_pid" || fail "Worker did not exit 0 on SIGTERM"
   worker_pid=
+}
+
+agents_gateway_port() {
+  gateway_port=$(wait_log "$tmp/worker.log" "e.get('msg') == 'gateway'" | python3 -c 'import json,sys; print(json.load(sys.stdin)["port"])') ||
+    fail "the Worker logged no gateway"
+}
+
+agents_fake_ca() { echo "$tmp/fake-ca.pem"; }
+
+agents_proc_scan() {
+  python3 - "$@" <<'PY'
+import os, sys, time
+root, key, names, secs = int(sys.argv[1]), sys.argv[2].encode(), set(filter(None, sys.argv[3].split(","))), float(sys.argv[4])
+def descendants():
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = open("/proc/%s/stat" % d, "rb").read()
+            except OSError:
+                continue
+            kids.setdefault(int(stat[stat.rindex(b")") + 2:].split()[1]), []).append(int(d))
+    out, todo = [], [root]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+reads, pids, unreadable, trusted, seen = 0, set(), set(), set(), set()
+deadline = time.time() + secs
+while time.time() < deadline:
+    for pid in descendants():
+        try:
+            # The Worker's own binary (its reapers; a fork of it not yet
+            # replaced by the program it starts, which shares its memory)
+            # is trusted and non-dumpable, as is any process whose /proc
+            # entries are root's while it is not: no process of the
+            # attempt can read them, and none is a process of the attempt.
+            comm = os.path.basename(os.readlink("/proc/%d/exe" % pid))
+            uid = int(open("/proc/%d/status" % pid).read().split("\nUid:")[1].split()[0])
+            if comm == "forge-worker" or (os.stat("/proc/%d" % pid).st_uid == 0 and uid != 0):
+                trusted.add(pid)
+                continue
+            env = open("/proc/%d/environ" % pid, "rb").read()
+            cmd = open("/proc/%d/cmdline" % pid, "rb").read()
+        except OSError:
+            unreadable.add(pid)
+            continue
+        reads += 1
+        pids.add(pid)
+        seen.add(comm)
+        if key in env or key in cmd:
+            sys.exit("the key is in the environment or command line of %s (pid %d)" % (comm, pid))
+    time.sleep(0.2)
+if not names <= seen:
+    sys.exit("the scan never read %s (read: %s)" % (", ".join(sorted(names - seen)), ", ".join(sorted(seen))))
+print("proc scan: %d reads of %d processes (%s), %d of the Worker's own skipped, %d unreadable, no key" % (
+    reads, len(pids), ", ".join(sorted(seen)), len(trusted), len(unreadable)))
+PY
+}
+
+agents_fake_peers() {
+  python3 - "$@" <<'PY'
+import re, sys
+path, port = sys.argv[1], sys.argv[2]
+call = re.compile(r'^\d+<([^>]*)> connect\(.*sin6?_port=htons\(%s\)' % re.escape(port))
+n = 0
+for line in open(path, errors="replace"):
+    m = call.search(line)
+    if m:
+        if m.group(1) != "forge-worker":
+            sys.exit("%s connected to the fake: %s" % (m.group(1), line.strip()[:200]))
+        n += 1
+if n == 0:
+    sys.exit("no connection to the fake at all")
+print("strace: all %d connections to the fake came from forge-worker" % n)
+PY
 }
 
 agents_net_check() {

@@ -2,7 +2,9 @@
 // Messages API, for running the real Claude Code CLI offline in tests. It
 // listens on 127.0.0.1 (an ephemeral port), writes its address to the
 // -addr-file and one JSON line per request to the -log file, and answers
-// POST /v1/messages (Claude Code adds ?beta=true) with the documented
+// POST /v1/messages (Claude Code adds ?beta=true; also below one path
+// segment, /ID/v1/messages, as a run pointed at a gateway path but
+// driven without a Worker posts) with the documented
 // streaming format: server-sent events message_start, content_block_start,
 // content_block_delta (text_delta, input_json_delta), content_block_stop,
 // message_delta (stop_reason, usage) and message_stop, with a ping.
@@ -39,15 +41,23 @@
 //	hang        the request is never answered (the fake waits until the
 //	            client goes away)
 //	slow        every stream waits -slow (default 2s) before its events
+//	plant-key   the created file gets a second line: the value of the
+//	            variable named by -plant-env (a secret the test hands the
+//	            model, which the Worker must refuse to commit)
 //
-// Any other method or path is answered 404 (and logged). The log line is
-// {"method","path","host","turn","mode","authorized","model","effort",
-// "tools","tool_errors","structured","canary"}: authorized says whether the
-// x-api-key header equals the value of the environment variable named by
-// -key-env; effort is output_config.effort; tool_errors counts tool
-// results marked is_error; structured says whether StructuredOutput was
-// offered; canary whether the body holds the -canary text. The key itself
-// is never logged.
+// With -tls-ca the fake also speaks TLS on its port (providerfake.Run),
+// which is how the Worker's gateway reaches it. Any other method or path
+// is answered 404 (and logged). The log line is
+// {"method","path","host","turn","mode","tls","via_gateway","authorized",
+// "credential","model","effort","tools","tool_errors","structured",
+// "canary"}: tls, via_gateway, authorized and credential are
+// providerfake.Origin's (authorized: the x-api-key header equals the value
+// of the variable named by -key-env; via_gateway: X-Forge-Via held the
+// value of the variable named by -via-env; credential: a header held a
+// gateway credential); effort is output_config.effort; tool_errors counts
+// tool results marked is_error; structured says whether StructuredOutput
+// was offered; canary whether the body holds the -canary text. No key is
+// ever logged.
 package main
 
 import (
@@ -73,11 +83,11 @@ func main() {
 	canary := flag.String("canary", "", "text whose presence in a request body is logged")
 	flag.Parse()
 	if fl.AddrFile == "" || fl.Log == "" {
-		fmt.Fprintln(os.Stderr, "usage: fake-anthropic -addr-file FILE -log FILE [-key-env NAME] [-slow D]")
+		fmt.Fprintln(os.Stderr, "usage: fake-anthropic -addr-file FILE -log FILE [-key-env NAME] [-slow D] [-tls-ca FILE] [-via-env NAME] [-plant-env NAME] [-canary TEXT]")
 		os.Exit(2)
 	}
-	err := providerfake.Run(fl.AddrFile, fl.Log, func(log *providerfake.Log, _ int) http.Handler {
-		return &server{log: log, key: os.Getenv(fl.KeyEnv), slow: fl.Slow, canary: *canary}
+	err := providerfake.Run(fl.AddrFile, fl.Log, fl.TLSCA, func(log *providerfake.Log, _ int) http.Handler {
+		return &server{log: log, key: os.Getenv(fl.KeyEnv), via: os.Getenv(fl.ViaEnv), plant: os.Getenv(fl.PlantEnv), slow: fl.Slow, canary: *canary}
 	})
 	fmt.Fprintln(os.Stderr, "fake-anthropic:", err)
 	os.Exit(1)
@@ -86,18 +96,20 @@ func main() {
 type server struct {
 	log    *providerfake.Log
 	key    string
+	via    string // the X-Forge-Via value of the gateway's requests
+	plant  string // what plant-key has the agent write
 	slow   time.Duration
 	canary string
 	cut    providerfake.Once // conversations whose first stream was cut (or overloaded)
 }
 
 type logLine struct {
-	Method     string   `json:"method"`
-	Path       string   `json:"path"`
-	Host       string   `json:"host"`
-	Turn       int      `json:"turn"`
-	Mode       string   `json:"mode"`
-	Authorized bool     `json:"authorized"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Host   string `json:"host"`
+	Turn   int    `json:"turn"`
+	Mode   string `json:"mode"`
+	providerfake.Origin
 	Model      string   `json:"model"`
 	Effort     string   `json:"effort"`
 	Tools      []string `json:"tools"`
@@ -147,8 +159,11 @@ func blocks(raw json.RawMessage) []block {
 }
 
 var (
-	modeRE = regexp.MustCompile(`fake-anthropic-mode: ([a-z0-9-]+)`)
-	cwdRE  = regexp.MustCompile(`(?:CWD|[Ww]orking directory): (/[^\s"\\]*)`)
+	// messagesPath is the Messages API's path, also below one segment (a
+	// gateway path a run outside a Worker names: ID/v1/messages).
+	messagesPath = regexp.MustCompile(`^(/[a-z0-9][a-z0-9._-]*)?/v1/messages$`)
+	modeRE       = regexp.MustCompile(`fake-anthropic-mode: ([a-z0-9-]+)`)
+	cwdRE        = regexp.MustCompile(`(?:CWD|[Ww]orking directory): (/[^\s"\\]*)`)
 )
 
 const structuredTool = "StructuredOutput"
@@ -165,9 +180,8 @@ const (
 )
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	line := logLine{Method: r.Method, Path: r.URL.Path, Host: r.Host,
-		Authorized: s.key != "" && r.Header.Get("X-Api-Key") == s.key}
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+	line := logLine{Method: r.Method, Path: r.URL.Path, Host: r.Host, Origin: providerfake.OriginOf(r, "X-Api-Key", s.key, s.via)}
+	if r.Method != http.MethodPost || !messagesPath.MatchString(r.URL.Path) {
 		s.log.Record(line)
 		http.NotFound(w, r)
 		return
@@ -243,6 +257,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(s.slow)
 	}
 	path, text := providerfake.CreateTask(prompt)
+	if line.Mode == "plant-key" {
+		text += "\n" + s.plant
+	}
 	if path == "" && strings.Contains(prompt, taskBegin) {
 		// Any other task: a file of its own recording it.
 		k := conversationKey(prompt)[:12]

@@ -36,12 +36,26 @@
 //	            net_probe_reached (it says it connected), then the
 //	            conversation goes on as usual
 //
-// Any other method or path is answered 404 (and logged). The log line is
-// {"method","path","host","turn","mode","authorized","model","effort",
-// "tools", and the probe fields} (mode as written; the request's model, reasoning effort and tool names, or type
-// for unnamed tools): authorized says
-// whether the Authorization header was "Bearer " plus the value of the
-// environment variable named by -key-env. The key itself is never logged.
+//	proc-environ
+//	            turn 1 first calls exec_command with the command of issue
+//	            35, which writes every /proc/PID/environ the command can
+//	            read into NOTE.txt; the request carrying its output is
+//	            logged with proc_ran, then the conversation goes on
+//	plant-key   the added file gets a second line: the value of the
+//	            variable named by -plant-env (a secret the test hands the
+//	            model, which the Worker must refuse to commit)
+//
+// With -tls-ca the fake also speaks TLS on its port (providerfake.Run),
+// which is how the Worker's gateway reaches it. Any other method or path
+// is answered 404 (and logged). The log line is
+// {"method","path","host","turn","mode","tls","via_gateway","authorized",
+// "credential","model","effort","tools", and the probe fields} (mode as
+// written; the request's model, reasoning effort and tool names, or type
+// for unnamed tools): tls, via_gateway, authorized and credential are
+// providerfake.Origin's (authorized: the Authorization header was
+// "Bearer " plus the value of the variable named by -key-env; via_gateway:
+// X-Forge-Via held the value of the variable named by -via-env; credential:
+// a header held a gateway credential). No key is ever logged.
 package main
 
 import (
@@ -64,34 +78,36 @@ func main() {
 	fl.Register(flag.CommandLine)
 	flag.Parse()
 	if fl.AddrFile == "" || fl.Log == "" {
-		fmt.Fprintln(os.Stderr, "usage: fake-responses -addr-file FILE -log FILE [-key-env NAME] [-slow D]")
+		fmt.Fprintln(os.Stderr, "usage: fake-responses -addr-file FILE -log FILE [-key-env NAME] [-slow D] [-tls-ca FILE] [-via-env NAME] [-plant-env NAME]")
 		os.Exit(2)
 	}
-	err := providerfake.Run(fl.AddrFile, fl.Log, func(log *providerfake.Log, port int) http.Handler {
-		return &server{log: log, key: os.Getenv(fl.KeyEnv), slow: fl.Slow, port: port}
+	err := providerfake.Run(fl.AddrFile, fl.Log, fl.TLSCA, func(log *providerfake.Log, port int) http.Handler {
+		return &server{log: log, key: os.Getenv(fl.KeyEnv), via: os.Getenv(fl.ViaEnv), plant: os.Getenv(fl.PlantEnv), slow: fl.Slow, port: port}
 	})
 	fmt.Fprintln(os.Stderr, "fake-responses:", err)
 	os.Exit(1)
 }
 
 type server struct {
-	log  *providerfake.Log
-	key  string
-	slow time.Duration
-	port int               // the port the fake listens on, which net-probe connects to
-	cut  providerfake.Once // conversations whose first stream was cut
+	log   *providerfake.Log
+	key   string
+	via   string // the X-Forge-Via value of the gateway's requests
+	plant string // what plant-key has the agent write
+	slow  time.Duration
+	port  int               // the port the fake listens on, which net-probe connects to
+	cut   providerfake.Once // conversations whose first stream was cut
 }
 
 type logLine struct {
-	Method     string   `json:"method"`
-	Path       string   `json:"path"`
-	Host       string   `json:"host"`
-	Turn       int      `json:"turn"`
-	Mode       string   `json:"mode"`
-	Authorized bool     `json:"authorized"`
-	Model      string   `json:"model"`
-	Effort     string   `json:"effort"`
-	Tools      []string `json:"tools"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Host   string `json:"host"`
+	Turn   int    `json:"turn"`
+	Mode   string `json:"mode"`
+	providerfake.Origin
+	Model  string   `json:"model"`
+	Effort string   `json:"effort"`
+	Tools  []string `json:"tools"`
 	// env-probe: the command ran (its output holds PATH=) and whether
 	// its output held the key.
 	ProbeRan    bool `json:"probe_ran"`
@@ -101,6 +117,8 @@ type logLine struct {
 	NetProbeWrote   bool `json:"net_probe_wrote"`
 	NetProbeRan     bool `json:"net_probe_ran"`
 	NetProbeReached bool `json:"net_probe_reached"`
+	// proc-environ: the command's output came back.
+	ProcRan bool `json:"proc_ran"`
 }
 
 // request is the part of a Responses request the fake reads.
@@ -125,15 +143,23 @@ type request struct {
 }
 
 // The call ids of the probe commands, by mode.
-var probeCallIDs = map[string]string{"env-probe": "call_fake_env_probe", "net-probe": "call_fake_net_probe"}
+var probeCallIDs = map[string]string{"env-probe": "call_fake_env_probe", "net-probe": "call_fake_net_probe",
+	"proc-environ": "call_fake_proc_environ"}
+
+// procEnvironCommand is the command of issue 35: every process's
+// environment, as far as the command can read it, into NOTE.txt.
+const procEnvironCommand = `for p in $(ls /proc | grep -E '^[0-9]+$'); do cat /proc/$p/environ; echo; done | tr '\0' '\n' > NOTE.txt; for p in $(ls /proc | grep -E '^[0-9]+$'); do echo "== $p $(cat /proc/$p/comm) $(cat /proc/$p/environ | tr '\0' ' ' | head -c 3000)"; done`
 
 // probeCommand is the probe mode's command line (run by Codex's shell);
 // port is the fake's. The words the net probe prints are split in the
 // source, so that only its output, never an echo of the command, holds
 // them.
 func probeCommand(mode string, port int) string {
-	if mode == "env-probe" {
+	switch mode {
+	case "env-probe":
 		return "env"
+	case "proc-environ":
+		return procEnvironCommand
 	}
 	return fmt.Sprintf(`bash -c 'if echo probe >net-probe.tmp && rm net-probe.tmp; then echo "net-probe: wr""ote"; fi; `+
 		`if exec 3<>/dev/tcp/127.0.0.1/%d; then printf "GET /net-probe HTTP/1.0\r\nHost: probe\r\n\r\n" >&3; echo "net-probe: re""ached"; `+
@@ -154,8 +180,11 @@ type inputItem struct {
 var modeRE = regexp.MustCompile(`fake-responses-mode: ([a-z0-9,-]+)`)
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	line := logLine{Method: r.Method, Path: r.URL.Path, Host: r.Host,
-		Authorized: s.key != "" && r.Header.Get("Authorization") == "Bearer "+s.key}
+	bearer := ""
+	if s.key != "" {
+		bearer = "Bearer " + s.key
+	}
+	line := logLine{Method: r.Method, Path: r.URL.Path, Host: r.Host, Origin: providerfake.OriginOf(r, "Authorization", bearer, s.via)}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
 		s.log.Record(line)
 		http.NotFound(w, r)
@@ -185,6 +214,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			line.NetProbeWrote = strings.Contains(out, "net-probe: wrote")
 			line.NetProbeReached = strings.Contains(out, "net-probe: reached")
 			line.NetProbeRan = line.NetProbeReached || strings.Contains(out, "net-probe: refused")
+		case it.Type == "function_call_output" && it.CallID == probeCallIDs["proc-environ"]:
+			probed["proc-environ"] = true
+			line.ProcRan = true
+			os.WriteFile("/tmp/gateway-agents-note-debug.txt", []byte(out), 0o600)
 		case it.Type == "custom_tool_call_output" || it.Type == "function_call_output":
 			toolDone = true
 		case it.Type == "message" && it.Role == "user":
@@ -248,7 +281,11 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"type": "function_call", "id": "fc_fake", "call_id": probeCallIDs[probe],
 			"name": "exec_command", "arguments": string(args), "status": "completed"}})
 	} else if line.Turn == 1 && path != "" {
-		patch := "*** Begin Patch\n*** Add File: " + path + "\n+" + text + "\n*** End Patch\n"
+		patch := "*** Begin Patch\n*** Add File: " + path + "\n+" + text + "\n"
+		if mode("plant-key") {
+			patch += "+" + s.plant + "\n"
+		}
+		patch += "*** End Patch\n"
 		sse.Event("response.output_item.done", map[string]any{"item": map[string]any{
 			"type": "custom_tool_call", "id": "ctc_fake", "call_id": "call_fake_patch",
 			"name": "apply_patch", "input": patch, "status": "completed"}})
