@@ -57,6 +57,7 @@ var ranks = map[string]int{
 	"pkg/debugview":          tierDomain + 2,
 	"pkg/github":             tierDomain + 3,
 	"pkg/delivery":           tierDomain + 4,
+	"pkg/intake":             tierDomain + 3, // builds on wire's task rules
 	"pkg/install":            tierDomain + 5,
 	"pkg/doctor":             tierDomain + 6, // reads the install layout and receipt
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/configfile"
 	"github.com/0k-lab/agent-forge/pkg/ident"
+	"github.com/0k-lab/agent-forge/pkg/intake"
 	"github.com/0k-lab/agent-forge/pkg/policy"
 	"github.com/0k-lab/agent-forge/pkg/secretscan"
 	"github.com/0k-lab/agent-forge/pkg/store"
@@ -133,6 +134,10 @@ type RepositoryConfig struct {
 	// RepositoryURL makes this a public-source repository the Gate clones
 	// and fetches (config_source.go); empty for a static registration.
 	RepositoryURL string `json:"repository_url,omitempty"`
+	// Intake lets GitHub issues and comments start this repository's
+	// jobs (DECISIONS 17, docs/intake.md): only a public-source
+	// repository with delivery has one.
+	Intake *intake.Config `json:"intake,omitempty"`
 }
 
 // ConfigError is a refused gate.json: it names the field and why, never a
@@ -285,12 +290,38 @@ func (c *Config) Validate() error {
 		if err := r.Budget.Validate(); err != nil {
 			return cfgErr(f+".budget", "%v", err)
 		}
+		if err := c.validateIntake(f, &r); err != nil {
+			return err
+		}
 	}
 	if err := c.validateSources(); err != nil {
 		return err
 	}
 	if c.Delivery != nil {
 		return c.Delivery.validate(c.OwnerTokenEnv, c.GitExecutable, c.Workers)
+	}
+	return nil
+}
+
+// validateIntake checks repository r's intake section (field f names r):
+// GitHub can start work only where the Gate delivers, so it needs the
+// delivery section and a repository_url.
+func (c *Config) validateIntake(f string, r *RepositoryConfig) error {
+	if r.Intake == nil {
+		return nil
+	}
+	if c.Delivery == nil {
+		return cfgErr(f+".intake", "needs the delivery section")
+	}
+	if r.RepositoryURL == "" {
+		return cfgErr(f+".intake", "needs repository_url (only public-source repositories are delivered)")
+	}
+	if err := r.Intake.Validate(); err != nil {
+		var fe *intake.FieldError
+		if errors.As(err, &fe) {
+			return cfgErr(f+".intake."+fe.Field, "%s", fe.Reason)
+		}
+		return cfgErr(f+".intake", "invalid")
 	}
 	return nil
 }

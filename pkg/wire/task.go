@@ -76,7 +76,7 @@ func (t CodingTask) Validate() error {
 	if !utf8.ValidString(t.Instruction) || strings.ContainsRune(t.Instruction, 0) {
 		return fieldErr("instruction", "must be UTF-8 without NUL")
 	}
-	if err := validateTests(t.Tests); err != nil {
+	if err := ValidateTests(t.Tests); err != nil {
 		return err
 	}
 	if (t.CommitAuthorName == "") != (t.CommitAuthorEmail == "") {
@@ -93,7 +93,11 @@ func (t CodingTask) Validate() error {
 	return nil
 }
 
-func validateTests(tests [][]string) error {
+// ValidateTests checks scoped-check commands (a task's tests, an intake's
+// checks): at most MaxTests argv lists of 1 to MaxTestArgs UTF-8 arguments
+// without NUL, the program non-empty, within MaxTestArgBytes each and
+// MaxTestsBytes together. The error is a *FieldError naming "tests".
+func ValidateTests(tests [][]string) error {
 	if len(tests) > MaxTests {
 		return fieldErr("tests", "at most 32 commands")
 	}
