@@ -146,6 +146,7 @@ agents_stop_worker() {
 }
 
 agents_gateway_port() {
+  # shellcheck disable=SC2034 # gateway_port is the caller's
   gateway_port=$(wait_log "$tmp/worker.log" "e.get('msg') == 'gateway'" | python3 -c 'import json,sys; print(json.load(sys.stdin)["port"])') ||
     fail "the Worker logged no gateway"
 }
