@@ -1,6 +1,8 @@
 # Homebrew Formula for the Agent Forge Worker on macOS (the template:
-# scripts/render-formula.sh fills in the release's version, commit and the
-# darwin archives' SHA-256 from its SHA256SUMS; the release workflow builds
+# scripts/render-formula.sh fills in the release's version, commit, the
+# darwin archives' SHA-256 from its SHA256SUMS and the Worker's binaries:
+# forge-worker, the reference plugin and every agent plugin of
+# pkg/install/agent-plugins.txt; the release workflow builds
 # the bottles and publishes the rendered Formula to the tap).
 class ForgeWorker < Formula
   desc "Agent Forge Worker and its plugins: runs agent jobs leased by a Gate"
@@ -21,7 +23,7 @@ class ForgeWorker < Formula
   depends_on :macos
 
   def install
-    bin.install "forge-worker", "forge-codex-plugin", "forge-ref-plugin"
+    bin.install @BINARIES@
   end
 
   def caveats
@@ -32,7 +34,7 @@ class ForgeWorker < Formula
   end
 
   test do
-    %w[forge-worker forge-codex-plugin forge-ref-plugin].each do |name|
+    %w[@BINARY_WORDS@].each do |name|
       assert_equal "#{name} @TAG@ @COMMIT@\n", shell_output("#{bin}/#{name} --version")
     end
   end

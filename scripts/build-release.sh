@@ -66,18 +66,6 @@ active=$(env -i PATH="$PATH" HOME="${HOME:-/nonexistent}" GOENV=off GOTOOLCHAIN=
 commit_time=$(git show -s --format=%ct "$commit")
 [[ $commit_time =~ ^[0-9]+$ ]] || die "cannot read the commit time"
 
-# Canonical matrix. Each line: archive-kind goos goarch binaries...
-matrix=(
-  "cli linux amd64 forge"
-  "cli linux arm64 forge"
-  "gate linux amd64 forge-gate"
-  "gate linux arm64 forge-gate"
-  "worker darwin amd64 forge-worker forge-codex-plugin forge-ref-plugin"
-  "worker darwin arm64 forge-worker forge-codex-plugin forge-ref-plugin"
-  "worker linux amd64 forge-worker forge-codex-plugin forge-ref-plugin"
-  "worker linux arm64 forge-worker forge-codex-plugin forge-ref-plugin"
-)
-
 # --- private work areas ---------------------------------------------------
 work='' stage=''
 cleanup() {
@@ -96,6 +84,31 @@ stage=$(mktemp -d "$out_parent/.forge-release-stage.XXXXXX") || die "cannot crea
 mkdir "$work/src" "$work/home" "$work/tmp" "$work/gopath" "$work/bin" "$work/pkg"
 
 git archive --format=tar "$commit" | tar -x -C "$work/src" -f -
+
+# The agent plugins the Worker archives carry: the commit's one list
+# (pkg/install/agent-plugins.txt, which the installer embeds).
+agent_list=$work/src/pkg/install/agent-plugins.txt
+[ -f "$agent_list" ] || die "the commit lacks pkg/install/agent-plugins.txt"
+agent_plugins=()
+while IFS= read -r p; do
+  [[ $p =~ ^forge-[a-z][a-z0-9]*-plugin$ ]] && [ "$p" != forge-ref-plugin ] ||
+    die "pkg/install/agent-plugins.txt holds a line that is not an agent plugin name"
+  agent_plugins+=("$p")
+done <"$agent_list"
+[ "${#agent_plugins[@]}" -gt 0 ] || die "pkg/install/agent-plugins.txt lists no agent plugin"
+worker_bins="forge-worker forge-ref-plugin ${agent_plugins[*]}"
+
+# Canonical matrix. Each line: archive-kind goos goarch binaries...
+matrix=(
+  "cli linux amd64 forge"
+  "cli linux arm64 forge"
+  "gate linux amd64 forge-gate"
+  "gate linux arm64 forge-gate"
+  "worker darwin amd64 $worker_bins"
+  "worker darwin arm64 $worker_bins"
+  "worker linux amd64 $worker_bins"
+  "worker linux arm64 $worker_bins"
+)
 
 for line in "${matrix[@]}"; do
   read -r _ _ _ bins <<<"$line"

@@ -19,7 +19,8 @@
 #   the allow line); the same-version
 #   re-run is byte-identical; the units' `systemd-analyze security` exposure
 #   is <= 2.0 (printed) and `systemd-analyze verify` has empty stderr;
-#   forge doctor is healthy and read-only, and unhealthy (exit 2) for a
+#   forge doctor is healthy (every agent plugin of the release installed
+#   and answering its version) and read-only, and unhealthy (exit 2) for a
 #   wrong mode, a changed binary, a tampered bin/forge (which never runs),
 #   /var/lib/agent-forge at 0777, a stopped Gate and a stopped Worker;
 #   refusals (tampered SHA256SUMS, an extra archive in SHA256SUMS or in the
@@ -349,7 +350,12 @@ done
 before=$(snapshot)
 doctor 0 doctor1.log
 doctor_has "RESULT healthy" doctor1.log
-[ "$(grep -c '^PASS ' "$tmp/doctor1.log")" = 14 ] || fail "doctor did not pass 14 checks"
+# Fourteen checks, and one per agent plugin of the release (installed,
+# its digest, then its --version).
+mapfile -t agent_plugins <"$repo_root/pkg/install/agent-plugins.txt"
+[ "$(grep -c '^PASS ' "$tmp/doctor1.log")" = $((14 + ${#agent_plugins[@]})) ] ||
+  fail "doctor did not pass $((14 + ${#agent_plugins[@]})) checks"
+for p in "${agent_plugins[@]}"; do doctor_has "PASS ${p#forge-}" doctor1.log; done
 sed 's/^/  /' "$tmp/doctor1.log"
 [ "$(snapshot)" = "$before" ] || fail "forge doctor changed files"
 tok_sha=$(c sha256sum /etc/agent-forge/gate.env | cut -d' ' -f1)

@@ -81,13 +81,17 @@ grep -Eqv '^[0-9a-f]{64}  [^ ]+$' "$tmp/out-a/SHA256SUMS" && fail "SHA256SUMS ha
 
 step "archive members, metadata and VERSION"
 commit_time=$(git -C "$here" show -s --format=%ct "$commit")
-python3 - "$tmp/out-a" "$version" "$commit" "$commit_time" <<'PY' || fail "archive metadata check failed"
+# The Worker archives carry every agent plugin of the commit's one list.
+agents=$(git -C "$here" show "$commit:pkg/install/agent-plugins.txt") || fail "the commit has no agent plugin list"
+python3 - "$tmp/out-a" "$version" "$commit" "$commit_time" "$agents" <<'PY' || fail "archive metadata check failed"
 import os, sys, tarfile
 out, version, commit, mtime = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+agents = sys.argv[5].split()
+assert agents and all(a.startswith("forge-") and a.endswith("-plugin") for a in agents), agents
 members = {
     "cli": ["VERSION", "forge"],
     "gate": ["VERSION", "forge-gate"],
-    "worker": ["VERSION", "forge-codex-plugin", "forge-ref-plugin", "forge-worker"],
+    "worker": ["VERSION"] + sorted(agents + ["forge-ref-plugin", "forge-worker"]),
 }
 for name in sorted(os.listdir(out)):
     if name == "SHA256SUMS":
@@ -232,6 +236,14 @@ for arch in arm64 amd64; do
 done
 grep -qxF "  version \"${version#v}\"" "$tmp/forge-worker.rb" || fail "the Formula names another version"
 grep -qF "#{name} $version $commit\\n" "$tmp/forge-worker.rb" || fail "the Formula's test does not expect the release's --version"
+# It installs and tests every binary of the Worker archive, each agent
+# plugin of the list included.
+# shellcheck disable=SC2086 # $agents is the list's words
+worker_bins=$(printf '%s\n' forge-worker forge-ref-plugin $agents | sort)
+grep -qxF "    bin.install $(sed 's/.*/"&"/' <<<"$worker_bins" | paste -sd, | sed 's/,/, /g')" "$tmp/forge-worker.rb" ||
+  fail "the Formula does not install exactly the Worker archive's binaries"
+grep -qxF "    %w[$(paste -sd' ' <<<"$worker_bins")].each do |name|" "$tmp/forge-worker.rb" ||
+  fail "the Formula's test does not check every Worker binary"
 if grep -q '@[A-Z0-9_]*@' "$tmp/forge-worker.rb"; then fail "the Formula has an unfilled placeholder"; fi
 ruby -c "$tmp/forge-worker.rb" >/dev/null || fail "the rendered Formula is not valid Ruby"
 # A tampered archive is refused.

@@ -15,7 +15,21 @@ die() { echo "render-formula: error: $*" >&2; exit 1; }
 [ $# -eq 2 ] || { echo "usage: scripts/render-formula.sh <release-dir> <url-base>" >&2; exit 2; }
 dir=$1 base=$2
 [[ $base =~ ^https://[A-Za-z0-9.-]+(/[A-Za-z0-9._~%-]+)*$ ]] || die "url-base must be an https URL without a trailing slash"
-template=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)/install/forge-worker.rb
+root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
+template=$root/install/forge-worker.rb
+# The Worker's binaries: forge-worker, the reference plugin and every agent
+# plugin of the one list (pkg/install/agent-plugins.txt), byte-wise sorted
+# as the archives hold them.
+agents=()
+while IFS= read -r p; do
+  [[ $p =~ ^forge-[a-z][a-z0-9]*-plugin$ ]] && [ "$p" != forge-ref-plugin ] || die "pkg/install/agent-plugins.txt holds a line that is not an agent plugin name"
+  agents+=("$p")
+done <"$root/pkg/install/agent-plugins.txt"
+[ "${#agents[@]}" -gt 0 ] || die "pkg/install/agent-plugins.txt lists no agent plugin"
+mapfile -t bins < <(printf '%s\n' forge-worker forge-ref-plugin "${agents[@]}" | sort)
+want_members="VERSION ${bins[*]} "
+install_list=$(printf '"%s", ' "${bins[@]}")
+install_list=${install_list%, }
 [ -f "$dir/SHA256SUMS" ] || die "$dir has no SHA256SUMS"
 shopt -s nullglob
 archives=("$dir"/agent-forge-worker_v*_darwin_arm64.tar.gz)
@@ -35,11 +49,12 @@ for arch in arm64 amd64; do
   [ "$actual" = "$listed" ] || die "$a does not match SHA256SUMS"
   sum[$arch]=$actual
   members=$(tar -tzf "$dir/$a" | tr '\n' ' ')
-  [ "$members" = "VERSION forge-codex-plugin forge-ref-plugin forge-worker " ] || die "$a does not hold exactly the Worker's files"
+  [ "$members" = "$want_members" ] || die "$a does not hold exactly the Worker's files"
   read -r v c < <(tar -xzOf "$dir/$a" VERSION)
   [ "$v" = "$tag" ] && [[ $c =~ ^[0-9a-f]{40}$ ]] || die "$a VERSION does not name its version and a commit"
   [ -z "$commit" ] || [ "$commit" = "$c" ] || die "the darwin archives name different commits"
   commit=$c
 done
 sed -e "s|@VERSION@|${tag#v}|g" -e "s|@TAG@|$tag|g" -e "s|@COMMIT@|$commit|g" -e "s|@URL_BASE@|$base|g" \
-  -e "s|@SHA256_ARM64@|${sum[arm64]}|g" -e "s|@SHA256_AMD64@|${sum[amd64]}|g" "$template"
+  -e "s|@SHA256_ARM64@|${sum[arm64]}|g" -e "s|@SHA256_AMD64@|${sum[amd64]}|g" \
+  -e "s|@BINARIES@|$install_list|g" -e "s|@BINARY_WORDS@|${bins[*]}|g" "$template"

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,22 +29,33 @@ const (
 	ExitUnhealthy = 2
 )
 
-// Checks are the check ids in report order.
-var Checks = []string{
-	"receipt",
-	"cli-identity",
-	"ancestors",
-	"immutable-files",
-	"mutable-paths",
-	"account-separation",
-	"gate-unit",
-	"worker-unit",
-	"worker-sandbox",
-	"gate-release",
-	"worker-connected",
-	"sqlite-schema",
-	"state-space",
-	"replication",
+// Checks are the check ids in report order: after worker-sandbox, one
+// per agent plugin the release ships (install.AgentPlugins), named for
+// it without "forge-" (codex-plugin for forge-codex-plugin).
+var Checks = checkList()
+
+func checkList() []string {
+	ids := []string{
+		"receipt",
+		"cli-identity",
+		"ancestors",
+		"immutable-files",
+		"mutable-paths",
+		"account-separation",
+		"gate-unit",
+		"worker-unit",
+		"worker-sandbox",
+	}
+	for _, p := range install.AgentPlugins() {
+		ids = append(ids, strings.TrimPrefix(p, "forge-"))
+	}
+	return append(ids,
+		"gate-release",
+		"worker-connected",
+		"sqlite-schema",
+		"state-space",
+		"replication",
+	)
 }
 
 // Run inspects the installation on h and writes the report to out and
@@ -177,6 +189,34 @@ func (d *doctor) check(id string) string {
 		return d.checkSpace()
 	case "replication":
 		return d.checkReplication()
+	default:
+		if bin := "forge-" + id; slices.Contains(install.AgentPlugins(), bin) {
+			return d.checkAgentPlugin(bin)
+		}
+	}
+	return ""
+}
+
+// checkAgentPlugin requires the agent plugin bin to be installed as the
+// receipt says and to answer --version with the installed release. As
+// for cli-identity, nothing runs before the ancestors and its digest
+// against the receipt have been checked.
+func (d *doctor) checkAgentPlugin(bin string) string {
+	path := install.BinDir + "/" + bin
+	r := d.receipt
+	i := slices.IndexFunc(r.Files, func(fr install.FileRecord) bool { return fr.Path == path })
+	if i < 0 {
+		return "the receipt does not list " + path
+	}
+	if p := first(install.CheckAncestors(d.f)); p != "" {
+		return "not run: " + p
+	}
+	if p := install.CheckRecord(d.f, r.Files[i]); p != "" {
+		return "not run: " + p
+	}
+	out, err := d.f.Run(d.ctx, path, "--version")
+	if err != nil || string(out) != bin+" "+r.Version+" "+r.Commit+"\n" {
+		return path + " does not report the installed release"
 	}
 	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,26 @@ func report(failing ...string) string {
 	return b.String() + "RESULT unhealthy\n"
 }
 
+// agentPluginChecks are the doctor's agent plugin check ids.
+func agentPluginChecks() []string {
+	var ids []string
+	for _, p := range install.AgentPlugins() {
+		ids = append(ids, strings.TrimPrefix(p, "forge-"))
+	}
+	return ids
+}
+
+// TestDoctorChecksEveryAgentPlugin: one check per shipped agent plugin,
+// after worker-sandbox.
+func TestDoctorChecksEveryAgentPlugin(t *testing.T) {
+	i := slices.Index(doctor.Checks, "worker-sandbox")
+	want := agentPluginChecks()
+	if len(want) < 2 || i < 0 || !slices.Equal(doctor.Checks[i+1:i+1+len(want)], want) ||
+		!slices.Contains(want, "claude-plugin") || !slices.Contains(want, "codex-plugin") {
+		t.Fatalf("checks %v", doctor.Checks)
+	}
+}
+
 func TestDoctorHealthyAndReadOnly(t *testing.T) {
 	e := installedMachine(t)
 	before := e.Digest()
@@ -104,7 +125,14 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 		}, failing: []string{"mutable-paths"}},
 		"writable ancestor": {break_: func(e *install.TestEnv) {
 			os.Chmod(filepath.Join(e.RootDir(), "etc"), 0o777)
-		}, failing: []string{"cli-identity", "ancestors"}},
+		}, failing: append([]string{"cli-identity", "ancestors"}, agentPluginChecks()...)},
+		"changed agent plugin": {break_: func(e *install.TestEnv) {
+			// Never run: its digest is checked first (a run would print
+			// the release line and pass).
+			f, _ := os.OpenFile(filepath.Join(e.RootDir(), install.BinDir, "forge-claude-plugin"), os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString("#\n")
+			f.Close()
+		}, failing: []string{"immutable-files", "claude-plugin"}},
 		"stopped gate": {break_: func(e *install.TestEnv) { e.SetActive(install.GateUnit, false) },
 			failing: []string{"gate-unit", "gate-release", "worker-connected"}},
 		"missing worker": {break_: func(e *install.TestEnv) { e.SetActive(install.WorkerUnit, false) },

@@ -1,6 +1,11 @@
 package install
 
-import "path"
+import (
+	_ "embed"
+	"path"
+	"slices"
+	"strings"
+)
 
 // Fixed installation layout (docs/install.md).
 const (
@@ -36,14 +41,32 @@ const (
 	DefaultListen = "127.0.0.1:18080"
 )
 
-// Binaries are the installed executables, in receipt order, and the
-// archive kind each comes from.
-var binaries = []struct{ name, kind string }{
-	{"forge", "cli"},
-	{"forge-codex-plugin", "worker"},
-	{"forge-gate", "gate"},
-	{"forge-ref-plugin", "worker"},
-	{"forge-worker", "worker"},
+// agentPluginList is the one list of the agent plugins a release ships,
+// one binary name a line: scripts/build-release.sh puts them in the
+// Worker archives, scripts/render-formula.sh in the Homebrew Formula, the
+// installer installs them and forge doctor checks each.
+//
+//go:embed agent-plugins.txt
+var agentPluginList string
+
+// AgentPlugins returns the agent plugin binaries of agent-plugins.txt, in
+// its (byte-wise sorted) order.
+func AgentPlugins() []string { return strings.Fields(agentPluginList) }
+
+// executable is an installed binary and the archive kind it comes from.
+type executable struct{ name, kind string }
+
+// binaries are the installed executables in receipt (byte-wise name)
+// order.
+var binaries = binaryList()
+
+func binaryList() []executable {
+	bs := []executable{{"forge", "cli"}, {"forge-gate", "gate"}, {"forge-ref-plugin", "worker"}, {"forge-worker", "worker"}}
+	for _, p := range AgentPlugins() {
+		bs = append(bs, executable{p, "worker"})
+	}
+	slices.SortFunc(bs, func(a, b executable) int { return strings.Compare(a.name, b.name) })
+	return bs
 }
 
 // Layout carries what may differ between hosts; production uses

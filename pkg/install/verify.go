@@ -44,9 +44,21 @@ func manifestNames(version string) []string {
 
 // archiveMembers lists each archive kind's members in archive order.
 var archiveMembers = map[string][]string{
-	"cli":    {"VERSION", "forge"},
-	"gate":   {"VERSION", "forge-gate"},
-	"worker": {"VERSION", "forge-codex-plugin", "forge-ref-plugin", "forge-worker"},
+	"cli":    archiveOf("cli"),
+	"gate":   archiveOf("gate"),
+	"worker": archiveOf("worker"),
+}
+
+// archiveOf lists the members of an archive kind from binaries: VERSION,
+// then its binaries in byte-wise order.
+func archiveOf(kind string) []string {
+	out := []string{"VERSION"}
+	for _, b := range binaries {
+		if b.kind == kind {
+			out = append(out, b.name)
+		}
+	}
+	return out
 }
 
 // ParseSums checks that data is exactly the six-entry Linux SHA256SUMS of
