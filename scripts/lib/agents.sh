@@ -76,7 +76,8 @@
 #   agents_check_success BASE NAME
 #                       the job NAME (its aggregate from wait_job) succeeded
 #                       on attempt 1 with the agent report of the
-#                       structured answer, and its candidate, a child of
+#                       structured answer and the usage the gateway
+#                       metered (the fakes' usage fields), and its candidate, a child of
 #                       BASE in $repo with the structured commit subject,
 #                       adds only NAME.txt holding "NAME from forge".
 #   agents_check_failed NAME N CODE [plugin-failed]
@@ -269,6 +270,15 @@ assert len(attempts) == 1 and attempts[0]["status"] == "succeeded", attempts
 rep = attempts[0].get("agent_report")
 assert rep == {"self_reported": True, "summary": "Added %s.txt as the task asked." % name,
                "changes": ["%s.txt: new file with one line" % name]}, rep
+# The gateway metered the attempt: every answer of the fakes reports 10
+# input and 5 output tokens (a stream cut after Anthropic's message_start
+# reports its 10 and 1), and the job's usage is its one attempt's.
+u = attempts[0].get("usage")
+assert u is not None and u["requests"] >= 1 and u["input_tokens"] >= 10 and u["cached_tokens"] == 0, u
+answers = u["input_tokens"] // 10
+assert u["input_tokens"] == 10 * answers and answers <= u["requests"] and answers <= u["output_tokens"] <= 5 * answers, u
+assert job.get("usage") == u, (job.get("usage"), u)
+print("job %s: the gateway metered %d requests, %d input and %d output tokens" % (name, u["requests"], u["input_tokens"], u["output_tokens"]))
 PY
   cand=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["job"]["candidate_sha"])' "$agg")
   [ "$(g show "$cand:$name.txt")" = "$name from forge" ] || fail "job $name: candidate lacks the file the agent wrote"
