@@ -26,6 +26,13 @@ func ValidGitHubOwner(s string) bool {
 	return true
 }
 
+// ValidGitHubLogin reports whether s is the login of a GitHub user or of
+// an App's bot account: an account name (ValidGitHubOwner), for a bot
+// followed by "[bot]".
+func ValidGitHubLogin(s string) bool {
+	return ValidGitHubOwner(strings.TrimSuffix(s, "[bot]"))
+}
+
 // ValidGitHubRepo reports whether s is a bare GitHub repository name (no
 // owner): 1..100 ASCII letters, digits, '.', '_' or '-', not "." or "..",
 // and not ending in ".git" (GitHub strips that suffix, so the name would

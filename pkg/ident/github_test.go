@@ -11,6 +11,11 @@ func TestGitHubNames(t *testing.T) {
 			t.Errorf("ValidGitHubOwner(%q) = %v", s, !want)
 		}
 	}
+	for s, want := range map[string]bool{"octocat": true, "agent-forge[bot]": true, "[bot]": false, "a[bot][bot]": false, "a[bot]x": false, "-a[bot]": false, "a\n": false} {
+		if ValidGitHubLogin(s) != want {
+			t.Errorf("ValidGitHubLogin(%q) = %v", s, !want)
+		}
+	}
 	for s, want := range map[string]bool{"project": true, "a.b_c-d": true, ".": false, "..": false, "x.git": false, "x.GIT": false, "o/r": false, "": false, strings.Repeat("r", 100): true, strings.Repeat("r", 101): false} {
 		if ValidGitHubRepo(s) != want {
 			t.Errorf("ValidGitHubRepo(%q) = %v", s, !want)

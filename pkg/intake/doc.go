@@ -1,7 +1,9 @@
 // Package intake is the Gate's side of work that starts on GitHub
-// (DECISIONS 17, 18): a repository's intake settings (Config) and the
+// (DECISIONS 17, 18): a repository's intake settings (Config), the rule
+// that decides whether a GitHub actor may start a job (Authorize), and the
 // fixed frame that turns an issue, frozen at trigger time, into a job's
-// instruction (Instruction).
+// instruction (Instruction). Triggers are stored once by
+// store.SubmitTrigger, with the job they start.
 //
 // # Trust
 //
@@ -13,7 +15,12 @@
 // the text they enclose, so the text cannot close the frame early. The
 // result is a deterministic function of its input.
 //
-// The poller that finds triggers, the rule that authorises their actors,
-// the status comments and the follow-up jobs on pull requests are not
-// built yet (docs/intake.md).
+// A trigger starts work only when GitHub's collaborator-permission answer
+// for its actor says write or better and the actor is no bot (Authorize);
+// author association, label rights and bot accounts, the Gate's own
+// included, never authorise.
+//
+// The poller that finds triggers and asks GitHub, the status comments
+// and the follow-up jobs on pull requests are not built yet
+// (docs/intake.md).
 package intake

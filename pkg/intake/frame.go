@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/0k-lab/agent-forge/pkg/ident"
+	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
@@ -21,13 +23,6 @@ const (
 	MaxCommentsBytes    = 16384 // the comments shown, with their heading lines
 	MaxComments         = 50
 	MaxRequestBytes     = 4096 // the triggering comment's text
-)
-
-// Trigger kinds.
-const (
-	KindLabel         = "label"          // an issue gained the intake label
-	KindComment       = "comment"        // an issue or pull request comment starts with the command
-	KindReviewComment = "review_comment" // a pull request review comment starts with the command
 )
 
 // Issue is an issue as it was when its trigger happened: the input of
@@ -49,8 +44,9 @@ type Comment struct {
 	Body   string
 }
 
-// Trigger is what started the job: its kind, the actor's login and, for
-// a comment, the comment's text.
+// Trigger is what started the job: its kind (store.TriggerLabel,
+// TriggerComment or TriggerReviewComment), the actor's login and, for a
+// comment, the comment's text.
 type Trigger struct {
 	Kind  string
 	Actor string
@@ -107,11 +103,11 @@ func Instruction(issue Issue) string {
 
 func how(kind string) string {
 	switch kind {
-	case KindLabel:
+	case store.TriggerLabel:
 		return "by adding the intake label to the issue"
-	case KindComment:
+	case store.TriggerComment:
 		return "by a comment with the command (quoted last, as the request)"
-	case KindReviewComment:
+	case store.TriggerReviewComment:
 		return "by a review comment with the command (quoted last, as the request)"
 	}
 	return "by a trigger of unknown kind"
@@ -131,7 +127,7 @@ func issueSection(issue Issue) string {
 	}
 	b.WriteString(bound(body, MaxBodyBytes, cut, cutMark) + "\n")
 	b.WriteString(commentsSection(issue.Comments))
-	if issue.Trigger.Kind == KindComment || issue.Trigger.Kind == KindReviewComment {
+	if issue.Trigger.Kind == store.TriggerComment || issue.Trigger.Kind == store.TriggerReviewComment {
 		text, cut := clean(issue.Trigger.Text, MaxRawPartBytes)
 		b.WriteString("\nRequest by " + login(issue.Trigger.Actor) + " (the comment that started this job):\n")
 		b.WriteString(bound(text, MaxRequestBytes, cut, cutMark) + "\n")
@@ -165,44 +161,20 @@ func commentsSection(comments []Comment) string {
 	return b.String()
 }
 
-// login returns s when it is a GitHub login (ValidLogin), else a
-// placeholder.
+// login returns s when it is a GitHub login, else a placeholder.
 func login(s string) string {
-	if ValidLogin(s) {
+	if ident.ValidGitHubLogin(s) {
 		return s
 	}
 	return unknown
-}
-
-// ValidLogin reports whether s is a GitHub login: 1 to 39 letters, digits
-// or single hyphens, not starting or ending with a hyphen, or an App's
-// bot account, such a name followed by "[bot]".
-func ValidLogin(s string) bool {
-	s = strings.TrimSuffix(s, "[bot]")
-	if len(s) == 0 || len(s) > 39 || s[0] == '-' || s[len(s)-1] == '-' || strings.Contains(s, "--") {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // repositoryName returns owner/name when it has GitHub's shape, else a
 // placeholder.
 func repositoryName(s string) string {
 	owner, name, ok := strings.Cut(s, "/")
-	if !ok || !ValidLogin(owner) || strings.HasSuffix(owner, "[bot]") || len(name) == 0 || len(name) > 100 || name == "." || name == ".." {
+	if !ok || !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(name) {
 		return unknown
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return unknown
-		}
 	}
 	return s
 }

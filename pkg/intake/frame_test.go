@@ -4,11 +4,13 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
 func baseIssue() Issue {
 	return Issue{Repository: "octo-org/hello", Number: 7, Title: "Fix the parser", Body: "It breaks on empty input.",
-		Author: "reporter", Trigger: Trigger{Kind: KindLabel, Actor: "maintainer"}}
+		Author: "reporter", Trigger: Trigger{Kind: store.TriggerLabel, Actor: "maintainer"}}
 }
 
 // checkInvariants asserts what every instruction keeps, whatever its
@@ -78,7 +80,7 @@ func TestInstructionFrame(t *testing.T) {
 		t.Fatal("token does not follow the text")
 	}
 	// A comment trigger quotes its request last.
-	in.Trigger = Trigger{Kind: KindComment, Actor: "bob", Text: "/forge please add a test"}
+	in.Trigger = Trigger{Kind: store.TriggerComment, Actor: "bob", Text: "/forge please add a test"}
 	q = quoted(t, Instruction(in))
 	if !strings.HasSuffix(q, "\nRequest by bob (the comment that started this job):\n/forge please add a test\n") {
 		t.Fatalf("request: %q", q)
@@ -150,7 +152,7 @@ func TestInstructionBounds(t *testing.T) {
 	in := baseIssue()
 	in.Title = strings.Repeat("t", 10<<20)
 	in.Body = strings.Repeat("é", 5<<20) // 10 MiB of two-byte runes
-	in.Trigger = Trigger{Kind: KindComment, Actor: "a-very-long-login-name-of-39-characters", Text: strings.Repeat("€", 1<<20)}
+	in.Trigger = Trigger{Kind: store.TriggerComment, Actor: "a-very-long-login-name-of-39-characters", Text: strings.Repeat("€", 1<<20)}
 	long := strings.Repeat("x", 1<<20)
 	for i := 0; i < 200; i++ {
 		in.Comments = append(in.Comments, Comment{Author: "a-very-long-login-name-of-39-characters", Body: long})

@@ -3,6 +3,8 @@ package intake
 import (
 	"strings"
 	"testing"
+
+	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
 // FuzzIntakeInstruction: whatever the issue holds, the instruction is
@@ -12,7 +14,7 @@ import (
 func FuzzIntakeInstruction(f *testing.F) {
 	f.Add("title", "body", "alice", "comment", "/forge go", uint8(1))
 	f.Fuzz(func(t *testing.T, title, body, author, comment, request string, kind uint8) {
-		kinds := []string{KindLabel, KindComment, KindReviewComment, "other"}
+		kinds := []string{store.TriggerLabel, store.TriggerComment, store.TriggerReviewComment, "other"}
 		in := Issue{Repository: "octo-org/hello", Number: 1, Title: title, Body: body, Author: author,
 			Comments: []Comment{{Author: author, Body: comment}, {Author: "bob", Body: body + comment}},
 			Trigger:  Trigger{Kind: kinds[int(kind)%len(kinds)], Actor: author, Text: request}}

@@ -161,6 +161,14 @@
 // merged ends the job succeeded, failed ends it failed with the delivery
 // code. ActiveDeliveries lists what a starting Gate resumes.
 //
+// Intake (DECISIONS 17, 18): SubmitTrigger creates an intake job and its
+// intake_triggers row (repository, trigger kind, GitHub event id; the
+// job, the issue or pull request number, the actor, the time) in one
+// savepoint of one transaction, or, when that trigger is already stored,
+// writes nothing and answers taken with the job it started: a re-poll, a
+// restart or a second poller never starts a second job for one event.
+// TriggerJob reads that answer without writing.
+//
 // Fence errors (checked in this order): ErrNotFound (unknown attempt or
 // other job), ErrStale (attempt bound to another lane/generation, finished,
 // or the generation is no longer live), ErrExpired (attempt expired or now

@@ -10,7 +10,7 @@ import (
 // SchemaVersion is the schema version this build migrates databases to.
 // forge doctor and the installer compare it with a database's recorded
 // version (see ReadSchemaVersion).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrations returns the ordered schema steps: element i moves a database
 // from version i to version i+1. Steps are append-only: never edit a
@@ -169,6 +169,21 @@ ALTER TABLE attempts ADD COLUMN usage_requests INTEGER CHECK (usage_requests IS 
 ALTER TABLE attempts ADD COLUMN usage_input_tokens INTEGER CHECK (usage_input_tokens IS NULL OR usage_input_tokens >= 0);
 ALTER TABLE attempts ADD COLUMN usage_output_tokens INTEGER CHECK (usage_output_tokens IS NULL OR usage_output_tokens >= 0);
 ALTER TABLE attempts ADD COLUMN usage_cached_tokens INTEGER CHECK (usage_cached_tokens IS NULL OR usage_cached_tokens >= 0);
+`,
+		// 3: the GitHub events that started intake jobs (DECISIONS 17,
+		// 18), each stored once, in the transaction that creates its
+		// job (SubmitTrigger). Times in microseconds.
+		`
+CREATE TABLE intake_triggers (
+  repository_id TEXT NOT NULL,
+  kind          TEXT NOT NULL CHECK (kind = 'label' OR kind = 'comment' OR kind = 'review_comment'),
+  event_id      INTEGER NOT NULL CHECK (event_id >= 1),
+  job_seq       INTEGER NOT NULL UNIQUE REFERENCES jobs (seq),
+  number        INTEGER NOT NULL CHECK (number >= 1),
+  actor         TEXT NOT NULL,
+  created_at    INTEGER NOT NULL,
+  PRIMARY KEY (repository_id, kind, event_id)
+) WITHOUT ROWID;
 `,
 	}
 }

@@ -140,12 +140,14 @@ func TestUsageMigrationLeavesOldRowsUnmetered(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	// Back to version 1: the columns step 2 adds are not there.
+	// Back to version 1: the columns step 2 adds are not there, nor what
+	// later steps add.
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
+		"DROP TABLE intake_triggers",
 		"ALTER TABLE attempts DROP COLUMN usage_requests", "ALTER TABLE attempts DROP COLUMN usage_input_tokens",
 		"ALTER TABLE attempts DROP COLUMN usage_output_tokens", "ALTER TABLE attempts DROP COLUMN usage_cached_tokens",
 		"UPDATE schema_version SET version = 1",
