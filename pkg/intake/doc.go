@@ -1,8 +1,9 @@
 // Package intake is the Gate's side of work that starts on GitHub
 // (DECISIONS 17, 18): a repository's intake settings (Config), the rule
-// that decides whether a GitHub actor may start a job (Authorize), and the
-// fixed frame that turns an issue, frozen at trigger time, into a job's
-// instruction (Instruction). Triggers are stored once by
+// that decides whether a GitHub actor may start a job (Authorize), which
+// comments are commands (StartsWithCommand), and the fixed frame that
+// turns an issue, frozen at trigger time, into a job's instruction
+// (Instruction). Triggers are stored once by
 // store.SubmitTrigger, with the job they start.
 //
 // # Trust

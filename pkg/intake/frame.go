@@ -23,6 +23,8 @@ const (
 	MaxCommentsBytes    = 16384 // the comments shown, with their heading lines
 	MaxComments         = 50
 	MaxRequestBytes     = 4096 // the triggering comment's text
+	MaxPathBytes        = 1024 // a review comment's file
+	MaxDiffHunkBytes    = 4096 // a review comment's diff hunk
 )
 
 // Issue is an issue as it was when its trigger happened: the input of
@@ -51,6 +53,11 @@ type Trigger struct {
 	Kind  string
 	Actor string
 	Text  string
+	// A review comment's place: the file's path, the line (0: the whole
+	// file) and the diff hunk GitHub shows above it.
+	Path     string
+	Line     int
+	DiffHunk string
 }
 
 // Marks of cut text and left-out comments.
@@ -118,7 +125,7 @@ func how(kind string) string {
 func issueSection(issue Issue) string {
 	var b strings.Builder
 	title, cut := clean(issue.Title, MaxRawPartBytes)
-	title = strings.TrimSpace(strings.NewReplacer("\n", " ", "\t", " ").Replace(title))
+	title = oneLine(title)
 	b.WriteString("Title: " + bound(title, MaxTitleBytes, cut, titleCutMark) + "\n")
 	b.WriteString("Opened by: " + login(issue.Author) + "\n\nBody:\n")
 	body, cut := clean(issue.Body, MaxRawPartBytes)
@@ -132,7 +139,28 @@ func issueSection(issue Issue) string {
 		b.WriteString("\nRequest by " + login(issue.Trigger.Actor) + " (the comment that started this job):\n")
 		b.WriteString(bound(text, MaxRequestBytes, cut, cutMark) + "\n")
 	}
+	if issue.Trigger.Kind == store.TriggerReviewComment {
+		b.WriteString(reviewPlace(issue.Trigger))
+	}
 	return b.String()
+}
+
+// reviewPlace is where a review comment was made: its file, line and
+// diff hunk, cleaned and bounded like the rest.
+func reviewPlace(tr Trigger) string {
+	path, cut := clean(tr.Path, MaxRawPartBytes)
+	path = bound(oneLine(path), MaxPathBytes, cut, titleCutMark)
+	where := "\nThe review comment is on the file " + path
+	if tr.Line > 0 {
+		where += ", line " + strconv.Itoa(tr.Line)
+	}
+	hunk, cut := clean(tr.DiffHunk, MaxRawPartBytes)
+	return where + ", below this diff hunk:\n" + bound(hunk, MaxDiffHunkBytes, cut, cutMark) + "\n"
+}
+
+// oneLine turns newlines and tabs into spaces and trims the ends.
+func oneLine(s string) string {
+	return strings.TrimSpace(strings.NewReplacer("\n", " ", "\t", " ").Replace(s))
 }
 
 // commentsSection renders the latest comments that fit MaxComments and

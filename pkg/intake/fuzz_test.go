@@ -17,11 +17,18 @@ func FuzzIntakeInstruction(f *testing.F) {
 		kinds := []string{store.TriggerLabel, store.TriggerComment, store.TriggerReviewComment, "other"}
 		in := Issue{Repository: "octo-org/hello", Number: 1, Title: title, Body: body, Author: author,
 			Comments: []Comment{{Author: author, Body: comment}, {Author: "bob", Body: body + comment}},
-			Trigger:  Trigger{Kind: kinds[int(kind)%len(kinds)], Actor: author, Text: request}}
+			Trigger: Trigger{Kind: kinds[int(kind)%len(kinds)], Actor: author, Text: request,
+				Path: title, Line: int(kind), DiffHunk: comment}}
 		out := Instruction(in)
 		checkInvariants(t, out)
 		if out != Instruction(in) {
 			t.Fatal("not deterministic")
+		}
+		if StartsWithCommand(request, "/forge") {
+			text, _ := clean(request, MaxRawPartBytes)
+			if !strings.Contains(text, "/forge") {
+				t.Fatal("a command matched that the text does not show")
+			}
 		}
 		if plain := "keep-" + strings.Map(func(r rune) rune {
 			if r >= 'a' && r <= 'z' {
@@ -30,6 +37,8 @@ func FuzzIntakeInstruction(f *testing.F) {
 			return -1
 		}, body); len(plain) < 1000 && !strings.Contains(Instruction(Issue{Body: plain}), "\n"+plain+"\n") {
 			t.Fatal("plain text lost")
+		} else if len(plain) < 1000 && !StartsWithCommand("/forge "+plain, "/forge") {
+			t.Fatal("a plain command not matched")
 		}
 	})
 }
