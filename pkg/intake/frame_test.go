@@ -224,3 +224,23 @@ func TestForbiddenSet(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkInstructionHostile: a 10 MiB body of comment openers and
+// invisible characters, a 10 MiB title and 200 comments of 1 MiB, the
+// largest work one instruction does (each part is read up to
+// MaxRawPartBytes).
+func BenchmarkInstructionHostile(b *testing.B) {
+	in := baseIssue()
+	in.Title = strings.Repeat("\u202e<!-", 10<<20/7)
+	in.Body = strings.Repeat("<!<!-- x -->--\u200b", 10<<20/18)
+	long := strings.Repeat("y", 1<<20)
+	for i := 0; i < 200; i++ {
+		in.Comments = append(in.Comments, Comment{Author: "alice", Body: long})
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if len(Instruction(in)) > MaxInstructionBytes {
+			b.Fatal("too long")
+		}
+	}
+}

@@ -19,7 +19,7 @@ import (
 // CRLF and a lone CR into a newline first.
 func Forbidden(r rune) bool {
 	switch {
-	case r == '\n' || r == '\t':
+	case r >= 0x20 && r < 0x7f, r == '\n', r == '\t':
 		return false
 	case r < 0x20 || r >= 0x7f && r <= 0x9f:
 		return true

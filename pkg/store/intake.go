@@ -42,6 +42,11 @@ func (tr Trigger) valid() bool {
 		tr.Number >= 1 && tr.Number <= MaxGitHubID && ident.ValidGitHubLogin(tr.Actor)
 }
 
+// triggerJobSQL selects the id of the job a trigger (repository, kind,
+// event id) started.
+const triggerJobSQL = `SELECT jobs.id FROM intake_triggers JOIN jobs ON jobs.seq = intake_triggers.job_seq
+WHERE intake_triggers.repository_id = ? AND intake_triggers.kind = ? AND intake_triggers.event_id = ?`
+
 // SubmitTrigger persists a new coding job for trigger tr, and tr with it,
 // in one durable transaction (Submit's), unless tr is already stored:
 // then it writes nothing and reports taken with the job tr started
@@ -61,8 +66,7 @@ func (s *Store) SubmitTrigger(ctx context.Context, j NewJob, tr Trigger, now tim
 	var earlier string
 	err = s.w.do(ctx, func(t *wtx) error {
 		earlier = ""
-		err := t.queryRow(`SELECT jobs.id FROM intake_triggers JOIN jobs ON jobs.seq = intake_triggers.job_seq
-WHERE intake_triggers.repository_id = ? AND intake_triggers.kind = ? AND intake_triggers.event_id = ?`,
+		err := t.queryRow(triggerJobSQL,
 			tr.RepositoryID, tr.Kind, tr.EventID).Scan(&earlier)
 		if err == nil {
 			return nil
@@ -91,8 +95,7 @@ VALUES (?, ?, ?, (SELECT seq FROM jobs WHERE id = ?), ?, ?, ?)`,
 // eventID) started, and whether it is stored at all.
 func (s *Store) TriggerJob(ctx context.Context, repositoryID, kind string, eventID int64) (jobID string, ok bool, err error) {
 	err = s.read(ctx, func(q querier) error {
-		err := q.QueryRowContext(ctx, `SELECT jobs.id FROM intake_triggers JOIN jobs ON jobs.seq = intake_triggers.job_seq
-WHERE intake_triggers.repository_id = ? AND intake_triggers.kind = ? AND intake_triggers.event_id = ?`,
+		err := q.QueryRowContext(ctx, triggerJobSQL,
 			repositoryID, kind, eventID).Scan(&jobID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
