@@ -8,7 +8,7 @@
 #  1. Gate (file database, an env file holding both tokens, a stand-in App
 #     private key in its state directory) and a Worker (a static repository
 #     registration; the hostile agent as its only plugin) start; a collector
-#     listens on loopback TCP for the agent's reports and on an abstract
+#     listens on a UNIX socket for the agent's reports and on an abstract
 #     UNIX socket of its own (a target for the agent).
 #  2. Sandboxed (worker.json without "sandbox": Landlock): a text job and a
 #     coding job whose scoped check is the hostile agent too. Every try of
@@ -21,7 +21,10 @@
 #     told about and of its repository's files by every route, through an
 #     io_uring (an attribute, an ACL that is an effective chmod 0666), set-ID
 #     bits, its own roots, the fs-verity and fscrypt ioctls, the Gate's
-#     API without and with anything found) is counted; a try reached when it
+#     API without and with anything found, the network: TCP to the
+#     collector's listener on loopback and on 198.51.100.7 (an address of
+#     lo, not loopback), DNS over UDP to its responder, a TCP Fast Open
+#     send, the resolver) is counted; a try reached when it
 #     succeeded or when what it read holds a secret (either token, the key).
 #     Printed: tried=N reached=0 (required), per source. Besides Gate and
 #     Worker (non-dumpable) a decoy of the same account, dumpable, with a
@@ -85,8 +88,9 @@ source "$(dirname "$0")/lib/e2e.sh"
 # shellcheck source-path=SCRIPTDIR source=lib/netns.sh
 source "$(dirname "$0")/lib/netns.sh"
 
-# collect ADDR_FILE REPORT_FILE: accept reports (JSON lines) on loopback TCP
-# until killed; also hold an abstract UNIX socket open as a target.
+# collect ADDR_FILE REPORT_FILE: accept reports (JSON lines) on a UNIX
+# socket beside ADDR_FILE (its path goes to ADDR_FILE) until killed; also
+# hold an abstract UNIX socket open as a target.
 collect() {
   exec python3 - "$1" "$2" <<'PY'
 import json, os, socket, sys, threading
@@ -96,22 +100,29 @@ abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 abstract.bind("\0forge-hostile-agent-e2e-%d" % os.getpid())
 abstract.listen(16)
 threading.Thread(target=lambda: [abstract.accept()[0].close() for _ in iter(int, 1)], daemon=True).start()
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
+# A pathname UNIX socket beside ADDR_FILE: the sandbox lets the agent
+# open no TCP connection but to the Worker's gateway and proxy.
+path = os.path.join(os.path.dirname(os.path.abspath(addr_file)), "collector.sock")
+if os.path.exists(path):
+    os.unlink(path)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+os.chmod(path, 0o777)
 s.listen(16)
 with open(addr_file + ".tmp", "w") as f:
-    f.write("127.0.0.1:%d" % s.getsockname()[1])
+    f.write(path)
 os.rename(addr_file + ".tmp", addr_file)
 # A barrier line {"barrier": NAME, "container": PATH, "parties": N} holds
 # the connection until N containers arrived at NAME (or 30 s passed), then
 # answers {"peers": [the others' containers]} and logs the release.
-barriers, cond = {}, threading.Condition()
+barriers, cond, proxies = {}, threading.Condition(), {}
 def barrier(c, req):
     name, parties = str(req["barrier"]), int(req["parties"])
     with cond:
         b = barriers.setdefault(name, {"in": [], "gen": 0})
         gen = b["gen"]
         b["in"].append(str(req["container"]))
+        proxies[str(req["container"])] = str(req.get("proxy", ""))
         if len(b["in"]) >= parties:
             b["out"], b["in"], b["gen"] = b["in"], [], gen + 1
             cond.notify_all()
@@ -122,9 +133,40 @@ def barrier(c, req):
                 cond.notify_all()
         arrived = b["out"]
     peers = [p for p in arrived if p != req["container"]]
-    c.sendall((json.dumps({"peers": peers}) + "\n").encode())
+    others = [proxies.get(p, "") for p in peers if proxies.get(p, "")]
+    c.sendall((json.dumps({"peers": peers, "proxies": others}) + "\n").encode())
     with lock, open(out + ".barriers", "a") as f:
         f.write(json.dumps({"barrier": name, "arrived": len(arrived)}) + "\n")
+# Network stand-ins for the agent's direct tries: a TCP listener saying
+# hello on every address (loopback, and FAR_ADDR, an address of lo that is
+# not loopback), a UDP responder answering any DNS query. A
+# {"targets": 1} line is answered with their addresses.
+far = os.environ.get("HOSTILE_FAR_ADDR", "")
+tcp = socket.socket()
+tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+tcp.bind(("0.0.0.0", 0))
+tcp.listen(16)
+def hello():
+    while True:
+        c, _ = tcp.accept()
+        try:
+            c.sendall(b"hello\n")
+        except OSError:
+            pass
+        c.close()
+threading.Thread(target=hello, daemon=True).start()
+udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+udp.bind(("127.0.0.1", 0))
+def dns():
+    while True:
+        q, peer = udp.recvfrom(512)
+        udp.sendto(q[:2] + b"\x81\x80" + q[4:], peer)
+threading.Thread(target=dns, daemon=True).start()
+targets = {"tcp": "127.0.0.1:%d" % tcp.getsockname()[1], "udp": "127.0.0.1:%d" % udp.getsockname()[1],
+           "tcp_far": "%s:%d" % (far or "127.0.0.1", tcp.getsockname()[1])}
+with open(addr_file + ".targets.tmp", "w") as f:
+    json.dump(targets, f)
+os.rename(addr_file + ".targets.tmp", addr_file + ".targets")
 def serve(c):
     data = b""
     while True:
@@ -135,6 +177,9 @@ def serve(c):
         if data.startswith(b'{"barrier"') and b"\n" in data:
             line, data = data.split(b"\n", 1)
             barrier(c, json.loads(line))
+        if data.startswith(b'{"targets"') and b"\n" in data:
+            line, data = data.split(b"\n", 1)
+            c.sendall((json.dumps(targets) + "\n").encode())
     c.close()
     with lock, open(out, "ab") as f:
         f.write(data)
@@ -151,11 +196,16 @@ count() {
 import base64, collections, json, sys
 report, secrets = sys.argv[1], [s.encode() for s in sys.argv[2:] if s]
 tried, reached = collections.Counter(), collections.Counter()
+allowed, allowed_ok = collections.Counter(), collections.Counter()
 who = collections.Counter()
 where = collections.defaultdict(list)
 for line in open(report, "rb").read().splitlines():
     t = json.loads(line)
     kind = t["kind"]
+    if kind.startswith("allowed-"):  # what the policy allows: no try
+        allowed[kind] += 1
+        allowed_ok[kind] += 1 if t["ok"] else 0
+        continue
     tried[kind] += 1
     who[t["who"]] += 1
     data = base64.b64decode(t.get("data", ""))
@@ -167,6 +217,8 @@ for k in sorted(tried):
     print("  %-16s tried=%-5d reached=%d" % (k, tried[k], reached[k]))
     for w in sorted(set(where[k]))[:3]:
         print("      e.g. " + w)
+for k in sorted(allowed):
+    print("  %-16s used=%-5d worked=%d" % (k, allowed[k], allowed_ok[k]))
 print("  by source: " + " ".join("%s=%d" % kv for kv in sorted(who.items())))
 print("tried=%d reached=%d" % (sum(tried.values()), sum(reached.values())))
 sys.exit(1 if sum(reached.values()) else 0)
@@ -253,14 +305,23 @@ source_setup() {
 }
 source_setup
 
+# An address of this host that is not loopback (on lo: the namespace has
+# no other device), for the agent's direct connection beside loopback.
+ip addr add 198.51.100.7/32 dev lo || fail "add a non-loopback address"
+export HOSTILE_FAR_ADDR=198.51.100.7
 # The collector runs as the caller (root in CI): not a target of signals.
 collect "$tmp/collector.addr" "$tmp/reports/current.jsonl" 2>"$tmp/collector.log" &
 pids+=($!)
-for _ in $(seq 200); do [ -s "$tmp/collector.addr" ] && break; sleep 0.05; done
+for _ in $(seq 200); do [ -s "$tmp/collector.addr.targets" ] && break; sleep 0.05; done
 report_addr=$(cat "$tmp/collector.addr") || fail "collector did not start"
+# The policy lets the attempts (plugin and checks) reach the collector's
+# listener on its non-loopback address through their CONNECT proxies, and
+# nothing else.
+far_target=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tcp_far"])' "$tmp/collector.addr.targets") ||
+  fail "no collector targets"
 
 envs='["PATH","HOSTILE_REPORT","HOSTILE_READ","HOSTILE_WRITE","HOSTILE_GATE","HOSTILE_GATE_REPOS","HOSTILE_ATTEMPTS","HOSTILE_PEERS"]'
-exec_policy='{"plugin_id":"hostile","environment":'$envs',"plugin_timeout":"2m","check_timeout":"2m","git_timeout":"1m","cleanup_timeout":"5s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}'
+exec_policy='{"plugin_id":"hostile","environment":'$envs',"plugin_timeout":"2m","check_timeout":"2m","git_timeout":"1m","cleanup_timeout":"5s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576,"network_allow":["'$far_target'"],"network_checks":true}'
 cat >"$tmp/gate.json" <<EOF
 {"version":1,"listen":"127.0.0.1:0","database":"$tmp/state/forge.db","owner_token_env":"FORGE_OWNER_TOKEN",
  "recovery_interval":"200ms","lease_poll_interval":"100ms","default_pool":"local",
@@ -418,6 +479,12 @@ sparse_round() {
 }
 
 secrets=("$FORGE_OWNER_TOKEN" "$FORGE_WORKER_TOKEN" "$key_marker" "$decoy_token" "$attempt_secret")
+# The network around the Worker's gateway (net.go): direct TCP to a
+# loopback port and to a non-loopback address, DNS over UDP, TCP Fast Open;
+# beside them (not required to reach unconfined) a CONNECT through the
+# attempt's proxy to a host its policy does not list (the proxy refuses it
+# either way) and, in the public-source layout, the other attempt's proxy.
+net_kinds="net-tcp-loopback net-tcp-far net-udp-dns net-fastopen"
 source_kinds="cache-read cache-write cache-chmod alternates attempt-read attempt-write gate-repo-read gate-repo-write worker-source worker-candidate"
 
 # 2. Sandboxed (the default).
@@ -437,18 +504,38 @@ meta_kinds="meta-chmod meta-utimes meta-xattr meta-symlink meta-procfd meta-dirf
 meta_kinds="$meta_kinds meta-uring-xattr meta-uring-acl meta-setuid meta-setgid meta-root meta-verity meta-fscrypt"
 [ "$(uname -m)" = x86_64 ] && meta_kinds="$meta_kinds meta-i386"
 for kind in proc-environ proc-mem proc-fd signal ptrace abstract-socket read list write symlink hardlink gate-no-token \
-  $meta_kinds meta-chown sparse-plant sparse-job sparse-worker; do
+  $meta_kinds meta-chown sparse-plant sparse-job sparse-worker $net_kinds net-resolve; do
   grep -q "^  $kind " "$tmp/count-sandboxed.out" || fail "no $kind try"
 done
+# What the sandbox and the proxy refused is in the coding attempt's
+# evidence: a network record, by host and port (the collector's listener
+# among them), nothing else of the tries.
+python3 - "$tmp/agg-sandboxed-coding.json" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tcp"])' "$tmp/collector.addr.targets")" <<'PY' ||
+import json, sys
+agg, target = json.load(open(sys.argv[1])), sys.argv[2]
+recs = [r for a in agg["attempts"] for r in a.get("evidence", []) if r["phase"] == "network"]
+assert len(recs) == 1, recs
+r = recs[0]
+assert r["reason"] == "refused" and r["refused_count"] >= len(r["refused"]) >= 2, r
+dests = {"%s:%d" % (d["host"], d["port"]) for d in r["refused"]}
+assert target in dests, (target, dests)
+print("hostile-agent-e2e: the coding attempt's evidence: %d refused connections, %d destinations kept" % (r["refused_count"], len(r["refused"])))
+PY
+  fail "the coding attempt's evidence holds no network record naming the refused destinations"
+# The proxy works for what the policy allows, from the plugin and the check.
+grep -Eq "^  allowed-proxy +used=[1-9][0-9]* +worked=[1-9]" "$tmp/count-sandboxed.out" ||
+  fail "the attempt's proxy did not reach the host its policy allows"
 echo "hostile-agent-e2e: sandboxed, public-source layout (source cache, attempt container, the Gate's bundle routes):"
 count "$tmp/reports/sandboxed-source.jsonl" "${secrets[@]}" >"$tmp/count-sandboxed-source.out" || {
   cat "$tmp/count-sandboxed-source.out"
   fail "the sandboxed agent reached something in the public-source layout"
 }
 cat "$tmp/count-sandboxed-source.out"
-for kind in $source_kinds proc-environ read write sparse-plant sparse-job; do
+for kind in $source_kinds proc-environ read write sparse-plant sparse-job $net_kinds net-proxy-refused net-other-proxy; do
   grep -q "^  $kind " "$tmp/count-sandboxed-source.out" || fail "public-source layout: no $kind try"
 done
+grep -Eq "^  allowed-proxy +used=[1-9][0-9]* +worked=[1-9]" "$tmp/count-sandboxed-source.out" ||
+  fail "public-source layout: the attempt's proxy did not reach the host its policy allows"
 
 # 3. Unconfined: the same agent reaches things.
 run_phase none '"sandbox":"none",'
@@ -459,7 +546,7 @@ if count "$tmp/reports/none.jsonl" "${secrets[@]}" >"$tmp/count-none.out"; then
   fail "with sandbox none the agent reached nothing: the checks cannot fail"
 fi
 cat "$tmp/count-none.out"
-for kind in proc-environ proc-mem proc-fd ptrace read write signal gate-replay $meta_kinds; do
+for kind in proc-environ proc-mem proc-fd ptrace read write signal gate-replay $meta_kinds $net_kinds; do
   grep -Eq "^  $kind +tried=[0-9]+ +reached=[1-9]" "$tmp/count-none.out" || fail "unconfined, $kind reached nothing"
 done
 echo "hostile-agent-e2e: \"sandbox\": \"none\", public-source layout:"
@@ -468,7 +555,7 @@ if count "$tmp/reports/none-source.jsonl" "${secrets[@]}" >"$tmp/count-none-sour
   fail "public-source layout, with sandbox none the agent reached nothing: the checks cannot fail"
 fi
 cat "$tmp/count-none-source.out"
-for kind in cache-read cache-write cache-chmod alternates attempt-read attempt-write gate-repo-read gate-repo-write worker-source worker-candidate; do
+for kind in cache-read cache-write cache-chmod alternates attempt-read attempt-write gate-repo-read gate-repo-write worker-source worker-candidate net-other-proxy; do
   grep -Eq "^  $kind +tried=[0-9]+ +reached=[1-9]" "$tmp/count-none-source.out" || fail "unconfined, public-source layout: $kind reached nothing"
 done
 # The Gate, not the sandbox, binds a bundle request to the lane's current
@@ -483,6 +570,9 @@ if ! grep -Eq "^  sparse-job +tried=2 +reached=0" "$tmp/count-none.out" ||
   ! grep -Eq "^  sparse-worker +tried=1 +reached=0" "$tmp/count-none.out"; then
   fail "unconfined: a sparse job did not fail, or the Worker did not survive it"
 fi
+# The proxy, not the sandbox, checks the host a CONNECT names.
+grep -Eq "^  net-proxy-refused +tried=[1-9][0-9]* +reached=0" "$tmp/count-none.out" ||
+  fail "unconfined: a CONNECT to a host the policy does not list was not tried, or reached"
 
 stop Gate "$gate_pid"
 echo "HOSTILE-AGENT-E2E PASS"

@@ -547,7 +547,9 @@ doctor_has "RESULT healthy" doctor-final.log
 # links and the Gate's API must reach nothing.
 c install -d -m 0755 /opt/forge-e2e
 c install -m 0755 /mnt/share/hostile-agent /opt/forge-e2e/hostile-agent
-c install -d -m 0700 /run/hostile
+# 0711: the agent (the Worker's account) connects to the collector's
+# UNIX socket in it by name; it can list nothing there.
+c install -d -m 0711 /run/hostile
 key_marker=APP-KEY-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
 c install -d -m 0700 -o agent-forge-gate -g agent-forge-gate /etc/agent-forge/gate-keys
 printf -- '-----BEGIN RSA PRIVATE KEY-----\n%s\n-----END RSA PRIVATE KEY-----\n' "$key_marker" |

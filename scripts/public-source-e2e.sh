@@ -464,16 +464,18 @@ if ip netns exec forge-wb curl -s -o /dev/null --max-time 3 "http://127.0.0.1:${
 if as_user "$ub" test -r "$pub2"; then fail "worker-b's account can read the public repository root"; fi
 if as_user "$ua" test -r "$tmp/wb/runtime"; then fail "worker-a's account can read worker-b's directories"; fi
 
-# The first job's plugin waits on a rendezvous on the Gate's address,
-# which both Workers' sandboxed plugins can reach (worker-b through its
-# veth): the connection is held until $tmp/release exists.
+# The first job's plugin waits on a rendezvous, a UNIX socket both
+# Workers' sandboxed plugins can reach (their sandboxes open no TCP
+# connection but to the Worker's gateway): the connection is held until
+# $tmp/release exists.
 python3 - "$tmp" <<'PY' &
 import os, socket, sys, time
 tmp = sys.argv[1]
-s = socket.socket()
-s.bind(("10.231.0.1", 0))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(tmp + "/hold.sock")
+os.chmod(tmp + "/hold.sock", 0o777)
 s.listen(1)
-open(tmp + "/hold.addr.tmp", "w").write("10.231.0.1:%d" % s.getsockname()[1])
+open(tmp + "/hold.addr.tmp", "w").write(tmp + "/hold.sock")
 os.rename(tmp + "/hold.addr.tmp", tmp + "/hold.addr")
 c, _ = s.accept()
 while not os.path.exists(tmp + "/release"):
@@ -482,7 +484,7 @@ c.close()
 PY
 pids+=($!)
 for _ in $(seq 200); do [ -s "$tmp/hold.addr" ] && break; sleep 0.05; done
-hold=tcp:$(cat "$tmp/hold.addr") || fail "no rendezvous"
+hold=unix:$(cat "$tmp/hold.addr") || fail "no rendezvous"
 hello_base=$(git -C "$tmp/work/hello" rev-parse HEAD)
 submit_hello() { # BASE INSTRUCTION: prints the job id
   python3 - "$FORGE_GATE_URL" "$FORGE_OWNER_TOKEN" "$1" "$2" <<'PY'

@@ -120,10 +120,11 @@ PY
 python3 - "$tmp" <<'PY' &
 import os, socket, sys, time
 tmp = sys.argv[1]
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # a sandbox opens no TCP connection but to the gateway
+s.bind(tmp + "/rendezvous.sock")
+os.chmod(tmp + "/rendezvous.sock", 0o777)
 s.listen(2)
-open(tmp + "/rendezvous.addr.tmp", "w").write("127.0.0.1:%d" % s.getsockname()[1])
+open(tmp + "/rendezvous.addr.tmp", "w").write(tmp + "/rendezvous.sock")
 os.rename(tmp + "/rendezvous.addr.tmp", tmp + "/rendezvous.addr")
 c, _ = s.accept()
 c.close()
@@ -135,7 +136,7 @@ c.close()
 PY
 pids+=($!)
 for _ in $(seq 200); do [ -s "$tmp/rendezvous.addr" ] && break; sleep 0.05; done
-rendezvous=tcp:$(cat "$tmp/rendezvous.addr") || fail "no rendezvous"
+rendezvous=unix:$(cat "$tmp/rendezvous.addr") || fail "no rendezvous"
 tests=$(python3 -c 'import json,sys; print(json.dumps([["sh","-c",sys.argv[1] + " # " + sys.argv[2]], ["sh","-c",sys.argv[1] + "; exit 0 # " + sys.argv[2]]]))' "$print_secrets" "$mark")
 job1=$(submit ok "signal $rendezvous
 await $rendezvous

@@ -38,6 +38,7 @@ var ranks = map[string]int{
 	"pkg/configfile":  tierLeaf + 1,
 	"pkg/secretscan":  tierLeaf,
 	"pkg/metrics":     tierLeaf,   // the Prometheus text format
+	"pkg/egress":      tierLeaf,   // the attempts' CONNECT proxy: imports nothing internal
 	"pkg/gateway":     tierDomain, // the model gateway: imports leaves only
 
 	"pkg/plugin":             tierDomain,

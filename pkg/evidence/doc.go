@@ -23,6 +23,7 @@
 //	scoped_check:         passed, failed, signalled, timed_out, spawn_failed
 //	candidate_commit:     created, commit_failed, ref_failed
 //	cleanup:              cleanup_failed
+//	network:              refused
 //
 // A candidate_commit/created record also has "sha": the candidate commit.
 // A workspace_validation/secret_in_candidate record may have "path": the
@@ -44,6 +45,13 @@
 //	output_redacted  true exactly when output is "[REDACTED]"
 //	output_truncated true when the output exceeded check_output_bytes
 //	                 (bounded capture); implies output_redacted
+//
+// A network/refused record has only "refused_count" (1 to 2^40) and
+// "refused": 1 to MaxDestinations objects {"host", "port", "count"}, a
+// host being an IP address in canonical form or a lower-case DNS name
+// (ValidHost), each destination once, their counts within the total. It
+// sums up what the attempt's sandboxes and proxy refused and comes last in
+// batch 1, after whatever ended the work.
 //
 // No other field exists and no other value of output is ever accepted:
 // argv values, check output and secrets cannot be represented, and a path

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"encoding/json"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -33,6 +34,9 @@ const (
 	PhaseScopedCheck         Phase = "scoped_check"
 	PhaseCandidateCommit     Phase = "candidate_commit"
 	PhaseCleanup             Phase = "cleanup"
+	// PhaseNetwork sums up the connections the attempt's sandboxes and
+	// proxy refused; it ends batch 1, whatever came before.
+	PhaseNetwork Phase = "network"
 )
 
 // Reason says what happened in a phase.
@@ -91,6 +95,8 @@ const (
 	ReasonCommitFailed  Reason = "commit_failed"
 	ReasonRefFailed     Reason = "ref_failed"
 	ReasonCleanupFailed Reason = "cleanup_failed"
+	// ReasonRefused: the network record's one reason.
+	ReasonRefused Reason = "refused"
 )
 
 // reasonsOf returns the closed reason set of a phase (nil: unknown phase).
@@ -112,6 +118,8 @@ func reasonsOf(p Phase) []Reason {
 		return []Reason{ReasonCreated, ReasonCommitFailed, ReasonRefFailed}
 	case PhaseCleanup:
 		return []Reason{ReasonCleanupFailed}
+	case PhaseNetwork:
+		return []Reason{ReasonRefused}
 	}
 	return nil
 }
@@ -129,8 +137,10 @@ func order(p Phase) int {
 		return 4
 	case PhaseCandidateCommit:
 		return 5
-	case PhaseCleanup:
+	case PhaseNetwork:
 		return 6
+	case PhaseCleanup:
+		return 7
 	}
 	return 0
 }
@@ -151,6 +161,60 @@ type Record struct {
 	Output          *string  `json:"output,omitempty"`
 	OutputRedacted  *bool    `json:"output_redacted,omitempty"`
 	OutputTruncated *bool    `json:"output_truncated,omitempty"`
+	// RefusedCount and Refused are a network record's: how many
+	// connections were refused, and the first destinations.
+	RefusedCount *int64        `json:"refused_count,omitempty"`
+	Refused      []Destination `json:"refused,omitempty"`
+}
+
+// Destination is one refused destination of a network record: the host
+// (an IP address, or the name a CONNECT asked for), the port, and how
+// often.
+type Destination struct {
+	Host  string `json:"host"`
+	Port  int    `json:"port"`
+	Count int64  `json:"count"`
+}
+
+// Bounds of a network record.
+const (
+	MaxDestinations = 32
+	MaxRefusedCount = 1 << 40
+	MaxHostBytes    = 253
+)
+
+// ValidHost reports whether h may be a network record's host: an IP
+// address in its canonical text, or a lower-case DNS name of letters,
+// digits, dots and hyphens (at most MaxHostBytes).
+func ValidHost(h string) bool {
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.Zone() == "" && a.String() == h
+	}
+	if h == "" || len(h) > MaxHostBytes || h[0] == '.' || h[len(h)-1] == '.' || strings.Contains(h, "..") {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// Network returns the network/refused record of count refusals, the
+// destinations kept (at most MaxDestinations, each valid; the others are
+// left out), or false when there is nothing to record.
+func Network(count int64, dests []Destination) (Record, bool) {
+	var kept []Destination
+	for _, d := range dests {
+		if len(kept) < MaxDestinations && ValidHost(d.Host) && d.Port >= 1 && d.Port <= 65535 && d.Count >= 1 {
+			kept = append(kept, d)
+		}
+	}
+	if count < 1 || len(kept) == 0 {
+		return Record{}, false
+	}
+	return Record{Phase: PhaseNetwork, Reason: ReasonRefused, RefusedCount: ptr(min(count, MaxRefusedCount)), Refused: kept}, true
 }
 
 // Error is a validation failure. It names a field and a fixed reason,

@@ -159,11 +159,11 @@ func raws(tb testing.TB, rs ...Record) []string {
 
 func TestCheckAttemptLimits(t *testing.T) {
 	b := Batch{Records: make([]json.RawMessage, 2), OutputBytes: 20}
-	if err := CheckAttempt(33, 0, b); err == nil {
-		t.Fatal("35 records per attempt accepted")
+	if err := CheckAttempt(34, 0, b); err == nil {
+		t.Fatal("36 records per attempt accepted")
 	}
-	if err := CheckAttempt(32, 0, b); err != nil {
-		t.Fatalf("34 records rejected: %v", err)
+	if err := CheckAttempt(33, 0, b); err != nil {
+		t.Fatalf("35 records rejected: %v", err)
 	}
 	if err := CheckAttempt(0, MaxOutputBytes-19, b); err == nil {
 		t.Fatal("output over 64 KiB accepted")
@@ -267,6 +267,62 @@ func TestCreatedCandidate(t *testing.T) {
 	} {
 		if got := CreatedCandidate(recs); got != "" {
 			t.Errorf("%s: got %q", name, got)
+		}
+	}
+}
+
+// A network record sums up the refusals: it ends batch 1 after anything
+// (a candidate, a failure), carries only its count and destinations, and
+// is checked field by field.
+func TestNetworkRecord(t *testing.T) {
+	net, ok := Network(5, []Destination{{Host: "192.0.2.1", Port: 443, Count: 3}, {Host: "evil.example", Port: 443, Count: 1},
+		{Host: "Bad Host", Port: 1, Count: 1}})
+	if !ok || len(net.Refused) != 2 {
+		t.Fatalf("Network: %+v %v", net, ok)
+	}
+	if _, ok := Network(0, nil); ok {
+		t.Error("a record without refusals")
+	}
+	sha := strings.Repeat("a", 40)
+	enc := func(rs ...Record) []json.RawMessage {
+		out, err := EncodeAll(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for name, rs := range map[string][]json.RawMessage{
+		"after a candidate": enc(Candidate(sha), net),
+		"after a failure":   enc(Failure(PhasePlugin, ReasonTimedOut), net),
+		"alone":             enc(net),
+	} {
+		if _, err := ValidateBatch(1, rs, Options{}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := ValidateBatch(1, enc(net, Candidate(sha)), Options{}); err == nil {
+		t.Error("a record after the network record accepted")
+	}
+	if _, err := ValidateBatch(1, enc(net, net), Options{}); err == nil {
+		t.Error("two network records accepted")
+	}
+	if _, err := ValidateBatch(2, enc(net), Options{}); err == nil {
+		t.Error("a network record in batch 2 accepted")
+	}
+	for name, raw := range map[string]string{
+		"no count":         `{"phase":"network","reason":"refused","refused":[{"host":"a.test","port":1,"count":1}]}`,
+		"no destinations":  `{"phase":"network","reason":"refused","refused_count":1}`,
+		"bad host":         `{"phase":"network","reason":"refused","refused_count":1,"refused":[{"host":"A.test","port":1,"count":1}]}`,
+		"port 0":           `{"phase":"network","reason":"refused","refused_count":1,"refused":[{"host":"a.test","port":0,"count":1}]}`,
+		"over the count":   `{"phase":"network","reason":"refused","refused_count":1,"refused":[{"host":"a.test","port":1,"count":1},{"host":"b.test","port":1,"count":1}]}`,
+		"twice":            `{"phase":"network","reason":"refused","refused_count":2,"refused":[{"host":"a.test","port":1,"count":1},{"host":"a.test","port":1,"count":1}]}`,
+		"extra field":      `{"phase":"network","reason":"refused","refused_count":1,"refused":[{"host":"a.test","port":1,"count":1}],"sha":"` + sha + `"}`,
+		"unknown field":    `{"phase":"network","reason":"refused","refused_count":1,"refused":[{"host":"a.test","port":1,"count":1,"data":"x"}]}`,
+		"other reason":     `{"phase":"network","reason":"failed","refused_count":1,"refused":[{"host":"a.test","port":1,"count":1}]}`,
+		"in another phase": `{"phase":"plugin","reason":"failed","refused_count":1}`,
+	} {
+		if _, err := ValidateBatch(1, []json.RawMessage{json.RawMessage(raw)}, Options{}); err == nil {
+			t.Errorf("%s: accepted", name)
 		}
 	}
 }

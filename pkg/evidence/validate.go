@@ -17,6 +17,12 @@ func (r Record) validate(i int) error {
 	if !slices.Contains(reasons, r.Reason) {
 		return recErr(i, "reason", "not a reason of this phase")
 	}
+	if r.Phase == PhaseNetwork {
+		return r.validateNetwork(i)
+	}
+	if r.RefusedCount != nil || r.Refused != nil {
+		return recErr(i, "refused", "only in a network record")
+	}
 	if r.Phase == PhaseScopedCheck {
 		return r.validateCheck(i)
 	}
@@ -33,6 +39,39 @@ func (r Record) validate(i int) error {
 		}
 	} else if r.SHA != "" {
 		return recErr(i, "sha", "not allowed for this reason")
+	}
+	return nil
+}
+
+// validateNetwork checks a network/refused record: a count and the
+// destinations kept, each a valid host and port counted at least once,
+// none twice, their counts within the total; no other field.
+func (r Record) validateNetwork(i int) error {
+	if r.Index != nil || r.SHA != "" || r.Path != "" || r.ExitCode != nil || r.DurationMS != nil || r.ArgCount != nil ||
+		r.Args != nil || r.Output != nil || r.OutputRedacted != nil || r.OutputTruncated != nil {
+		return recErr(i, "phase", "only refused fields in a network record")
+	}
+	if r.RefusedCount == nil || *r.RefusedCount < 1 || *r.RefusedCount > MaxRefusedCount {
+		return recErr(i, "refused_count", "required, 1 and bounded")
+	}
+	if len(r.Refused) < 1 || len(r.Refused) > MaxDestinations {
+		return recErr(i, "refused", "1 to 32 destinations")
+	}
+	var sum int64
+	seen := map[Destination]bool{}
+	for _, d := range r.Refused {
+		if !ValidHost(d.Host) || d.Port < 1 || d.Port > 65535 || d.Count < 1 || d.Count > *r.RefusedCount {
+			return recErr(i, "refused", "a destination is a host, a port and a count")
+		}
+		key := Destination{Host: d.Host, Port: d.Port}
+		if seen[key] {
+			return recErr(i, "refused", "a destination is listed once")
+		}
+		seen[key] = true
+		sum += d.Count
+	}
+	if sum > *r.RefusedCount {
+		return recErr(i, "refused", "more refusals listed than counted")
 	}
 	return nil
 }
@@ -107,7 +146,7 @@ func ValidateBatch(n int, raw []json.RawMessage, opt Options) (Batch, error) {
 		return Batch{}, recErr(-1, "batch", "must be 1 or 2")
 	}
 	if len(raw) == 0 || len(raw) > MaxRecords {
-		return Batch{}, recErr(-1, "records", "must hold 1 to 34 records")
+		return Batch{}, recErr(-1, "records", "must hold 1 to 35 records")
 	}
 	recs := make([]Record, len(raw))
 	total := 0
@@ -161,6 +200,12 @@ func workBatch(recs []Record, opt Options) error {
 		if r.Phase == PhaseCleanup {
 			return recErr(i, "phase", "cleanup records belong in batch 2")
 		}
+		if r.Phase == PhaseNetwork {
+			if i != len(recs)-1 {
+				return recErr(i, "phase", "the network record comes last")
+			}
+			continue
+		}
 		if stopped {
 			return recErr(i, "phase", "nothing follows a check that did not pass")
 		}
@@ -193,9 +238,14 @@ func workBatch(recs []Record, opt Options) error {
 	}
 	// A non-created candidate_commit or a failure in an earlier phase ends
 	// the pipeline: nothing may follow a failure.
-	for i, r := range recs {
+	// (The network record, which sums up the whole attempt, may follow.)
+	work := recs
+	if n := len(recs); n > 0 && recs[n-1].Phase == PhaseNetwork {
+		work = recs[:n-1]
+	}
+	for i, r := range work {
 		failed := r.Phase != PhaseScopedCheck && !(r.Phase == PhaseCandidateCommit && r.Reason == ReasonCreated)
-		if failed && i != len(recs)-1 {
+		if failed && i != len(work)-1 {
 			return recErr(i, "phase", "a failed phase ends the batch")
 		}
 	}

@@ -18,7 +18,8 @@
 // "budget":{"attempt":{"max_tokens":N,"max_requests":N},"job":{...}}
 // after execution (either part and either limit may be absent); a policy
 // without one has no "budget" key. Durations are written with time.Duration.String,
-// and the environment list is sorted, so equal policies have equal bytes.
+// and the environment and network_allow lists are sorted, so equal
+// policies have equal bytes.
 //
 // Bounds enforced by Validate:
 //   - plugin_id: 1..64 bytes of [a-z0-9._-], starting with a letter or digit;
@@ -28,5 +29,9 @@
 //   - plugin/check/git output bytes: 1..64 MiB;
 //   - lease_ttl: 10ms..24h; retry_base: 1ms..24h; max_attempts: 1..100;
 //   - budget (optional): attempt and/or job, each naming max_tokens
-//     and/or max_requests, each 1..2^50.
+//     and/or max_requests, each 1..2^50;
+//   - network_allow (optional, omitted when empty, sorted): at most 32
+//     lower-case host:port pairs (a DNS name, an IPv4 address or a
+//     bracketed IPv6 address; a port 1..65535), no duplicates;
+//     network_checks (optional) only with network_allow.
 package policy

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/0k-lab/agent-forge/pkg/egress"
 	"slices"
 	"time"
 
@@ -45,6 +46,12 @@ type Execution struct {
 	PluginOutputBytes int64    `json:"plugin_output_bytes"`
 	CheckOutputBytes  int64    `json:"check_output_bytes"`
 	GitOutputBytes    int64    `json:"git_output_bytes"`
+	// NetworkAllow are the host:port pairs (a package registry) the
+	// attempt's plugin, and with NetworkChecks its scoped checks, may
+	// reach through the Worker's CONNECT proxy (pkg/egress); none: no
+	// network but the Worker's model gateway (DECISIONS 19).
+	NetworkAllow  []string `json:"network_allow,omitempty"`
+	NetworkChecks bool     `json:"network_checks,omitempty"`
 }
 
 // Lifecycle is the configured lease and retry policy.
@@ -126,7 +133,16 @@ func (e Execution) Validate() error {
 	if err := checkBytes("check_output_bytes", e.CheckOutputBytes); err != nil {
 		return err
 	}
-	return checkBytes("git_output_bytes", e.GitOutputBytes)
+	if err := checkBytes("git_output_bytes", e.GitOutputBytes); err != nil {
+		return err
+	}
+	if _, err := egress.ParseAllow(e.NetworkAllow); err != nil {
+		return err
+	}
+	if e.NetworkChecks && len(e.NetworkAllow) == 0 {
+		return errors.New("network_checks without network_allow")
+	}
+	return nil
 }
 
 // Validate checks l against the bounds in the package documentation.
@@ -176,6 +192,9 @@ func Resolve(l Lifecycle, e Execution) Policy {
 	copy(env, e.Environment)
 	slices.Sort(env)
 	e.Environment = env
+	if len(e.NetworkAllow) > 0 {
+		e.NetworkAllow = slices.Sorted(slices.Values(e.NetworkAllow))
+	}
 	return Policy{
 		Schema: Schema,
 		Lifecycle: ResolvedLifecycle{

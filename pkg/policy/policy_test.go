@@ -247,3 +247,41 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// network_allow is optional and absent from the canonical document when
+// empty (older documents keep their bytes), sorted when present, decoded
+// back, and checked entry by entry; network_checks needs it.
+func TestNetworkAllow(t *testing.T) {
+	plain := Resolve(sampleLifecycle(), sampleExecution()).Canonical()
+	if bytes.Contains(plain, []byte("network")) {
+		t.Fatalf("empty network_allow in %s", plain)
+	}
+	e := sampleExecution()
+	e.NetworkAllow = []string{"registry.npmjs.org:443", "proxy.golang.org:443"}
+	e.NetworkChecks = true
+	p := Resolve(sampleLifecycle(), e)
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := p.Canonical()
+	if !bytes.Contains(c, []byte(`"network_allow":["proxy.golang.org:443","registry.npmjs.org:443"],"network_checks":true}`)) {
+		t.Fatalf("canonical %s", c)
+	}
+	back, err := Decode(c)
+	if err != nil || !bytes.Equal(back.Canonical(), c) {
+		t.Fatalf("decode %v %v", back, err)
+	}
+	for name, mut := range map[string]func(*Execution){
+		"upper case":     func(e *Execution) { e.NetworkAllow = []string{"Registry.npmjs.org:443"} },
+		"no port":        func(e *Execution) { e.NetworkAllow = []string{"registry.npmjs.org"} },
+		"wildcard":       func(e *Execution) { e.NetworkAllow = []string{"*.npmjs.org:443"} },
+		"duplicate":      func(e *Execution) { e.NetworkAllow = []string{"a.test:1", "a.test:1"} },
+		"checks without": func(e *Execution) { e.NetworkAllow = nil; e.NetworkChecks = true },
+	} {
+		e := sampleExecution()
+		mut(&e)
+		if err := e.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

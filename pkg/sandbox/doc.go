@@ -14,7 +14,9 @@
 // it or connect to abstract UNIX sockets created outside it. Landlock
 // itself keeps a domain from ptrace and from the ptrace-guarded /proc
 // files (environ, mem, fd, maps, ...) of every process outside it, at
-// every ABI. TCP is not restricted: agents reach their model API over it.
+// every ABI. TCP is restricted from ABI 4 on (required): no port may be
+// bound, and only the ports of the policy's Connect endpoints (the
+// Worker's gateway on loopback) connected to.
 //
 // Landlock does not govern a file's metadata: chmod, chown, utimes and
 // extended attributes need only a name. GuardProcess therefore puts a
@@ -33,6 +35,14 @@
 // on amd64, arm on arm64), x32 and io_uring whole (a ring's operations
 // pass no seccomp filter), and allows only the ioctl commands it lists
 // (the inode ioctls, chattr, fs-verity and fscrypt among the refused).
+//
+// The same filter keeps the network to the policy's Connect endpoints
+// (netfilter_linux.go, netguard_linux.go): socket families and types are
+// checked in registers (UNIX, routing netlink and TCP only), a TCP socket
+// is made by the guard, bound to the loopback device, and installed in
+// the program; every TCP connect is made by the guard on the program's
+// socket to the address it read, refused and counted (Refusals) unless it
+// is an endpoint; sends with MSG_FASTOPEN are refused.
 //
 // A domain applies to a thread and cannot be lifted, so the caller
 // (pkg/supervise's reaper) restricts a locked thread that it never gives

@@ -13,3 +13,6 @@ func GuardThread() (int, error) {
 	}
 	return installMetaFilter(false)
 }
+
+// DecodeSockaddr is decodeSockaddr, for the fuzz test.
+var DecodeSockaddr = decodeSockaddr

@@ -18,6 +18,7 @@ const (
 const (
 	createRulesetVersion = 1 << 0 // LANDLOCK_CREATE_RULESET_VERSION
 	rulePathBeneath      = 1      // LANDLOCK_RULE_PATH_BENEATH
+	ruleNetPort          = 2      // LANDLOCK_RULE_NET_PORT
 	prSetNoNewPrivs      = 38     // PR_SET_NO_NEW_PRIVS
 	prSetDumpable        = 4      // PR_SET_DUMPABLE
 	oPath                = 0x200000
@@ -48,6 +49,14 @@ const (
 	// fileRights are the rights that apply to a file (not a directory):
 	// a rule on a file may grant only these.
 	fileRights = fsExecute | fsWriteFile | fsReadFile | fsTruncate | fsIoctlDev
+)
+
+// Network access rights (LANDLOCK_ACCESS_NET_*, ABI 4): both are
+// handled, so no TCP port may be bound and only the ports of a policy's
+// Connect endpoints may be connected to.
+const (
+	netBindTCP    = 1 << 0
+	netConnectTCP = 1 << 1
 )
 
 // Scopes (LANDLOCK_SCOPE_*, ABI 6).
@@ -117,6 +126,9 @@ func RestrictThread(p *Policy, c *Cache) (int, error) {
 	if abi < 1 {
 		return 0, ErrUnavailable
 	}
+	if abi < MinABIUnscoped {
+		return abi, syscall.EOPNOTSUPP // TCP could not be restricted
+	}
 	if c == nil {
 		c = &Cache{}
 		defer c.Close()
@@ -128,10 +140,8 @@ func RestrictThread(p *Policy, c *Cache) (int, error) {
 	handled := handledFS(abi)
 	var attr [24]byte // struct landlock_ruleset_attr
 	binary.NativeEndian.PutUint64(attr[0:], handled)
-	size := 8
-	if abi >= 4 {
-		size = 16 // handled_access_net stays 0: TCP is not restricted
-	}
+	binary.NativeEndian.PutUint64(attr[8:], netBindTCP|netConnectTCP)
+	size := 16
 	if Scoped(abi) {
 		binary.NativeEndian.PutUint64(attr[16:], scopeAbstractUnixSocket|scopeSignal)
 		size = 24
@@ -149,6 +159,14 @@ func RestrictThread(p *Policy, c *Cache) (int, error) {
 	for _, r := range p.Rules {
 		if err := addRule(int(rfd), r, r.Access.rights(handled)); err != nil {
 			return abi, err
+		}
+	}
+	for _, port := range connectPorts(p.Connect) {
+		var na [16]byte // struct landlock_net_port_attr
+		binary.NativeEndian.PutUint64(na[0:], netConnectTCP)
+		binary.NativeEndian.PutUint64(na[8:], uint64(port))
+		if _, _, e := syscall.RawSyscall6(sysAddRule, rfd, ruleNetPort, uintptr(unsafe.Pointer(&na[0])), 0, 0, 0); e != 0 {
+			return abi, e
 		}
 	}
 	if p.Program != nil {

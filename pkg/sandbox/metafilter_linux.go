@@ -265,7 +265,8 @@ func (p *bpfProg) search(rs []bpfRange, def string) {
 // metaFilter is the filter: on the native architecture the calls of
 // nativeCalls go to the guard (user notification), io_uring and the
 // unified-table extras are refused, ioctl is allowed for the commands of
-// ioctlAllowed only, x32 is refused (amd64), everything else is allowed;
+// ioctlAllowed only, the network calls are checked by netBlocks, x32 is
+// refused (amd64), everything else is allowed;
 // every call of the compat architecture (i386 on amd64, arm on arm64)
 // fails with ENOSYS, as under the installed Worker unit's
 // SystemCallArchitectures=native; any other architecture kills the
@@ -275,7 +276,9 @@ func (p *bpfProg) search(rs []bpfRange, def string) {
 // allows a call, so that the kernel's cache of always-allowed calls (built
 // once, when a process is guarded) lets every other native call of the
 // reaper and its programs through without running the filter; only the
-// refused and served calls, and ioctl (whose command it reads), run it.
+// refused and served calls, ioctl (whose command it reads) and the
+// network calls (socket, socketpair and the sends, whose arguments it
+// reads), run it.
 // The compat table is refused as a whole rather than call by call.
 func metaFilter() []sockFilter {
 	p := &bpfProg{labels: map[string]int{}}
@@ -290,6 +293,7 @@ func metaFilter() []sockFilter {
 	for _, c := range nativeCalls {
 		cases[c.nr] = "notify"
 	}
+	netCases(cases)
 	p.search(ranges(cases), "allow")
 	p.label("compat")
 	p.jump(bpfJeqK, auditArchCompat, "enosys", "kill")
@@ -304,6 +308,7 @@ func metaFilter() []sockFilter {
 	}
 	sort.Slice(rs, func(i, j int) bool { return rs[i].lo < rs[j].lo })
 	p.search(rs, "enotty")
+	netBlocks(p)
 	p.label("allow")
 	p.op(bpfRetK, retAllow)
 	p.label("notify")
@@ -316,6 +321,7 @@ func metaFilter() []sockFilter {
 	p.op(bpfRetK, retErrno|uint32(syscall.ENOTTY))
 	p.label("kill")
 	p.op(bpfRetK, retKillProcess)
+	netReturns(p)
 	if !p.resolve() {
 		panic("sandbox: metadata filter does not assemble") // a programming error, caught by every test
 	}

@@ -9,6 +9,12 @@ const (
 	x32Bit            = 0x40000000 // __X32_SYSCALL_BIT
 	sysSeccomp        = 317
 	sysProcessVMReadv = 310
+	sysSocket         = 41
+	sysSocketpair     = 53
+	sysConnect        = 42
+	sysSendto         = 44
+	sysSendmsg        = 46
+	sysSendmmsg       = 307
 	sysIoctlNative    = 16
 )
 

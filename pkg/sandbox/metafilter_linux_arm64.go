@@ -9,6 +9,12 @@ const (
 	x32Bit            = 0
 	sysSeccomp        = 277
 	sysProcessVMReadv = 270
+	sysSocket         = 198
+	sysSocketpair     = 199
+	sysConnect        = 203
+	sysSendto         = 206
+	sysSendmsg        = 211
+	sysSendmmsg       = 269
 	sysIoctlNative    = 29
 )
 

@@ -104,9 +104,10 @@ func fdName(fd int) (string, bool) {
 	return string(b[:n]), true
 }
 
-// handle receives one notification and answers it; it reports false when
-// the listener no longer works.
-func (rs rootSet) handle(lfd int) bool {
+// handle receives one notification and answers it (net: what the guard
+// allows of the network, nil when disarmed); it reports false when the
+// listener no longer works.
+func (rs rootSet) handle(lfd int, net *netArm) bool {
 	var n [notifSize]byte
 	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(lfd), notifRecv, uintptr(unsafe.Pointer(&n[0]))); e != 0 {
 		return e == syscall.EINTR || e == syscall.ENOENT // ENOENT: the caller is gone
@@ -120,7 +121,17 @@ func (rs rootSet) handle(lfd int) bool {
 		args[i] = binary.NativeEndian.Uint64(n[32+8*i:])
 	}
 	errno := syscall.ENOSYS
-	if arch == auditArchNative {
+	flags := uint32(0)
+	if arch == auditArchNative && (nr == sysSocket || nr == sysConnect) {
+		a := answerNet(lfd, id, tid, nr, args, net)
+		if a.sent {
+			return true
+		}
+		errno = a.errno
+		if a.cont {
+			flags = notifContinue
+		}
+	} else if arch == auditArchNative {
 		for _, c := range nativeCalls {
 			if c.nr == nr {
 				errno = rs.answer(lfd, id, tid, c.kind, args)
@@ -131,6 +142,7 @@ func (rs rootSet) handle(lfd int) bool {
 	var resp [respSize]byte
 	binary.NativeEndian.PutUint64(resp[0:], id)
 	binary.NativeEndian.PutUint32(resp[16:], uint32(-int32(errno)))
+	binary.NativeEndian.PutUint32(resp[20:], flags)
 	syscall.Syscall(syscall.SYS_IOCTL, uintptr(lfd), notifSend, uintptr(unsafe.Pointer(&resp[0])))
 	return true
 }

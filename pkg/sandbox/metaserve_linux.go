@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -25,6 +26,7 @@ type Guard struct {
 	mu     sync.Mutex
 	fd     int // file's descriptor
 	roots  rootSet
+	net    *netArm // nil: disarmed
 	closed bool
 }
 
@@ -54,8 +56,9 @@ func Serve(fd int) (*Guard, error) {
 	return g, nil
 }
 
-// Arm makes the guard serve p's ReadWrite trees, in place of what it
-// served before. Arm it before the program starts, and disarm it once the
+// Arm makes the guard serve p's ReadWrite trees and its Connect
+// endpoints (counting refusals in p.Refusals), in place of what it served
+// before. Arm it before the program starts, and disarm it once the
 // program and everything it started are gone. The error carries only an
 // errno.
 func (g *Guard) Arm(p *Policy) error {
@@ -81,6 +84,7 @@ func (g *Guard) Arm(p *Policy) error {
 	}
 	g.roots.close()
 	g.roots = roots
+	g.net = &netArm{connect: slices.Clone(p.Connect), refusals: p.Refusals}
 	return nil
 }
 
@@ -90,6 +94,7 @@ func (g *Guard) Disarm() {
 	defer g.mu.Unlock()
 	g.roots.close()
 	g.roots = nil
+	g.net = nil
 }
 
 // Close ends the guard: a call still waiting for its answer, or made
@@ -103,6 +108,7 @@ func (g *Guard) Close() {
 	g.closed = true
 	g.roots.close()
 	g.roots = nil
+	g.net = nil
 	g.mu.Unlock()
 	// Unlocked: closing waits for the serving goroutine, which may be
 	// waiting for g.mu, to let go of the listener; its read then fails.
@@ -146,7 +152,7 @@ func (g *Guard) serveOne() (wait, done bool) {
 	case e != 0:
 		return false, true
 	case n == 1 && rev&pollIn != 0:
-		return false, !g.roots.handle(g.fd) // never blocks: a notification is pending
+		return false, !g.roots.handle(g.fd, g.net) // never blocks: a notification is pending
 	case n == 1 && rev&pollHangUps != 0:
 		return false, true
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,13 +22,12 @@ const (
 // The Landlock ABIs a sandbox needs. ModeLandlock needs MinABI (Linux
 // 6.12): from it on a domain is scoped, so its programs cannot signal a
 // process outside it or connect to an abstract UNIX socket made outside
-// it. ModeUnscoped accepts MinABIUnscoped (Linux 6.2) and later, giving up
-// that scoping; below it truncate(2) is not governed (a program could
-// empty any file of the Worker's account it can name), and no mode
-// accepts it.
+// it. ModeUnscoped accepts MinABIUnscoped (Linux 6.7) and later, giving up
+// that scoping; below it TCP connections are not governed (a program
+// could connect to every port on loopback), and no mode accepts it.
 const (
 	MinABI         = 6
-	MinABIUnscoped = 3
+	MinABIUnscoped = 4
 )
 
 // Accepts reports whether a sandbox of mode (ModeLandlock or
@@ -83,6 +83,16 @@ type Policy struct {
 	Shared *Shared
 	// Rules are this policy's own: what one start adds to Shared.
 	Rules []Rule
+	// Connect are the TCP endpoints on loopback the program may connect
+	// to (the Worker's gateway and proxy): it may connect to nothing
+	// else, bind no TCP port, and create no socket but a UNIX one, a TCP
+	// one (which only reaches loopback) and a routing netlink one; see
+	// docs/sandbox.md. None: no TCP connection at all.
+	Connect []netip.AddrPort
+	// Refusals, when set, counts the connections refused to the program
+	// (its guard adds to it). Like Program it is never carried with the
+	// rules: it stays in the process that serves the guard.
+	Refusals *Refusals
 	// Program, when set, is the program about to be started, opened
 	// (OpenProgram): the domain reads and executes that very file. It is
 	// set by the process that starts the program, never carried with the
@@ -187,10 +197,15 @@ var errPolicy = errors.New("sandbox policy is malformed")
 
 // Check validates the policy's own rules: at most MaxRules, each with a
 // known access and a clean absolute path of at most MaxPathBytes without
-// NUL (NewShared checked Shared's). The error is fixed text.
+// NUL (NewShared checked Shared's), and its Connect endpoints: at most
+// MaxConnect loopback addresses with a port, none twice. The error is
+// fixed text.
 func (p *Policy) Check() error {
 	if p == nil {
 		return errPolicy
+	}
+	if err := checkConnect(p.Connect); err != nil {
+		return err
 	}
 	return checkRules(p.Rules)
 }

@@ -3,6 +3,7 @@ package supervise
 import (
 	"encoding/binary"
 	"errors"
+	"net/netip"
 
 	"github.com/0k-lab/agent-forge/pkg/sandbox"
 )
@@ -60,7 +61,8 @@ type spawnRequest struct {
 // After the paths, arguments and environment comes one byte: 0 for no
 // sandbox; 1 for a policy with its Shared (its rules, its Readable rules
 // and its stamp), which the reaper then holds; 2 for a policy whose Shared the
-// reaper holds (the Shared's key). The policy's own rules follow.
+// reaper holds (the Shared's key). The policy's own rules follow, then
+// its Connect endpoints.
 func (r spawnRequest) encode(held string) ([]byte, bool) {
 	b := []byte{msgSpawn}
 	b = appendString(b, r.path)
@@ -74,6 +76,7 @@ func (r spawnRequest) encode(held string) ([]byte, bool) {
 		b = append(b, 2)
 		b = append(b, held...)
 		b = appendRules(b, r.sandbox.Rules)
+		b = appendConnect(b, r.sandbox.Connect)
 		return b, len(b)-len(held)+sharedBytes(r.sandbox.Shared) <= maxReaperMsg
 	default:
 		b = append(b, 1)
@@ -81,6 +84,7 @@ func (r spawnRequest) encode(held string) ([]byte, bool) {
 		b = appendRules(b, r.sandbox.Shared.Readable())
 		b = appendString(b, r.sandbox.Shared.Stamp())
 		b = appendRules(b, r.sandbox.Rules)
+		b = appendConnect(b, r.sandbox.Connect)
 	}
 	return b, len(b) <= maxReaperMsg
 }
@@ -108,6 +112,15 @@ func appendRules(b []byte, rules []sandbox.Rule) []byte {
 		}
 		b = append(b, byte(rule.Access), flags)
 		b = appendString(b, rule.Path)
+	}
+	return b
+}
+
+// appendConnect appends an endpoint count, then each endpoint as text.
+func appendConnect(b []byte, eps []netip.AddrPort) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(eps)))
+	for _, ep := range eps {
+		b = appendString(b, ep.String())
 	}
 	return b
 }
@@ -168,12 +181,30 @@ func decodeSpawn(b []byte, held *sandbox.Shared) (spawnRequest, error) {
 // policy reads a policy's own rules (see appendRules); shared is its
 // Shared.
 func (d *msgDecoder) policy(shared *sandbox.Shared) *sandbox.Policy {
-	p := &sandbox.Policy{Shared: shared, Rules: d.rules()}
+	p := &sandbox.Policy{Shared: shared, Rules: d.rules(), Connect: d.connect()}
 	if d.bad || p.Check() != nil {
 		d.bad = true
 		return nil
 	}
 	return p
+}
+
+// connect reads a policy's Connect endpoints (see appendConnect).
+func (d *msgDecoder) connect() []netip.AddrPort {
+	n := d.u32()
+	if d.bad || n > sandbox.MaxConnect {
+		d.bad = true
+		return nil
+	}
+	var out []netip.AddrPort
+	for i := uint32(0); i < n && !d.bad; i++ {
+		ep, err := netip.ParseAddrPort(d.str())
+		if err != nil {
+			d.bad = true
+		}
+		out = append(out, ep)
+	}
+	return out
 }
 
 // rules reads one list of rules.

@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"bytes"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func TestSpawnRequestRoundTrip(t *testing.T) {
 	shared := testShared(t)
 	boxed := spawnRequest{path: "/bin/sh", argv: []string{"/bin/sh"}, env: []string{}, sandbox: &sandbox.Policy{Shared: shared, Rules: []sandbox.Rule{
 		{Path: "/usr", Access: sandbox.ReadOnly, Optional: true}, {Path: "/w", Access: sandbox.ReadWrite}, {Path: "/dev/null", Access: sandbox.Device},
-	}}}
+	}, Connect: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:4321"), netip.MustParseAddrPort("[::1]:80")}}}
 	// The first time with the Shared, then by its key to a reaper that
 	// holds it: both decode to the same request, and the second is short.
 	full, _ := boxed.encode("")
@@ -107,6 +108,9 @@ func TestDecodeSpawnRejects(t *testing.T) {
 		"bad flags":        bytes.Replace(boxedWith(t, sandbox.Rule{Path: "/w", Access: sandbox.ReadOnly, Optional: true}), []byte{byte(sandbox.ReadOnly), 1}, []byte{byte(sandbox.ReadOnly), 2}, 1),
 		"rule count over":  append(append([]byte{}, good[:len(good)-1]...), 1, 0xff, 0xff, 0, 0),
 		"bad shared rule":  bytes.Replace(mustEncode(t, spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Shared: testShared(t)}}), []byte("/etc/ssl"), []byte("etc/ssl/"), 1),
+		"remote connect":   mustEncodeUnchecked(spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Connect: []netip.AddrPort{netip.MustParseAddrPort("192.0.2.1:80")}}}),
+		"connect port 0":   mustEncodeUnchecked(spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Connect: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}}}),
+		"connect garbage":  bytes.Replace(mustEncodeUnchecked(spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Connect: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:8")}}}), []byte("127.0.0.1:8"), []byte("127.0.0.1:x"), 1),
 		"nul in stamp":     bytes.Replace(mustEncode(t, spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Shared: testShared(t)}}), []byte("1.2.3;"), []byte("1.2\x003;"), 1),
 	}
 	for name, b := range cases {
@@ -119,6 +123,12 @@ func TestDecodeSpawnRejects(t *testing.T) {
 // boxedWith encodes a small request whose sandbox holds rule.
 func boxedWith(t *testing.T, rule sandbox.Rule) []byte {
 	return mustEncode(t, spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Rules: []sandbox.Rule{rule}}})
+}
+
+// mustEncodeUnchecked encodes r, whose policy need not pass its checks.
+func mustEncodeUnchecked(r spawnRequest) []byte {
+	b, _ := r.encode("")
+	return b
 }
 
 func mustEncode(t *testing.T, r spawnRequest) []byte {

@@ -228,7 +228,7 @@ func (e *Evidence) Validate() error {
 		return fieldErr("evidence.batch", "must be 1 or 2")
 	}
 	if len(e.Records) == 0 || len(e.Records) > ident.MaxEvidenceRecords {
-		return fieldErr("evidence.records", "must hold 1 to 34 records")
+		return fieldErr("evidence.records", "must hold 1 to 35 records")
 	}
 	for _, r := range e.Records {
 		if !isObject(r) {

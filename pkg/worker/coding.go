@@ -310,6 +310,10 @@ func outOfService(o outcome) outcome {
 
 func (j *codingJob) run(ctx context.Context) Report {
 	out := j.work(ctx)
+	j.inv.closeEgress() // nothing of the attempt runs any more
+	if rec, ok := j.inv.networkRecord(); ok {
+		j.records = append(j.records, rec) // what its sandboxes and proxy refused
+	}
 	cancelled := ctx.Err() != nil
 	r := out.report
 	if cancelled {

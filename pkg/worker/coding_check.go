@@ -78,6 +78,7 @@ func (j *codingJob) runCheck(ctx context.Context, index int, argv []string) evid
 		}
 		env = append(env, name+"="+d)
 	}
+	connect, env := j.inv.checkEgress(env)
 	prog, ok := resolveProgram(argv[0], j.wt, env)
 	if !ok {
 		c.DurationMS = j.x.opt.Now().Sub(start).Milliseconds()
@@ -85,7 +86,7 @@ func (j *codingJob) runCheck(ctx context.Context, index int, argv []string) evid
 	}
 	p, err := supervise.Start(ctx, supervise.Command{
 		Path: prog, Args: argv[1:], Env: env, Dir: j.wt, Reaper: j.x.opt.Reaper,
-		Sandbox:     j.x.sb.policy(j.boxDirs.with(priv)),
+		Sandbox:     reaching(j.x.sb.policy(j.boxDirs.with(priv)), connect, j.inv.refusals),
 		OutputLimit: checkOutputBudget, StderrBytes: 1,
 		Timeout: j.inv.exec.CheckTimeout.Std(), KillGrace: j.inv.exec.CleanupTimeout.Std(),
 	})

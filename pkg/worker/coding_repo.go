@@ -42,9 +42,12 @@ func (j *codingJob) prepare(ctx context.Context) (outcome, bool) {
 		return j.fail(P, reason, code), false
 	}
 	if j.attempt != nil {
-		inv.env = append(inv.env, gatewayEnv(j.attempt.Grant)...)
+		inv.useGateway(j.attempt.Grant)
 	}
 	j.inv = inv
+	if code := inv.useEgress(); code != "" {
+		return j.fail(P, evidence.ReasonPolicyRejected, code), false
+	}
 	cfg := j.x.cfg
 	i := slices.IndexFunc(cfg.Repositories, func(r Repository) bool { return r.ID == task.RepositoryID })
 	if len(cfg.RepositoryRoots) == 0 && (i < 0 || !cfg.Repositories[i].Gate) {

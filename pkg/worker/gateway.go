@@ -3,6 +3,8 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"slices"
 
 	"github.com/0k-lab/agent-forge/pkg/gateway"
@@ -86,4 +88,18 @@ func gatewayEnv(gr *gateway.Grant) []string {
 	}
 	return []string{plugin.EnvGatewayURL + "=" + gr.URL(), plugin.EnvGatewayToken + "=" + gr.Credential(),
 		plugin.EnvGatewayProviders + "=" + gr.Offer()}
+}
+
+// useGateway tells an attempt's plugin of the gateway (nothing without a
+// grant) and lets its sandbox connect to it, and to nothing else.
+func (inv *invocation) useGateway(gr *gateway.Grant) {
+	if gr == nil {
+		return
+	}
+	inv.env = append(inv.env, gatewayEnv(gr)...)
+	if u, err := url.Parse(gr.URL()); err == nil {
+		if ep, err := netip.ParseAddrPort(u.Host); err == nil {
+			inv.connect = append(inv.connect, ep)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -124,7 +125,7 @@ func checkSandboxABI(c *Config, abi int) (int, error) {
 	case abi < 1:
 		return 0, fieldErr("sandbox", `Landlock is not available on this system; set "sandbox": "none" to run plugins and checks unconfined`)
 	case abi < sandbox.MinABIUnscoped:
-		return 0, fieldErr("sandbox", fmt.Sprintf(`Landlock ABI %d on this kernel does not govern truncate (ABI %d, Linux 6.2, needed); set "sandbox": "none" to run plugins and checks unconfined`,
+		return 0, fieldErr("sandbox", fmt.Sprintf(`Landlock ABI %d on this kernel does not govern TCP connections (ABI %d, Linux 6.7, needed); set "sandbox": "none" to run plugins and checks unconfined`,
 			abi, sandbox.MinABIUnscoped))
 	case !sandbox.Accepts(c.Sandbox, abi):
 		return 0, fieldErr("sandbox", fmt.Sprintf(`Landlock ABI %d on this kernel cannot keep sandboxed programs from signalling the Worker and other processes of its account (ABI %d, Linux 6.12, needed); set "sandbox": "landlock-unscoped" to accept that, or "none"`,
@@ -400,6 +401,17 @@ func (s *sandboxRules) policy(dirs sandboxDirs) *sandbox.Policy {
 		rules = append(rules, sandbox.Rule{Path: p, Access: sandbox.ReadWrite})
 	}
 	return &sandbox.Policy{Shared: s.current(), Rules: rules}
+}
+
+// reaching is p letting its program connect to eps (over TCP, on
+// loopback) and nowhere else, counting what it refuses in refusals; nil
+// stays nil (no sandbox).
+func reaching(p *sandbox.Policy, eps []netip.AddrPort, refusals *sandbox.Refusals) *sandbox.Policy {
+	if p != nil {
+		p.Connect = slices.Clone(eps)
+		p.Refusals = refusals
+	}
+	return p
 }
 
 // sandboxDirs are an invocation's own directories: rw read and written,

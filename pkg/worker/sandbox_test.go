@@ -3,11 +3,13 @@ package worker
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,7 +95,7 @@ func TestSandboxCheckHost(t *testing.T) {
 
 // The ABI floor (DECISIONS 21): Landlock needs ABI 6, where a domain is
 // scoped (no signal or abstract socket out of it); "landlock-unscoped"
-// accepts ABI 3 to 5; below 3 (truncate ungoverned) no mode runs, and
+// accepts ABI 4 and 5; below 4 (TCP ungoverned) no mode runs, and
 // without Landlock only "none" does. The kernel's ABI is injected.
 func TestSandboxABIFloor(t *testing.T) {
 	c, err := ParseConfig(mustJSON(t, func() map[string]any {
@@ -111,10 +113,10 @@ func TestSandboxABIFloor(t *testing.T) {
 		says string // in the refusal
 	}{
 		{SandboxLandlock, 7, true, ""}, {SandboxLandlock, 6, true, ""},
-		{SandboxLandlock, 5, false, "landlock-unscoped"}, {SandboxLandlock, 3, false, "landlock-unscoped"},
-		{SandboxLandlock, 2, false, "truncate"}, {SandboxLandlock, 1, false, "truncate"}, {SandboxLandlock, 0, false, "not available"},
-		{SandboxUnscoped, 7, true, ""}, {SandboxUnscoped, 5, true, ""}, {SandboxUnscoped, 3, true, ""},
-		{SandboxUnscoped, 2, false, "truncate"}, {SandboxUnscoped, 1, false, "truncate"}, {SandboxUnscoped, 0, false, "not available"},
+		{SandboxLandlock, 5, false, "landlock-unscoped"}, {SandboxLandlock, 4, false, "landlock-unscoped"},
+		{SandboxLandlock, 3, false, "TCP"}, {SandboxLandlock, 1, false, "TCP"}, {SandboxLandlock, 0, false, "not available"},
+		{SandboxUnscoped, 7, true, ""}, {SandboxUnscoped, 5, true, ""}, {SandboxUnscoped, 4, true, ""},
+		{SandboxUnscoped, 3, false, "TCP"}, {SandboxUnscoped, 1, false, "TCP"}, {SandboxUnscoped, 0, false, "not available"},
 		{SandboxNone, 0, true, ""}, {SandboxNone, 2, true, ""},
 	} {
 		c := &Config{Sandbox: tc.mode}
@@ -205,6 +207,40 @@ func TestSandboxedCodingAttempt(t *testing.T) {
 			t.Fatalf("report %+v", r)
 		}
 		f.assertClean()
+	})
+	t.Run("refused connections are evidence", func(t *testing.T) {
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		var accepted atomic.Int64
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				accepted.Add(1)
+				c.Close()
+			}
+		}()
+		port := ln.Addr().(*net.TCPAddr).Port
+		f := sandboxedFixture(t, plugin)
+		r := f.run(f.lease(wire.CodingTask{Instruction: "write a.txt a",
+			Tests: [][]string{{"sh", "-c", fmt.Sprintf("git ls-remote http://127.0.0.1:%d/x.git; exit 0", port)}}}, nil))
+		if !r.Succeeded {
+			t.Fatalf("report %+v", r)
+		}
+		recs := f.records(evidence.Options{})
+		last := recs[0][len(recs[0])-1]
+		if last.Phase != evidence.PhaseNetwork || last.RefusedCount == nil || *last.RefusedCount < 1 ||
+			len(last.Refused) != 1 || last.Refused[0].Host != "127.0.0.1" || last.Refused[0].Port != port {
+			t.Fatalf("last record %+v", last)
+		}
+		if n := accepted.Load(); n != 0 {
+			t.Errorf("the check's connection reached the listener (%d)", n)
+		}
 	})
 	t.Run("plugin cannot write shared git state", func(t *testing.T) {
 		f := sandboxedFixture(t, plugin)

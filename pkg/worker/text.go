@@ -3,6 +3,9 @@ package worker
 import (
 	"context"
 	"errors"
+	"github.com/0k-lab/agent-forge/pkg/egress"
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
+	"net/netip"
 	"slices"
 	"sync/atomic"
 
@@ -75,7 +78,11 @@ func (x *TextExecutor) Execute(ctx context.Context, a *Attempt) Report {
 	if code != "" {
 		return Report{Code: code}
 	}
-	inv.env = append(inv.env, gatewayEnv(a.Grant)...)
+	inv.useGateway(a.Grant)
+	if code := inv.useEgress(); code != "" {
+		return Report{Code: code}
+	}
+	defer inv.closeEgress()
 	run, code := inv.begin(x.dirs)
 	if code != "" {
 		return Report{Code: code}
@@ -131,6 +138,15 @@ type invocation struct {
 	plugin Plugin
 	exec   policy.Execution
 	env    []string
+	// connect is where the plugin's sandbox may open TCP connections
+	// (the gateway, when the attempt has a grant, and its proxy):
+	// nowhere else.
+	connect []netip.AddrPort
+	// proxy is the attempt's CONNECT proxy (egress.go), nil when its
+	// policy allows no host; refusals counts what the attempt's sandboxes
+	// and proxy refused.
+	proxy    *egress.Proxy
+	refusals *sandbox.Refusals
 }
 
 // prepare decodes the lease's policy and resolves it against the config:
@@ -223,7 +239,7 @@ func (r *pluginRun) cmd(reaper *supervise.ReaperPool, sb *sandboxRules, dirs san
 		Env:         r.env,
 		Dir:         r.dir.path,
 		Reaper:      reaper,
-		Sandbox:     sb.policy(dirs.with(r.dir.path)),
+		Sandbox:     reaching(sb.policy(dirs.with(r.dir.path)), r.connect, r.refusals),
 		OutputBytes: r.exec.PluginOutputBytes,
 		Timeout:     r.exec.PluginTimeout.Std(),
 		KillGrace:   r.exec.CleanupTimeout.Std(),

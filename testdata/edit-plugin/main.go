@@ -14,9 +14,9 @@
 //	signal FIFO          open the named pipe FIFO for writing and close it
 //	await FIFO           open the named pipe FIFO and read it to its end
 //	                     (signal and await let a test order events; with
-//	                     tcp:HOST:PORT instead of FIFO they connect there,
-//	                     close at once or read to the end, which works
-//	                     from inside the Worker's sandbox too)
+//	                     unix:PATH instead of FIFO they connect to that
+//	                     UNIX socket, close at once or read to the end,
+//	                     which works from inside the Worker's sandbox too)
 //	head SHA             point the worktree's HEAD at SHA (misbehaviour)
 //	sparse admin|common|tree REL [SIZE]  make REL under the worktree's
 //	                     admin dir, the repository's git dir or the
@@ -185,10 +185,12 @@ func callModel(ctx context.Context, provider, text string) error {
 	return nil
 }
 
-// openRendezvous opens a FIFO, or connects to tcp:HOST:PORT.
+// openRendezvous opens a FIFO, or connects to the UNIX socket unix:PATH
+// (the sandbox lets a plugin open no TCP connection but to the Worker's
+// gateway).
 func openRendezvous(arg string, flag int) (io.ReadWriteCloser, error) {
-	if addr, ok := strings.CutPrefix(arg, "tcp:"); ok {
-		return net.Dial("tcp", addr)
+	if path, ok := strings.CutPrefix(arg, "unix:"); ok {
+		return net.Dial("unix", path)
 	}
 	return os.OpenFile(arg, flag, 0)
 }

@@ -35,8 +35,8 @@
 // Nothing here decides what is secret: every line of the report carries
 // what was read (base64, bounded), and the script counts a try as reached
 // when the try itself succeeded or when what it read holds a secret the
-// script knows. The report goes, one JSON object per line, to the TCP
-// address HOSTILE_REPORT (a collector the script runs), and for a text job
+// script knows. The report goes, one JSON object per line, to the UNIX
+// socket HOSTILE_REPORT (a collector the script runs), and for a text job
 // it is also the result.
 package main
 
@@ -72,14 +72,16 @@ type try struct {
 }
 
 type agent struct {
-	who     string
-	layout  string
-	self    int
-	tree    map[int]bool // itself and its descendants
-	tries   []try
-	found   []string // token-like values seen in anything read
-	peers   []string // the concurrent hostile plugins' containers (source.go)
-	targets []string // files to link to
+	who    string
+	layout string
+	self   int
+	tree   map[int]bool // itself and its descendants
+	tries  []try
+	found  []string // token-like values seen in anything read
+	peers  []string // the concurrent hostile plugins' containers (source.go)
+	// peerProxies are the concurrent hostile plugins' CONNECT proxies.
+	peerProxies []string
+	targets     []string // files to link to
 }
 
 func main() {
@@ -181,6 +183,7 @@ func (a *agent) run(dir string) {
 	a.probeMeta(dir, writeDirs)
 	a.probeGuard(dir, writeDirs) // guard.go
 	a.probeGate()
+	a.probeNetwork() // net.go
 }
 
 // proc is one process outside the agent's tree.
@@ -453,7 +456,7 @@ func (a *agent) send() {
 	if addr == "" {
 		return
 	}
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	c, err := net.DialTimeout("unix", addr, 5*time.Second)
 	if err != nil {
 		return
 	}

@@ -98,6 +98,7 @@ func (a *agent) probeSourceLayout(dir string) {
 	if ok {
 		a.peers = a.barrier("start", l)
 		defer a.barrier("end", l)
+		a.probeOtherProxies() // net.go: while the others still run
 		if l.cache != "" {
 			a.probeCache(l.cache)
 		}
@@ -334,22 +335,24 @@ func (a *agent) barrier(name string, l layout) []string {
 	if a.who != "plugin" || err != nil || n < 2 || addr == "" {
 		return nil
 	}
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	c, err := net.DialTimeout("unix", addr, 5*time.Second)
 	if err != nil {
 		return nil
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(45 * time.Second))
-	req, _ := json.Marshal(map[string]any{"barrier": name, "container": l.container, "parties": n})
+	req, _ := json.Marshal(map[string]any{"barrier": name, "container": l.container, "parties": n, "proxy": os.Getenv("HTTPS_PROXY")})
 	if _, err := c.Write(append(req, '\n')); err != nil {
 		return nil
 	}
 	var resp struct {
-		Peers []string `json:"peers"`
+		Peers   []string `json:"peers"`
+		Proxies []string `json:"proxies"` // the others' HTTPS_PROXY
 	}
 	if json.NewDecoder(io.LimitReader(c, 1<<16)).Decode(&resp) != nil {
 		return nil
 	}
+	a.peerProxies = resp.Proxies
 	var out []string
 	for _, p := range resp.Peers {
 		if filepath.IsAbs(p) {
