@@ -191,19 +191,41 @@ func linkAt(src *os.File, dst *os.File, name string) error {
 	}
 }
 
-// sizeAt is the size of name in dir, not followed (an O_PATH descriptor
-// beneath dir, fstat).
-func sizeAt(dir *os.File, name string) (int64, error) {
+// statAt is the size and change time (ns) of name in dir, not followed
+// (an O_PATH descriptor beneath dir, fstat).
+func statAt(dir *os.File, name string) (size, ctime int64, err error) {
 	fd, err := openNoEINTR(int(dir.Fd()), name, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
+		return 0, 0, err
+	}
+	return st.Size, st.Ctim.Nano(), nil
+}
+
+// ctimeNow is the change time a file changed now in dir gets: that of a
+// probe file made there (exclusively, not followed) and removed.
+func ctimeNow(dir string) (int64, error) {
+	d, err := openDirNoFollow(dir)
+	if err != nil {
 		return 0, err
 	}
-	return st.Size, nil
+	defer d.Close()
+	const probe = ".forge-ctime"
+	f, err := createAt(d, probe, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	var st syscall.Stat_t
+	err = syscall.Fstat(int(f.Fd()), &st)
+	f.Close()
+	if uerr := syscall.Unlinkat(int(d.Fd()), probe); err == nil {
+		err = uerr
+	}
+	return st.Ctim.Nano(), err
 }
 
 // createAt creates the regular file name in dir, exclusively.

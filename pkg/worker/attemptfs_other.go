@@ -104,12 +104,38 @@ func linkAt(src *os.File, dst *os.File, name string) error {
 	return os.Link(filepath.Join(src.Name(), name), filepath.Join(dst.Name(), name))
 }
 
-func sizeAt(dir *os.File, name string) (int64, error) {
+func statAt(dir *os.File, name string) (size, ctime int64, err error) {
 	fi, err := os.Lstat(filepath.Join(dir.Name(), name))
+	if err != nil {
+		return 0, 0, err
+	}
+	return fi.Size(), ctimeOf(fi), nil
+}
+
+// ctimeOf is fi's change time (ns), or 0 where the system does not say
+// (every file then counts as changed: correct, and slower).
+func ctimeOf(fi fs.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ctimespec.Nano()
+	}
+	return 0
+}
+
+func ctimeNow(dir string) (int64, error) {
+	p := filepath.Join(dir, ".forge-ctime")
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return 0, err
 	}
-	return fi.Size(), nil
+	fi, err := f.Stat()
+	f.Close()
+	if rerr := os.Remove(p); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	return ctimeOf(fi), nil
 }
 
 func createAt(dir *os.File, name string, perm uint32) (*os.File, error) {

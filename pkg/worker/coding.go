@@ -274,6 +274,10 @@ type codingJob struct {
 	container string // private directory holding the worktree
 	wt        string // the worktree
 	admin     string // the worktree's administrative git dir
+	// indexedAt is the change time (ns) a file of the worktree gets at
+	// the least when changed after the private index was saved
+	// (savePrivateIndex): one with an earlier ctime is as checked out.
+	indexedAt int64
 	branch    string
 	boxDirs   sandboxDirs // the attempt's directories inside the sandbox
 	// gate: an attempt on a Gate registration, in its own repository

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/gitx"
 )
@@ -27,11 +28,14 @@ import (
 // into its private git directory (j.gitHome, never given to the plugin),
 // and every staging command (add -A, write-tree, diff-index, ls-files)
 // runs with GIT_INDEX_FILE pointing at that copy. Unchanged files keep
-// git's stat cache; changed ones are re-read. The copy keeps the
-// original's modification time, so git's racy-entry rule (entries not
-// older than the index are compared by content) applies as it did to the
-// original. stagingConfigEnv pins the settings under which a stat match
-// really means "unchanged" whatever the operator configured.
+// git's stat cache; changed ones are re-read: before staging,
+// forgetChanged drops from the copy every file whose ctime says it
+// changed since the copy was made (the mirror's links change every
+// ctime, so git itself does not compare it), and the copy is dated a
+// second after that moment, so git's racy-entry rule (entries not older
+// than the index are compared by content) has nothing left to catch.
+// stagingConfigEnv pins the settings under which a stat match really
+// means "unchanged" whatever the operator configured.
 
 // stagingEnv is the environment of the Worker's staging commands: the
 // private index and stagingConfigEnv.
@@ -45,7 +49,7 @@ func stagingEnv(index string) []string {
 // it writes has no flagged entries.
 func stagingConfigEnv() []string {
 	settings := [...][2]string{
-		{"core.trustctime", "true"},      // ctime cannot be set back by the plugin
+		{"core.trustctime", "false"},     // the mirror's links change every ctime: forgetChanged
 		{"core.checkStat", "default"},    // compare every stat field
 		{"core.ignoreStat", "false"},     // never mark entries assume-unchanged
 		{"core.sparseCheckout", "false"}, // no skip-worktree entries
@@ -78,10 +82,12 @@ func (j *codingJob) stagingCmd(args ...string) gitx.Cmd {
 const maxIndexFile = 256 << 20
 
 // savePrivateIndex copies the index git worktree add wrote to the
-// private index, with the same modification time. It runs before the
-// plugin starts; the index is read like every file of the attempt
-// (attemptfs.go: beneath its directory, not followed, a regular file,
-// at most maxIndexFile bytes).
+// private index and notes the moment (indexedAt: the change time a probe
+// file made beside the tree gets); the copy's modification time is a
+// second later.
+// It runs before the plugin starts; the index is read like every file of
+// the attempt (attemptfs.go: beneath its directory, not followed, a
+// regular file, at most maxIndexFile bytes).
 func (j *codingJob) savePrivateIndex() error {
 	dir, err := openDirNoFollow(j.admin)
 	if err != nil {
@@ -110,7 +116,38 @@ func (j *codingJob) savePrivateIndex() error {
 	if err := errors.Join(err, dst.Close()); err != nil {
 		return err
 	}
-	return os.Chtimes(j.privateIndex(), fi.ModTime(), fi.ModTime())
+	if j.indexedAt, err = ctimeNow(filepath.Dir(j.wt)); err != nil {
+		return err
+	}
+	// A second past indexedAt: no entry is racily clean (forgetChanged
+	// lists what changed since, by its ctime).
+	t := time.Unix(0, j.indexedAt).Add(time.Second)
+	return os.Chtimes(j.privateIndex(), t, t)
+}
+
+// forgetChanged drops from the private index the tree paths the mirror
+// found changed since it was saved (mirrorWalk.changed), so that git add
+// -A reads each of them as new. The rest are the inodes git checked out,
+// untouched since (their ctime is older than indexedAt: a write, a
+// truncate, a chmod, a utimes, a link or a rename of an inode all set its
+// ctime to the present, which no unprivileged process can set back),
+// and keep git's stat cache although linking them into the mirror gave
+// them a new ctime: staging does not compare ctime (stagingConfigEnv).
+// An inode swapped in for another differs in its inode number, which
+// git does compare.
+func (j *codingJob) forgetChanged(ctx context.Context, changed []string) error {
+	if len(changed) == 0 {
+		return nil
+	}
+	var in bytes.Buffer
+	for _, p := range changed {
+		in.WriteString(p)
+		in.WriteByte(0)
+	}
+	c := j.stagingCmd("update-index", "--force-remove", "-z", "--stdin")
+	c.Stdin = in.Bytes()
+	_, err := j.git.Run(ctx, c)
+	return err
 }
 
 // refusedPath runs after git add -A failed and reports whether the

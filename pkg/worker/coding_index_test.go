@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -273,7 +275,7 @@ func TestGitNames(t *testing.T) {
 // "unchanged" reach git over the repository's own config.
 func TestStagingConfigPinned(t *testing.T) {
 	f := newCodingFixture(t, "/bin/true")
-	repoSet := map[string]string{"core.trustctime": "false", "core.checkStat": "minimal", "core.ignoreStat": "true",
+	repoSet := map[string]string{"core.trustctime": "true", "core.checkStat": "minimal", "core.ignoreStat": "true",
 		"core.sparseCheckout": "true", "core.splitIndex": "true", "core.untrackedCache": "true", "index.sparse": "true"}
 	for k, v := range repoSet {
 		gitT(t, f.repo, "config", k, v)
@@ -293,4 +295,71 @@ func TestStagingConfigPinned(t *testing.T) {
 		}
 		writeT(t, filepath.Join(j.wt, "a.txt"), "a\n")
 	})
+}
+
+// The mirror lists as changed what the agent touched since the private
+// index was saved and (all but the files the checkout wrote in the
+// clock tick the index was saved in) nothing else, so git reads only
+// those; whatever way a tracked file's content changed while its size
+// and modification time stayed, it is staged: written in place, deleted
+// and made again, another tracked file renamed over it (the private
+// index is dated after the files: git's racy-entry rule compares none
+// of them by content, only the listing makes it read them).
+func TestStagingReadsOnlyChangedFiles(t *testing.T) {
+	f := newCodingFixture(t, "/bin/true")
+	for i := range 40 {
+		writeT(t, filepath.Join(f.repo, "d", fmt.Sprintf("f%02d.txt", i)), fmt.Sprintf("file %02d\n", i))
+	}
+	gitT(t, f.repo, "add", "-A")
+	gitT(t, f.repo, "commit", "-q", "-m", "files")
+	f.base = gitT(t, f.repo, "rev-parse", "HEAD")
+	var changed []string
+	tree, recs := stageWith(t, f, func(j *codingJob) {
+		keep := func(p string, edit func()) {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			edit()
+			if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d := filepath.Join(j.wt, "d")
+		keep(filepath.Join(d, "f00.txt"), func() { writeT(t, filepath.Join(d, "f00.txt"), "FILE 00\n") })
+		keep(filepath.Join(d, "f01.txt"), func() {
+			os.Remove(filepath.Join(d, "f01.txt"))
+			writeT(t, filepath.Join(d, "f01.txt"), "FILE 01\n")
+		})
+		keep(filepath.Join(d, "f03.txt"), func() {
+			if err := os.Rename(filepath.Join(d, "f02.txt"), filepath.Join(d, "f03.txt")); err != nil {
+				t.Fatal(err)
+			}
+		})
+		m, err := j.mirror()
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed = m.changed
+		j.dropMirror()
+	})
+	if tree == "" {
+		t.Fatalf("validation failed: %+v", recs)
+	}
+	for p, want := range map[string]string{"d/f00.txt": "FILE 00", "d/f01.txt": "FILE 01", "d/f03.txt": "file 02", "d/f04.txt": "file 04"} {
+		if got := gitT(t, f.repo, "cat-file", "blob", tree+":"+p); got != want {
+			t.Errorf("%s staged as %q, want %q", p, got, want)
+		}
+	}
+	if out := gitT(t, f.repo, "ls-tree", "--name-only", tree, "d/f02.txt"); out != "" {
+		t.Errorf("d/f02.txt (renamed away) is still staged")
+	}
+	for _, p := range []string{"d/f00.txt", "d/f01.txt", "d/f03.txt"} {
+		if !slices.Contains(changed, p) {
+			t.Errorf("%s is not listed as changed: %v", p, changed)
+		}
+	}
+	if len(changed) > 20 {
+		t.Errorf("%d of 41 files listed as changed: %v", len(changed), changed)
+	}
 }

@@ -153,7 +153,7 @@ func (j *codingJob) mirror() (*mirrorWalk, error) {
 		return nil, errTreeShape // the workspace is no directory (any more)
 	}
 	defer src.Close()
-	m := &mirrorWalk{}
+	m := &mirrorWalk{since: j.indexedAt}
 	if err := m.dir(src, dst, "", 0); err != nil {
 		return nil, err
 	}
@@ -174,6 +174,8 @@ type mirrorWalk struct {
 	bytes    int64    // the mirrored regular files' sizes
 	over     []string // regular files over maxStageFile: not mirrored
 	large    []sizedPath
+	since    int64    // indexedAt
+	changed  []string // files and links whose ctime is not before since
 }
 
 // sizedPath is a mirrored file of at least stageLargeFile bytes.
@@ -230,11 +232,14 @@ func (m *mirrorWalk) entry(src, dst *os.File, rel string, depth int, e fs.DirEnt
 		defer dsub.Close()
 		return m.dir(sub, dsub, p, depth+1)
 	case t.IsRegular(), t&fs.ModeSymlink != 0:
+		size, ctime, err := statAt(src, name)
+		if err != nil {
+			return errTreeShape // swapped since it was listed
+		}
+		if ctime >= m.since {
+			m.changed = append(m.changed, p)
+		}
 		if t.IsRegular() {
-			size, err := sizeAt(src, name)
-			if err != nil {
-				return errTreeShape // swapped since it was listed
-			}
 			if size > maxStageFile {
 				m.over = append(m.over, p)
 				return nil

@@ -85,6 +85,9 @@ func (j *codingJob) validate(ctx context.Context, before gitState) (string, outc
 	} else if !ok {
 		return fail(evidence.ReasonPathEscape, codeCodingTerminal)
 	}
+	if err := j.forgetChanged(ctx, m.changed); err != nil {
+		return fail(evidence.ReasonGitFailed, codeCodingRetryable)
+	}
 	if _, err := run("add", "-A"); err != nil {
 		// Git refuses some paths (a .git variant, a nested repository
 		// without a commit, a symlinked .gitmodules): those are a path
