@@ -9,7 +9,9 @@
 package doctor
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +21,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/install"
+	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/sandbox"
 )
 
@@ -198,9 +201,10 @@ func (d *doctor) check(id string) string {
 }
 
 // checkAgentPlugin requires the agent plugin bin to be installed as the
-// receipt says and to answer --version with the installed release. As
-// for cli-identity, nothing runs before the ancestors and its digest
-// against the receipt have been checked.
+// receipt says, to answer --version with the installed release and to
+// complete the protocol v1 handshake (handshake). As for cli-identity,
+// nothing runs before the ancestors and its digest against the receipt
+// have been checked.
 func (d *doctor) checkAgentPlugin(bin string) string {
 	path := install.BinDir + "/" + bin
 	r := d.receipt
@@ -217,6 +221,30 @@ func (d *doctor) checkAgentPlugin(bin string) string {
 	out, err := d.f.Run(d.ctx, path, "--version")
 	if err != nil || string(out) != bin+" "+r.Version+" "+r.Commit+"\n" {
 		return path + " does not report the installed release"
+	}
+	return handshake(d.ctx, d.f, path)
+}
+
+// handshake starts the plugin (no profile, the fixed environment of
+// install.FS) and offers it the workspace capabilities in a protocol v1
+// initialize; it must answer initialized for that id selecting
+// workspace_edit. No execute follows: the plugin then exits on the closed
+// input (nonzero, as the protocol has it), having started no agent.
+func handshake(ctx context.Context, f install.FS, path string) string {
+	id, err := plugin.NewID(rand.Reader)
+	if err != nil {
+		return "no frame id for the handshake"
+	}
+	offer := []plugin.Capability{plugin.CapWorkspaceEdit, plugin.CapProgress, plugin.CapCancel, plugin.CapCommitSubject, plugin.CapAgentReport}
+	init, err := plugin.Encode(plugin.Frame{ID: id, Type: plugin.TypeInitialize, Capabilities: offer, Limits: plugin.V1Limits()})
+	if err != nil {
+		return "no initialize frame for the handshake"
+	}
+	out, _ := f.Exchange(ctx, path, init)
+	line, _, ok := bytes.Cut(out, []byte("\n"))
+	fr, err := plugin.DecodePluginFrame(line)
+	if !ok || err != nil || fr.Type != plugin.TypeInitialized || fr.ID != id || !slices.Contains(fr.Capabilities, plugin.CapWorkspaceEdit) {
+		return path + " does not answer a protocol v1 initialize as a workspace_edit plugin"
 	}
 	return ""
 }

@@ -133,6 +133,23 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 			f.WriteString("#\n")
 			f.Close()
 		}, failing: []string{"immutable-files", "claude-plugin"}},
+		"agent plugin without the handshake": {break_: func(e *install.TestEnv) {
+			// A plugin with its receipt digest and the version line that
+			// does not answer initialize: only the handshake fails.
+			bin := filepath.Join(e.RootDir(), install.BinDir, "forge-claude-plugin")
+			data := []byte("#!/bin/sh\necho 'forge-claude-plugin v1.0.0 " + commitA + "'\n")
+			os.WriteFile(bin, data, 0o755)
+			r, err := install.ReadReceipt(e.TestHost().FS())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range r.Files {
+				if r.Files[i].Path == install.BinDir+"/forge-claude-plugin" {
+					r.Files[i].SHA256 = sha(data)
+				}
+			}
+			os.WriteFile(filepath.Join(e.RootDir(), install.ReceiptPath), r.Encode(), 0o644)
+		}, failing: []string{"claude-plugin"}},
 		"stopped gate": {break_: func(e *install.TestEnv) { e.SetActive(install.GateUnit, false) },
 			failing: []string{"gate-unit", "gate-release", "worker-connected"}},
 		"missing worker": {break_: func(e *install.TestEnv) { e.SetActive(install.WorkerUnit, false) },

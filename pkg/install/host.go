@@ -50,6 +50,10 @@ type FS interface {
 	// Run executes the program at name with args and returns its stdout
 	// (at most 4 KiB) within a short timeout.
 	Run(ctx context.Context, name string, args ...string) ([]byte, error)
+	// Exchange is Run with input on the program's stdin (then closed):
+	// stdout (at most 4 KiB) is returned whatever the exit status, and
+	// the error is the run's.
+	Exchange(ctx context.Context, name string, input []byte, args ...string) ([]byte, error)
 	// Real returns the path name has on the running system.
 	Real(name string) string
 }
@@ -206,6 +210,16 @@ func (f osFS) Lock(name string) (func(), bool, error) {
 }
 
 func (f osFS) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	return f.run(ctx, name, nil, args)
+}
+
+func (f osFS) Exchange(ctx context.Context, name string, input []byte, args ...string) ([]byte, error) {
+	return f.run(ctx, name, input, args)
+}
+
+// run executes name with a fixed environment; input (nil: none) is its
+// stdin.
+func (f osFS) run(ctx context.Context, name string, input []byte, args []string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, f.p(name), args...)
@@ -218,6 +232,9 @@ func (f osFS) Run(ctx context.Context, name string, args ...string) ([]byte, err
 	var out limitedBuffer
 	out.max = 4096
 	cmd.Stdout = &out
+	if input != nil {
+		cmd.Stdin = bytes.NewReader(input)
+	}
 	err := cmd.Run()
 	return out.b.Bytes(), err
 }

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -527,6 +528,9 @@ func writeRelease(t *testing.T, o releaseOpt) Request {
 			var ms []tarMember
 			for _, name := range archiveMembers[kind] {
 				data := []byte("#!/bin/sh\necho '" + name + " " + o.version + " " + o.commit + "'\n")
+				if slices.Contains(AgentPlugins(), name) {
+					data = agentPluginScript(name, o.version, o.commit)
+				}
 				mode := int64(0o755)
 				if name == "VERSION" {
 					data, mode = []byte(o.version+" "+o.commit+"\n"), 0o644
@@ -552,6 +556,18 @@ func writeRelease(t *testing.T, o releaseOpt) Request {
 		t.Fatal(err)
 	}
 	return Request{Version: o.version, Commit: o.commit, AssetDir: dir, SumsSHA256: sha256hex(sums)}
+}
+
+// agentPluginScript prints the version line for --version and otherwise
+// answers a protocol v1 initialize as a workspace_edit plugin, then fails
+// (no execute follows), as forge doctor's handshake expects.
+func agentPluginScript(name, version, commit string) []byte {
+	return []byte("#!/bin/sh\n" +
+		"if [ \"$1\" = --version ]; then echo '" + name + " " + version + " " + commit + "'; exit 0; fi\n" +
+		"read -r line\n" +
+		"id=$(printf '%s' \"$line\" | sed -n 's/.*\"id\":\"\\([0-9a-f]*\\)\".*/\\1/p')\n" +
+		"printf '{\"version\":\"v1\",\"id\":\"%s\",\"type\":\"initialized\",\"capabilities\":[\"workspace_edit\"]}\\n' \"$id\"\n" +
+		"exit 1\n")
 }
 
 func tarGz(t *testing.T, ms []tarMember) []byte {
