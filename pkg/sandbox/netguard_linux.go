@@ -106,6 +106,9 @@ func connectFor(lfd int, id uint64, tid int, args [6]uint64, na *netArm) netAnsw
 	unspec := len(b) >= 2 && binary.NativeEndian.Uint16(b) == syscall.AF_UNSPEC // a disconnect
 	if unspec || inet && ok && allowsConnect(na.connect, ep) {
 		_, _, e := syscall.Syscall(syscall.SYS_CONNECT, sfd, uintptr(unsafe.Pointer(&b[0])), uintptr(n))
+		if !unspec && (e == syscall.EISCONN || e == syscall.EALREADY) {
+			e = restarted(int(sfd), ep, e)
+		}
 		return netAnswer{errno: e}
 	}
 	switch {
@@ -119,6 +122,34 @@ func connectFor(lfd int, id uint64, tid int, args [6]uint64, na *netArm) netAnsw
 	}
 	na.refusals.Add(ep.Addr().Unmap().WithZone("").String(), ep.Port())
 	return netAnswer{errno: syscall.EACCES}
+}
+
+// restarted answers a connect the guard already made once: a signal
+// that interrupts the program while it waits for the guard's answer
+// restarts its call (Go's preemption signal does, often), and the guard
+// is asked again about a socket it connected or is connecting. Connected
+// to ep, that call succeeded (0); still connecting, it is in progress
+// (EINPROGRESS, as the first answer would have been); anything else
+// keeps the kernel's errno.
+func restarted(fd int, ep netip.AddrPort, e syscall.Errno) syscall.Errno {
+	if e == syscall.EALREADY {
+		return syscall.EINPROGRESS
+	}
+	sa, err := syscall.Getpeername(fd)
+	if err != nil {
+		return e
+	}
+	var peer netip.AddrPort
+	switch sa := sa.(type) {
+	case *syscall.SockaddrInet4:
+		peer = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+	case *syscall.SockaddrInet6:
+		peer = netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
+	}
+	if peer.Addr().Unmap() == ep.Addr().Unmap().WithZone("") && peer.Port() == ep.Port() {
+		return 0
+	}
+	return e
 }
 
 // makeSocket makes the TCP socket a program asked for, bound to the
