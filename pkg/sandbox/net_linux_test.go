@@ -369,7 +369,10 @@ func FuzzDecodeSockaddr(f *testing.F) {
 
 // BenchmarkConnect is one TCP socket, connect and close to a loopback
 // listener from a guarded thread (the guard makes the socket, bound to
-// lo, and the connect: two round trips) and from a plain one.
+// lo, and the connect: two round trips) and from a plain one. Blocking
+// connects from a Go thread are restarted by its preemption signal: the
+// guarded run failed with EISCONN until the guard answered a restarted
+// connect.
 func BenchmarkConnect(b *testing.B) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
