@@ -105,7 +105,8 @@ for w in a b c; do
 EOF
 done
 
-setsid python3 testdata/chaos/chaos.py "$tmp" "$seed" "$jobs" "$coding" "$seconds" >"$tmp/summary.out" 2>"$tmp/chaos.out" &
+for w in a b c; do e2e_cgroup "worker-$w"; done
+setsid python3 testdata/chaos/chaos.py "$tmp" "$seed" "$jobs" "$coding" "$seconds" "${cgroup_dir%-c}" >"$tmp/summary.out" 2>"$tmp/chaos.out" &
 soak=$!
 rc=0
 wait "$soak" || rc=$?

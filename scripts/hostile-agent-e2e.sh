@@ -393,7 +393,8 @@ run_phase() {
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF
   chown "$account:$account" "$tmp/worker.json"
-  as_account "$bin/forge-worker" -config "$tmp/worker.json" 2>"$tmp/worker-$name.log" &
+  e2e_cgroup "worker-$name" "$account"
+  (enter_cgroup "$cgroup_dir" && as_account "$bin/forge-worker" -config "$tmp/worker.json" 2>"$tmp/worker-$name.log") &
   worker_pid=$!
   pids+=("$worker_pid")
   wait_log "$tmp/worker-$name.log" "e.get('msg') == 'started'" >/dev/null || fail "$name: Worker did not start"

@@ -113,7 +113,8 @@ for i in 0 1; do
  "environment_allowlist":["PATH"],"check_environment_allowlist":[],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
 EOF
-  "$bin/forge-worker" -config "$d/worker-$i.json" 2>"$d/worker-$i.log" &
+  e2e_cgroup "worker-$i"
+  (in_cgroup "$cgroup_dir" "$bin/forge-worker" -config "$d/worker-$i.json" 2>"$d/worker-$i.log") &
   wpids+=("$!")
   pids+=("$!")
 done

@@ -446,12 +446,17 @@ as_user() { # UID CMD..: run CMD as UID (no groups, no capabilities) with a clea
   shift
   setpriv --reuid="$u" --regid="$u" --clear-groups --inh-caps=-all -- env -i PATH=/usr/bin:/bin "$@"
 }
-setpriv --reuid="$ua" --regid="$ua" --clear-groups --inh-caps=-all -- \
-  env -i PATH=/usr/bin:/bin TOKEN="$TOKEN_A" "$bin/forge-worker" -config "$tmp/wa/worker.json" 2>"$tmp/worker-a.log" &
+# Each in a cgroup of its own delegated to its account; worker-b enters its
+# network namespace only (ip netns exec would mount a sysfs without the
+# cgroup file system).
+e2e_cgroup worker-a "$ua"
+(in_cgroup "$cgroup_dir" setpriv --reuid="$ua" --regid="$ua" --clear-groups --inh-caps=-all -- \
+  env -i PATH=/usr/bin:/bin TOKEN="$TOKEN_A" "$bin/forge-worker" -config "$tmp/wa/worker.json" 2>"$tmp/worker-a.log") &
 wa_pid=$!
 pids+=("$wa_pid")
-ip netns exec forge-wb setpriv --reuid="$ub" --regid="$ub" --clear-groups --inh-caps=-all -- \
-  env -i PATH=/usr/bin:/bin TOKEN="$TOKEN_B" "$bin/forge-worker" -config "$tmp/wb/worker.json" 2>"$tmp/worker-b.log" &
+e2e_cgroup worker-b "$ub"
+(in_cgroup "$cgroup_dir" nsenter --net=/run/netns/forge-wb setpriv --reuid="$ub" --regid="$ub" --clear-groups --inh-caps=-all -- \
+  env -i PATH=/usr/bin:/bin TOKEN="$TOKEN_B" "$bin/forge-worker" -config "$tmp/wb/worker.json" 2>"$tmp/worker-b.log") &
 wb_pid=$!
 pids+=("$wb_pid")
 for w in a b; do

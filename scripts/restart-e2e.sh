@@ -57,7 +57,8 @@ EOF
 
 # Each Worker process logs to its own file; all of them are checked.
 start_worker() { # $1: run number
-  "$bin/forge-worker" -config "$tmp/worker.json" 2>"$tmp/worker-$1.log" &
+  e2e_cgroup worker # one cgroup for every run: the Worker takes it over again
+  (in_cgroup "$cgroup_dir" "$bin/forge-worker" -config "$tmp/worker.json" 2>"$tmp/worker-$1.log") &
   worker_pid=$!
   pids+=("$worker_pid")
 }

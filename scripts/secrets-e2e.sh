@@ -81,7 +81,8 @@ cat >"$tmp/worker.json" <<EOF
  "environment_allowlist":["PATH","FORGE_CHECK_CANARY"],"check_environment_allowlist":["PATH","FORGE_CHECK_CANARY"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":4096,"git_output_bytes":1048576}}
 EOF
-env -u FORGE_OWNER_TOKEN "$bin/forge-worker" -config "$tmp/worker.json" 2>"$tmp/worker.log" &
+e2e_cgroup worker
+(in_cgroup "$cgroup_dir" env -u FORGE_OWNER_TOKEN "$bin/forge-worker" -config "$tmp/worker.json" 2>"$tmp/worker.log") &
 worker_pid=$!
 pids+=("$worker_pid")
 wait_log "$tmp/worker.log" 'e.get("msg") == "connected"' >/dev/null || fail "Worker did not connect"

@@ -109,6 +109,7 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		log.Error("startup failed", "error", err.Error())
 		return err
 	}
+	var cgroups *supervise.Cgroups
 	if abi := worker.SandboxABI(cfg); abi == 0 {
 		log.Warn("sandbox disabled: plugins and scoped checks run unconfined", "sandbox", worker.SandboxNone)
 	} else {
@@ -118,7 +119,19 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 			log.Error("startup failed", "error", "the sandbox's metadata guard cannot be installed: "+err.Error())
 			return fmt.Errorf("the sandbox's metadata guard cannot be installed: %w", err)
 		}
-		log.Info("sandbox", "sandbox", cfg.Sandbox, "landlock_abi", abi, "scoped", sandbox.Scoped(abi), "metadata_guard", true)
+		// Every sandboxed program runs in a cgroup of its own, emptied
+		// by the kernel when it ends (docs/sandbox.md, "Containment").
+		if cgroups, err = supervise.DelegatedCgroups(); err != nil {
+			msg := "the sandbox needs a cgroup v2 of the Worker's own, delegated to its account (" + err.Error() +
+				"): run it under a service manager with Delegate=yes (the installed unit does), or by hand under " +
+				"systemd-run --user --scope -p Delegate=yes, or in a cgroup made for it and chowned to its account; " +
+				"or set \"sandbox\": \"none\""
+			log.Error("startup failed", "error", msg)
+			return errors.New(msg)
+		}
+		defer cgroups.Close()
+		log.Info("sandbox", "sandbox", cfg.Sandbox, "landlock_abi", abi, "scoped", sandbox.Scoped(abi), "metadata_guard", true,
+			"containment", "cgroup")
 		if !sandbox.Scoped(abi) {
 			log.Warn("sandbox weakened: sandboxed programs can signal processes of the Worker's account and reach abstract UNIX sockets", "sandbox", cfg.Sandbox)
 		}
@@ -134,6 +147,9 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 	}
 	reaper := supervise.NewReaperPool(self)
 	defer reaper.Close()
+	if cgroups != nil {
+		reaper.Contain(cgroups)
+	}
 	text := worker.NewTextExecutor(cfg, os.LookupEnv, reaper)
 	defer text.Close()
 	executors := map[wire.Kind]worker.Executor{

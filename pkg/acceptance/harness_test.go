@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/cgrouptest"
 )
 
 // binDir holds the binaries built once by TestMain.
@@ -511,6 +513,14 @@ func (g *gate) startWorker(t testing.TB, o workerOpts) *worker {
 	wk := &worker{logs: newLogSink(), done: make(chan error, 1), dir: dir}
 	cmd := exec.Command(bin("forge-worker"), "-config", cfgPath)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "ACC_WORKER_TOKEN=" + w.token}, o.env...)
+	// In a cgroup of its own, as a sandboxed Worker needs (docs/sandbox.md,
+	// "Containment"), started right in it.
+	cg, err := os.Open(cgrouptest.Own(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg.Close()
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd())}
 	cmd.Stdout, cmd.Stderr = wk.logs, wk.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -69,6 +69,7 @@ var ranks = map[string]int{
 	// Test support: imported only by tests, free to build on anything below.
 	"pkg/acceptance":            tierApp,
 	"pkg/agenttest":             tierApp,
+	"pkg/cgrouptest":            tierApp,
 	"pkg/archtest":              tierApp,
 	"pkg/githubfake":            tierApp,
 	"pkg/providerfake":          tierApp,

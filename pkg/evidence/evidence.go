@@ -66,6 +66,7 @@ const (
 	ReasonProtocolViolation Reason = "protocol_violation"
 	ReasonSpawnFailed       Reason = "spawn_failed" // also scoped_check
 	ReasonCancelled         Reason = "cancelled"
+	ReasonSurvivors         Reason = "processes_survived" // also scoped_check: the cgroup's kill did not empty it
 )
 
 // Workspace validation reasons.
@@ -108,12 +109,12 @@ func reasonsOf(p Phase) []Reason {
 			ReasonInvalidPolicy, ReasonPolicyRejected, ReasonPluginRejected, ReasonWorktreeFailed, ReasonGitFailed}
 	case PhasePlugin:
 		return []Reason{ReasonPluginFailed, ReasonTimedOut, ReasonOutputLimit, ReasonProtocolViolation,
-			ReasonSpawnFailed, ReasonCancelled}
+			ReasonSpawnFailed, ReasonCancelled, ReasonSurvivors}
 	case PhaseWorkspaceValidation:
 		return []Reason{ReasonHeadMoved, ReasonRefsChanged, ReasonConfigChanged, ReasonGitDirChanged,
 			ReasonPathEscape, ReasonEmptyChange, ReasonSecretInCandidate, ReasonGitFailed}
 	case PhaseScopedCheck:
-		return []Reason{ReasonPassed, ReasonFailed, ReasonSignalled, ReasonTimedOut, ReasonSpawnFailed}
+		return []Reason{ReasonPassed, ReasonFailed, ReasonSignalled, ReasonTimedOut, ReasonSpawnFailed, ReasonSurvivors}
 	case PhaseCandidateCommit:
 		return []Reason{ReasonCreated, ReasonCommitFailed, ReasonRefFailed}
 	case PhaseCleanup:

@@ -113,6 +113,18 @@ func identity(runAsRoot bool, account string) string {
 // it costs no exposure.
 const sandboxSyscalls = "SystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp\n"
 
+// workerCgroup delegates the Worker unit's own cgroup to it (DECISIONS
+// 21): every sandboxed program runs in a cgroup of its own below it,
+// killed whole when it ends (docs/sandbox.md, "Containment"). systemd
+// chowns that subtree to the Worker's account; ProtectControlGroups=yes
+// still mounts the rest of /sys/fs/cgroup read-only, and ReadWritePaths=
+// opens only the unit's own cgroup again, where it is on a pure cgroup v2
+// host and on a hybrid one (the "-" skips the one that does not exist).
+// systemd 257's ProtectControlGroups=private would give the unit a cgroup
+// namespace instead; systemd 252 has none.
+const workerCgroup = "Delegate=yes\nReadWritePaths=-/sys/fs/cgroup/system.slice/" + WorkerUnit +
+	" -/sys/fs/cgroup/unified/system.slice/" + WorkerUnit + "\n"
+
 func gateUnit(runAsRoot bool) []byte {
 	return []byte(`[Unit]
 Description=Agent Forge Gate
@@ -145,7 +157,7 @@ Restart=on-failure
 RestartSec=2s
 StateDirectory=agent-forge/worker agent-forge/worker/worktrees agent-forge/worker/runtime agent-forge/worker/repositories
 StateDirectoryMode=0700
-` + hardening + sandboxSyscalls + `
+` + hardening + sandboxSyscalls + workerCgroup + `
 [Install]
 WantedBy=multi-user.target
 `)

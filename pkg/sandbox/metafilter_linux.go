@@ -57,6 +57,18 @@ const (
 	sysIoUringRegister = 427
 )
 
+// clone3, the same on every Linux architecture, is refused with ENOSYS
+// (as on a kernel before 5.3; glibc, musl and Go then use clone, which
+// has no cgroup argument). Its CLONE_INTO_CGROUP places the child in the
+// cgroup a descriptor names, checked only against write permission on
+// the cgroups' common ancestor: a sandboxed program could open the
+// Worker's own cgroup (O_PATH, which Landlock does not govern) and start
+// a child there, out of its invocation's cgroup and its kill. The filter
+// cannot read clone3's arguments (they are in memory), so the call goes
+// whole. Its reapers, under the same filter, fork into a program's cgroup
+// by moving themselves (pkg/supervise).
+const sysClone3 = 435
+
 // ioctlAllowed are the ioctl commands a sandboxed program may issue, on
 // any descriptor: terminal and job control (not TIOCSTI, which fakes
 // terminal input, nor TIOCLINUX, TIOCCONS, TIOCSETD or TIOCVHANGUP),
@@ -263,8 +275,8 @@ func (p *bpfProg) search(rs []bpfRange, def string) {
 }
 
 // metaFilter is the filter: on the native architecture the calls of
-// nativeCalls go to the guard (user notification), io_uring and the
-// unified-table extras are refused, ioctl is allowed for the commands of
+// nativeCalls go to the guard (user notification), io_uring, clone3 and
+// the unified-table extras are refused, ioctl is allowed for the commands of
 // ioctlAllowed only, the network calls are checked by netBlocks, x32 is
 // refused (amd64), everything else is allowed;
 // every call of the compat architecture (i386 on amd64, arm on arm64)
@@ -289,7 +301,8 @@ func metaFilter() []sockFilter {
 		p.jump(bpfJgeK, x32Bit, "enosys", "")
 	}
 	cases := map[uint32]string{sysSetxattrat: "enosys", sysRemovexattat: "enosys", sysFileSetattr: "eperm", sysIoctlNative: "ioctl",
-		sysIoUringSetup: "enosys", sysIoUringEnter: "enosys", sysIoUringRegister: "enosys"}
+		sysIoUringSetup: "enosys", sysIoUringEnter: "enosys", sysIoUringRegister: "enosys",
+		sysClone3: "enosys"}
 	for _, c := range nativeCalls {
 		cases[c.nr] = "notify"
 	}

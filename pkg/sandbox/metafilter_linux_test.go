@@ -99,6 +99,8 @@ func TestMetaFilterDecisions(t *testing.T) {
 		{auditArchNative, sysIoUringSetup, enosys},
 		{auditArchNative, sysIoUringEnter, enosys},
 		{auditArchNative, sysIoUringRegister, enosys},
+		{auditArchNative, sysClone3, enosys},
+		{auditArchNative, sysClone3 - 1, retAllow},
 		{auditArchNative, sysSetxattrat, enosys},
 		{auditArchNative, sysFileSetattr, eperm},
 		{auditArchNative, nativeCalls[0].nr, retUserNotif},

@@ -53,6 +53,8 @@ func refuseTries() {
 	say("uring-setup", errno(e))
 	_, _, e = syscall.Syscall6(427, ^uintptr(0), 0, 0, 0, 0, 0) // io_uring_register on no ring: EBADF when it runs
 	say("uring-register", errno(e))
+	_, _, e = syscall.Syscall(435, 0, 0, 0) // clone3 with no arguments: EINVAL when it runs
+	say("clone3", errno(e))
 	if fd, err := syscall.Open(out, syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err == nil {
 		var verity [128]byte // struct fsverity_enable_arg: version 1, SHA-256, 4096-byte blocks
 		binary.NativeEndian.PutUint32(verity[0:], 1)
@@ -125,7 +127,8 @@ func minimalACL(mode uint32) []byte {
 // needs there: set-user-ID and set-group-ID bits by every chmod form, any
 // change of the tree's root itself, security.* and trusted.* attributes;
 // the filter refuses io_uring (whose operations would never reach the
-// guard), the inode ioctls (fs-verity, fscrypt, chattr: EPERM) and every
+// guard) and clone3 (whose CLONE_INTO_CGROUP would leave the program's
+// cgroup), the inode ioctls (fs-verity, fscrypt, chattr: EPERM) and every
 // ioctl it does not list (ENOTTY), and lets the listed ones through.
 func TestGuardRefusals(t *testing.T) {
 	if sandbox.ABI() < 1 {
@@ -172,7 +175,7 @@ func TestGuardRefusals(t *testing.T) {
 	}
 	n := func(e syscall.Errno) string { return strconv.Itoa(int(e)) }
 	want := map[string]string{
-		"uring-setup": n(syscall.ENOSYS), "uring-register": n(syscall.ENOSYS),
+		"uring-setup": n(syscall.ENOSYS), "uring-register": n(syscall.ENOSYS), "clone3": n(syscall.ENOSYS),
 		"verity": n(syscall.EPERM), "setflags": n(syscall.EPERM), "fscrypt": n(syscall.EPERM), "fslabel": n(syscall.ENOTTY),
 		"fionread": "ok", "fioclex": "ok",
 		"chmod-plain": "ok", "chmod-setuid": n(syscall.EPERM), "chmod-setgid": n(syscall.EPERM),

@@ -62,9 +62,19 @@
 // binary even after an upgrade replaced its file (the messages are
 // private to one build of this package).
 //
-// The cleanup is best effort: without a cgroup or PID namespace a
-// deliberately hostile process can escape it. Containment is the
-// sandbox's: a Command with Sandbox set starts in that Landlock policy
+// The sweep is best effort: a deliberately hostile process (a chain of
+// setsid processes that keep forking a successor) outruns it. Containment
+// is the kernel's: a pool given a cgroup v2 subtree (ReaperPool.Contain,
+// Cgroups; DelegatedCgroups for a process's own delegated cgroup) starts
+// every sandboxed program in a cgroup of its own, created for it: the
+// reaper moves itself into that cgroup, forks the program, and moves
+// itself back, and once the program has ended it writes cgroup.kill (the
+// kernel kills every process in the cgroup at once, forks included) and
+// waits, bounded, until the cgroup is empty, before it reports the end;
+// supervise then removes the cgroup. Processes that survive the wait make
+// Wait return ErrSurvivors, and Process.StdoutHeld says whether one of
+// them held the program's stdout when it ended. A Command with Sandbox
+// set starts in that Landlock policy
 // (pkg/sandbox). The reaper opens the program once (sandbox.OpenProgram),
 // restricts a fresh OS thread it locks for the one program (a domain
 // cannot be lifted, and the reaper serves many programs) with the

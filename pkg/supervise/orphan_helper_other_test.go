@@ -11,3 +11,8 @@ func orphanHelper(string) int { return 1 }
 const selfHelperEnv = "FORGE_SUPERVISE_SELF_HELPER"
 
 func selfHelper() int { return 1 }
+
+// delegateHelperEnv is unused here: cgroups are Linux only.
+const delegateHelperEnv = "FORGE_SUPERVISE_DELEGATE_HELPER"
+
+func delegateHelper() int { return 1 }

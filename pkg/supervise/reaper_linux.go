@@ -1,12 +1,14 @@
 package supervise
 
 import (
+	"encoding/binary"
 	"net"
 	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/0k-lab/agent-forge/pkg/sandbox"
 )
@@ -74,6 +76,23 @@ type inbound struct {
 	kind  byte
 	spawn spawnRequest
 	fds   [3]int
+	// cg, home and out (-1 when absent) come with a contained sandboxed
+	// spawn: the program's own cgroup, the reaper's, and the read end of
+	// the program's stdout (see start).
+	cg, home, out int
+}
+
+func (m inbound) closeAll() {
+	closeFDs(m.fds[:])
+	closeFDs(m.extra())
+}
+
+// extra is the descriptors after the three standard ones.
+func (m inbound) extra() []int {
+	if m.cg < 0 {
+		return nil
+	}
+	return []int{m.cg, m.home, m.out}
 }
 
 // reaperServer runs one program at a time for supervise. Everything that
@@ -92,10 +111,13 @@ type reaperServer struct {
 	guarded bool
 	sigs    chan os.Signal // termination signals: shut down
 	chld    chan os.Signal // SIGCHLD while a sweep polls: wakes it early
+	// cg is the running program's cgroup when it is contained, else -1;
+	// out is then the read end of its stdout.
+	cg, out int
 }
 
 func newReaperServer(conn *net.UnixConn) *reaperServer {
-	s := &reaperServer{conn: conn, sigs: make(chan os.Signal, 4), chld: make(chan os.Signal, 1)}
+	s := &reaperServer{conn: conn, sigs: make(chan os.Signal, 4), chld: make(chan os.Signal, 1), cg: -1, out: -1}
 	signal.Notify(s.sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
 	return s
 }
@@ -109,10 +131,19 @@ func (s *reaperServer) serve() {
 	go s.read(in)
 	exited := make(chan struct{}, 1)
 	pid := 0 // the running program, 0 when idle
+	// pending is a contained spawn received, started once supervise says
+	// go (msgGo): supervise has closed its copies of the program's pipe
+	// ends by then, so a writer left on stdout when the program ends is
+	// a process of the program's (see writerLeft).
+	var pending *inbound
 	closing := false
 	var escalate <-chan time.Time
 	shutdown := func() {
 		closing, in = true, nil
+		if pending != nil {
+			pending.closeAll()
+			pending = nil
+		}
 		if pid == 0 {
 			return
 		}
@@ -130,11 +161,18 @@ func (s *reaperServer) serve() {
 			switch {
 			case !ok:
 				shutdown()
-			case m.kind == msgSpawn && pid == 0:
+			case m.kind == msgSpawn && pid == 0 && pending == nil && m.cg >= 0:
+				pending = &m
+			case m.kind == msgGo && pending != nil:
+				pid = s.start(*pending, exited)
+				pending = nil
+			case m.kind == msgSpawn && pid == 0 && pending == nil:
 				pid = s.start(m, exited)
 			case m.kind == msgSpawn:
-				closeFDs(m.fds[:]) // one program at a time: a broken caller
+				m.closeAll() // one program at a time: a broken caller
 				shutdown()
+			case m.kind == msgGo:
+				shutdown() // go only for a contained spawn: a broken caller
 			case m.kind == msgGuard && pid == 0 && !s.guarded:
 				s.guard()
 			case m.kind == msgGuard:
@@ -151,8 +189,16 @@ func (s *reaperServer) serve() {
 			syscall.Kill(-pid, syscall.SIGKILL)
 			escalate = nil
 		case <-exited:
-			// What is left of the group goes first, then the leader is
-			// reaped, then every other descendant is swept.
+			// For a contained program: does something it started still
+			// hold its stdout, now that it has ended? What is left of the
+			// group goes first, then the leader is reaped, then every
+			// other descendant is killed (the cgroup) or swept.
+			var rep sweepReport
+			if s.cg >= 0 {
+				rep.contained, rep.held = true, writerLeft(s.out)
+				syscall.Close(s.out)
+				s.out = -1
+			}
 			syscall.Kill(-pid, syscall.SIGKILL)
 			var ws syscall.WaitStatus
 			for {
@@ -162,10 +208,19 @@ func (s *reaperServer) serve() {
 				}
 			}
 			pid, escalate = 0, nil
-			rep := s.sweep()
+			if s.cg >= 0 {
+				rep.survivors = !drainCgroup(s.cg, cgroupDrainLimit)
+				syscall.Close(s.cg)
+				s.cg = -1
+				// Their zombies, reparented here.
+				reapAvailable(time.Now().Add(sweepLimit))
+			} else {
+				rep = s.sweep()
+			}
 			if !closing {
 				r := reply{kind: msgExited, code: ws.ExitStatus(), timedOut: rep.timedOut,
-					fast: rep.fast, term: rep.term, kill: rep.kill}
+					fast: rep.fast, term: rep.term, kill: rep.kill,
+					contained: rep.contained, held: rep.held, survivors: rep.survivors}
 				if ws.Signaled() {
 					r.code, r.signal = -1, int(ws.Signal())
 				}
@@ -183,6 +238,8 @@ func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
 	switch {
 	case m.spawn.sandbox != nil && !s.guarded:
 		st.err = syscall.EPERM // its metadata calls would be ungoverned
+	case m.cg >= 0:
+		st = s.startContained(m, exited)
 	case m.spawn.sandbox != nil:
 		st = startSandboxed(m, &s.layers, exited)
 	default:
@@ -192,12 +249,65 @@ func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
 		}
 	}
 	closeFDs(m.fds[:])
+	if m.cg >= 0 {
+		syscall.Close(m.home)
+		if st.err == nil {
+			s.cg, s.out = m.cg, m.out // emptied and closed once the program has ended
+		} else {
+			syscall.Close(m.cg)
+			syscall.Close(m.out)
+		}
+	}
 	if st.err != nil {
 		s.send(failed(st.err))
 		return 0
 	}
 	s.send(reply{kind: msgStarted, pid: st.pid})
 	return st.pid
+}
+
+// writerLeft reports whether the pipe whose read end is out still has a
+// writer (poll reports POLLHUP once the last one is closed, data or not).
+func writerLeft(out int) bool {
+	var pfd [8]byte // struct pollfd
+	binary.NativeEndian.PutUint32(pfd[0:], uint32(out))
+	binary.NativeEndian.PutUint16(pfd[4:], pollIn)
+	var zero syscall.Timespec
+	for {
+		n, _, e := syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd[0])), 1, uintptr(unsafe.Pointer(&zero)), 0, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		return e != 0 || n != 1 || binary.NativeEndian.Uint16(pfd[6:])&pollHup == 0
+	}
+}
+
+const (
+	pollIn  = 0x1
+	pollHup = 0x10
+)
+
+// startContained starts a sandboxed program inside its own cgroup (m.cg):
+// the reaper moves itself, every thread, into that cgroup, forks the
+// program there (so it never runs outside it, and neither does anything
+// it starts), and moves itself back to its own cgroup (m.home). The
+// reaper runs one program at a time, so nothing else it starts can land
+// in the program's cgroup meanwhile. (clone3's CLONE_INTO_CGROUP would
+// spare the two moves, but the metadata filter refuses clone3 to every
+// process under it, this reaper included: see sandbox's metaFilter.)
+func (s *reaperServer) startContained(m inbound, exited chan<- struct{}) started {
+	if err := migrateSelf(m.cg); err != nil {
+		return started{err: err}
+	}
+	st := startSandboxed(m, &s.layers, exited)
+	if err := migrateSelf(m.home); err != nil {
+		// Still in the program's cgroup, the reaper would kill itself
+		// with the program: it stops here instead, and the program dies
+		// with the thread that started it (its parent-death signal).
+		// supervise then finds the reaper gone and empties the cgroup.
+		os.Exit(reaperUsage)
+	}
+	return st
 }
 
 // guard puts the reaper, every thread of it, under the metadata filter
@@ -308,7 +418,7 @@ func (s *reaperServer) send(r reply) {
 func (s *reaperServer) read(in chan<- inbound) {
 	defer close(in)
 	buf := make([]byte, maxReaperMsg+1)
-	oob := make([]byte, syscall.CmsgSpace(4*4)) // room for one fd too many
+	oob := make([]byte, syscall.CmsgSpace(7*4)) // room for one fd too many
 	var held *sandbox.Shared                    // the last Shared supervise sent
 	for {
 		// Received descriptors are close-on-exec (the runtime asks for
@@ -340,16 +450,21 @@ func parseInbound(b []byte, fds []int, flags int, held *sandbox.Shared) (inbound
 	}
 	switch b[0] {
 	case msgSpawn:
+		// Three descriptors, or six for a contained sandboxed program.
 		req, err := decodeSpawn(b, held)
-		if err != nil || len(fds) != 3 {
+		if err != nil || !(len(fds) == 3 || len(fds) == 6 && req.sandbox != nil) {
 			return inbound{}, false
 		}
-		return inbound{kind: msgSpawn, spawn: req, fds: [3]int{fds[0], fds[1], fds[2]}}, true
-	case msgTerminate, msgKill, msgGuard:
+		m := inbound{kind: msgSpawn, spawn: req, fds: [3]int{fds[0], fds[1], fds[2]}, cg: -1, home: -1, out: -1}
+		if len(fds) == 6 {
+			m.cg, m.home, m.out = fds[3], fds[4], fds[5]
+		}
+		return m, true
+	case msgTerminate, msgKill, msgGuard, msgGo:
 		if len(b) != 1 || len(fds) != 0 {
 			return inbound{}, false
 		}
-		return inbound{kind: b[0]}, true
+		return inbound{kind: b[0], cg: -1, home: -1, out: -1}, true
 	}
 	return inbound{}, false
 }
@@ -401,9 +516,14 @@ func awaitExit(pid, pidfd int, exited chan<- struct{}) {
 // reapAvailable reaps every exited child without blocking and reports
 // whether any child remains. With no child left there can be no
 // descendant: each descendant either has a living ancestor below the
-// reaper or has been reparented to it.
-func reapAvailable() bool {
-	for {
+// reaper or has been reparented to it. It stops at deadline (children
+// that keep exiting faster than it reaps) and then reports that children
+// remain.
+func reapAvailable(deadline time.Time) bool {
+	for n := 0; ; n++ {
+		if n%64 == 63 && time.Now().After(deadline) {
+			return true
+		}
 		var ws syscall.WaitStatus
 		got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
 		switch {
@@ -424,7 +544,8 @@ func reapAvailable() bool {
 // child is left there is no descendant at all, and the sweep ends at once
 // without scanning /proc, signalling or waiting.
 func (s *reaperServer) sweep() sweepReport {
-	if !reapAvailable() {
+	start := time.Now()
+	if !reapAvailable(start.Add(sweepLimit)) {
 		return sweepReport{fast: true}
 	}
 	// SIGCHLD only wakes the poll below early; one that came before this
@@ -440,9 +561,8 @@ func (s *reaperServer) sweep() sweepReport {
 	var rep sweepReport
 	self := os.Getpid()
 	tree := newProcTree()
-	start := time.Now()
 	sent := map[proc]syscall.Signal{}
-	for reapAvailable() {
+	for reapAvailable(start.Add(sweepLimit)) {
 		elapsed := time.Since(start)
 		if elapsed >= sweepLimit {
 			rep.timedOut = true

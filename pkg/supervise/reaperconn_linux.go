@@ -81,19 +81,34 @@ func startReaper(exe string) (*reaperConn, error) {
 var errReaperGone = errors.New("reaper connection failed")
 
 // spawn asks the reaper to start req with files as its stdin, stdout and
-// stderr and returns the reaper's answer (msgStarted or msgFailed).
-func (rc *reaperConn) spawn(msg []byte, files [3]*os.File) (reply, error) {
-	rights := syscall.UnixRights(int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd()))
+// stderr, in inv's cgroup when inv is set (then with out, the read end of
+// its stdout), and returns the reaper's answer (msgStarted or msgFailed).
+// With inv, files are closed as soon as they are sent (sent reports it),
+// and only then is the reaper told to go: once the program has ended,
+// the reaper takes a writer left on stdout for a process the program
+// started, so supervise must hold none by the time it starts.
+func (rc *reaperConn) spawn(msg []byte, files [3]*os.File, inv *invocation, out *os.File) (r reply, sent bool, err error) {
+	fds := []int{int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd())}
+	if inv != nil {
+		fds = append(fds, inv.fd, inv.cg.home, int(out.Fd()))
+	}
+	rights := syscall.UnixRights(fds...)
 	rc.conn.SetDeadline(time.Now().Add(reaperStartTimeout))
 	defer rc.conn.SetDeadline(time.Time{})
 	if _, _, err := rc.conn.WriteMsgUnix(msg, rights, nil); err != nil {
-		return reply{}, errReaperGone
+		return reply{}, false, errReaperGone
 	}
-	r, err := rc.read()
+	if inv != nil {
+		closeFiles(files[:]...)
+		if _, err := rc.conn.Write([]byte{msgGo}); err != nil {
+			return reply{}, true, errReaperGone
+		}
+	}
+	r, err = rc.read()
 	if err != nil || (r.kind != msgStarted && r.kind != msgFailed) {
-		return reply{}, errReaperGone
+		return reply{}, true, errReaperGone
 	}
-	return r, nil
+	return r, true, nil
 }
 
 // guardSelf asks the reaper to put itself under the metadata filter and
@@ -182,10 +197,11 @@ func (rc *reaperConn) disarm() {
 }
 
 // spawn starts req under one of the pool's reapers with files as its
-// stdin, stdout and stderr. It returns the reaper, now busy with the
-// child, and the child's pid. An idle reaper that has died meanwhile is
-// replaced once by a fresh one.
-func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File) (*reaperConn, int, error) {
+// stdin, stdout and stderr, in inv's cgroup when inv is set (a sandboxed
+// req only; out is then the read end of its stdout). It returns the reaper, now busy with the child, and the
+// child's pid. An idle reaper that has died meanwhile is replaced once by
+// a fresh one.
+func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File, inv *invocation, out *os.File) (*reaperConn, int, error) {
 	key := "" // the Key of the request's Shared
 	if req.sandbox != nil {
 		key = req.sandbox.Shared.Key()
@@ -226,13 +242,13 @@ func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File) (*reaperConn, i
 		if rc.shared != key {
 			msg, _ = req.encode(rc.shared)
 		}
-		r, err := rc.spawn(msg, files)
+		r, sent, err := rc.spawn(msg, files, inv, out)
 		if err == nil && guarded {
 			rc.shared = key // the reaper holds it now, whether the start failed or not
 		}
 		if err != nil {
 			rc.stop()
-			if fresh {
+			if fresh || sent && inv != nil { // the files are gone with the message
 				return nil, 0, &StartError{Reason: "reaper failed"}
 			}
 			continue // a stale idle reaper; the next one may be fresh

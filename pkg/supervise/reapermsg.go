@@ -13,17 +13,22 @@ import (
 // first byte says what the message is. Both ends are the same binary (see
 // Command.Reaper), so the format is private and carries no version.
 //
-//	to the reaper:   'S' spawn (with 3 fds: stdin, stdout, stderr),
+//	to the reaper:   'S' spawn (with 3 fds: stdin, stdout, stderr; a
+//	                     contained sandboxed program 6: and its cgroup,
+//	                     the reaper's own cgroup, stdout's read end),
 //	                 'T' terminate the program's group, 'K' kill it,
-//	                 'G' guard yourself (once, before any spawn)
+//	                 'G' guard yourself (once, before any spawn),
+//	                 'Y' go: start the contained program just sent
 //	from the reaper: 'P' started (pid), 'F' start or guard failed (errno),
-//	                 'X' the program was reaped and its descendants swept,
+//	                 'X' the program was reaped and its descendants swept
+//	                     (or, contained, its cgroup emptied),
 //	                 'L' guarded (with 1 fd: the metadata filter's listener)
 const (
 	msgSpawn     = 'S'
 	msgTerminate = 'T'
 	msgKill      = 'K'
 	msgGuard     = 'G'
+	msgGo        = 'Y'
 	msgStarted   = 'P'
 	msgFailed    = 'F'
 	msgExited    = 'X'
@@ -294,14 +299,19 @@ type reply struct {
 	code   int // msgExited: exit code, or -1 when a signal ended it
 	signal int // msgExited: the signal, or 0
 	// msgExited: what the sweep did (see sweepReport).
-	fast, timedOut bool
-	term, kill     int
+	fast, timedOut             bool
+	term, kill                 int
+	contained, held, survivors bool
 }
 
 // Flag bits of an exited message.
 const (
 	flagTimedOut = 1 << iota
 	flagFast
+	flagContained
+	flagHeld
+	flagSurvivors
+	flagsAll = flagTimedOut | flagFast | flagContained | flagHeld | flagSurvivors
 )
 
 func (r reply) encode() []byte {
@@ -320,6 +330,15 @@ func (r reply) encode() []byte {
 		}
 		if r.fast {
 			flags |= flagFast
+		}
+		if r.contained {
+			flags |= flagContained
+		}
+		if r.held {
+			flags |= flagHeld
+		}
+		if r.survivors {
+			flags |= flagSurvivors
 		}
 		b = append(b, flags)
 		b = binary.LittleEndian.AppendUint32(b, uint32(r.term))
@@ -352,8 +371,10 @@ func decodeReply(b []byte) (reply, error) {
 		r.signal = int(d.u32())
 		flags := d.byte()
 		r.timedOut, r.fast = flags&flagTimedOut != 0, flags&flagFast != 0
+		r.contained, r.held, r.survivors = flags&flagContained != 0, flags&flagHeld != 0, flags&flagSurvivors != 0
 		r.term, r.kill = int(d.u32()), int(d.u32())
-		if flags > flagTimedOut|flagFast || r.term > maxSwept || r.kill > maxSwept ||
+		// Only a contained program has these to report.
+		if flags&^flagsAll != 0 || !r.contained && (r.held || r.survivors) || r.term > maxSwept || r.kill > maxSwept ||
 			r.signal == 0 && (r.code < 0 || r.code > 255) || r.signal != 0 && (r.code != -1 || r.signal > 64) {
 			d.bad = true
 		}

@@ -146,6 +146,8 @@ func TestReplyRoundTripAndRejects(t *testing.T) {
 		{kind: msgFailed, errno: 2},
 		{kind: msgExited, code: 7, fast: true},
 		{kind: msgExited, code: -1, signal: 9, term: 2, kill: 1, timedOut: true},
+		{kind: msgExited, code: 0, contained: true, held: true},
+		{kind: msgExited, code: 0, contained: true, held: true, survivors: true},
 		{kind: msgGuarded},
 	} {
 		got, err := decodeReply(r.encode())
@@ -154,13 +156,15 @@ func TestReplyRoundTripAndRejects(t *testing.T) {
 		}
 	}
 	for name, r := range map[string]reply{
-		"zero pid":            {kind: msgStarted},
-		"zero errno":          {kind: msgFailed},
-		"code with signal":    {kind: msgExited, code: 3, signal: 9},
-		"negative code":       {kind: msgExited, code: -2},
-		"code over 255":       {kind: msgExited, code: 256},
-		"signal out of range": {kind: msgExited, code: -1, signal: 65},
-		"unknown kind":        {kind: 'Z'},
+		"zero pid":              {kind: msgStarted},
+		"zero errno":            {kind: msgFailed},
+		"code with signal":      {kind: msgExited, code: 3, signal: 9},
+		"negative code":         {kind: msgExited, code: -2},
+		"code over 255":         {kind: msgExited, code: 256},
+		"signal out of range":   {kind: msgExited, code: -1, signal: 65},
+		"unknown kind":          {kind: 'Z'},
+		"held uncontained":      {kind: msgExited, held: true},
+		"survivors uncontained": {kind: msgExited, survivors: true},
 	} {
 		if _, err := decodeReply(r.encode()); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -185,6 +189,7 @@ func FuzzReaperMessages(f *testing.F) {
 	f.Add(short)
 	f.Add((reply{kind: msgExited, code: -1, signal: 15, term: 1}).encode())
 	f.Add((reply{kind: msgStarted, pid: 77}).encode())
+	f.Add((reply{kind: msgExited, contained: true, held: true}).encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if req, err := decodeSpawn(b, held); err == nil {
 			again, ok := req.encode("")

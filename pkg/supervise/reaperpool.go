@@ -29,6 +29,8 @@ type ReaperPool struct {
 	mu     sync.Mutex
 	idle   [2][]*reaperConn // [1]: guarded
 	closed bool
+	// cgroups, when set, contains every sandboxed program (Contain).
+	cgroups *Cgroups
 }
 
 // NewReaperPool returns a pool of reapers started from exe (usually the
@@ -36,6 +38,24 @@ type ReaperPool struct {
 // it.
 func NewReaperPool(exe string) *ReaperPool {
 	return &ReaperPool{exe: exe}
+}
+
+// Contain makes every sandboxed program the pool starts from now on run
+// in a cgroup of its own below cg, which is emptied by the kernel (every
+// process in it killed at once, forks included) when the program ends,
+// before Wait returns. Without it a sandboxed program's descendants are
+// swept as any other program's, which a hostile program can outrun.
+// Call it before the first Start.
+func (pl *ReaperPool) Contain(cg *Cgroups) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	pl.cgroups = cg
+}
+
+func (pl *ReaperPool) containment() *Cgroups {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.cgroups
 }
 
 // Close stops the idle reapers and waits for them to exit; reapers still
@@ -91,11 +111,17 @@ func (pl *ReaperPool) put(rc *reaperConn) {
 
 // sweepReport says what the cleanup after a program did: nothing at all
 // (fast: no child was left once the program had been reaped), or how many
-// signals it sent and whether the bound cut it short.
+// signals it sent and whether the bound cut it short. A contained
+// program's cleanup is its cgroup's kill instead: held says that a
+// process it started still held its stdout when it ended (it was
+// killed), survivors that processes were still there when the wait for
+// them ran out.
 type sweepReport struct {
 	fast       bool
 	term, kill int
 	timedOut   bool
+
+	contained, held, survivors bool
 }
 
 // Self returns the path a binary passes to NewReaperPool to start reapers

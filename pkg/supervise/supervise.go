@@ -64,6 +64,11 @@ type Command struct {
 var (
 	ErrOutputLimit = errors.New("child output exceeded its budget")
 	ErrTimeout     = errors.New("child timed out")
+	// ErrSurvivors: a contained program's cgroup still held processes
+	// when the wait for them ran out, after its kill; they may still act
+	// on whatever the program could reach. It wins over every other
+	// reason.
+	ErrSurvivors = errors.New("processes of the child survived its cgroup's kill")
 )
 
 // StartError reports that a child could not be started. Its message holds
@@ -128,8 +133,12 @@ type Process struct {
 	reason      error
 	exit        Exit
 	sweep       sweepReport // what the reaper's sweep did (wrapped only)
-	closeOnce   sync.Once
-	disarm      func() // cancels watch's callbacks
+	inv         *invocation // the child's cgroup, when contained
+	// pidfd is a contained child's pidfd until it is reaped (else -1):
+	// Ended reads it.
+	pidfd     int
+	closeOnce sync.Once
+	disarm    func() // cancels watch's callbacks
 }
 
 // Start starts c. The child is stopped (SIGTERM, then SIGKILL to its group
@@ -172,6 +181,7 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 		return nil, &StartError{Reason: "argument, environment or directory contains NUL"}
 	}
 	p := &Process{
+		pidfd:      -1,
 		killGrace:  c.KillGrace,
 		stderr:     &headBuffer{limit: c.StderrBytes},
 		budget:     newBudget(c.OutputLimit),
@@ -194,8 +204,21 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	}
 	if c.Reaper != nil && reaperSupported {
 		p.pool = c.Reaper
-		p.rc, p.pid, err = c.Reaper.spawn(spawnRequest{path: path, dir: dir, argv: argv, env: env, sandbox: c.Sandbox},
-			[3]*os.File{pipes[0], pipes[3], pipes[5]})
+		if cg := c.Reaper.containment(); cg != nil && c.Sandbox != nil {
+			p.inv, err = cg.create()
+		}
+		if err == nil {
+			p.rc, p.pid, err = c.Reaper.spawn(spawnRequest{path: path, dir: dir, argv: argv, env: env, sandbox: c.Sandbox},
+				[3]*os.File{pipes[0], pipes[3], pipes[5]}, p.inv, pipes[2])
+			if err != nil && p.inv != nil {
+				p.inv.finish()
+			}
+			if err == nil && p.inv != nil {
+				// Its reaper reaps the child only after reporting it
+				// started, so the pid is still the child's.
+				p.pidfd = openPidfd(p.pid)
+			}
+		}
 	} else {
 		p.cmd = &exec.Cmd{
 			Path:        path,
@@ -282,6 +305,27 @@ func (p *Process) Wait() (Exit, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.exit, p.reason
+}
+
+// Ended reports whether a contained child has exited (reaped or not); a
+// child that is not contained, or whose exit cannot be watched, counts as
+// ended. What a caller reads from stdout while Ended is false was written
+// while the child ran.
+func (p *Process) Ended() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reaped || p.pidfd < 0 || pidfdExited(p.pidfd)
+}
+
+// StdoutHeld reports whether, when a contained child ended, a process it
+// started still held the child's stdout open (it was killed before Wait
+// returned): what the caller reads from stdout may then have been
+// written after the child's end, by that process. It is false for a
+// child that is not contained, and before Done.
+func (p *Process) StdoutHeld() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reaped && p.sweep.held
 }
 
 // Stderr returns the privately kept start of the child's stderr. It is for
@@ -434,18 +478,39 @@ func (p *Process) waitDirect() {
 // it, is reported as killed.
 func (p *Process) waitWrapped() {
 	r, err := p.rc.read()
-	healthy := err == nil && r.kind == msgExited
+	healthy := err == nil && r.kind == msgExited && r.contained == (p.inv != nil)
+	// A contained child's cgroup is emptied by its reaper; what a failed
+	// reaper left there is killed here, and the cgroup removed. One that
+	// still holds processes stays.
+	contained := true
+	switch {
+	case p.inv == nil:
+	case healthy && r.survivors:
+		p.inv.abandon()
+		contained = false
+	default:
+		contained = p.inv.finish()
+	}
 	p.mu.Lock()
 	p.reapedLocked()
 	if healthy {
 		p.exit = Exit{Code: r.code, Signal: syscall.Signal(r.signal)}
-		p.sweep = sweepReport{fast: r.fast, term: r.term, kill: r.kill, timedOut: r.timedOut}
+		p.sweep = sweepReport{fast: r.fast, term: r.term, kill: r.kill, timedOut: r.timedOut,
+			contained: r.contained, held: r.held, survivors: r.survivors}
 	} else {
 		p.exit = Exit{Code: -1, Signal: syscall.SIGKILL}
+		p.sweep.held = p.inv != nil // unknown: taken as the worse
+	}
+	if !contained {
+		p.reason = ErrSurvivors
+	}
+	if p.pidfd >= 0 {
+		syscall.Close(p.pidfd)
+		p.pidfd = -1
 	}
 	p.mu.Unlock()
 	p.rc.disarm() // what is left of a timed-out sweep is refused until the reaper is stopped
-	if healthy && !r.timedOut {
+	if healthy && !r.timedOut && contained {
 		p.pool.put(p.rc)
 	} else {
 		p.rc.stop()

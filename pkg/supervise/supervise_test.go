@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(selfHelperEnv) != "" {
 		os.Exit(selfHelper())
 	}
+	if os.Getenv(delegateHelperEnv) != "" {
+		os.Exit(delegateHelper())
+	}
 	os.Exit(m.Run())
 }
 

@@ -292,6 +292,10 @@ type codingJob struct {
 	shadow string
 
 	records []evidence.Record
+	// survivors: processes of the plugin or a check survived their
+	// cgroup's kill; cleanup leaves the attempt's directories as they are
+	// (the next start's sweep takes them, once the cgroups are empty).
+	survivors bool
 }
 
 // outcome is how the work (before evidence and cleanup) ended.
@@ -495,6 +499,8 @@ func (j *codingJob) runPlugin(ctx context.Context) (host.Outcome, outcome, bool)
 	})
 	if err != nil {
 		rep := runFailure(err)
+		j.survivors = host.KindOf(err) == host.KindSurvivors
+		run.survived = j.survivors
 		return host.Outcome{}, j.fail(evidence.PhasePlugin, pluginReason(host.KindOf(err)), rep.Code), false
 	}
 	return res, outcome{}, true
@@ -512,6 +518,8 @@ func pluginReason(k host.Kind) evidence.Reason {
 		return evidence.ReasonPluginFailed
 	case host.KindSpawn, host.KindRequest:
 		return evidence.ReasonSpawnFailed
+	case host.KindSurvivors:
+		return evidence.ReasonSurvivors
 	default:
 		return evidence.ReasonProtocolViolation
 	}
@@ -522,7 +530,7 @@ func pluginReason(k host.Kind) evidence.Reason {
 // attempt's context, so a lost lease still cleans up.
 func (j *codingJob) cleanup() error {
 	var failed bool
-	if j.container != "" {
+	if j.container != "" && !j.survivors {
 		if err := j.removeWorktree(); err != nil {
 			failed = true
 		}

@@ -43,6 +43,10 @@ func (j *codingJob) runChecks(ctx context.Context) ([]evidence.Check, outcome, b
 				d.SHA = j.task.BaseSHA
 				j.records = append(j.records, evidence.CheckRecord(d))
 			}
+			if c.Reason == evidence.ReasonSurvivors {
+				j.survivors = true // its directories stay as they are
+				return nil, outcome{report: Report{Code: CodeExecutionFailed}}, false
+			}
 			return nil, outcome{report: Report{Code: CodeScopedTestFailed}}, false
 		}
 	}
@@ -114,6 +118,8 @@ func (j *codingJob) runCheck(ctx context.Context, index int, argv []string) evid
 	c.OutputBytes = stdoutBytes + p.StderrTotal()
 	c.Truncated = c.OutputBytes > j.inv.exec.CheckOutputBytes
 	switch {
+	case errors.Is(reason, supervise.ErrSurvivors):
+		c.Reason = evidence.ReasonSurvivors
 	case errors.Is(reason, supervise.ErrTimeout):
 		c.Reason = evidence.ReasonTimedOut
 	case reason != nil:

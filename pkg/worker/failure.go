@@ -18,6 +18,7 @@ const (
 	CodePluginOutputLimit       = wire.FailurePluginOutputLimit       // plugin_output_bytes exceeded
 	CodePluginSpawnFailed       = wire.FailurePluginSpawnFailed       // the process or runtime dir could not be created
 	CodeWorkerShutdown          = wire.FailureWorkerShutdown          // the Worker stopped while the attempt ran
+	CodeExecutionFailed         = wire.FailureExecution               // processes of the attempt survived their cgroup's kill
 
 	// Terminal: running the same job again here cannot help.
 	CodePluginIdentityMismatch = wire.FailurePluginIdentityMismatch // executable no longer matches its pinned sha256

@@ -96,6 +96,7 @@ func (x *TextExecutor) Execute(ctx context.Context, a *Attempt) Report {
 		Input:     task.Input,
 	}, func(p host.Progress) { tr.Progress(p.Stage) })
 	if err != nil {
+		run.survived = host.KindOf(err) == host.KindSurvivors
 		return runFailure(err)
 	}
 	return Report{Succeeded: true, Output: out.Output}
@@ -126,6 +127,8 @@ func runFailure(err error) Report {
 		return Report{Code: CodePluginFailed}
 	case host.KindSpawn, host.KindRequest:
 		return Report{Code: CodePluginSpawnFailed}
+	case host.KindSurvivors:
+		return Report{Code: CodeExecutionFailed}
 	default:
 		return Report{Code: CodePluginProtocolViolation}
 	}
@@ -206,6 +209,8 @@ type pluginRun struct {
 	*invocation
 	dirs *runDirs
 	dir  runDir
+	// survived: processes of the plugin survived their cgroup's kill.
+	survived bool
 }
 
 // begin verifies the plugin's pinned digest (before every invocation) and
@@ -225,8 +230,14 @@ func (inv *invocation) begin(dirs *runDirs) (*pluginRun, string) {
 }
 
 // end gives the runtime directory back: kept for reuse when the plugin
-// left it as it was, else removed with whatever the plugin left in it.
-func (r *pluginRun) end() { r.dirs.give(r.dir) }
+// left it as it was, else removed with whatever the plugin left in it;
+// left alone when processes of the plugin survived (the next start's
+// sweep removes it, once they are gone).
+func (r *pluginRun) end() {
+	if !r.survived {
+		r.dirs.give(r.dir)
+	}
+}
 
 // cmd is the runner command: configured argv, the resolved environment,
 // the private directory, the policy's plugin limits, and the sandbox

@@ -130,9 +130,14 @@ g() { GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 git -c safe.directory="$
 
 agents_start_worker() {
   # The Worker execs from a shell that wrote its pid, so the pid is the Worker's.
-  # shellcheck disable=SC2016 # $$, $1, $d and $@ are the inner shell's
+  # It runs in a cgroup of its own (e2e_cgroup), delegated to its account,
+  # which the shell enters first.
+  local account=""
+  [ "${#worker_as[@]}" = 0 ] || account=65534
+  e2e_cgroup worker $account
+  # shellcheck disable=SC2016 # $$, $1, $2, $d, $c and $@ are the inner shell's
   agents_strace "$tmp/strace.txt" \
-    sh -c 'd=$1; shift; echo $$ >"$d/worker.pid"; exec "$@" 2>"$d/worker.log"' sh "$tmp" \
+    sh -c 'd=$1; c=$2; shift 2; echo $$ >"$c/cgroup.procs" && echo $$ >"$d/worker.pid" && exec "$@" 2>"$d/worker.log"' sh "$tmp" "$cgroup_dir" \
     "${worker_as[@]}" "$bin/forge-worker" -config "$tmp/worker.json" &
   strace_pid=$!
   pids+=("$strace_pid")

@@ -15,7 +15,8 @@
 #                       e2e_traps, and fail MSG.. as e2e_fail NAME MSG..
 #   e2e_require TOOL..  fail "TOOL is required (.ci/run installs it)" for
 #                       the first TOOL not on PATH.
-#   e2e_cleanup         SIGKILL and reap every pid in pids, then remove tmp.
+#   e2e_cleanup         SIGKILL and reap every pid in pids, empty and remove
+#                       the cgroups of e2e_cgroup, then remove tmp.
 #   e2e_traps           install e2e_cleanup as the EXIT trap and make INT
 #                       and TERM exit 130, so the EXIT trap runs on signals.
 #   e2e_dump_logs N F.. print the last N lines of each F that exists to
@@ -42,9 +43,25 @@
 #                       for its "listening" line and set gate_pid, addr and
 #                       (exported) FORGE_GATE_URL=http://$addr; fail MESSAGE
 #                       when no address is logged within 30 s.
+#   e2e_cgroup NAME [ACCOUNT]
+#                       make a fresh cgroup v2 below the script's own
+#                       (forge-e2e-PID-NAME), delegated to ACCOUNT when
+#                       given (it and its cgroup.procs, cgroup.threads and
+#                       cgroup.subtree_control chowned, as systemd's
+#                       Delegate=yes does), set cgroup_dir to it and add it
+#                       to e2e_cgroups; fail when none can be made (the
+#                       script needs root, or a cgroup of its own delegated
+#                       to its account: systemd-run --user --scope -p
+#                       Delegate=yes). A sandboxed Worker needs one
+#                       (docs/sandbox.md, "Containment"); the same NAME
+#                       again reuses the cgroup (a Worker started again).
+#   enter_cgroup DIR    move this (sub)shell into the cgroup DIR.
+#   in_cgroup DIR CMD.. enter_cgroup DIR, then exec CMD there: use it as
+#                       `(in_cgroup DIR CMD..) &`, so $! is CMD's own pid.
 #   e2e_start_worker    start "$bin/forge-worker" -config "$tmp/worker.json"
-#                       in the background, stderr to $tmp/worker.log, add it
-#                       to pids and set worker_pid.
+#                       in the background in a cgroup of its own
+#                       (e2e_cgroup worker), stderr to $tmp/worker.log, add
+#                       it to pids and set worker_pid.
 #   stop NAME PID       SIGTERM PID and require it to exit 0, else
 #                       fail "NAME did not exit 0 on SIGTERM".
 
@@ -71,7 +88,48 @@ e2e_require() {
 e2e_cleanup() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  e2e_cgroups_remove
   rm -rf "$tmp"
+}
+
+e2e_cgroup() {
+  local own mnt
+  own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+  mnt=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2" && $4 == "/") print $5; break } }' /proc/self/mountinfo | head -n 1)
+  [ -n "$own" ] && [ -n "$mnt" ] || fail "no cgroup v2 here (a sandboxed Worker needs one)"
+  cgroup_dir=${mnt%/}${own%/}/forge-e2e-$$-$1
+  [ -d "$cgroup_dir" ] && return 0 # made before: a Worker started again
+  mkdir "$cgroup_dir" 2>/dev/null || fail "cannot make a cgroup for $1 (run as root, or under systemd-run --user --scope -p Delegate=yes)"
+  e2e_cgroups+=("$cgroup_dir")
+  if [ -n "${2:-}" ]; then
+    chown "$2" "$cgroup_dir" "$cgroup_dir/cgroup.procs" "$cgroup_dir/cgroup.threads" "$cgroup_dir/cgroup.subtree_control" ||
+      fail "cannot delegate the cgroup of $1 to $2"
+  fi
+}
+
+enter_cgroup() {
+  echo "$BASHPID" >"$1/cgroup.procs" || fail "cannot enter the cgroup $1"
+}
+
+in_cgroup() {
+  enter_cgroup "$1"
+  shift
+  exec "$@"
+}
+
+# e2e_cgroups_remove kills what is left in each cgroup of e2e_cgroup and
+# removes it with its children, bounded.
+e2e_cgroups_remove() {
+  local d i
+  for d in "${e2e_cgroups[@]+"${e2e_cgroups[@]}"}"; do
+    [ -d "$d" ] || continue
+    echo 1 >"$d/cgroup.kill" 2>/dev/null || true
+    for i in $(seq 50); do
+      find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+      [ -d "$d" ] || break
+      sleep 0.1
+    done
+  done
 }
 
 e2e_traps() {
@@ -160,7 +218,8 @@ e2e_start_gate() {
 }
 
 e2e_start_worker() {
-  "$bin/forge-worker" -config "$tmp/worker.json" 2>"$tmp/worker.log" &
+  e2e_cgroup worker
+  (in_cgroup "$cgroup_dir" "$bin/forge-worker" -config "$tmp/worker.json" 2>"$tmp/worker.log") &
   worker_pid=$!
   pids+=("$worker_pid")
 }

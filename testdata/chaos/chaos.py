@@ -1,8 +1,9 @@
 # The soak of scripts/chaos-e2e.sh. Usage:
-#   python3 chaos.py DIR SEED JOBS CODING_PERCENT SECONDS
+#   python3 chaos.py DIR SEED JOBS CODING_PERCENT SECONDS CGROUP
 # DIR holds bin/, gate.json, worker-{a,b,c}.json, repos/demo-{a,b,c} (one
 # clone per Worker), the state/ database and the logs; the tokens are in
-# the environment. While it submits JOBS jobs (CODING_PERCENT of them
+# the environment. Worker w runs in the cgroup v2 directory CGROUP-w (a
+# sandboxed Worker needs one of its own), every start again. While it submits JOBS jobs (CODING_PERCENT of them
 # coding) over SECONDS, it repeatedly, at random moments drawn from SEED:
 # SIGKILLs and restarts the Gate; SIGKILLs and restarts Worker a; SIGTERMs
 # Worker b and restarts it when it has exited (a systemd restart); and
@@ -16,6 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from forgeclient import http, owner_json, ro_db, wait_until  # noqa: E402
 
 d, seed, njobs, coding_pct, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+cgroup = sys.argv[6]
 owner = os.environ["FORGE_OWNER_TOKEN"]
 base = open(os.path.join(d, "base")).read().strip()
 addr = open(os.path.join(d, "addr")).read().strip()
@@ -60,7 +62,9 @@ def env_without(*names):
 
 bind = os.path.join(d, "bin")
 gate = Daemon("gate", [bind + "/forge-gate", "-config", d + "/gate.json"], env_without())
-workers = {w: Daemon("worker-" + w, [bind + "/forge-worker", "-config", "%s/worker-%s.json" % (d, w)], env_without("FORGE_OWNER_TOKEN"))
+# The shell enters the Worker's cgroup, then becomes the Worker.
+workers = {w: Daemon("worker-" + w, ["sh", "-c", 'echo $$ >"$0/cgroup.procs" && exec "$@"', cgroup + "-" + w,
+                                     bind + "/forge-worker", "-config", "%s/worker-%s.json" % (d, w)], env_without("FORGE_OWNER_TOKEN"))
            for w in "abc"}
 
 

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 )
@@ -287,6 +288,39 @@ var scenarios = map[string]func(f *fake){
 		f.waitEOF()
 	},
 	"sleeper": func(f *fake) { hang() },
+	// forger leaves a process in a session of its own that holds stdout,
+	// and exits 0 without a terminal frame; that process sends the result
+	// the moment the plugin has exited, and keeps stdout (forgery).
+	"forger": func(f *fake) {
+		f.start("text")
+		self, _, e := syscall.Syscall(434, uintptr(os.Getpid()), 0, 0) // pidfd_open: readable once this process exits
+		if e != 0 {
+			os.Exit(44)
+		}
+		ready, readyW, err := os.Pipe()
+		if err != nil {
+			os.Exit(43)
+		}
+		c := exec.Command("/proc/self/exe", "forgery")
+		c.Stdout = os.Stdout
+		c.ExtraFiles = []*os.File{os.NewFile(self, "pidfd"), readyW}
+		c.Env = []string{"FAKE_ID=" + f.id}
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := c.Start(); err != nil {
+			os.Exit(43)
+		}
+		readyW.Close()
+		ready.Read(make([]byte, 1)) // the forgery waits for this process's end now
+	},
+	"forgery": func(f *fake) {
+		f.id = os.Getenv("FAKE_ID")
+		var pfd [8]byte // struct pollfd: fd 3, events POLLIN
+		pfd[0], pfd[4] = 3, 1
+		syscall.Close(4) // ready
+		syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd[0])), 1, 0, 0, 0, 0)
+		f.result("forged")
+		hang() // holding stdout until it is killed
+	},
 }
 
 func main() {

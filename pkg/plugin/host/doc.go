@@ -30,6 +30,8 @@
 //
 // The outcome is decided deterministically when Run is about to return:
 //
+//   - processes of a contained plugin (supervise.ReaperPool.Contain) that
+//     survived its cgroup's kill win over everything (KindSurvivors);
 //   - an output-limit violation wins if Run selected it while the context
 //     was still live (Run checks ctx.Err() before selecting it);
 //   - otherwise a context that has ended wins (KindCancelled), over a
@@ -37,7 +39,10 @@
 //     that cleanup causes;
 //   - otherwise an elapsed Command.Timeout wins (KindTimeout);
 //   - otherwise the session's own result: success, KindFailure,
-//     KindProtocol.
+//     KindProtocol; a success whose terminal frame was read only after
+//     the plugin, contained, had exited while a process it left held its
+//     stdout is KindProtocol instead (the frame may be that process's,
+//     written after the plugin's end).
 //
 // Errors are *Error values with a Kind the Worker maps to a disposition.
 // Their messages are fixed texts; they never contain plugin output, stderr,

@@ -27,6 +27,10 @@ const (
 	KindCancelled
 	// KindOutputLimit: stdout and stderr together exceeded the budget.
 	KindOutputLimit
+	// KindSurvivors: processes the plugin started were still there after
+	// its cgroup's kill (supervise.ErrSurvivors): what they can reach is
+	// not to be touched. It wins over every other kind.
+	KindSurvivors
 )
 
 func (k Kind) String() string {
@@ -45,6 +49,8 @@ func (k Kind) String() string {
 		return "cancelled"
 	case KindOutputLimit:
 		return "output limit exceeded"
+	case KindSurvivors:
+		return "processes survived"
 	}
 	return "unknown"
 }

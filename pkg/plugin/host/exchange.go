@@ -103,6 +103,9 @@ func (r *runner) execution(ctx context.Context) (*plugin.Frame, error) {
 				return nil, violation(string(f.Type), err)
 			}
 			if f.Type.Terminal() {
+				// Read after the plugin's end, it may have been written
+				// by a process the plugin left (see Run).
+				r.lateTerminal = r.proc.Ended()
 				return &f, nil
 			}
 			// Accept admits only progress here (read refuses Worker frames).

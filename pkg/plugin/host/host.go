@@ -123,13 +123,21 @@ func Run(ctx context.Context, cmd Command, req Request, onProgress func(Progress
 	r.start(proc)
 	out, err := r.exchange(opCtx)
 	r.cleanup()
+	_, reason := proc.Wait()
 	switch {
+	case errors.Is(reason, supervise.ErrSurvivors):
+		return Outcome{}, &Error{Kind: KindSurvivors, Err: reason}
 	case r.limitSelected:
 		return Outcome{}, &Error{Kind: KindOutputLimit}
 	case ctx.Err() != nil:
 		return Outcome{}, &Error{Kind: KindCancelled, Err: ctx.Err()}
 	case opCtx.Err() != nil:
 		return Outcome{}, &Error{Kind: KindTimeout, Err: opCtx.Err()}
+	case err == nil && r.lateTerminal && proc.StdoutHeld():
+		// The terminal frame was read after the plugin had exited, and
+		// a process it started held its stdout then: the frame may be
+		// that process's, not the plugin's.
+		return Outcome{}, violation("the terminal frame came after the plugin exited, from a stdout a process it left held", nil)
 	}
 	return out, err
 }
@@ -162,6 +170,9 @@ type runner struct {
 	eof           bool
 	stdinClosed   bool
 	limitSelected bool
+	// lateTerminal: the terminal frame was read after the plugin had
+	// exited (supervise.Process.Ended).
+	lateTerminal bool
 }
 
 // prepare encodes (and so validates) the two frames the Worker sends.

@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/0k-lab/agent-forge/pkg/cgrouptest"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/plugin/host"
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 // fakeCmd runs the scripted plugin scenario (testdata/fakeplugin).
@@ -426,4 +429,36 @@ func TestWithoutWrapperSetsidGrandchildSurvives(t *testing.T) {
 		t.Fatal("grandchild gone without the wrapper; the wrapper test proves nothing")
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// containedCmd is scenario run sandboxed (only /proc and /dev/null
+// besides the plugin itself) from a pool that contains it in a cgroup of its own.
+func containedCmd(t *testing.T, scenario string) host.Command {
+	if sandbox.ABI() < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	pl := supervise.NewReaperPool(built.wrapper)
+	t.Cleanup(pl.Close)
+	pl.Contain(cgrouptest.Subtree(t))
+	cmd := fakeCmd(t, scenario)
+	cmd.Reaper = pl
+	cmd.Sandbox = &sandbox.Policy{Rules: []sandbox.Rule{{Path: "/proc", Access: sandbox.ReadOnly}, {Path: "/dev/null", Access: sandbox.Device}}}
+	return cmd
+}
+
+// A process the plugin leaves holding its stdout cannot speak for it: the
+// plugin exits 0 without a terminal frame, and that process, in a session
+// of its own, sends a result the moment the plugin has exited and keeps
+// stdout (with the reaper's sweep alone, which kills it only after, its
+// result was taken within 4 runs). Run takes no result from it, five
+// times over.
+func TestSurvivorCannotForgeTheResult(t *testing.T) {
+	cmd := containedCmd(t, "forger")
+	for i := 0; i < 5; i++ {
+		out, err := host.Run(context.Background(), cmd, textReq("x"), nil)
+		if err == nil {
+			t.Fatalf("run %d: the survivor's result %q was taken", i, out.Output)
+		}
+		wantKind(t, err, host.KindProtocol)
+	}
 }
