@@ -350,11 +350,11 @@ done
 before=$(snapshot)
 doctor 0 doctor1.log
 doctor_has "RESULT healthy" doctor1.log
-# Fourteen checks, and one per agent plugin of the release (installed,
-# its digest, then its --version).
+# Fifteen checks (worker-containment among them), and one per agent
+# plugin of the release (installed, its digest, then its --version).
 mapfile -t agent_plugins <"$repo_root/pkg/install/agent-plugins.txt"
-[ "$(grep -c '^PASS ' "$tmp/doctor1.log")" = $((14 + ${#agent_plugins[@]})) ] ||
-  fail "doctor did not pass $((14 + ${#agent_plugins[@]})) checks"
+[ "$(grep -c '^PASS ' "$tmp/doctor1.log")" = $((15 + ${#agent_plugins[@]})) ] ||
+  fail "doctor did not pass $((15 + ${#agent_plugins[@]})) checks"
 for p in "${agent_plugins[@]}"; do doctor_has "PASS ${p#forge-}" doctor1.log; done
 sed 's/^/  /' "$tmp/doctor1.log"
 [ "$(snapshot)" = "$before" ] || fail "forge doctor changed files"

@@ -38,6 +38,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/0k-lab/agent-forge/pkg/buildinfo"
@@ -131,7 +132,7 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		}
 		defer cgroups.Close()
 		log.Info("sandbox", "sandbox", cfg.Sandbox, "landlock_abi", abi, "scoped", sandbox.Scoped(abi), "metadata_guard", true,
-			"containment", "cgroup")
+			"containment", "cgroup", "cgroup_controllers", strings.Join(cgroups.Controllers(), " "))
 		if !sandbox.Scoped(abi) {
 			log.Warn("sandbox weakened: sandboxed programs can signal processes of the Worker's account and reach abstract UNIX sockets", "sandbox", cfg.Sandbox)
 		}

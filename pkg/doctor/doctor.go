@@ -23,6 +23,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/install"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 	"github.com/0k-lab/agent-forge/pkg/sandbox"
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 // Exit codes (DECISIONS 13).
@@ -32,7 +33,7 @@ const (
 	ExitUnhealthy = 2
 )
 
-// Checks are the check ids in report order: after worker-sandbox, one
+// Checks are the check ids in report order: after worker-containment, one
 // per agent plugin the release ships (install.AgentPlugins), named for
 // it without "forge-" (codex-plugin for forge-codex-plugin).
 var Checks = checkList()
@@ -48,6 +49,7 @@ func checkList() []string {
 		"gate-unit",
 		"worker-unit",
 		"worker-sandbox",
+		"worker-containment",
 	}
 	for _, p := range install.AgentPlugins() {
 		ids = append(ids, strings.TrimPrefix(p, "forge-"))
@@ -155,6 +157,8 @@ func (d *doctor) check(id string) string {
 		return d.checkUnit(install.WorkerUnit)
 	case "worker-sandbox":
 		return d.checkSandbox()
+	case "worker-containment":
+		return d.checkContainment()
 	case "gate-release":
 		if !d.gateActive {
 			return "not checked: the Gate unit is not active (the owner token is only sent to its main process)"
@@ -298,6 +302,26 @@ func sandboxVerdict(mode string, abi int, probe func() error) string {
 		return ""
 	}
 	return install.WorkerConfig + ` has an invalid "sandbox"`
+}
+
+// checkContainment fails unless the Worker's main process runs in the
+// leaf cgroup it moves itself into once the cgroup its unit delegates to
+// it (Delegate=yes) has proved usable: writable by its account, a cgroup
+// created below it and its cgroup.kill found (supervise.DelegatedCgroups).
+// Only there does every sandboxed program run in a cgroup of its own that
+// the kernel empties when it ends (docs/sandbox.md, "Containment"). It
+// reads the main process's /proc/<pid>/cgroup and changes nothing.
+func (d *doctor) checkContainment() string {
+	cg, err := d.h.Services().MainCgroup(d.ctx, install.WorkerUnit)
+	switch {
+	case err != nil:
+		return install.WorkerUnit + ": " + err.Error()
+	case cg == "":
+		return "not checked: the Worker unit has no main process"
+	case !strings.HasSuffix(cg, "/"+install.WorkerUnit+"/"+supervise.LeafCgroup):
+		return "the Worker does not contain its sandboxed programs: its main process is not in the leaf of the cgroup its unit delegates to it"
+	}
+	return ""
 }
 
 // checkUnitDigests requires the receipt's unit digests to be the units

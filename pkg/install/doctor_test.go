@@ -74,9 +74,9 @@ func agentPluginChecks() []string {
 }
 
 // TestDoctorChecksEveryAgentPlugin: one check per shipped agent plugin,
-// after worker-sandbox.
+// after worker-containment.
 func TestDoctorChecksEveryAgentPlugin(t *testing.T) {
-	i := slices.Index(doctor.Checks, "worker-sandbox")
+	i := slices.Index(doctor.Checks, "worker-containment")
 	want := agentPluginChecks()
 	if len(want) < 2 || i < 0 || !slices.Equal(doctor.Checks[i+1:i+1+len(want)], want) ||
 		!slices.Contains(want, "claude-plugin") || !slices.Contains(want, "codex-plugin") {
@@ -153,7 +153,10 @@ func TestDoctorUnhealthyCases(t *testing.T) {
 		"stopped gate": {break_: func(e *install.TestEnv) { e.SetActive(install.GateUnit, false) },
 			failing: []string{"gate-unit", "gate-release", "worker-connected"}},
 		"missing worker": {break_: func(e *install.TestEnv) { e.SetActive(install.WorkerUnit, false) },
-			failing: []string{"worker-unit", "worker-connected"}},
+			failing: []string{"worker-unit", "worker-containment", "worker-connected"}},
+		"uncontained worker": {break_: func(e *install.TestEnv) {
+			e.SetMainCgroup(install.WorkerUnit, "/system.slice/"+install.WorkerUnit)
+		}, failing: []string{"worker-containment"}},
 		"sandbox none": {break_: func(e *install.TestEnv) {
 			p := filepath.Join(e.RootDir(), install.WorkerConfig)
 			b, _ := os.ReadFile(p)

@@ -42,6 +42,11 @@ func (e *env) SetMainExe(unit, exe string) {
 	defer e.h.svc.mu.Unlock()
 	e.h.svc.exe = map[string]string{unit: exe}
 }
+func (e *env) SetMainCgroup(unit, cg string) {
+	e.h.svc.mu.Lock()
+	defer e.h.svc.mu.Unlock()
+	e.h.svc.cgroup = map[string]string{unit: cg}
+}
 func (e *env) SetAccount(name string, a AccountInfo) {
 	e.h.acc.mu.Lock()
 	defer e.h.acc.mu.Unlock()

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
 // Host is the machine an installation lives on.
@@ -90,6 +92,9 @@ type Services interface {
 	MainExe(ctx context.Context, unit string) (string, error)
 	// DropIns lists the unit's drop-in files.
 	DropIns(ctx context.Context, unit string) ([]string, error)
+	// MainCgroup is the cgroup v2 path of the unit's main process ("" when
+	// it has none).
+	MainCgroup(ctx context.Context, unit string) (string, error)
 }
 
 // SystemHost is the real machine: root "/", useradd/userdel and systemctl.
@@ -393,6 +398,27 @@ func (s systemctl) MainExe(ctx context.Context, unit string) (string, error) {
 		return "", errors.New("the unit's main process cannot be inspected")
 	}
 	return exe, nil
+}
+
+func (s systemctl) MainCgroup(ctx context.Context, unit string) (string, error) {
+	pid, err := s.MainPID(ctx, unit)
+	if err != nil || pid == 0 {
+		return "", err
+	}
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return "", errors.New("the unit's main process cannot be inspected")
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	if err != nil {
+		return "", errors.New("the unit's main process cannot be inspected")
+	}
+	cg, err := supervise.CgroupV2Path(b)
+	if err != nil {
+		return "", errors.New("the unit's main process has no cgroup v2")
+	}
+	return cg, nil
 }
 
 func (systemctl) DropIns(ctx context.Context, unit string) ([]string, error) {

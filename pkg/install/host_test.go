@@ -167,6 +167,7 @@ type fakeServices struct {
 	authSeen int
 	dropIns  map[string][]string
 	exe      map[string]string // MainExe overrides
+	cgroup   map[string]string // MainCgroup overrides
 	// failActive units fail their start while staying active.
 	failActive map[string]bool
 }
@@ -193,6 +194,20 @@ func (s *fakeServices) MainPID(ctx context.Context, u string) (int, error) {
 	}
 	// The fake Gate is this test process's listener.
 	return os.Getpid(), nil
+}
+
+// MainCgroup: an active unit's main process is where the Worker moves
+// itself once its delegated cgroup works, unless overridden.
+func (s *fakeServices) MainCgroup(ctx context.Context, u string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.active[u] {
+		return "", nil
+	}
+	if c, ok := s.cgroup[u]; ok {
+		return c, nil
+	}
+	return "/system.slice/" + u + "/supervisor", nil
 }
 
 func (s *fakeServices) MainExe(ctx context.Context, u string) (string, error) {

@@ -13,6 +13,11 @@ import (
 // bounded: whatever does not have the expected shape is an error, never a
 // guess.
 
+// leafName is the child of a delegated cgroup the caller moves itself
+// into (cgroup v2 lets a cgroup that enables controllers for its children
+// hold no process itself).
+const leafName = "supervisor"
+
 // maxCgroupPath bounds a cgroup's path and a mount point (PATH_MAX).
 const maxCgroupPath = 4096
 
@@ -39,6 +44,15 @@ func parseProcCgroup(b []byte) (string, error) {
 	}
 	return found, nil
 }
+
+// CgroupV2Path is the cgroup v2 path in a /proc/<pid>/cgroup file's
+// contents b (the "0::/path" line; see parseProcCgroup).
+func CgroupV2Path(b []byte) (string, error) { return parseProcCgroup(b) }
+
+// LeafCgroup is the name of the child of its delegated cgroup that a
+// process moves itself into (DelegatedCgroups): a process in a cgroup of
+// that name below the one it was started in contains its programs.
+const LeafCgroup = leafName
 
 // cleanAbs reports whether p is an absolute path with no empty, "." or
 // ".." element and no NUL, within maxCgroupPath ("/" itself is one).

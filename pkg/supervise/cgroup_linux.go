@@ -26,11 +26,6 @@ const (
 	cgroupPoll       = 5 * time.Millisecond
 )
 
-// leafName is the child of a delegated cgroup the Worker moves itself
-// into (cgroup v2 lets a cgroup that enables controllers for its children
-// hold no process itself).
-const leafName = "supervisor"
-
 // invPrefix starts every invocation's cgroup: sbx-PID-N, PID the process
 // that made it.
 const invPrefix = "sbx-"
@@ -191,6 +186,24 @@ func (cg *Cgroups) Probe() error {
 
 // Dir is the subtree's directory.
 func (cg *Cgroups) Dir() string { return cg.dir }
+
+// Controllers lists the controllers the subtree's cgroups could be given
+// (its cgroup.controllers: "pids", "memory", ...; none on a hybrid host
+// whose controllers are all on cgroup v1). No limit is set on a program's
+// cgroup: a kill needs none.
+func (cg *Cgroups) Controllers() []string {
+	fd, err := openat(cg.dirfd, "cgroup.controllers", syscall.O_RDONLY)
+	if err != nil {
+		return nil
+	}
+	defer syscall.Close(fd)
+	var buf [1024]byte
+	n, err := syscall.Read(fd, buf[:])
+	if err != nil || n == len(buf) {
+		return nil
+	}
+	return strings.Fields(string(buf[:n]))
+}
 
 // Close releases the subtree's descriptors.
 func (cg *Cgroups) Close() {

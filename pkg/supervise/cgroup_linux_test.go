@@ -149,6 +149,9 @@ func TestContainedCleanProgram(t *testing.T) {
 			t.Errorf("run %d: StdoutHeld, want not", i)
 		}
 	}
+	if b, err := os.ReadFile(filepath.Join(cg.Dir(), "cgroup.controllers")); err != nil || strings.Join(cg.Controllers(), " ") != strings.Join(strings.Fields(string(b)), " ") {
+		t.Errorf("Controllers %q, cgroup.controllers %q %v", cg.Controllers(), b, err)
+	}
 	if n := supervise.IdleGuarded(pl); n != 1 {
 		t.Errorf("%d idle guarded reapers, want 1 (the reaper served again)", n)
 	}

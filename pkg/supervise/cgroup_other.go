@@ -25,6 +25,9 @@ func (*Cgroups) Probe() error { return errCgroupsLinux }
 // Dir is empty on this system.
 func (*Cgroups) Dir() string { return "" }
 
+// Controllers is empty on this system.
+func (*Cgroups) Controllers() []string { return nil }
+
 // Close does nothing on this system.
 func (*Cgroups) Close() {}
 
