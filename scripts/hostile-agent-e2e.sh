@@ -24,7 +24,9 @@
 #     API without and with anything found, the network: TCP to the
 #     collector's listener on loopback and on 198.51.100.7 (an address of
 #     lo, not loopback), DNS over UDP to its responder, a TCP Fast Open
-#     send, the resolver) is counted; a try reached when it
+#     send, the resolver; chains of setsid hoppers left behind that report
+#     themselves when still alive after their invocation ended) is
+#     counted; a try reached when it
 #     succeeded or when what it read holds a secret (either token, the key).
 #     Printed: tried=N reached=0 (required), per source. Besides Gate and
 #     Worker (non-dumpable) a decoy of the same account, dumpable, with a
@@ -433,6 +435,9 @@ PY
     fi
   done
   stop Worker "$worker_pid"
+  # A survivor reports itself 1.5 s after its invocation's end: the last
+  # ones have to have had the time (testdata/hostile-agent/survivor.go).
+  sleep 2
   # One report file per layout: public-source attempts mark theirs.
   grep -v '"layout":"gate"' "$tmp/reports/current.jsonl" >"$tmp/reports/$name.jsonl" || true
   grep '"layout":"gate"' "$tmp/reports/current.jsonl" >"$tmp/reports/$name-source.jsonl" || true
@@ -505,7 +510,7 @@ meta_kinds="meta-chmod meta-utimes meta-xattr meta-symlink meta-procfd meta-dirf
 meta_kinds="$meta_kinds meta-uring-xattr meta-uring-acl meta-setuid meta-setgid meta-root meta-verity meta-fscrypt"
 [ "$(uname -m)" = x86_64 ] && meta_kinds="$meta_kinds meta-i386"
 for kind in proc-environ proc-mem proc-fd signal ptrace abstract-socket read list write symlink hardlink gate-no-token \
-  $meta_kinds meta-chown sparse-plant sparse-job sparse-worker $net_kinds net-resolve; do
+  survivor $meta_kinds meta-chown sparse-plant sparse-job sparse-worker $net_kinds net-resolve; do
   grep -q "^  $kind " "$tmp/count-sandboxed.out" || fail "no $kind try"
 done
 # What the sandbox and the proxy refused is in the coding attempt's

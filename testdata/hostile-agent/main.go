@@ -28,6 +28,9 @@
 //   - gate: GET /v1/version on HOSTILE_GATE without a token, then with every
 //     token-like value (NAME=value with TOKEN or KEY in NAME) found in
 //     anything it read;
+//   - survivor: chains of setsid hoppers left behind, each of which
+//     reports itself if it is still alive after the invocation ended
+//     (survivor.go);
 //   - with the instruction "sparse-meta" or "sparse-tree" it does only
 //     this: its git metadata or a file of its tree made 1 TiB sparse
 //     files, for the Worker to validate (sparse.go).
@@ -183,7 +186,8 @@ func (a *agent) run(dir string) {
 	a.probeMeta(dir, writeDirs)
 	a.probeGuard(dir, writeDirs) // guard.go
 	a.probeGate()
-	a.probeNetwork() // net.go
+	a.probeNetwork()  // net.go
+	a.probeSurvivor() // survivor.go: last, the invocation ends right after
 }
 
 // proc is one process outside the agent's tree.
