@@ -48,6 +48,10 @@ FORGE_OWNER_TOKEN=owner-$(rand)
 FORGE_WORKER_TOKEN=worker-$(rand)
 FORGE_ABANDON_TOKEN=abandon-$(rand)
 export FORGE_OWNER_TOKEN FORGE_WORKER_TOKEN FORGE_ABANDON_TOKEN
+# The Codex plugin reaches its model only through the Worker's gateway; the
+# fake Codex never calls it, so a placeholder key (the Worker's alone) does.
+OPENAI_API_KEY=sk-placeholder-$(rand)
+export OPENAI_API_KEY
 
 # The async window this script holds Litestream to (docs/operations.md).
 window=2
@@ -153,6 +157,7 @@ drill() { # MODE
  "repository_roots":["$tmp/repos"],"worktree_root":"$tmp/worktrees","runtime_root":"$tmp/runtime",
  "repositories":[{"id":"demo","path":"$repo"}],
  "plugins":[{"id":"reference","argv":["$bin/forge-ref-plugin"]},{"id":"codex","argv":["$bin/forge-codex-plugin"]}],
+ "providers":[{"id":"openai","kind":"openai-responses","base_url":"https://api.openai.com/v1","key_env":"OPENAI_API_KEY"}],
  "environment_allowlist":["PATH","CODEX_BIN"],"check_environment_allowlist":["PATH"],
  "sandbox_read_paths":["$(dirname "$CODEX_BIN")"],
  "ceilings":{"plugin_timeout":"15m","check_timeout":"10m","git_timeout":"1m","cleanup_timeout":"10s","plugin_output_bytes":1048576,"check_output_bytes":2048,"git_output_bytes":1048576}}
