@@ -124,13 +124,22 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		// by the kernel when it ends (docs/sandbox.md, "Containment").
 		if cgroups, err = supervise.DelegatedCgroups(); err != nil {
 			msg := "the sandbox needs a cgroup v2 of the Worker's own, delegated to its account (" + err.Error() +
-				"): run it under a service manager with Delegate=yes (the installed unit does), or by hand under " +
-				"systemd-run --user --scope -p Delegate=yes, or in a cgroup made for it and chowned to its account; " +
+				"): run it under a system service manager with Delegate=yes (the installed unit does), or by hand " +
+				"in a cgroup an administrator made for it and chowned to its account (docs/sandbox.md); " +
 				"or set \"sandbox\": \"none\""
 			log.Error("startup failed", "error", msg)
 			return errors.New(msg)
 		}
 		defer cgroups.Close()
+		// A per-user service manager or session bus of this account
+		// would start, for any sandboxed program that asked, a process
+		// outside every confinement (docs/sandbox.md). Said loudly, not
+		// refused: a developer's own account (make demo on a desktop)
+		// has one; a Worker that runs agents for a team must not.
+		if p := sandbox.ReachableUserManager(os.Geteuid(), os.Getenv); p != "" {
+			log.Warn("the sandbox does not hold on this account: sandboxed programs can ask its per-user service manager or session bus to start unconfined processes; run the Worker as an account without a login session (the installed unit does)",
+				"socket", p)
+		}
 		log.Info("sandbox", "sandbox", cfg.Sandbox, "landlock_abi", abi, "scoped", sandbox.Scoped(abi), "metadata_guard", true,
 			"containment", "cgroup", "cgroup_controllers", strings.Join(cgroups.Controllers(), " "))
 		if !sandbox.Scoped(abi) {

@@ -50,9 +50,8 @@
 #                       cgroup.subtree_control chowned, as systemd's
 #                       Delegate=yes does), set cgroup_dir to it and add it
 #                       to e2e_cgroups; fail when none can be made (the
-#                       script needs root, or a cgroup of its own delegated
-#                       to its account: systemd-run --user --scope -p
-#                       Delegate=yes). A sandboxed Worker needs one
+#                       script needs root, or to run in a cgroup delegated
+#                       to its account). A sandboxed Worker needs one
 #                       (docs/sandbox.md, "Containment"); the same NAME
 #                       again reuses the cgroup (a Worker started again).
 #   enter_cgroup DIR    move this (sub)shell into the cgroup DIR.
@@ -99,7 +98,7 @@ e2e_cgroup() {
   [ -n "$own" ] && [ -n "$mnt" ] || fail "no cgroup v2 here (a sandboxed Worker needs one)"
   cgroup_dir=${mnt%/}${own%/}/forge-e2e-$$-$1
   [ -d "$cgroup_dir" ] && return 0 # made before: a Worker started again
-  mkdir "$cgroup_dir" 2>/dev/null || fail "cannot make a cgroup for $1 (run as root, or under systemd-run --user --scope -p Delegate=yes)"
+  mkdir "$cgroup_dir" 2>/dev/null || fail "cannot make a cgroup for $1 (run as root, or in a cgroup delegated to this account)"
   e2e_cgroups+=("$cgroup_dir")
   if [ -n "${2:-}" ]; then
     chown "$2" "$cgroup_dir" "$cgroup_dir/cgroup.procs" "$cgroup_dir/cgroup.threads" "$cgroup_dir/cgroup.subtree_control" ||
