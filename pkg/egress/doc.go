@@ -7,9 +7,10 @@
 // The proxy reads one CONNECT request (bounded in size and time), checks
 // the host name and port against the list exactly (a name is compared in
 // lower case), and only then resolves the name, drops the addresses no
-// registry has (loopback, unspecified, link-local, multicast: the gateway,
-// the Gate and a cloud's metadata service stay out of reach even through a
-// name that resolves to them), connects to a resolved address and tunnels
+// registry has (loopback, unspecified, link-local, multicast and the
+// ranges of Reachable: the gateway, the Gate and the clouds' metadata
+// services stay out of reach even through a name that resolves to them),
+// connects to a resolved address and tunnels
 // bytes both ways. There is nothing to redirect: a tunnel carries the
 // client's own TLS. Every refused request is counted with its host and
 // port (never more of it).

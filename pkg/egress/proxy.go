@@ -227,12 +227,34 @@ func (p *Proxy) dial(host string, port uint16) (net.Conn, bool) {
 	return nil, false
 }
 
+// unreachable are the ranges beyond the address kinds Reachable names
+// that the proxy never connects to: "this network" (0/8, which Linux
+// routes to this host), the shared address space (100.64/10, where a
+// cloud keeps a metadata service: 100.100.100.200), the reserved 240/4
+// with broadcast, and the IPv6 metadata service of another (fd00:ec2::254).
+var unreachable = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("fd00:ec2::254/128"),
+}
+
 // Reachable reports whether the proxy connects to an address at all: not
 // loopback (the gateway, the Gate), unspecified, link-local (a cloud's
-// metadata service) or multicast.
+// metadata service), multicast or a range of unreachable; an IPv4 address
+// mapped into IPv6 counts as itself.
 func Reachable(a netip.Addr) bool {
-	return a.IsValid() && !a.IsLoopback() && !a.IsUnspecified() && !a.IsLinkLocalUnicast() &&
-		!a.IsLinkLocalMulticast() && !a.IsInterfaceLocalMulticast() && !a.IsMulticast()
+	a = a.Unmap()
+	if !a.IsValid() || a.IsLoopback() || a.IsUnspecified() || a.IsLinkLocalUnicast() ||
+		a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() || a.IsMulticast() {
+		return false
+	}
+	for _, p := range unreachable {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	return true
 }
 
 // readHead reads up to and including the blank line that ends a request

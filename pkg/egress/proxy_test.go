@@ -171,7 +171,9 @@ func TestProxy(t *testing.T) {
 // The default addresses a proxy refuses to connect to.
 func TestReachable(t *testing.T) {
 	for a, want := range map[string]bool{"127.0.0.1": false, "::1": false, "0.0.0.0": false, "169.254.169.254": false,
-		"fe80::1": false, "224.0.0.1": false, "ff02::1": false, "10.0.0.1": true, "192.0.2.1": true, "2001:db8::1": true} {
+		"fe80::1": false, "224.0.0.1": false, "ff02::1": false, "0.1.2.3": false, "100.100.100.200": false, "100.64.0.1": false,
+		"255.255.255.255": false, "240.0.0.1": false, "fd00:ec2::254": false, "::ffff:127.0.0.1": false, "::ffff:169.254.169.254": false,
+		"10.0.0.1": true, "192.0.2.1": true, "2001:db8::1": true, "100.128.0.1": true, "fd00:ec2::253": true, "::ffff:192.0.2.1": true} {
 		if Reachable(netip.MustParseAddr(a)) != want {
 			t.Errorf("%s: %v", a, !want)
 		}
