@@ -32,6 +32,11 @@ type Proxy struct {
 	// reachable says which resolved addresses it connects to (Reachable).
 	lookup    func(ctx context.Context, host string) ([]netip.Addr, error)
 	reachable func(netip.Addr) bool
+	// ctx ends every lookup and dial under way when Close cancels it,
+	// so a program that leaves a CONNECT pending cannot hold its
+	// attempt's end for the resolve and dial timeouts.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -50,10 +55,11 @@ func Listen(allow []string, refused func(host string, port uint16)) (*Proxy, err
 	if refused == nil {
 		refused = func(string, uint16) {}
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{ln: ln, allow: allow, refused: refused, conns: map[net.Conn]struct{}{},
 		lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-		}, reachable: Reachable}
+		}, reachable: Reachable, ctx: ctx, cancel: cancel}
 	p.wg.Add(1)
 	go p.serve()
 	return p, nil
@@ -67,9 +73,10 @@ func (p *Proxy) Endpoint() netip.AddrPort {
 // URL is http://127.0.0.1:PORT, for HTTPS_PROXY.
 func (p *Proxy) URL() string { return "http://" + p.Endpoint().String() }
 
-// Close stops the proxy and cuts every tunnel; it returns once all are
-// gone.
+// Close stops the proxy, ends every lookup and dial under way and cuts
+// every tunnel; it returns once all are gone.
 func (p *Proxy) Close() {
+	p.cancel()
 	p.mu.Lock()
 	p.closed = true
 	for c := range p.conns {
@@ -206,7 +213,7 @@ func (p *Proxy) dial(host string, port uint16) (net.Conn, bool) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		addrs = []netip.Addr{a}
 	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), ResolveTimeout)
+		ctx, cancel := context.WithTimeout(p.ctx, ResolveTimeout)
 		addrs, err = p.lookup(ctx, host)
 		cancel()
 		if err != nil {
@@ -219,7 +226,7 @@ func (p *Proxy) dial(host string, port uint16) (net.Conn, bool) {
 		if !p.reachable(a) {
 			continue
 		}
-		up, err := d.Dial("tcp", netip.AddrPortFrom(a, port).String())
+		up, err := d.DialContext(p.ctx, "tcp", netip.AddrPortFrom(a, port).String())
 		if err == nil {
 			return up, true
 		}

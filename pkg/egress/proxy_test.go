@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/netip"
@@ -165,6 +166,38 @@ func TestProxy(t *testing.T) {
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := br.ReadString('\n'); err == nil {
 		t.Error("the tunnel outlived the proxy")
+	}
+}
+
+// Close ends a lookup under way (a program left a CONNECT pending) rather
+// than waiting for its timeout: the lookup sees its context cancelled,
+// not expired.
+func TestCloseEndsPendingLookup(t *testing.T) {
+	allow, err := ParseAllow([]string{"registry.test:443"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Listen(allow, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, ended := make(chan struct{}), make(chan error, 1)
+	p.lookup = func(ctx context.Context, _ string) ([]netip.Addr, error) {
+		close(started)
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return nil, ctx.Err()
+	}
+	c, err := net.Dial("tcp", p.Endpoint().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "CONNECT registry.test:443 HTTP/1.1\r\nHost: registry.test:443\r\n\r\n")
+	<-started
+	p.Close()
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the pending lookup ended with %v, want it cancelled by Close", err)
 	}
 }
 
