@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -23,15 +22,15 @@ const maxReplicaLag = time.Minute
 // lag and the replica's last confirmed sync. With replication off it
 // passes and notes nothing.
 func (d *doctor) checkReplication() string {
-	b, err := d.f.ReadFile(install.GateConfig, maxGateConfig)
-	if err != nil {
-		return "the Gate config cannot be read"
-	}
 	var c struct {
 		Mode   string `json:"replication"`
 		Socket string `json:"replication_socket"`
 	}
-	if err := json.Unmarshal(b, &c); err != nil {
+	ok, err := d.gateConfig(&c)
+	if !ok {
+		return "the Gate config cannot be read"
+	}
+	if err != nil {
 		return "the Gate config's replication is not valid"
 	}
 	switch c.Mode {

@@ -18,15 +18,14 @@ const maxGateConfig = 1 << 20
 // default): below it the Gate is in storage_full and refuses writes
 // (DECISIONS 20). The reason gives both in MiB.
 func (d *doctor) checkSpace() string {
-	b, err := d.f.ReadFile(install.GateConfig, maxGateConfig)
-	if err != nil {
-		return "the Gate config cannot be read"
-	}
-	// Only the floor is read here; the Gate validates the whole file.
 	var c struct {
 		Floor int64 `json:"free_space_floor_bytes"`
 	}
-	if err := json.Unmarshal(b, &c); err != nil || c.Floor < 0 || c.Floor > store.MaxFloorBytes || (c.Floor != 0 && c.Floor < store.MinFloorBytes) {
+	ok, err := d.gateConfig(&c)
+	if !ok {
+		return "the Gate config cannot be read"
+	}
+	if err != nil || c.Floor < 0 || c.Floor > store.MaxFloorBytes || (c.Floor != 0 && c.Floor < store.MinFloorBytes) {
 		return "the Gate config's free_space_floor_bytes is not valid"
 	}
 	sp, err := store.StatSpace(filepath.Dir(install.RealPath(d.f, install.Database)))
@@ -38,4 +37,16 @@ func (d *doctor) checkSpace() string {
 		return fmt.Sprintf("the state file system has %d MiB free, below the Gate's free-space floor of %d MiB: the Gate refuses writes (storage_full) until space is freed", sp.Free>>20, floor>>20)
 	}
 	return ""
+}
+
+// gateConfig reads the Gate's config (bounded) and decodes into v the
+// fields it names, which are all a check reads (the Gate validates the
+// whole file). ok is false when the file cannot be read; err says it
+// does not decode.
+func (d *doctor) gateConfig(v any) (ok bool, err error) {
+	b, err := d.f.ReadFile(install.GateConfig, maxGateConfig)
+	if err != nil {
+		return false, nil
+	}
+	return true, json.Unmarshal(b, v)
 }
