@@ -208,18 +208,6 @@ func LookupEnv(env []string, key string) string {
 	return ""
 }
 
-// WithEnv returns env with key set to value (every earlier binding of key
-// removed).
-func WithEnv(env []string, key, value string) []string {
-	out := make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); k != key {
-			out = append(out, kv)
-		}
-	}
-	return append(out, key+"="+value)
-}
-
 // CheckWorkspace fails with ReasonWorkspace unless ws is an absolute path
 // of a directory.
 func CheckWorkspace(agent, ws string) error {
