@@ -176,6 +176,10 @@ func (c *Client) do(ctx context.Context, k call) (*response, error) {
 		if k.mutation {
 			c.lastMutation = c.now()
 		}
+		if errors.Is(err, errTooLarge) {
+			// The same request gets the same answer: never retried.
+			return nil, &APIError{Op: k.op, Class: ClassTooLarge}
+		}
 		if err != nil {
 			if ctx.Err() != nil || last || !k.retryUncertain {
 				return nil, &APIError{Op: k.op, Class: ClassTransport}
@@ -250,10 +254,13 @@ func (c *Client) send(ctx context.Context, k call, body []byte) (*response, erro
 		return nil, err
 	}
 	if len(b) > MaxResponseBytes {
-		return nil, errors.New("response too large")
+		return nil, errTooLarge
 	}
 	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
+
+// errTooLarge is an answer longer than MaxResponseBytes.
+var errTooLarge = errors.New("response too large")
 
 // limitWait reports whether resp is a rate-limit refusal and how long to
 // wait: retry-after when present; else until x-ratelimit-reset when

@@ -27,6 +27,22 @@
 // adds to every repository token (else ErrPermissionsMismatch and the
 // token is revoked). Revoke ends a token (DELETE /installation/token).
 //
+// # Issues (intake)
+//
+// For the Gate's intake (DECISIONS 17) the client reads the repository-wide
+// issue and issue-comment feeds (ListIssuesSince, ListIssueCommentsSince:
+// updated since a time, oldest change first, one page per call,
+// conditional on an ETag, a limit failing at once with RetryAfter for the
+// poller to schedule), one issue (GetIssue: title, body and updated_at of
+// one answer), an issue's events and comments (IssueEvents, IssueComments:
+// every page, at most 1,000, never a partial view), a user's collaborator
+// permission (Permission; 404 answers none), a branch's head (BranchHead),
+// the App's slug (AppSlugAs: its bot is slug[bot]), and writes reactions
+// (AddReaction: a repeat is GitHub's 200) and comments (CreateIssueComment,
+// never repeated after an uncertain outcome; EditIssueComment, repeated).
+// An answer over MaxResponseBytes is ClassTooLarge and never retried; a
+// feed reader asks for smaller pages instead.
+//
 // # Limits and retries
 //
 // Every call is bounded: request time, response size (MaxResponseBytes),

@@ -25,6 +25,7 @@ const (
 	ClassMalformed    Class = "malformed_response" // a response this client cannot believe
 	ClassNotMerged    Class = "not_merged"         // a merge answered 200 with "merged": false
 	ClassUnexpected   Class = "unexpected_status"  // any other status
+	ClassTooLarge     Class = "response_too_large" // an answer over MaxResponseBytes (never retried: it would be again)
 )
 
 // APIError is a failed GitHub API call. Error() carries the operation,

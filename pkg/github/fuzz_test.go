@@ -163,3 +163,89 @@ func FuzzErrorMessage(f *testing.F) {
 		}
 	})
 }
+
+func TestIssueParserSeeds(t *testing.T) {
+	check := func(prefix string, parse func([]byte) (int, error)) {
+		for name, data := range testseed.Read(t, "testdata/seed/"+prefix+"-*") {
+			n, err := parse(data)
+			if bad := strings.Contains(name, "-bad-"); bad != (err != nil) || !bad && n == 0 {
+				t.Errorf("%s: %d items, err %v", name, n, err)
+			}
+		}
+	}
+	check("issues", func(b []byte) (int, error) { l, err := ParseIssues(b); return len(l), err })
+	check("comments", func(b []byte) (int, error) { l, err := ParseIssueComments(b, "o", "r"); return len(l), err })
+	check("events", func(b []byte) (int, error) { l, err := ParseIssueEvents(b); return len(l), err })
+}
+
+// FuzzParseIssues: never panics; an error returns nothing; an accepted
+// issue has a number in range, a known state and bounded names.
+func FuzzParseIssues(f *testing.F) {
+	for _, d := range testseed.Read(f, "testdata/seed/issues-*") {
+		f.Add(d)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		list, err := ParseIssues(data)
+		if err != nil {
+			if list != nil {
+				t.Fatal("error with a result")
+			}
+			return
+		}
+		for _, i := range list {
+			if i.Number <= 0 || i.Number > maxGitHubID || (i.State != "open" && i.State != "closed") ||
+				len(i.User.Login) > maxNameBytes || i.UpdatedAt.IsZero() {
+				t.Fatalf("accepted %+v", i)
+			}
+			for _, l := range i.Labels {
+				if len(l) > maxNameBytes {
+					t.Fatal("long label accepted")
+				}
+			}
+		}
+	})
+}
+
+// FuzzParseIssueComments: an accepted comment belongs to an issue of o/r
+// in range and has an id in range.
+func FuzzParseIssueComments(f *testing.F) {
+	for _, d := range testseed.Read(f, "testdata/seed/comments-*") {
+		f.Add(d)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		list, err := ParseIssueComments(data, "o", "r")
+		if err != nil {
+			if list != nil {
+				t.Fatal("error with a result")
+			}
+			return
+		}
+		for _, c := range list {
+			if c.ID <= 0 || c.ID > maxGitHubID || c.IssueNumber <= 0 || c.IssueNumber > maxGitHubID || c.CreatedAt.IsZero() {
+				t.Fatalf("accepted %+v", c)
+			}
+		}
+	})
+}
+
+// FuzzParseIssueEvents: an accepted event has an id in range, a bounded
+// kind and label, and a time.
+func FuzzParseIssueEvents(f *testing.F) {
+	for _, d := range testseed.Read(f, "testdata/seed/events-*") {
+		f.Add(d)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		list, err := ParseIssueEvents(data)
+		if err != nil {
+			if list != nil {
+				t.Fatal("error with a result")
+			}
+			return
+		}
+		for _, e := range list {
+			if e.ID <= 0 || e.ID > maxGitHubID || e.Event == "" || len(e.Event) > maxNameBytes || len(e.Label) > maxNameBytes || e.CreatedAt.IsZero() {
+				t.Fatalf("accepted %+v", e)
+			}
+		}
+	})
+}
