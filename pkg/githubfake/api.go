@@ -33,6 +33,9 @@ type AppConfig struct {
 	// PushLog, when set, is the file the pre-receive hook appends each
 	// accepted push's object count to.
 	PushLog string
+	// Slug is the App's slug (default agent-forge): GET /app answers it,
+	// and what the App writes on issues is by its bot, <slug>[bot].
+	Slug string
 }
 
 // InstallationConfig is one installation: an account, the repositories
@@ -52,8 +55,10 @@ const (
 )
 
 // API answers api.github.com for the App in AppConfig: installation
-// lookup, installation tokens (minted, checked and revoked), and pull
-// requests on repositories served by the Server's git side. Plug it into
+// lookup, installation tokens (minted, checked and revoked), pull
+// requests on repositories served by the Server's git side, and their
+// issues, labels, events, comments, reviews and reactions with the
+// people who act on them (api_issues.go, issues_people.go). Plug it into
 // Server.API and call Attach to wire git authentication and the control
 // routes.
 type API struct {
@@ -77,8 +82,11 @@ type API struct {
 	resetAt   time.Time
 	apiFaults map[string]int // fault -> how many requests it still hits
 	protected map[string][]string
-	budgets   map[string]*budget // rate-limit budget name -> use
-	overLimit int                // requests refused because their budget was spent
+	budgets   map[string]*budget  // rate-limit budget name -> use
+	overLimit int                 // requests refused because their budget was spent
+	trackers  map[string]*tracker // repoKey -> issues, comments, reviews (api_issues.go)
+	accounts  map[string]*account // lowercase login -> account
+	nextID    int64
 
 	ciOnce sync.Once
 	ciSt   *ciState // api_delivery.go
@@ -120,7 +128,7 @@ func NewAPI(cfg AppConfig, gitRoot, git string, now func() time.Time, tokenLog i
 	a := &API{cfg: cfg, gitRoot: gitRoot, git: git, now: now, tokenLog: tokenLog,
 		installs: map[int64]*InstallationConfig{}, tokens: map[string]*liveToken{},
 		pulls: map[string][]*pull{}, apiFaults: map[string]int{}, protected: map[string][]string{}, budgets: map[string]*budget{},
-		merging: map[string]bool{}, wfChanges: map[string]bool{}}
+		merging: map[string]bool{}, wfChanges: map[string]bool{}, trackers: map[string]*tracker{}, accounts: map[string]*account{}}
 	for i := range cfg.Installations {
 		in := cfg.Installations[i]
 		a.installs[in.ID] = &in
@@ -141,6 +149,7 @@ func (a *API) Attach(s *Server) {
 	s.Control.HandleFunc("POST /installation", a.handleSetPermissions)
 	s.OnPush = a.onPush
 	a.attachDelivery(s)
+	a.attachPeople(s)
 }
 
 // SetAPIFault makes the next count matching API requests fail with mode.
@@ -304,6 +313,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	w.Header().Set("X-GitHub-Api-Version-Selected", "2022-11-28")
 	name, limit := a.bucket(r)
+	if a.serveIssues(w, r, name, limit) {
+		return
+	}
 	if len(parts) == 5 && parts[0] == "repos" && parts[3] == "actions" && parts[4] == "runs" && r.Method == http.MethodGet {
 		// Its own accounting: a 304 is free only when authorized.
 		a.listRuns(w, r, parts[1], parts[2], name, limit)
@@ -336,6 +348,8 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case len(parts) == 1 && parts[0] == "app" && r.Method == http.MethodGet:
+		a.getApp(w, r)
 	case len(parts) == 4 && parts[0] == "repos" && parts[3] == "installation" && r.Method == http.MethodGet:
 		a.getInstallation(w, r, parts[1], parts[2])
 	case len(parts) == 4 && parts[0] == "app" && parts[1] == "installations" && parts[3] == "access_tokens" && r.Method == http.MethodPost:
@@ -391,6 +405,24 @@ func (a *API) getInstallation(w http.ResponseWriter, r *http.Request, owner, rep
 		return
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// getApp is GET /app with the App's JWT: the App itself, its slug and
+// what its installations may hold.
+func (a *API) getApp(w http.ResponseWriter, r *http.Request) {
+	if !a.requireJWT(w, r) {
+		return
+	}
+	a.mu.Lock()
+	owner := a.accountLocked("octo-apps")
+	a.mu.Unlock()
+	created := stamp(time.Unix(1500000000, 0))
+	writeJSON(w, http.StatusOK, map[string]any{"id": a.cfg.AppID, "slug": a.slug(), "node_id": nodeID("A", a.cfg.AppID),
+		"client_id": a.cfg.ClientID, "owner": userJSON(owner), "name": a.slug(), "description": nil,
+		"external_url": "https://github.com/apps/" + a.slug(), "html_url": "https://github.com/apps/" + a.slug(),
+		"created_at": created, "updated_at": created,
+		"permissions": map[string]string{"contents": "write", "pull_requests": "write", "issues": "write", "metadata": "read"},
+		"events":      []string{}})
 }
 
 func copyPerms(p map[string]string) map[string]string {

@@ -447,6 +447,7 @@ func (a *API) mergePull(w http.ResponseWriter, r *http.Request, owner, repo, num
 	}
 	a.mu.Lock()
 	p.State, p.Merged, p.HeadSHA = "closed", true, head
+	a.mergedLocked(owner, repo, p, a.accountLocked(a.BotLogin()), merge)
 	a.mu.Unlock()
 	c.mu.Lock()
 	if c.merges[repoKey(owner, repo)] == nil {

@@ -235,6 +235,7 @@ func (a *API) createPull(w http.ResponseWriter, r *http.Request, owner, repo str
 	p := &pull{Number: a.nextPR, Title: req.Title, Body: req.Body, Head: head, HeadSHA: headSHA,
 		Base: req.Base, State: "open", Created: a.now()}
 	a.pulls[key] = append(a.pulls[key], p)
+	a.pullIssueLocked(owner, repo, p)
 	body := a.pullJSON(owner, repo, p)
 	a.mu.Unlock()
 	// GitHub's work after the answer: a pull request that conflicts with
@@ -299,6 +300,7 @@ func (a *API) PersonAct(owner, repo string, number int, act string) error {
 	switch act {
 	case "close":
 		p.State = "closed"
+		a.pullClosedLocked(owner, repo, p, a.accountLocked(owner))
 		return nil
 	case "merge":
 		head, ok := a.branchSHA(owner, repo, p.Head)
@@ -310,6 +312,7 @@ func (a *API) PersonAct(owner, repo string, number int, act string) error {
 			return err
 		}
 		p.State, p.Merged, p.HeadSHA = "closed", true, head
+		a.mergedLocked(owner, repo, p, a.accountLocked(owner), merge)
 		c := a.ci()
 		c.mu.Lock()
 		if c.merges[repoKey(owner, repo)] == nil {

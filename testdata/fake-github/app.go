@@ -18,6 +18,7 @@ import (
 type appFile struct {
 	AppID          int64                           `json:"app_id"`
 	ClientID       string                          `json:"client_id"`
+	Slug           string                          `json:"slug"`
 	PrivateKeyFile string                          `json:"private_key_file"`
 	Installations  []githubfake.InstallationConfig `json:"installations"`
 	Public         []string                        `json:"public_repositories"`
@@ -53,7 +54,7 @@ func loadApp(path string) (githubfake.AppConfig, error) {
 		return githubfake.AppConfig{}, errors.New("app key: not an RSA private key")
 	}
 	return githubfake.AppConfig{AppID: f.AppID, ClientID: f.ClientID, PublicKey: &key.PublicKey, Installations: f.Installations,
-		PublicRepositories: f.Public, RunsWindow: time.Duration(f.RunsWindowSecs) * time.Second, PushLog: f.PushLog}, nil
+		PublicRepositories: f.Public, RunsWindow: time.Duration(f.RunsWindowSecs) * time.Second, PushLog: f.PushLog, Slug: f.Slug}, nil
 }
 
 // installHooks puts GitHub's push checks (rulesets, the workflows

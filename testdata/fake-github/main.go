@@ -13,7 +13,10 @@
 // installation tokens authenticate git too, every minted token value is
 // appended to the -tokens file, and the repositories get the workflows
 // guard as their pre-receive hook. The control routes then also take
-// POST /api-fault and POST /installation.
+// POST /api-fault and POST /installation, and the people of a test
+// (githubfake's issues_people.go): POST /act (open, edit, label, comment
+// on and review issues and pull requests as a login), POST /collaborator
+// (a login's role) and GET /issue-state?owner=&repo=&number=.
 package main
 
 import (
