@@ -37,7 +37,8 @@ import (
 //   - reactions: GET/POST …/issues/{n}/reactions,
 //     …/issues/comments/{id}/reactions and …/pulls/comments/{id}/reactions
 //     (201 new, 200 when the same user already reacted so);
-//   - reviews: GET/POST …/pulls/{n}/reviews (state and commit_id).
+//   - reviews: GET/POST …/pulls/{n}/reviews (state and commit_id);
+//   - GET …/git/ref/heads/{branch}: a branch's commit.
 //
 // Every route needs an installation token that reaches the repository
 // and holds the permission GitHub asks for (issues, or pull_requests for
@@ -542,12 +543,13 @@ var issueRoutes = []route{
 	{"GET", []string{"pulls", "{n}", "comments"}, (*ireq).pullReviewComments},
 	{"GET", []string{"pulls", "{n}", "reviews"}, (*ireq).listReviews},
 	{"POST", []string{"pulls", "{n}", "reviews"}, (*ireq).submitReview},
+	{"GET", []string{"git", "ref", "heads", "{*}"}, (*ireq).branchRef},
 }
 
 func matchRoute(method string, segs []string) (*route, []string) {
 	for i := range issueRoutes {
 		rt := &issueRoutes[i]
-		if rt.method != method || len(rt.pattern) != len(segs) {
+		if n := len(rt.pattern); rt.method != method || len(segs) < n || len(segs) > n && rt.pattern[n-1] != "{*}" {
 			continue
 		}
 		var args []string
@@ -564,6 +566,10 @@ func matchRoute(method string, segs []string) (*route, []string) {
 					ok = false
 				}
 				args = append(args, segs[j])
+			case "{*}": // the rest, one or more segments
+				rest := strings.Join(segs[j:], "/")
+				ok = ok && !slices.Contains(segs[j:], "")
+				args = append(args, rest)
 			default:
 				ok = ok && p == segs[j]
 			}
@@ -1322,6 +1328,22 @@ func (a *API) reviewLocked(owner, repo string, is *issue, u *account, state, com
 	t.reviews = append(t.reviews, r)
 	is.Updated = r.Submitted
 	return r, nil
+}
+
+// branchRef is GET …/git/ref/heads/{branch} (contents read): the
+// branch's commit, 404 when there is no such branch.
+func (c *ireq) branchRef() reply {
+	if !c.can("contents", "read") {
+		return forbidden
+	}
+	sha, ok := c.a.branchSHA(c.owner, c.repo, c.args[0])
+	if !ok {
+		return notFound
+	}
+	ref := "refs/heads/" + c.args[0]
+	return reply{status: http.StatusOK, v: map[string]any{"ref": ref, "node_id": nodeID("REF", int64(len(ref))),
+		"url":    repoAPI(c.owner, c.repo) + "/git/" + ref,
+		"object": map[string]any{"sha": sha, "type": "commit", "url": repoAPI(c.owner, c.repo) + "/git/commits/" + sha}}}
 }
 
 // pullIssueLocked records a new pull request's issue, opened by the App

@@ -346,6 +346,17 @@ func TestFakeReviewsReviewCommentsAndClosingKeywords(t *testing.T) {
 	if status, _, _ := a.call(t, "POST", "/repos/octo/app/pulls/comments/"+strconv.FormatInt(id, 10)+"/reactions", ptok, map[string]string{"content": "+1"}); status != 201 {
 		t.Fatalf("react on a review comment: %d", status)
 	}
+	ctok := a.token(t, github.Permissions{"contents": "read"})
+	if sha, err := a.client.BranchHead(ctx, &github.Token{}, "octo", "app", "forge/job-1"); err == nil || sha != "" {
+		t.Fatalf("a branch head without a token: %q", sha)
+	}
+	_, _, body = a.call(t, "GET", "/repos/octo/app/git/ref/heads/forge/job-1", ctok, nil)
+	if !strings.Contains(string(body), `"sha":"`+head+`"`) || !strings.Contains(string(body), `"ref":"refs/heads/forge/job-1"`) {
+		t.Fatalf("branch ref: %s", body)
+	}
+	if status, _, _ := a.call(t, "GET", "/repos/octo/app/git/ref/heads/nope", ctok, nil); status != 404 {
+		t.Fatalf("absent branch: %d", status)
+	}
 	// The pull request is an issue too, with its pull_request key.
 	itok := a.token(t, github.Permissions{"issues": "read"})
 	_, _, body = a.call(t, "GET", "/repos/octo/app/issues/"+strconv.Itoa(pr.Number), itok, nil)
@@ -409,4 +420,69 @@ func (r *recorder) Write(b []byte) (int, error) {
 		r.status = 200
 	}
 	return r.body.Write(b)
+}
+
+// TestFakeAnswersTheIssueClient drives pkg/github's issue calls against
+// the fake: every answer must pass the client's own checks.
+func TestFakeAnswersTheIssueClient(t *testing.T) {
+	a := newAPIFixture(t, intakePerms)
+	api, c := a.api, a.client
+	ctx := context.Background()
+	a.seed(t, "octo/app")
+	tok, err := c.CreateToken(ctx, a.jwt(t), 77, "app", github.Permissions{"issues": "write", "contents": "read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api.SetCollaborator("octo", "app", Collaborator{Login: "bob", Role: RoleMaintain})
+	n, _ := api.OpenIssue("octo", "app", "alice", "Fix it", "body <!-- hidden -->")
+	api.Label("octo", "app", n, "bob", "agent-forge", true)
+	cid, _ := api.Comment("octo", "app", n, "bob", "more detail")
+	since := time.Now().Add(-time.Minute)
+	page, err := c.ListIssuesSince(ctx, tok, "octo", "app", since, 100, "")
+	if err != nil || len(page.Items) != 1 || !page.Items[0].HasLabel("agent-forge") || page.ETag == "" {
+		t.Fatalf("issues since: %+v, %v", page, err)
+	}
+	again, err := c.ListIssuesSince(ctx, tok, "octo", "app", since, 100, page.ETag)
+	if err != nil || !again.NotModified {
+		t.Fatalf("conditional issues: %+v, %v", again, err)
+	}
+	cpage, err := c.ListIssueCommentsSince(ctx, tok, "octo", "app", since, 100, "")
+	if err != nil || len(cpage.Items) != 1 || cpage.Items[0].ID != cid || cpage.Items[0].IssueNumber != n {
+		t.Fatalf("comments since: %+v, %v", cpage, err)
+	}
+	is, err := c.GetIssue(ctx, tok, "octo", "app", n)
+	if err != nil || is.Title != "Fix it" || is.User.Login != "alice" || is.IsPull {
+		t.Fatalf("issue: %+v, %v", is, err)
+	}
+	events, err := c.IssueEvents(ctx, tok, "octo", "app", n)
+	if err != nil || len(events) != 1 || events[0].Actor.Login != "bob" || events[0].Label != "agent-forge" {
+		t.Fatalf("events: %+v, %v", events, err)
+	}
+	comments, err := c.IssueComments(ctx, tok, "octo", "app", n)
+	if err != nil || len(comments) != 1 || comments[0].User.Login != "bob" {
+		t.Fatalf("comments: %+v, %v", comments, err)
+	}
+	perm, err := c.Permission(ctx, tok, "octo", "app", "bob")
+	if err != nil || perm.Permission != "write" || perm.RoleName != "maintain" {
+		t.Fatalf("permission: %+v, %v", perm, err)
+	}
+	if err := c.AddReaction(ctx, tok, "octo", "app", github.ReactIssue, int64(n), github.ReactionEyes); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddReaction(ctx, tok, "octo", "app", github.ReactComment, cid, github.ReactionPlusOne); err != nil {
+		t.Fatal(err)
+	}
+	status, err := c.CreateIssueComment(ctx, tok, "octo", "app", n, "Accepted")
+	if err != nil || status.User.Login != api.BotLogin() {
+		t.Fatalf("status comment: %+v, %v", status, err)
+	}
+	if edited, err := c.EditIssueComment(ctx, tok, "octo", "app", status.ID, "Running"); err != nil || edited.Body != "Running" {
+		t.Fatalf("edit: %+v, %v", edited, err)
+	}
+	if sha, err := c.BranchHead(ctx, tok, "octo", "app", "main"); err != nil || len(sha) != 40 {
+		t.Fatalf("branch head: %q, %v", sha, err)
+	}
+	if slug, err := c.AppSlugAs(ctx, github.App{ID: "12345", Key: a.key}); err != nil || slug+"[bot]" != api.BotLogin() {
+		t.Fatalf("slug: %q, %v", slug, err)
+	}
 }
