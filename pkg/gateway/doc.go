@@ -25,9 +25,15 @@
 //     404); the credential comes from "Authorization: Bearer", else
 //     "x-api-key", else "x-goog-api-key" (401 when it is not a live
 //     grant's);
-//   - the body is bounded (MaxRequestBytes: 413); the grant's budget is
-//     checked before the request is forwarded (403 budget_exceeded, and
-//     Exceeded is closed);
+//   - the body is bounded (MaxRequestBytes: 413); a grant with a token
+//     budget forwards one request at a time (the others wait: a
+//     request's cost is known only from its answer, so requests in
+//     flight together could each spend what is left); the grant's
+//     budget is checked before the request is forwarded (403
+//     budget_exceeded). Once a request is refused so, or the usage the
+//     answers reported goes past the token budget, the grant is exceeded:
+//     Exceeded is closed, every later request is refused and those in
+//     flight are cut;
 //   - the upstream request carries the client's end-to-end headers
 //     without hop-by-hop headers, credentials, cookies, Accept-Encoding
 //     (the answer must be readable by the meter) or a "key" query

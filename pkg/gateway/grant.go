@@ -47,10 +47,16 @@ type Grant struct {
 	ctx    context.Context // ends at Revoke: in-flight requests stop
 	cancel context.CancelFunc
 
+	// slot holds the one request a grant with a token budget may have
+	// in flight (nil: no token budget, no bound): a request's cost is
+	// known only from its answer, so parallel requests could each spend
+	// what is left.
+	slot chan struct{}
+
 	mu       sync.Mutex
 	usage    Usage
 	revoked  bool
-	exceeded chan struct{} // closed the first time the budget refuses
+	exceeded chan struct{} // closed once the budget is spent or overrun
 	overrun  bool
 }
 
@@ -65,6 +71,9 @@ func (g *Gateway) Issue(b Budget) *Grant {
 	cred := CredentialPrefix + hex.EncodeToString(raw[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	gr := &Grant{gw: g, cred: cred, sum: sha256.Sum256([]byte(cred)), budget: b, ctx: ctx, cancel: cancel, exceeded: make(chan struct{})}
+	if b.MaxTokens > 0 {
+		gr.slot = make(chan struct{}, 1)
+	}
 	g.mu.Lock()
 	g.grants[gr.sum] = gr
 	g.mu.Unlock()
@@ -100,7 +109,9 @@ func (gr *Grant) Usage() Usage {
 }
 
 // Exceeded is closed once the gateway refused one of the grant's
-// requests because its budget was spent.
+// requests because its budget was spent, or the usage its answers
+// reported went past the token budget. From then on every request of the
+// grant is refused and those in flight are cut.
 func (gr *Grant) Exceeded() <-chan struct{} { return gr.exceeded }
 
 // BudgetExceeded reports whether Exceeded is closed.
@@ -119,23 +130,55 @@ func (gr *Grant) admit() bool {
 		return false
 	}
 	b := gr.budget
-	if (b.MaxRequests > 0 && gr.usage.Requests >= b.MaxRequests) || (b.MaxTokens > 0 && gr.usage.Tokens() >= b.MaxTokens) {
-		if !gr.overrun {
-			gr.overrun = true
-			close(gr.exceeded)
-		}
+	if gr.overrun || (b.MaxRequests > 0 && gr.usage.Requests >= b.MaxRequests) || (b.MaxTokens > 0 && gr.usage.Tokens() >= b.MaxTokens) {
+		gr.exceed()
 		return false
 	}
 	gr.usage.Requests++
 	return true
 }
 
-// record adds one response's token counts.
+// record adds one response's token counts; usage past the token budget
+// exceeds the grant.
 func (gr *Grant) record(u Usage) {
 	gr.mu.Lock()
 	defer gr.mu.Unlock()
 	u.Requests = 0
 	gr.usage = gr.usage.Add(u)
+	if b := gr.budget; b.MaxTokens > 0 && gr.usage.Tokens() > b.MaxTokens {
+		gr.exceed()
+	}
+}
+
+// exceed marks the budget spent (gr.mu held): Exceeded closes and the
+// grant's requests in flight are cut.
+func (gr *Grant) exceed() {
+	if !gr.overrun {
+		gr.overrun = true
+		close(gr.exceeded)
+		gr.cancel()
+	}
+}
+
+// acquire waits, for a grant with a token budget, until no other request
+// of the grant is in flight; false when ctx ended first. release ends
+// what acquire began.
+func (gr *Grant) acquire(ctx context.Context) bool {
+	if gr.slot == nil {
+		return true
+	}
+	select {
+	case gr.slot <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (gr *Grant) release() {
+	if gr.slot != nil {
+		<-gr.slot
+	}
 }
 
 // lookup returns the live grant whose credential is cred, or nil. The

@@ -29,6 +29,16 @@ var (
 	errUpgrade         = refusal{http.StatusBadGateway, "upgrade_failed", "the connection upgrade could not be completed"}
 )
 
+// refuse answers a request of gr that may not be forwarded: budget_exceeded
+// once its budget is spent, else invalid_credential (revoked meanwhile).
+func (gr *Grant) refuse(w http.ResponseWriter) {
+	if gr.BudgetExceeded() {
+		errBudget.write(w)
+	} else {
+		errCredential.write(w)
+	}
+}
+
 func (f refusal) write(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -70,16 +80,19 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	upgrade := isWebSocket(r.Header)
-	if !upgrade && !gr.admit() {
-		if gr.BudgetExceeded() {
-			errBudget.write(w)
-		} else {
-			errCredential.write(w) // revoked meanwhile
-		}
-		return
-	}
 	ctx, stop := joinContext(r.Context(), gr.ctx)
 	defer stop()
+	if !upgrade {
+		if !gr.acquire(ctx) {
+			gr.refuse(w) // revoked or exceeded while it waited, or the client left
+			return
+		}
+		defer gr.release()
+		if !gr.admit() {
+			gr.refuse(w)
+			return
+		}
+	}
 	out := outbound(ctx, r, up, rest, upgrade)
 	if upgrade {
 		g.upgrade(w, out, up, gr)

@@ -18,11 +18,7 @@ import (
 // metered like server-sent events.
 func (g *Gateway) upgrade(w http.ResponseWriter, out *http.Request, up *upstream, gr *Grant) {
 	if !gr.admit() { // the handshake itself is a request
-		if gr.BudgetExceeded() {
-			errBudget.write(w)
-		} else {
-			errCredential.write(w)
-		}
+		gr.refuse(w)
 		return
 	}
 	resp, err := g.rt.RoundTrip(out)

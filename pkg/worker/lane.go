@@ -320,6 +320,9 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 		case <-overBudget:
 			overBudget = nil
 			log.Info("model budget spent: stopping the attempt")
+			// The credential dies at once: nothing the attempt still
+			// runs reaches the model while the executor winds down.
+			revoke()
 			cancelExec()
 		case <-stop:
 			stop = nil

@@ -292,8 +292,9 @@ func TestUsageReachesTheAggregate(t *testing.T) {
 }
 
 // TestAttemptBudgetExceeded: a per-attempt token budget of 100 lets two
-// requests of 60 tokens through (60 < 100, then 120 >= 100) and refuses
-// the third with the gateway's budget_exceeded; the attempt fails
+// requests of 60 tokens through (60 < 100, then 120 > 100: the grant is
+// exceeded) and refuses the third (budget_exceeded, or the revoked
+// credential once the Worker stopped the attempt); the attempt fails
 // budget_exceeded, which is terminal: no retry.
 func TestAttemptBudgetExceeded(t *testing.T) {
 	fake := newFakeResponses(t)
@@ -301,7 +302,7 @@ func TestAttemptBudgetExceeded(t *testing.T) {
 	x := meteredWorker(t, rg, fake)
 	id := rg.submitCoding("5")
 	a := rg.waitUsage(id)
-	if st := recv(t, x.statuses, "statuses"); fmt.Sprint(st) != "[200 200 403]" {
+	if st := fmt.Sprint(recv(t, x.statuses, "statuses")); st != "[200 200 403]" && st != "[200 200 401]" {
 		t.Fatalf("gateway answers %v", st)
 	}
 	if a.Job.Status != "failed" || a.Job.FailureCode != wire.FailureBudgetExceeded || len(a.Attempts) != 1 {
@@ -313,6 +314,57 @@ func TestAttemptBudgetExceeded(t *testing.T) {
 	}
 	if fake.reqs.Load() != 2 {
 		t.Fatalf("the provider saw %d requests, want 2", fake.reqs.Load())
+	}
+}
+
+// TestOneAnswerPastTheBudget: an attempt whose only answer reports more
+// tokens than its budget (60 of 50) fails budget_exceeded, terminal,
+// though the gateway refused nothing and the agent asked for no more.
+func TestOneAnswerPastTheBudget(t *testing.T) {
+	fake := newFakeResponses(t)
+	rg := usageGate(t, `{"attempt":{"max_tokens":50}}`, 3)
+	x := meteredWorker(t, rg, fake)
+	a := rg.waitUsage(rg.submitCoding("1"))
+	if st := recv(t, x.statuses, "statuses"); fmt.Sprint(st) != "[200]" {
+		t.Fatalf("gateway answers %v", st)
+	}
+	want := store.Usage{Requests: 1, InputTokens: 40, OutputTokens: 20, CachedTokens: 30}
+	if a.Job.Status != "failed" || a.Job.FailureCode != wire.FailureBudgetExceeded || len(a.Attempts) != 1 ||
+		a.Attempts[0].Usage == nil || *a.Attempts[0].Usage != want {
+		t.Fatalf("job %+v, attempts %+v", a.Job, a.Attempts)
+	}
+}
+
+// lingeringExec calls the model until refused, then keeps running until
+// the lane cancels it and tries the credential once more, as an agent
+// that ignores the refusal would, before it returns.
+type lingeringExec struct{ after chan int }
+
+func (x *lingeringExec) Execute(ctx context.Context, a *Attempt) Report {
+	for modelCall(a.Grant, `{"model":"m","input":"hi","stream":true}`) == http.StatusOK {
+	}
+	<-ctx.Done()
+	x.after <- modelCall(a.Grant, `{"model":"m","input":"hi","stream":true}`)
+	return Report{Code: CodePluginFailed}
+}
+
+// TestSpentBudgetRevokesTheCredential: once the budget is spent, the
+// lane revokes the attempt's credential before the executor returns:
+// what the attempt still runs gets invalid_credential.
+func TestSpentBudgetRevokesTheCredential(t *testing.T) {
+	fake := newFakeResponses(t)
+	rg := usageGate(t, `{"attempt":{"max_requests":2}}`, 1)
+	c, _ := hostFixture(t)
+	c.GateURL, c.Concurrency, c.HeartbeatInterval = rg.url(), 1, time.Second
+	gw := meteredGateway(t, c, fake)
+	x := &lingeringExec{after: make(chan int, 1)}
+	startWorker(t, Options{Config: c, Gateway: gw, Executors: map[wire.Kind]Executor{wire.KindCoding: x}})
+	a := rg.waitUsage(rg.submitCoding("x"))
+	if st := recv(t, x.after, "the call after the cancel"); st != http.StatusUnauthorized {
+		t.Fatalf("after the budget was spent the credential answered %d", st)
+	}
+	if a.Job.FailureCode != wire.FailureBudgetExceeded || fake.reqs.Load() != 2 {
+		t.Fatalf("job %+v, provider saw %d", a.Job, fake.reqs.Load())
 	}
 }
 
