@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -142,5 +143,94 @@ func TestExceededCutsRequestsInFlight(t *testing.T) {
 	}
 	if _, err := io.ReadAll(br); err == nil {
 		t.Error("the cut stream ended cleanly")
+	}
+}
+
+// TestUnmeteredAnswersExceedATokenBudget: on a grant with a token
+// budget, an answer that may have cost tokens but whose usage the meter
+// could not read exceeds the grant (its cost is unknown, so it may have
+// spent the rest): a stream the client cuts before its usage event, a
+// usage event over the meter's line bound, a JSON answer without usage,
+// a request cut before its answer's headers. Answers that cost nothing
+// (a GET, a token count, an error status) and grants without a token
+// budget are unchanged.
+func TestUnmeteredAnswersExceedATokenBudget(t *testing.T) {
+	big := `{"type":"response.completed","response":{"output":"` + strings.Repeat("x", maxMeteredLine) + `","usage":{"input_tokens":1,"output_tokens":1}}}`
+	up, _ := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/cut": // a stream that waits for the client to leave
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: {\"type\":\"response.output_text.delta\",\"delta\":\"all of it\"}\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		case "/big":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: "+big+"\n\n")
+		case "/slow": // the answer's headers never come before the cut
+			<-r.Context().Done()
+		case "/error":
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error":{"message":"slow down"}}`)
+		default: // a 2xx answer without usage
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"r","status":"queued"}`)
+		}
+	})
+	g := newGateway(t, provider("openai", KindOpenAIResponses, up.URL))
+	cutRequest := func(gr *Grant, path string, wantHeaders bool) {
+		ctx, cancel := context.WithCancel(context.Background())
+		req := post(t, ProviderURL(g.URL(), "openai")+path, gr.Credential(), "{}").WithContext(ctx)
+		if !wantHeaders {
+			go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err == nil {
+			bufio.NewReader(resp.Body).ReadString('\n')
+			cancel() // the client has what it wanted and leaves
+			resp.Body.Close()
+		}
+		cancel()
+	}
+	for _, c := range []struct {
+		name   string
+		budget Budget
+		call   func(gr *Grant)
+		want   bool
+	}{
+		{"stream cut by the client", Budget{MaxTokens: 1000}, func(gr *Grant) { cutRequest(gr, "/cut", true) }, true},
+		{"usage over the line bound", Budget{MaxTokens: 1000}, func(gr *Grant) { do(t, post(t, ProviderURL(g.URL(), "openai")+"/big", gr.Credential(), "{}")) }, true},
+		{"no usage", Budget{MaxTokens: 1000}, func(gr *Grant) { do(t, post(t, ProviderURL(g.URL(), "openai")+"/responses", gr.Credential(), "{}")) }, true},
+		{"cut before the headers", Budget{MaxTokens: 1000}, func(gr *Grant) { cutRequest(gr, "/slow", false) }, true},
+		{"a GET", Budget{MaxTokens: 1000}, func(gr *Grant) {
+			req, _ := http.NewRequest("GET", ProviderURL(g.URL(), "openai")+"/models", nil)
+			req.Header.Set("Authorization", "Bearer "+gr.Credential())
+			do(t, req)
+		}, false},
+		{"a token count", Budget{MaxTokens: 1000}, func(gr *Grant) {
+			do(t, post(t, ProviderURL(g.URL(), "openai")+"/responses/input_tokens", gr.Credential(), "{}"))
+		}, false},
+		{"an error status", Budget{MaxTokens: 1000}, func(gr *Grant) { do(t, post(t, ProviderURL(g.URL(), "openai")+"/error", gr.Credential(), "{}")) }, false},
+		{"no token budget", Budget{MaxRequests: 10}, func(gr *Grant) { cutRequest(gr, "/cut", true) }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gr := g.Issue(c.budget)
+			defer gr.Revoke()
+			c.call(gr)
+			// The gateway settles the request after the client left:
+			// wait for it (bounded) where it must exceed.
+			if c.want {
+				select {
+				case <-gr.Exceeded():
+				case <-time.After(10 * time.Second):
+				}
+			}
+			if gr.BudgetExceeded() != c.want || gr.Unmetered() != c.want {
+				t.Fatalf("exceeded %v, unmetered %v; want %v", gr.BudgetExceeded(), gr.Unmetered(), c.want)
+			}
+			resp, body := do(t, post(t, ProviderURL(g.URL(), "openai")+"/error", gr.Credential(), "{}"))
+			if c.want != (resp.StatusCode == http.StatusForbidden && strings.Contains(body, "budget_exceeded")) {
+				t.Fatalf("the next request: %d %s", resp.StatusCode, body)
+			}
+		})
 	}
 }

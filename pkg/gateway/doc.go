@@ -59,4 +59,14 @@
 // at most 8 MiB) for the provider's usage fields and adds them to the
 // grant's Usage: requests, input tokens (all prompt tokens, cached ones
 // included), output tokens (reasoning included) and cached tokens.
+//
+// On a grant with a token budget the meter fails closed: a request that
+// may cost tokens (any method but GET, HEAD, OPTIONS and DELETE, except
+// the kinds' token counting endpoints) whose 2xx answer did not reach
+// the client whole with a usage object the meter read (the client or the
+// upstream cut it, its usage was past the meter's bounds, or it had
+// none), or that was cut after the provider had it but before its
+// answer, exceeds the grant (Unmetered): its cost is unknown (reasoning
+// tokens are never streamed, the rest of a cut generation is never
+// seen), so it counts as having spent what was left.
 package gateway

@@ -58,6 +58,7 @@ type Grant struct {
 	revoked  bool
 	exceeded chan struct{} // closed once the budget is spent or overrun
 	overrun  bool
+	unread   bool // an answer's usage could not be read (unmetered)
 }
 
 // Issue returns a new grant with budget b. Its credential is 32 random
@@ -148,6 +149,28 @@ func (gr *Grant) record(u Usage) {
 	if b := gr.budget; b.MaxTokens > 0 && gr.usage.Tokens() > b.MaxTokens {
 		gr.exceed()
 	}
+}
+
+// unmetered is the end of a request that may have cost tokens but whose
+// answer told the meter nothing (cut, its usage past the meter's bounds,
+// or none): on a grant with a token budget, whose rest that answer may
+// have spent, it exceeds the grant. The answers a Revoke or an earlier
+// exceed cut change nothing.
+func (gr *Grant) unmetered() {
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	if gr.budget.MaxTokens > 0 && !gr.revoked && !gr.overrun {
+		gr.unread = true
+		gr.exceed()
+	}
+}
+
+// Unmetered reports whether the grant was exceeded by an answer whose
+// usage the meter could not read.
+func (gr *Grant) Unmetered() bool {
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	return gr.unread
 }
 
 // exceed marks the budget spent (gr.mu held): Exceeded closes and the

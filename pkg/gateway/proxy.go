@@ -5,9 +5,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"path"
 	"strings"
+	"sync/atomic"
 )
 
 // The gateway's refusals: a status and a fixed code and text, never a
@@ -102,8 +104,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength == 0 {
 		out.Body = nil
 	}
+	// Whether the whole request reached the provider: from then on it may
+	// cost tokens whatever becomes of the answer.
+	var sent atomic.Bool
+	out = out.WithContext(httptrace.WithClientTrace(out.Context(), &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) { sent.Store(i.Err == nil) },
+	}))
+	costs := costsTokens(up.Kind, r.Method, rest)
 	resp, err := g.rt.RoundTrip(out)
 	if err != nil {
+		if costs && sent.Load() {
+			gr.unmetered() // the provider had the request: cut before its answer
+		}
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
 			errTooLarge.write(w)
@@ -119,17 +131,25 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	copyHeaders(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
-	stream(w, resp, newMeter(up.Kind, resp.Header.Get("Content-Type")), gr)
+	m := newMeter(up.Kind, resp.Header.Get("Content-Type"))
+	whole, cut := stream(w, resp, m, gr)
+	if costs && resp.StatusCode >= 200 && resp.StatusCode < 300 && !(whole && m.seen) {
+		gr.unmetered()
+	}
+	if cut {
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // stream copies the body to w, flushing after every read: each event the
 // provider sends leaves as soon as it arrived. The usage a chunk carries
 // is recorded before the chunk is passed on, so a client that has read
-// the whole answer finds it counted. An answer the upstream (or a Revoke)
-// cut short is cut short for the client too (http.ErrAbortHandler: no
+// the whole answer finds it counted. whole reports that the client got
+// the whole answer; cut that the upstream (or a Revoke) cut it short,
+// which the caller passes on to the client (http.ErrAbortHandler: no
 // clean end of a chunked body), so that an agent retries the stream
 // instead of taking its beginning for the whole answer.
-func stream(w http.ResponseWriter, resp *http.Response, m *meter, gr *Grant) {
+func stream(w http.ResponseWriter, resp *http.Response, m *meter, gr *Grant) (whole, cut bool) {
 	rc := http.NewResponseController(w)
 	buf := make([]byte, copyBuffer)
 	var total int64
@@ -143,21 +163,37 @@ func stream(w http.ResponseWriter, resp *http.Response, m *meter, gr *Grant) {
 			}
 			gr.record(m.take())
 			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
+				return false, false
 			}
 			if rc.Flush() != nil {
-				return
+				return false, false
 			}
 		}
 		if err != nil {
 			m.finish()
 			gr.record(m.take())
-			if err != io.EOF {
-				panic(http.ErrAbortHandler)
-			}
-			return
+			return err == io.EOF, err != io.EOF
 		}
 	}
+}
+
+// costsTokens reports whether a request may cost tokens, so that a
+// budgeted grant needs its answer's usage: every request other than GET,
+// HEAD, OPTIONS and DELETE, except the kinds' token counting endpoints.
+func costsTokens(k Kind, method, rest string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodDelete:
+		return false
+	}
+	switch k {
+	case KindAnthropicMessages:
+		return !strings.HasSuffix(rest, "/messages/count_tokens")
+	case KindOpenAIResponses:
+		return !strings.HasSuffix(rest, "/responses/input_tokens")
+	case KindGeminiGenerateContent:
+		return !strings.HasSuffix(rest, ":countTokens")
+	}
+	return true
 }
 
 // splitPath cuts /ID/REST; REST keeps its leading slash. The path must

@@ -26,6 +26,7 @@ type meter struct {
 	over  bool
 	found Usage
 	taken Usage // the part of found take returned
+	seen  bool  // a usage object was read
 }
 
 func newMeter(k Kind, contentType string) *meter {
@@ -145,11 +146,13 @@ func (m *meter) observeJSON(doc []byte) bool {
 	case KindGeminiGenerateContent:
 		if g := d.UsageMetadata; g != nil {
 			m.keep(Usage{InputTokens: g.PromptTokenCount, OutputTokens: g.CandidatesTokenCount + g.ThoughtsTokenCount, CachedTokens: g.CachedContentTokenCount})
+			m.seen = true
 		}
 	default:
 		for _, t := range []*tokenCounts{d.Usage, responseUsage(&d), messageUsage(&d)} {
 			if t != nil {
 				m.keep(m.counts(t))
+				m.seen = true
 			}
 		}
 	}

@@ -319,6 +319,9 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 			return l.report(ctx, conn, msgs, lease, r, log)
 		case <-overBudget:
 			overBudget = nil
+			if attempt.Grant.Unmetered() {
+				log.Warn("a model answer's usage could not be read on a budgeted attempt: counted as spending the budget")
+			}
 			log.Info("model budget spent: stopping the attempt")
 			// The credential dies at once: nothing the attempt still
 			// runs reaches the model while the executor winds down.
