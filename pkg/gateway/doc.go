@@ -49,13 +49,17 @@
 //     back as they come: every read from the upstream is written and
 //     flushed at once, so server-sent events and chunked bodies are
 //     neither buffered nor coalesced;
-//   - a WebSocket upgrade (the Responses API over WebSocket) is forwarded
-//     and then both directions byte for byte; every text message the
-//     client sends counts as one request against the budget.
+//   - a WebSocket upgrade (the Responses API over WebSocket) of a grant
+//     without a budget is forwarded without the client's extension offer
+//     (an upstream that selects one anyway is refused: 502
+//     upgrade_failed) and then both directions byte for byte; every data
+//     message (text or binary) the client sends counts as one request, a
+//     frame with a reserved bit set ends the connection. A grant with a
+//     budget is refused any upgrade (403 websocket_refused).
 //
 // Every refusal is a fixed JSON error, never a value from the request,
 // the key or the upstream. The meter reads each answer as it passes
-// (server-sent event data lines, WebSocket text messages, a JSON body of
+// (server-sent event data lines, WebSocket data messages, a JSON body of
 // at most 8 MiB) for the provider's usage fields and adds them to the
 // grant's Usage: requests, input tokens (all prompt tokens, cached ones
 // included), output tokens (reasoning included) and cached tokens.

@@ -135,16 +135,17 @@ func FuzzMeter(f *testing.F) {
 	})
 }
 
-// FuzzFrameReader: never panics; the text messages seen do not depend on
+// FuzzFrameReader: never panics; the data messages seen do not depend on
 // how the stream is cut into chunks.
 func FuzzFrameReader(f *testing.F) {
 	f.Add([]byte{0x81, 0x02, 'h', 'i', 0x89, 0x00, 0x01, 0x01, 'a', 0x80, 0x01, 'b'}, 1)
 	f.Add([]byte{0x81, 0x82, 1, 2, 3, 4, 'h' ^ 1, 'i' ^ 2}, 3)
 	f.Add([]byte{0x81, 0x7e, 0x00, 0x03, 'a', 'b', 'c', 0x82, 0x7f, 0, 0, 0, 0, 0, 0, 0, 1, 'z'}, 2)
+	f.Add([]byte{0x82, 0x01, 'x', 0xc1, 0x01, 'y'}, 1) // binary, then a frame with RSV1
 	f.Fuzz(func(t *testing.T, stream []byte, cut int) {
 		run := func(step int) ([]string, bool) {
 			var msgs []string
-			fr := &frameReader{onText: func(m []byte) bool { msgs = append(msgs, string(m)); return true }}
+			fr := &frameReader{onMessage: func(m []byte) bool { msgs = append(msgs, string(m)); return true }}
 			for i := 0; i < len(stream); i += step {
 				if !fr.feed(stream[i:min(i+step, len(stream))]) {
 					return msgs, false

@@ -29,6 +29,7 @@ var (
 	errUpstream        = refusal{http.StatusBadGateway, "upstream_unreachable", "the provider could not be reached"}
 	errRedirect        = refusal{http.StatusBadGateway, "upstream_redirect", "the provider answered with a redirect, which the gateway does not follow"}
 	errUpgrade         = refusal{http.StatusBadGateway, "upgrade_failed", "the connection upgrade could not be completed"}
+	errWebSocket       = refusal{http.StatusForbidden, "websocket_refused", "an attempt with a model budget reaches the provider over HTTP only, not WebSocket"}
 )
 
 // refuse answers a request of gr that may not be forwarded: budget_exceeded
@@ -250,6 +251,7 @@ func outbound(ctx context.Context, r *http.Request, up *upstream, rest string, u
 	if upgrade {
 		h.Set("Connection", "Upgrade")
 		h.Set("Upgrade", "websocket")
+		h.Del("Sec-Websocket-Extensions") // every frame stays plain to the meter
 	} else {
 		for k := range h {
 			if strings.HasPrefix(k, "Sec-Websocket-") {

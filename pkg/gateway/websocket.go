@@ -11,12 +11,21 @@ import (
 )
 
 // upgrade forwards a WebSocket handshake and then both directions of
-// the connection, frame bytes as they come. Every text message the
-// client sends counts as one request against the budget (the Responses
-// API over WebSocket sends one response.create per turn); one that the
-// budget refuses ends the connection. The provider's messages are
-// metered like server-sent events.
+// the connection, frame bytes as they come. A grant with a budget is
+// refused any upgrade (403 websocket_refused): over WebSocket a turn's
+// cost would be known only from a message the provider sends when it
+// pleases, and no agent needs it (Codex runs with supports_websockets =
+// false). Otherwise no extension is negotiated (the client's offer is
+// not forwarded and an upstream that selects one anyway is refused), so
+// every frame is plain to the meter: every data message the client sends
+// counts as one request (the Responses API over WebSocket sends one
+// response.create per turn) and the provider's are metered like
+// server-sent events.
 func (g *Gateway) upgrade(w http.ResponseWriter, out *http.Request, up *upstream, gr *Grant) {
+	if gr.budget != (Budget{}) {
+		errWebSocket.write(w)
+		return
+	}
 	if !gr.admit() { // the handshake itself is a request
 		gr.refuse(w)
 		return
@@ -24,6 +33,11 @@ func (g *Gateway) upgrade(w http.ResponseWriter, out *http.Request, up *upstream
 	resp, err := g.rt.RoundTrip(out)
 	if err != nil {
 		errUpstream.write(w)
+		return
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols && len(resp.Header.Values("Sec-Websocket-Extensions")) > 0 {
+		resp.Body.Close() // compressed frames the meter could not read
+		errUpgrade.write(w)
 		return
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
@@ -65,7 +79,7 @@ func (g *Gateway) upgrade(w http.ResponseWriter, out *http.Request, up *upstream
 		defer closeBoth()
 		// Each message is read on its own: every turn's completion
 		// reports that turn's usage.
-		down := &frameReader{onText: func(msg []byte) bool {
+		down := &frameReader{onMessage: func(msg []byte) bool {
 			m := newMeter(up.Kind, "application/json")
 			m.observeJSON(msg)
 			gr.record(m.take())
@@ -73,7 +87,7 @@ func (g *Gateway) upgrade(w http.ResponseWriter, out *http.Request, up *upstream
 		}}
 		pump(client, upConn, down.feed)
 	}()
-	upward := &frameReader{onText: func([]byte) bool { return gr.admit() }}
+	upward := &frameReader{onMessage: func([]byte) bool { return gr.admit() }}
 	pump(upConn, io.MultiReader(brw.Reader, client), upward.feed) // client → provider
 	closeBoth()
 	<-done
@@ -104,7 +118,7 @@ func pump(dst io.Writer, src io.Reader, see func([]byte) bool) {
 func writeSwitch(w *bufio.Writer, h http.Header) error {
 	fmt.Fprintf(w, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n")
 	for k, vs := range h {
-		if !strings.HasPrefix(k, "Sec-Websocket-") {
+		if !strings.HasPrefix(k, "Sec-Websocket-") || k == "Sec-Websocket-Extensions" {
 			continue
 		}
 		for _, v := range vs {
@@ -123,12 +137,13 @@ func writeSwitch(w *bufio.Writer, h http.Header) error {
 const maxMeteredMessage = 4 << 20
 
 // frameReader follows a stream of WebSocket frames (RFC 6455 5.2) as it
-// passes, chunk by chunk, and calls onText with every complete text
-// message (unmasked; nil when it was longer than maxMeteredMessage).
-// Control frames are skipped. A frame that cannot be parsed (a length
-// beyond 2^62) stops the stream: feed returns false.
+// passes, chunk by chunk, and calls onMessage with every complete data
+// message, text or binary (unmasked; nil when it was longer than
+// maxMeteredMessage). Control frames are skipped. A frame that cannot be
+// parsed (a length beyond 2^62, a reserved bit set: no extension is ever
+// negotiated) stops the stream: feed returns false.
 type frameReader struct {
-	onText func([]byte) bool
+	onMessage func([]byte) bool
 
 	hdr     []byte // the current frame's header so far
 	left    uint64 // payload bytes of the current frame still to come
@@ -165,7 +180,7 @@ func (f *frameReader) feed(p []byte) bool {
 		if n > f.left {
 			n = f.left
 		}
-		if !f.control && f.msgOp == 1 && !f.over {
+		if !f.control && f.msgOp != 0 && !f.over {
 			if uint64(len(f.msg))+n > maxMeteredMessage {
 				f.over, f.msg = true, nil
 			} else {
@@ -192,6 +207,9 @@ func (f *frameReader) feed(p []byte) bool {
 // cannot be parsed, done true once the header is complete.
 func (f *frameReader) header() (ok, done bool) {
 	h := f.hdr
+	if h[0]&0x70 != 0 {
+		return false, false // RSV1-3: an extension's frame, unreadable
+	}
 	if len(h) < 2 {
 		return true, false
 	}
@@ -239,8 +257,8 @@ func (f *frameReader) header() (ok, done bool) {
 	return true, true
 }
 
-// frameEnd finishes the current frame: a final text frame completes a
-// message for onText.
+// frameEnd finishes the current frame: a final data frame completes a
+// message for onMessage.
 func (f *frameReader) frameEnd() bool {
 	f.inFrame = false
 	if f.control || !f.final {
@@ -248,14 +266,14 @@ func (f *frameReader) frameEnd() bool {
 	}
 	op := f.msgOp
 	f.msgOp = 0
-	if op != 1 {
-		return true
+	if op == 0 {
+		return true // a continuation without a message: nothing to count
 	}
 	msg := f.msg
 	if f.over {
 		msg = nil
 	}
-	ok := f.onText(msg)
+	ok := f.onMessage(msg)
 	f.msg, f.over = f.msg[:0], false
 	return ok
 }
