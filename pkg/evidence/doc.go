@@ -20,7 +20,8 @@
 //	workspace_validation: head_moved, refs_changed, config_changed,
 //	                      git_dir_changed, path_escape, empty_change,
 //	                      secret_in_candidate, git_failed
-//	scoped_check:         passed, failed, signalled, timed_out, spawn_failed
+//	scoped_check:         passed, failed, signalled, timed_out, spawn_failed,
+//	                      processes_survived, path_escape
 //	candidate_commit:     created, commit_failed, ref_failed
 //	cleanup:              cleanup_failed
 //	network:              refused

@@ -114,7 +114,7 @@ func reasonsOf(p Phase) []Reason {
 		return []Reason{ReasonHeadMoved, ReasonRefsChanged, ReasonConfigChanged, ReasonGitDirChanged,
 			ReasonPathEscape, ReasonEmptyChange, ReasonSecretInCandidate, ReasonGitFailed}
 	case PhaseScopedCheck:
-		return []Reason{ReasonPassed, ReasonFailed, ReasonSignalled, ReasonTimedOut, ReasonSpawnFailed, ReasonSurvivors}
+		return []Reason{ReasonPassed, ReasonFailed, ReasonSignalled, ReasonTimedOut, ReasonSpawnFailed, ReasonSurvivors, ReasonPathEscape}
 	case PhaseCandidateCommit:
 		return []Reason{ReasonCreated, ReasonCommitFailed, ReasonRefFailed}
 	case PhaseCleanup:

@@ -3,7 +3,9 @@ package sandbox
 import (
 	"encoding/binary"
 	"errors"
+	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -343,6 +345,15 @@ func OpenProgram(path string) (*Program, error) {
 	if err != nil {
 		return nil, errnoOnly(err)
 	}
+	return AdoptProgram(fd, path)
+}
+
+// AdoptProgram makes fd, a program's file that the caller opened (O_PATH
+// is enough; see OpenBeneath), the program to start, as OpenProgram would
+// have: it takes fd over (closed when it fails, else by Close) and path
+// is only the program's name (a script's interpreter reads it; see
+// ExecPath). The error carries only an errno.
+func AdoptProgram(fd int, path string) (*Program, error) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		syscall.Close(fd)
@@ -389,6 +400,37 @@ func (pr *Program) Close() {
 		syscall.Close(pr.fd)
 		pr.fd = -1
 	}
+}
+
+// ErrOutside: the name given to OpenBeneath leads out of its directory
+// (a symbolic link to an absolute path or above the directory, "..")
+// or through a magic link (/proc/self/root, /proc/<pid>/fd/N).
+var ErrOutside = errors.New("the name leads out of its directory")
+
+// OpenBeneath opens name (relative) beneath dir for a start (O_PATH),
+// resolved by the kernel (openat2 RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS):
+// a symbolic link is followed only while it stays beneath dir, anything
+// else fails with ErrOutside; other errors carry only an errno. The file
+// is what AdoptProgram takes, so that a name the program's own side
+// shapes (a check's program in the workspace) can neither place the
+// domain's rule for the program nor lead the exec outside dir.
+func OpenBeneath(dir *os.File, name string) (*os.File, error) {
+	if name == "" || strings.HasPrefix(name, "/") {
+		return nil, ErrOutside
+	}
+	for range 16 {
+		fd, e := openat2(int(dir.Fd()), name, oPath|syscall.O_CLOEXEC, resolveBeneath|resolveNoMagicLink)
+		switch e {
+		case 0:
+			return os.NewFile(uintptr(fd), name), nil
+		case syscall.EINTR, syscall.EAGAIN: // EAGAIN: a rename meanwhile, the kernel asks for a retry
+			continue
+		case syscall.EXDEV, syscall.ELOOP:
+			return nil, ErrOutside
+		}
+		return nil, e
+	}
+	return nil, syscall.EAGAIN
 }
 
 func procFD(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }

@@ -105,3 +105,71 @@ func TestProgramRuleIsTheOpenedFile(t *testing.T) {
 		t.Errorf("got %q: want the program to run and nothing beside it to be readable", got)
 	}
 }
+
+// OpenBeneath follows a link only while it stays beneath its directory:
+// a link to an absolute path, one above the directory, ".." and a magic
+// link are ErrOutside; what it opens AdoptProgram takes.
+func TestOpenBeneath(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	for _, d := range []string{ws, filepath.Join(ws, "bin")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(ws, "bin", "tool"), filepath.Join(root, "outside")} {
+		if err := os.WriteFile(f, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := map[string]string{"in": "bin/tool", "up": "bin/../bin/tool", "abs": filepath.Join(root, "outside"),
+		"above": "../outside", "sh": "/bin/sh", "dir": "/bin", "loop": "loop"}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir, err := os.Open(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	for _, name := range []string{"in", "up", "bin/tool", "./bin/tool"} {
+		f, err := sandbox.OpenBeneath(dir, name)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		pr, err := sandbox.AdoptProgram(int(f.Fd()), filepath.Join(ws, name))
+		if err != nil {
+			t.Errorf("%s: adopt: %v", name, err)
+			continue
+		}
+		pr.Close()
+	}
+	for _, name := range []string{"abs", "above", "sh", "dir/sh", "../outside", "/bin/sh", "", "loop"} {
+		if f, err := sandbox.OpenBeneath(dir, name); err != sandbox.ErrOutside {
+			if f != nil {
+				f.Close()
+			}
+			t.Errorf("%q: %v, want ErrOutside", name, err)
+		}
+	}
+	if _, err := sandbox.OpenBeneath(dir, "missing"); err != syscall.ENOENT {
+		t.Errorf("missing: %v", err)
+	}
+	// A magic link beneath the directory: /proc/self's root and cwd.
+	proc, err := os.Open("/proc/self")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proc.Close()
+	for _, name := range []string{"root/bin/sh", "cwd"} {
+		if f, err := sandbox.OpenBeneath(proc, name); err != sandbox.ErrOutside {
+			if f != nil {
+				f.Close()
+			}
+			t.Errorf("/proc/self/%s: %v, want ErrOutside", name, err)
+		}
+	}
+}

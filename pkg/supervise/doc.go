@@ -75,7 +75,8 @@
 // Wait return ErrSurvivors, and Process.StdoutHeld says whether one of
 // them held the program's stdout when it ended. A Command with Sandbox
 // set starts in that Landlock policy
-// (pkg/sandbox). The reaper opens the program once (sandbox.OpenProgram),
+// (pkg/sandbox). The reaper opens the program once (sandbox.OpenProgram;
+// or it is sent the file the caller opened, Command.Program),
 // restricts a fresh OS thread it locks for the one program (a domain
 // cannot be lifted, and the reaper serves many programs) with the
 // policy and a rule on that opened file, forks and execs from it (a

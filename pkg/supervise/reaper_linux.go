@@ -76,6 +76,9 @@ type inbound struct {
 	kind  byte
 	spawn spawnRequest
 	fds   [3]int
+	// prog (-1 when absent) is the program's file, when it comes opened
+	// (spawnRequest.program).
+	prog int
 	// cg, home and out (-1 when absent) come with a contained sandboxed
 	// spawn: the program's own cgroup, the reaper's, and the read end of
 	// the program's stdout (see start).
@@ -84,10 +87,13 @@ type inbound struct {
 
 func (m inbound) closeAll() {
 	closeFDs(m.fds[:])
+	if m.prog >= 0 {
+		syscall.Close(m.prog)
+	}
 	closeFDs(m.extra())
 }
 
-// extra is the descriptors after the three standard ones.
+// extra is the cgroup descriptors after the standard ones and the program.
 func (m inbound) extra() []int {
 	if m.cg < 0 {
 		return nil
@@ -238,6 +244,9 @@ func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
 	switch {
 	case m.spawn.sandbox != nil && !s.guarded:
 		st.err = syscall.EPERM // its metadata calls would be ungoverned
+		if m.prog >= 0 {
+			syscall.Close(m.prog)
+		}
 	case m.cg >= 0:
 		st = s.startContained(m, exited)
 	case m.spawn.sandbox != nil:
@@ -248,7 +257,7 @@ func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
 			go awaitExit(st.pid, st.pidfd, exited)
 		}
 	}
-	closeFDs(m.fds[:])
+	closeFDs(m.fds[:]) // the program's file, if any, is closed by now
 	if m.cg >= 0 {
 		syscall.Close(m.home)
 		if st.err == nil {
@@ -297,6 +306,9 @@ const (
 // process under it, this reaper included: see sandbox's metaFilter.)
 func (s *reaperServer) startContained(m inbound, exited chan<- struct{}) started {
 	if err := migrateSelf(m.cg); err != nil {
+		if m.prog >= 0 {
+			syscall.Close(m.prog)
+		}
 		return started{err: err}
 	}
 	st := startSandboxed(m, &s.layers, exited)
@@ -361,7 +373,8 @@ func forkExec(m inbound, sys *syscall.SysProcAttr) started {
 
 // startSandboxed starts the program of m inside its Landlock policy,
 // which reads and executes the program's file as opened here
-// (sandbox.OpenProgram), not its name. A
+// (sandbox.OpenProgram) or as it came (m.prog, which it closes), not its
+// name. A
 // Landlock domain (and no_new_privs) binds a thread for good, so a
 // goroutine locks itself to a fresh OS thread, restricts that thread,
 // starts the program from it and then waits there for the program's exit:
@@ -375,9 +388,16 @@ func startSandboxed(m inbound, layers *sandbox.Cache, exited chan<- struct{}) st
 	res := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
-		// The program is opened once: the domain's rule for it is on
+		// The program is opened once (here, or by supervise's caller
+		// when it came as a descriptor): the domain's rule for it is on
 		// that file, and it is executed through it.
-		prog, err := sandbox.OpenProgram(m.spawn.path)
+		var prog *sandbox.Program
+		var err error
+		if m.prog >= 0 {
+			prog, err = sandbox.AdoptProgram(m.prog, m.spawn.path)
+		} else {
+			prog, err = sandbox.OpenProgram(m.spawn.path)
+		}
 		if err != nil {
 			res <- started{err: err}
 			return
@@ -418,7 +438,7 @@ func (s *reaperServer) send(r reply) {
 func (s *reaperServer) read(in chan<- inbound) {
 	defer close(in)
 	buf := make([]byte, maxReaperMsg+1)
-	oob := make([]byte, syscall.CmsgSpace(7*4)) // room for one fd too many
+	oob := make([]byte, syscall.CmsgSpace(8*4)) // room for one fd too many
 	var held *sandbox.Shared                    // the last Shared supervise sent
 	for {
 		// Received descriptors are close-on-exec (the runtime asks for
@@ -450,21 +470,32 @@ func parseInbound(b []byte, fds []int, flags int, held *sandbox.Shared) (inbound
 	}
 	switch b[0] {
 	case msgSpawn:
-		// Three descriptors, or six for a contained sandboxed program.
+		// Three descriptors, one more for a program that comes opened,
+		// three more for a contained sandboxed program.
 		req, err := decodeSpawn(b, held)
-		if err != nil || !(len(fds) == 3 || len(fds) == 6 && req.sandbox != nil) {
+		if err != nil {
 			return inbound{}, false
 		}
-		m := inbound{kind: msgSpawn, spawn: req, fds: [3]int{fds[0], fds[1], fds[2]}, cg: -1, home: -1, out: -1}
-		if len(fds) == 6 {
-			m.cg, m.home, m.out = fds[3], fds[4], fds[5]
+		n := 3
+		if req.program {
+			n++
+		}
+		if len(fds) != n && !(len(fds) == n+3 && req.sandbox != nil) {
+			return inbound{}, false
+		}
+		m := inbound{kind: msgSpawn, spawn: req, fds: [3]int{fds[0], fds[1], fds[2]}, prog: -1, cg: -1, home: -1, out: -1}
+		if req.program {
+			m.prog = fds[3]
+		}
+		if len(fds) == n+3 {
+			m.cg, m.home, m.out = fds[n], fds[n+1], fds[n+2]
 		}
 		return m, true
 	case msgTerminate, msgKill, msgGuard, msgGo:
 		if len(b) != 1 || len(fds) != 0 {
 			return inbound{}, false
 		}
-		return inbound{kind: b[0], cg: -1, home: -1, out: -1}, true
+		return inbound{kind: b[0], prog: -1, cg: -1, home: -1, out: -1}, true
 	}
 	return inbound{}, false
 }

@@ -81,14 +81,17 @@ func startReaper(exe string) (*reaperConn, error) {
 var errReaperGone = errors.New("reaper connection failed")
 
 // spawn asks the reaper to start req with files as its stdin, stdout and
-// stderr, in inv's cgroup when inv is set (then with out, the read end of
+// stderr (and prog, when set, as the program's file), in inv's cgroup when inv is set (then with out, the read end of
 // its stdout), and returns the reaper's answer (msgStarted or msgFailed).
 // With inv, files are closed as soon as they are sent (sent reports it),
 // and only then is the reaper told to go: once the program has ended,
 // the reaper takes a writer left on stdout for a process the program
 // started, so supervise must hold none by the time it starts.
-func (rc *reaperConn) spawn(msg []byte, files [3]*os.File, inv *invocation, out *os.File) (r reply, sent bool, err error) {
+func (rc *reaperConn) spawn(msg []byte, files [3]*os.File, prog *os.File, inv *invocation, out *os.File) (r reply, sent bool, err error) {
 	fds := []int{int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd())}
+	if prog != nil {
+		fds = append(fds, int(prog.Fd()))
+	}
 	if inv != nil {
 		fds = append(fds, inv.fd, inv.cg.home, int(out.Fd()))
 	}
@@ -201,7 +204,7 @@ func (rc *reaperConn) disarm() {
 // req only; out is then the read end of its stdout). It returns the reaper, now busy with the child, and the
 // child's pid. An idle reaper that has died meanwhile is replaced once by
 // a fresh one.
-func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File, inv *invocation, out *os.File) (*reaperConn, int, error) {
+func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File, prog *os.File, inv *invocation, out *os.File) (*reaperConn, int, error) {
 	key := "" // the Key of the request's Shared
 	if req.sandbox != nil {
 		key = req.sandbox.Shared.Key()
@@ -242,7 +245,7 @@ func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File, inv *invocation
 		if rc.shared != key {
 			msg, _ = req.encode(rc.shared)
 		}
-		r, sent, err := rc.spawn(msg, files, inv, out)
+		r, sent, err := rc.spawn(msg, files, prog, inv, out)
 		if err == nil && guarded {
 			rc.shared = key // the reaper holds it now, whether the start failed or not
 		}

@@ -35,7 +35,7 @@ func TestReaperGuardsBeforeSandboxedStarts(t *testing.T) {
 	if !ok {
 		t.Fatal("encode refused")
 	}
-	if r, _, err := rc.spawn(msg, files, nil, nil); err != nil || r.kind != msgFailed || syscall.Errno(r.errno) != syscall.EPERM {
+	if r, _, err := rc.spawn(msg, files, nil, nil, nil); err != nil || r.kind != msgFailed || syscall.Errno(r.errno) != syscall.EPERM {
 		t.Fatalf("sandboxed spawn, unguarded: %+v %v, want failed EPERM", r, err)
 	}
 	if err := rc.guardSelf(); err != nil {
@@ -44,7 +44,7 @@ func TestReaperGuardsBeforeSandboxedStarts(t *testing.T) {
 	if err := rc.guard.Arm(policy); err != nil {
 		t.Fatal(err)
 	}
-	if r, _, err := rc.spawn(msg, files, nil, nil); err != nil || r.kind != msgStarted {
+	if r, _, err := rc.spawn(msg, files, nil, nil, nil); err != nil || r.kind != msgStarted {
 		t.Fatalf("sandboxed spawn, guarded: %+v %v", r, err)
 	}
 	if r, err := rc.read(); err != nil || r.kind != msgExited || r.code != 0 {

@@ -13,8 +13,9 @@ import (
 // first byte says what the message is. Both ends are the same binary (see
 // Command.Reaper), so the format is private and carries no version.
 //
-//	to the reaper:   'S' spawn (with 3 fds: stdin, stdout, stderr; a
-//	                     contained sandboxed program 6: and its cgroup,
+//	to the reaper:   'S' spawn (with 3 fds: stdin, stdout, stderr; then
+//	                     the program's file when it comes opened; then,
+//	                     for a contained sandboxed program, its cgroup,
 //	                     the reaper's own cgroup, stdout's read end),
 //	                 'T' terminate the program's group, 'K' kill it,
 //	                 'G' guard yourself (once, before any spawn),
@@ -54,6 +55,9 @@ type spawnRequest struct {
 	env  []string
 	// sandbox, when set, is the Landlock policy the program starts in.
 	sandbox *sandbox.Policy
+	// program: the program's file comes as a descriptor after the three
+	// standard ones (Command.Program); path is then only its name.
+	program bool
 }
 
 // encode returns the request as one 'S' message, or false when it does not
@@ -63,7 +67,9 @@ type spawnRequest struct {
 // for none): a policy whose Shared is that one refers to it by its key
 // instead of carrying it again.
 //
-// After the paths, arguments and environment comes one byte: 0 for no
+// After the paths, arguments and environment comes one byte: 1 when the
+// program's file comes as a descriptor (see program), else 0. Then one
+// byte: 0 for no
 // sandbox; 1 for a policy with its Shared (its rules, its Readable rules
 // and its stamp), which the reaper then holds; 2 for a policy whose Shared the
 // reaper holds (the Shared's key). The policy's own rules follow, then
@@ -74,6 +80,7 @@ func (r spawnRequest) encode(held string) ([]byte, bool) {
 	b = appendString(b, r.dir)
 	b = appendStrings(b, r.argv)
 	b = appendStrings(b, r.env)
+	b = append(b, boolByte(r.program))
 	switch {
 	case r.sandbox == nil:
 		b = append(b, 0)
@@ -92,6 +99,13 @@ func (r spawnRequest) encode(held string) ([]byte, bool) {
 		b = appendConnect(b, r.sandbox.Connect)
 	}
 	return b, len(b) <= maxReaperMsg
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // sharedBytes is what a Shared adds to a spawn message (see encode).
@@ -161,6 +175,13 @@ func decodeSpawn(b []byte, held *sandbox.Shared) (spawnRequest, error) {
 	switch d.byte() {
 	case 0:
 	case 1:
+		r.program = true
+	default:
+		d.bad = true
+	}
+	switch d.byte() {
+	case 0:
+	case 1:
 		rules, readable := d.rules(), d.rules()
 		shared, err := sandbox.NewShared(rules, readable, d.str())
 		if err != nil {
@@ -177,7 +198,8 @@ func decodeSpawn(b []byte, held *sandbox.Shared) (spawnRequest, error) {
 	default:
 		d.bad = true
 	}
-	if d.bad || len(d.b) != 0 || r.path == "" || len(r.argv) == 0 {
+	// Only a sandboxed program comes as a descriptor (see Command.Program).
+	if d.bad || len(d.b) != 0 || r.path == "" || len(r.argv) == 0 || r.program && r.sandbox == nil {
 		return spawnRequest{}, errReaperMsg
 	}
 	return r, nil

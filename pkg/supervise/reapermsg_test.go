@@ -21,7 +21,7 @@ func TestSpawnRequestRoundTrip(t *testing.T) {
 		t.Fatalf("decode = %+v, %v; want %+v", got, err, req)
 	}
 	shared := testShared(t)
-	boxed := spawnRequest{path: "/bin/sh", argv: []string{"/bin/sh"}, env: []string{}, sandbox: &sandbox.Policy{Shared: shared, Rules: []sandbox.Rule{
+	boxed := spawnRequest{path: "/bin/sh", argv: []string{"/bin/sh"}, env: []string{}, program: true, sandbox: &sandbox.Policy{Shared: shared, Rules: []sandbox.Rule{
 		{Path: "/usr", Access: sandbox.ReadOnly, Optional: true}, {Path: "/w", Access: sandbox.ReadWrite}, {Path: "/dev/null", Access: sandbox.Device},
 	}, Connect: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:4321"), netip.MustParseAddrPort("[::1]:80")}}}
 	// The first time with the Shared, then by its key to a reaper that
@@ -91,27 +91,29 @@ func testShared(t testing.TB) *sandbox.Shared {
 func TestDecodeSpawnRejects(t *testing.T) {
 	good, _ := spawnRequest{path: "/p", argv: []string{"/p"}, env: []string{"A=1"}}.encode("")
 	cases := map[string][]byte{
-		"empty":            nil,
-		"wrong kind":       append([]byte{msgKill}, good[1:]...),
-		"trailing byte":    append(append([]byte{}, good...), 0),
-		"truncated":        good[:len(good)-1],
-		"nul in string":    bytes.Replace(good, []byte("A=1"), []byte("A\x001"), 1),
-		"empty path":       mustEncode(t, spawnRequest{argv: []string{"/p"}}),
-		"no argv":          mustEncode(t, spawnRequest{path: "/p"}),
-		"huge count":       append([]byte{msgSpawn, 2, 0, 0, 0, '/', 'p', 0, 0, 0, 0}, 0xff, 0xff, 0xff, 0xff),
-		"no sandbox byte":  good[:len(good)-1],
-		"bad sandbox byte": append(append([]byte{}, good[:len(good)-1]...), 3),
-		"relative rule":    boxedWith(t, sandbox.Rule{Path: "w", Access: sandbox.ReadOnly}),
-		"unclean rule":     boxedWith(t, sandbox.Rule{Path: "/w/../x", Access: sandbox.ReadOnly}),
-		"bad access":       boxedWith(t, sandbox.Rule{Path: "/w", Access: 9}),
-		"no access":        boxedWith(t, sandbox.Rule{Path: "/w"}),
-		"bad flags":        bytes.Replace(boxedWith(t, sandbox.Rule{Path: "/w", Access: sandbox.ReadOnly, Optional: true}), []byte{byte(sandbox.ReadOnly), 1}, []byte{byte(sandbox.ReadOnly), 2}, 1),
-		"rule count over":  append(append([]byte{}, good[:len(good)-1]...), 1, 0xff, 0xff, 0, 0),
-		"bad shared rule":  bytes.Replace(mustEncode(t, spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Shared: testShared(t)}}), []byte("/etc/ssl"), []byte("etc/ssl/"), 1),
-		"remote connect":   mustEncodeUnchecked(spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Connect: []netip.AddrPort{netip.MustParseAddrPort("192.0.2.1:80")}}}),
-		"connect port 0":   mustEncodeUnchecked(spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Connect: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}}}),
-		"connect garbage":  bytes.Replace(mustEncodeUnchecked(spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Connect: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:8")}}}), []byte("127.0.0.1:8"), []byte("127.0.0.1:x"), 1),
-		"nul in stamp":     bytes.Replace(mustEncode(t, spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Shared: testShared(t)}}), []byte("1.2.3;"), []byte("1.2\x003;"), 1),
+		"empty":              nil,
+		"wrong kind":         append([]byte{msgKill}, good[1:]...),
+		"trailing byte":      append(append([]byte{}, good...), 0),
+		"truncated":          good[:len(good)-1],
+		"nul in string":      bytes.Replace(good, []byte("A=1"), []byte("A\x001"), 1),
+		"empty path":         mustEncode(t, spawnRequest{argv: []string{"/p"}}),
+		"no argv":            mustEncode(t, spawnRequest{path: "/p"}),
+		"huge count":         append([]byte{msgSpawn, 2, 0, 0, 0, '/', 'p', 0, 0, 0, 0}, 0xff, 0xff, 0xff, 0xff),
+		"no sandbox byte":    good[:len(good)-1],
+		"bad sandbox byte":   append(append([]byte{}, good[:len(good)-1]...), 3),
+		"bad program byte":   append(append([]byte{}, good[:len(good)-2]...), 2, 0),
+		"opened, no sandbox": mustEncode(t, spawnRequest{path: "/p", argv: []string{"/p"}, program: true}),
+		"relative rule":      boxedWith(t, sandbox.Rule{Path: "w", Access: sandbox.ReadOnly}),
+		"unclean rule":       boxedWith(t, sandbox.Rule{Path: "/w/../x", Access: sandbox.ReadOnly}),
+		"bad access":         boxedWith(t, sandbox.Rule{Path: "/w", Access: 9}),
+		"no access":          boxedWith(t, sandbox.Rule{Path: "/w"}),
+		"bad flags":          bytes.Replace(boxedWith(t, sandbox.Rule{Path: "/w", Access: sandbox.ReadOnly, Optional: true}), []byte{byte(sandbox.ReadOnly), 1}, []byte{byte(sandbox.ReadOnly), 2}, 1),
+		"rule count over":    append(append([]byte{}, good[:len(good)-1]...), 1, 0xff, 0xff, 0, 0),
+		"bad shared rule":    bytes.Replace(mustEncode(t, spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Shared: testShared(t)}}), []byte("/etc/ssl"), []byte("etc/ssl/"), 1),
+		"remote connect":     mustEncodeUnchecked(spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Connect: []netip.AddrPort{netip.MustParseAddrPort("192.0.2.1:80")}}}),
+		"connect port 0":     mustEncodeUnchecked(spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Connect: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}}}),
+		"connect garbage":    bytes.Replace(mustEncodeUnchecked(spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Connect: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:8")}}}), []byte("127.0.0.1:8"), []byte("127.0.0.1:x"), 1),
+		"nul in stamp":       bytes.Replace(mustEncode(t, spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Shared: testShared(t)}}), []byte("1.2.3;"), []byte("1.2\x003;"), 1),
 	}
 	for name, b := range cases {
 		if _, err := decodeSpawn(b, nil); err == nil {
@@ -182,7 +184,7 @@ func FuzzReaperMessages(f *testing.F) {
 	held := testShared(f)
 	seed, _ := spawnRequest{path: "/p", dir: "/d", argv: []string{"/p", "a"}, env: []string{"A=1"}}.encode("")
 	f.Add(seed)
-	boxed := spawnRequest{path: "/p", argv: []string{"/p"}, sandbox: &sandbox.Policy{Shared: held, Rules: []sandbox.Rule{{Path: "/w", Access: sandbox.ReadWrite, Optional: true}}}}
+	boxed := spawnRequest{path: "/p", argv: []string{"/p"}, program: true, sandbox: &sandbox.Policy{Shared: held, Rules: []sandbox.Rule{{Path: "/w", Access: sandbox.ReadWrite, Optional: true}}}}
 	full, _ := boxed.encode("")
 	f.Add(full)
 	short, _ := boxed.encode(held.Key())

@@ -255,6 +255,42 @@ func TestSandboxProgramOutsideRules(t *testing.T) {
 	}
 }
 
+// A program that comes opened (Command.Program) is the one executed and
+// the one the domain's rule is on, whatever its name (Path) leads to: a
+// name that is a link to another program runs the opened one. Without a sandbox an opened program is refused.
+func TestSandboxOpenedProgram(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	ws, outside := t.TempDir(), t.TempDir()
+	b, err := os.ReadFile(mustLook(t, "sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, name := filepath.Join(outside, "sh"), filepath.Join(ws, "prog")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(mustLook(t, "true"), name); err != nil {
+		t.Fatal(err)
+	}
+	prog, err := os.OpenFile(bin, 0x200000|syscall.O_CLOEXEC, 0) // O_PATH
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	c := supervise.Command{Path: name, Args: []string{"-c", "echo opened"},
+		Program: prog, Env: []string{}, Dir: ws, Reaper: reapers(t), Sandbox: systemPolicy(ws), OutputLimit: 1 << 16}
+	res, err := supervise.Run(context.Background(), c, nil)
+	if out := string(res.Stdout); err != nil || !res.Exit.Success() || out != "opened\n" {
+		t.Fatalf("opened program: %v %+v %q", err, res.Exit, out)
+	}
+	c.Sandbox = nil
+	if _, err := supervise.Start(context.Background(), c); err == nil {
+		t.Fatal("an opened program started without a sandbox")
+	}
+}
+
 // Without a reaper there is no sandbox, so Start refuses.
 func TestSandboxNeedsReaper(t *testing.T) {
 	c := shell(t, "exit 0")

@@ -48,6 +48,14 @@ type Command struct {
 	// Reaper on Linux: without one, or on other systems, Start fails
 	// rather than run the child unconfined.
 	Sandbox *sandbox.Policy
+	// Program, when set, is the program's file, already opened by the
+	// caller (O_PATH is enough: sandbox.OpenBeneath), for a name that
+	// whoever the sandbox confines could shape (a check's program in the
+	// workspace): the reaper then executes that file and puts the
+	// domain's rule on it, and Path is only its name (argv[0], and the
+	// name a script's interpreter reads). Only with Sandbox. The caller
+	// keeps it and may close it once Start returns.
+	Program *os.File
 	// OutputLimit is the combined budget, in bytes, for everything the child
 	// writes to stdout and stderr. It must be positive.
 	OutputLimit int64
@@ -174,6 +182,8 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 		if c.Sandbox.Check() != nil {
 			return nil, &StartError{Reason: "malformed sandbox policy"}
 		}
+	} else if c.Program != nil {
+		return nil, &StartError{Reason: "an opened program needs a sandbox"}
 	}
 	argv := append([]string{path}, c.Args...)
 	env := dedupEnv(c.Env)
@@ -208,8 +218,8 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 			p.inv, err = cg.create()
 		}
 		if err == nil {
-			p.rc, p.pid, err = c.Reaper.spawn(spawnRequest{path: path, dir: dir, argv: argv, env: env, sandbox: c.Sandbox},
-				[3]*os.File{pipes[0], pipes[3], pipes[5]}, p.inv, pipes[2])
+			p.rc, p.pid, err = c.Reaper.spawn(spawnRequest{path: path, dir: dir, argv: argv, env: env, sandbox: c.Sandbox, program: c.Program != nil},
+				[3]*os.File{pipes[0], pipes[3], pipes[5]}, c.Program, p.inv, pipes[2])
 			if err != nil && p.inv != nil {
 				p.inv.finish()
 			}

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/evidence"
+	"github.com/0k-lab/agent-forge/pkg/sandbox"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
+	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
 // checkOutputBudget is the supervise budget of a scoped check. Capture is
@@ -46,6 +48,11 @@ func (j *codingJob) runChecks(ctx context.Context) ([]evidence.Check, outcome, b
 			if c.Reason == evidence.ReasonSurvivors {
 				j.survivors = true // its directories stay as they are
 				return nil, outcome{report: Report{Code: CodeExecutionFailed}}, false
+			}
+			if c.Reason == evidence.ReasonPathEscape {
+				// The agent made the check's program lead out of the
+				// workspace: nothing ran.
+				return nil, outcome{report: Report{Code: wire.FailureWorkspaceViolation}}, false
 			}
 			return nil, outcome{report: Report{Code: CodeScopedTestFailed}}, false
 		}
@@ -83,17 +90,28 @@ func (j *codingJob) runCheck(ctx context.Context, index int, argv []string) evid
 		env = append(env, name+"="+d)
 	}
 	connect, env := j.inv.checkEgress(env)
-	prog, ok := resolveProgram(argv[0], j.wt, env)
-	if !ok {
+	prog, opened, refused := resolveProgram(argv[0], j.wt, env)
+	if refused != "" {
+		c.Reason = refused
+		if refused == evidence.ReasonPathEscape {
+			j.log().Warn("scoped check refused: its program leads out of the workspace", "check", index)
+		}
 		c.DurationMS = j.x.opt.Now().Sub(start).Milliseconds()
 		return c
 	}
-	p, err := supervise.Start(ctx, supervise.Command{
+	cmd := supervise.Command{
 		Path: prog, Args: argv[1:], Env: env, Dir: j.wt, Reaper: j.x.opt.Reaper,
 		Sandbox:     reaching(j.x.sb.policy(j.boxDirs.with(priv)), connect, j.inv.refusals),
 		OutputLimit: checkOutputBudget, StderrBytes: 1,
 		Timeout: j.inv.exec.CheckTimeout.Std(), KillGrace: j.inv.exec.CleanupTimeout.Std(),
-	})
+	}
+	if opened != nil {
+		defer opened.Close()
+		if cmd.Sandbox != nil {
+			cmd.Program = opened // executed as resolved here, whatever the name leads to by then
+		}
+	}
+	p, err := supervise.Start(ctx, cmd)
 	if err != nil {
 		c.DurationMS = j.x.opt.Now().Sub(start).Milliseconds()
 		return c
@@ -137,15 +155,33 @@ func (j *codingJob) runCheck(ctx context.Context, index int, argv []string) evid
 	return c
 }
 
-// resolveProgram finds a check's program: a name with a slash is taken
-// relative to the worktree; a bare name is searched on the check
-// environment's PATH (absolute entries only), never the Worker's.
-func resolveProgram(name, wt string, env []string) (string, bool) {
+// resolveProgram finds a check's program: a bare name is searched on
+// the check environment's PATH (absolute entries only), never the
+// Worker's; a name with a slash is an absolute path, or is relative to
+// the worktree and then opened beneath it (opened), resolved by the
+// kernel so that no symbolic link, "..", or magic link leads out of the
+// worktree: one that does is path_escape, the agent having made it so.
+// A name that names no executable regular file is spawn_failed.
+func resolveProgram(name, wt string, env []string) (path string, opened *os.File, reason evidence.Reason) {
 	if strings.ContainsRune(name, '/') {
-		if !filepath.IsAbs(name) {
-			name = filepath.Join(wt, name)
+		if filepath.IsAbs(name) {
+			if !isExecutable(name) {
+				return "", nil, evidence.ReasonSpawnFailed
+			}
+			return name, nil, ""
 		}
-		return name, isExecutable(name)
+		f, err := openInWorktree(wt, name)
+		if errors.Is(err, sandbox.ErrOutside) {
+			return "", nil, evidence.ReasonPathEscape
+		}
+		if err != nil {
+			return "", nil, evidence.ReasonSpawnFailed
+		}
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+			f.Close()
+			return "", nil, evidence.ReasonSpawnFailed
+		}
+		return filepath.Join(wt, name), f, ""
 	}
 	var pathEnv string
 	for _, kv := range env {
@@ -159,10 +195,30 @@ func resolveProgram(name, wt string, env []string) (string, bool) {
 		}
 		p := filepath.Join(dir, name)
 		if isExecutable(p) {
-			return p, true
+			return p, nil, ""
 		}
 	}
-	return "", false
+	return "", nil, evidence.ReasonSpawnFailed
+}
+
+// openInWorktree opens name beneath the worktree wt, which is itself
+// opened from its container without following a link (the agent may
+// have put one in its place).
+func openInWorktree(wt, name string) (*os.File, error) {
+	c, err := openDirNoFollow(filepath.Dir(wt))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	tree, err := openDirAt(c, filepath.Base(wt))
+	if err == errSymlink {
+		return nil, sandbox.ErrOutside
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer tree.Close()
+	return sandbox.OpenBeneath(tree, name)
 }
 
 func isExecutable(p string) bool {

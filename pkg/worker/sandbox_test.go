@@ -270,6 +270,61 @@ func TestSandboxedCodingAttempt(t *testing.T) {
 	}
 }
 
+// A check's program named relative to the workspace is opened beneath
+// it: a link the agent made there (ignored, so validation never sees it)
+// that leads out is refused (path_escape, workspace_violation) and
+// nothing runs, while a link that stays inside works. With the program
+// opened by its name, following links, the outside script ran, and the
+// domain could read it.
+func TestCheckProgramLinkedOut(t *testing.T) {
+	plugin := buildEditPlugin(t)
+	for _, tc := range []struct {
+		name, target string
+		escape       bool
+	}{
+		{"absolute link out", "$ROOT/outside/tool", true},
+		{"relative link above the workspace", "../../../outside/tool", true},
+		{"directory linked out", "", true},
+		{"link inside", "bin/ok.sh", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := sandboxedFixture(t, plugin)
+			outside := filepath.Join(f.root, "outside")
+			if err := os.Mkdir(outside, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			// The outside program passes only where it can read itself.
+			tool := "#!/bin/sh\ngrep -q OUTSIDE-SECRET \"$0\" || exit 9\n# OUTSIDE-SECRET\n"
+			if err := os.WriteFile(filepath.Join(outside, "tool"), []byte(tool), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(f.repo, "bin"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(f.repo, "bin", "ok.sh"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			gitT(t, f.repo, "add", "-A")
+			gitT(t, f.repo, "commit", "-q", "-m", "tools")
+			f.base = gitT(t, f.repo, "rev-parse", "HEAD")
+			instr := "write .gitignore check\nwrite a.txt a\nsymlink check " + strings.ReplaceAll(tc.target, "$ROOT", f.root)
+			check := []string{"./check"}
+			if tc.target == "" { // a directory of the check's path, linked out
+				instr = "write .gitignore tools\nwrite a.txt a\nsymlink tools " + outside
+				check = []string{"tools/tool"}
+			}
+			r := f.run(f.lease(wire.CodingTask{Instruction: instr, Tests: [][]string{check}}, nil))
+			if !tc.escape {
+				if !r.Succeeded {
+					t.Fatalf("report %+v", r)
+				}
+				return
+			}
+			f.expectFailure(r, wire.FailureWorkspaceViolation, evidence.PhaseScopedCheck, evidence.ReasonPathEscape)
+		})
+	}
+}
+
 // The policy a Worker builds reads /etc but not what the shared read
 // layer leaves out of it (here the Worker's config file), and reaches
 // through /etc's symbolic links.
