@@ -274,9 +274,11 @@ func (a *App) classify(err error) error {
 // Push copies the candidate, and the local default branch (what GitHub
 // had when the Gate last fetched: the push negotiates from it), from the
 // local repository into a fresh mirror and creates the branch at it with
-// tok (which holds workflows write when the candidate needs it); the
-// branch already at the candidate is success.
-func (a *App) Push(ctx context.Context, tok Token, repo Repo, branch, sha string) error {
+// tok (which holds workflows write when the candidate needs it), or, for
+// a follow-up (over set), moves the branch from over to it: over must be
+// the candidate's parent and the branch exactly at over. The branch
+// already at the candidate is success.
+func (a *App) Push(ctx context.Context, tok Token, repo Repo, branch, sha, over string) error {
 	gt, err := secret(tok)
 	if err != nil {
 		return err
@@ -304,8 +306,13 @@ func (a *App) Push(ctx context.Context, tok Token, repo Repo, branch, sha string
 		return &Error{Kind: KindTransient}
 	}
 	c, err := github.ReadCommit(ctx, git, m.Dir, sha)
-	if err != nil || len(c.Parents) != 1 {
+	if err != nil || len(c.Parents) != 1 || (over != "" && c.Parents[0] != over) {
 		return &Error{Kind: KindPushRejected}
+	}
+	// Where the branch must be for the push, and what it is otherwise.
+	moved := &Error{Kind: KindPushRejected}
+	if over != "" {
+		moved = &Error{Kind: KindBaseMoved}
 	}
 	remote, exists, err := m.RemoteBranch(ctx, gt, repo.Owner, repo.Name, branch)
 	switch {
@@ -313,10 +320,15 @@ func (a *App) Push(ctx context.Context, tok Token, repo Repo, branch, sha string
 		return &Error{Kind: KindTransient}
 	case exists && remote == sha:
 		return nil
-	case exists:
-		return &Error{Kind: KindPushRejected}
+	case over == "" && exists, over != "" && (!exists || remote != over):
+		return moved
 	}
-	switch err := m.PushNew(ctx, gt, repo.Owner, repo.Name, branch, sha); {
+	if over == "" {
+		err = m.PushNew(ctx, gt, repo.Owner, repo.Name, branch, sha)
+	} else {
+		err = m.PushOver(ctx, gt, repo.Owner, repo.Name, branch, over, sha)
+	}
+	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, github.ErrWorkflowsRefused):
@@ -328,7 +340,7 @@ func (a *App) Push(ctx context.Context, tok Token, repo Repo, branch, sha string
 		if rerr == nil && exists && remote == sha {
 			return nil
 		}
-		return &Error{Kind: KindPushRejected}
+		return moved
 	}
 	return &Error{Kind: KindTransient}
 }

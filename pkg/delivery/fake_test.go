@@ -155,7 +155,7 @@ func (f *fakeGitHub) CheckCandidate(ctx context.Context, repo Repo, sha string) 
 	return f.secret
 }
 
-func (f *fakeGitHub) Push(ctx context.Context, tok Token, repo Repo, branch, sha string) error {
+func (f *fakeGitHub) Push(ctx context.Context, tok Token, repo Repo, branch, sha, over string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.use(tok, "push")
@@ -164,10 +164,22 @@ func (f *fakeGitHub) Push(ctx context.Context, tok Token, repo Repo, branch, sha
 			return err
 		}
 	}
-	if cur, ok := f.branches[branch]; ok && cur != sha {
+	cur, ok := f.branches[branch]
+	switch {
+	case ok && cur == sha:
+		return nil
+	case over == "" && ok:
 		return &Error{Kind: KindPushRejected}
+	case over != "" && cur != over:
+		return &Error{Kind: KindBaseMoved}
 	}
 	f.branches[branch] = sha
+	// GitHub moves an open pull request's head with its branch.
+	for i := range f.prs {
+		if f.prs[i].HeadRef == branch && f.prs[i].State == "open" {
+			f.prs[i].HeadSHA = sha
+		}
+	}
 	return nil
 }
 

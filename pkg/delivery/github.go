@@ -108,9 +108,11 @@ type GitHub interface {
 	// Gate's secrets (KindSecret when it holds one); the machine asks it
 	// before every push.
 	CheckCandidate(ctx context.Context, repo Repo, sha string) error
-	// Push pushes sha to refs/heads/branch without force. The branch
-	// already at sha is success; at another commit it is KindPushRejected.
-	Push(ctx context.Context, tok Token, repo Repo, branch, sha string) error
+	// Push pushes sha to refs/heads/branch without force. With over
+	// empty the branch must not exist; otherwise it must be at over (sha's
+	// parent: a fast-forward). The branch already at sha is success; at
+	// another commit it is KindPushRejected (over empty) or KindBaseMoved.
+	Push(ctx context.Context, tok Token, repo Repo, branch, sha, over string) error
 	// FindPullRequest lists pull requests of head owner:branch in any
 	// state; found is false when there is none.
 	FindPullRequest(ctx context.Context, tok Token, repo Repo, branch string) (pr PullRequest, found bool, err error)
@@ -151,6 +153,7 @@ const (
 	KindTokenRejected                  // 401 to an installation token: mint a fresh one and retry
 	KindPRInvalid                      // another 422 on PR creation (head invalid right after the push): retry, bounded
 	KindSecret                         // the candidate holds a secret of the Gate's: never pushed
+	KindBaseMoved                      // a follow-up's branch is not at its base: never pushed over
 )
 
 // Error is a classified GitHub failure. It carries no GitHub text.
@@ -191,6 +194,8 @@ func (e *Error) Error() string {
 		return "github: pull request refused"
 	case KindSecret:
 		return "delivery: the candidate holds a secret"
+	case KindBaseMoved:
+		return "github: the branch moved past the follow-up's base"
 	}
 	return "github: transient failure"
 }

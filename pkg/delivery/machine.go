@@ -237,6 +237,8 @@ func finalCode(k Kind) string {
 		return CodeMergeRefused
 	case KindSecret:
 		return CodeSecretInCandidate
+	case KindBaseMoved:
+		return CodeBaseMoved
 	}
 	return CodeUnavailable
 }
@@ -338,7 +340,7 @@ func (m *Machine) push(ctx context.Context, s State) (State, error) {
 	if err := m.mutation(ctx); err != nil {
 		return s, err
 	}
-	if err := m.gh.Push(ctx, tok, s.Repo, s.Branch, s.CandidateSHA); err != nil {
+	if err := m.gh.Push(ctx, tok, s.Repo, s.Branch, s.CandidateSHA, s.PushOver); err != nil {
 		return s, err
 	}
 	return m.advance(s, PhasePullRequest), nil

@@ -58,6 +58,8 @@ const (
 	CodeTimedOut           = "delivery_timed_out"    // timeout elapsed outside the ci phase
 	CodeUnconfigured       = "delivery_unconfigured" // the Gate restarted without a delivery section
 	CodeSecretInCandidate  = "secret_in_candidate"   // the candidate holds a secret of the Gate's (a token, the App key): never pushed
+	CodeBaseMoved          = "base_moved"            // a follow-up's branch is no longer at its base: someone pushed; nothing pushed
+	CodeSuperseded         = "superseded"            // a follow-up job took the pull request over (written by the store)
 )
 
 // Codes is the closed failure-code table.
@@ -66,7 +68,7 @@ var codes = map[string]bool{
 	CodePRClosed: true, CodePRRefused: true, CodeMergeRefused: true, CodePermissionDenied: true,
 	CodeNotInstalled: true, CodeRepositoryNotFound: true, CodePushRejected: true,
 	CodeWorkflowPermission: true, CodeUnavailable: true, CodeTimedOut: true, CodeUnconfigured: true,
-	CodeSecretInCandidate: true,
+	CodeSecretInCandidate: true, CodeBaseMoved: true, CodeSuperseded: true,
 }
 
 // ValidCode reports whether c is in the failure-code table.
@@ -92,6 +94,11 @@ type State struct {
 	BaseBranch   string
 	CandidateSHA string
 	Branch       string
+	// PushOver is the commit Branch must be at for the push: a follow-up
+	// job's base, the pull request's previous head (DECISIONS 18); its
+	// candidate is one more commit on the branch, a fast-forward. "": the
+	// branch must not exist yet.
+	PushOver string
 
 	Phase         Phase
 	PhaseAttempts int       // transient failures of the current phase

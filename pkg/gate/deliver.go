@@ -204,7 +204,7 @@ func (s deliveryStore) SaveDelivery(ctx context.Context, prev, next delivery.Sta
 func fromStore(d store.Delivery) delivery.State {
 	return delivery.State{
 		JobID: d.JobID, Repo: delivery.Repo{Owner: d.Target.Owner, Name: d.Target.Repo}, BaseBranch: d.Target.BaseBranch,
-		CandidateSHA: d.CandidateSHA, Branch: d.Branch, Phase: delivery.Phase(d.Phase), PhaseAttempts: d.PhaseAttempts,
+		CandidateSHA: d.CandidateSHA, Branch: d.Branch, PushOver: d.PushOver, Phase: delivery.Phase(d.Phase), PhaseAttempts: d.PhaseAttempts,
 		NextAt: d.NextAt, StartedAt: d.StartedAt, CIStartedAt: d.CIStartedAt, PRNumber: d.PRNumber, PRURL: d.PRURL,
 		CIState: d.CIState, ETag: d.ETag, MergeSHA: d.MergeSHA, Code: d.FailureCode, Usage: deliveryUsage(d.Usage),
 	}
@@ -220,7 +220,7 @@ func deliveryUsage(u *store.Usage) *delivery.Usage {
 func toStore(s delivery.State) store.Delivery {
 	return store.Delivery{
 		JobID: s.JobID, Target: store.DeliveryTarget{Owner: s.Repo.Owner, Repo: s.Repo.Name, BaseBranch: s.BaseBranch},
-		CandidateSHA: s.CandidateSHA, Branch: s.Branch, Phase: string(s.Phase), PhaseAttempts: s.PhaseAttempts,
+		CandidateSHA: s.CandidateSHA, Branch: s.Branch, PushOver: s.PushOver, Phase: string(s.Phase), PhaseAttempts: s.PhaseAttempts,
 		NextAt: s.NextAt, StartedAt: s.StartedAt, CIStartedAt: s.CIStartedAt, PRNumber: s.PRNumber, PRURL: s.PRURL,
 		CIState: s.CIState, ETag: s.ETag, MergeSHA: s.MergeSHA, FailureCode: s.Code,
 	}

@@ -42,7 +42,7 @@ func (h *happyGitHub) TouchesWorkflows(context.Context, delivery.Repo, string) (
 
 func (h *happyGitHub) CheckCandidate(context.Context, delivery.Repo, string) error { return nil }
 
-func (h *happyGitHub) Push(context.Context, delivery.Token, delivery.Repo, string, string) error {
+func (h *happyGitHub) Push(context.Context, delivery.Token, delivery.Repo, string, string, string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.pushes++

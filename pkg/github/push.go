@@ -220,13 +220,31 @@ func parseRemoteBranch(out []byte, ref string) (string, bool, error) {
 // protection, a ruleset: "[remote rejected] … (… declined)", GH006,
 // GH013) is ErrPushRejected; the workflows refusal ErrWorkflowsRefused.
 func (m *Mirror) PushNew(ctx context.Context, t *Token, owner, repo, branch, sha string) error {
+	return m.push(ctx, t, owner, repo, branch, sha, "")
+}
+
+// PushOver moves branch on GitHub from exactly the commit over to sha,
+// a fast-forward (over is sha's parent): with a lease that requires the
+// branch to be at over and without force, so a branch that moved
+// meanwhile (someone pushed) is never overwritten: ErrBranchConflict.
+// Refusals are classified as for PushNew.
+func (m *Mirror) PushOver(ctx context.Context, t *Token, owner, repo, branch, over, sha string) error {
+	if !ident.ValidSHA(over) {
+		return ErrPushFailed
+	}
+	return m.push(ctx, t, owner, repo, branch, sha, over)
+}
+
+// push pushes sha to branch with a lease on the branch being at expect
+// ("": absent).
+func (m *Mirror) push(ctx context.Context, t *Token, owner, repo, branch, sha, expect string) error {
 	if !ident.ValidGitHubOwner(owner) || !ident.ValidGitHubRepo(repo) || !SafeBranch(branch) || !ident.ValidSHA(sha) || t == nil {
 		return ErrPushFailed
 	}
 	ref := "refs/heads/" + branch
 	_, err := m.credentialed(ctx, t, gitx.Cmd{Env: configEnv("protocol.version", "2", "push.negotiate", "true"),
 		Args: []string{"push", "--porcelain", "--quiet", "--no-verify", "--no-follow-tags",
-			"--force-with-lease=" + ref + ":", "--", RemoteURL(owner, repo), sha + ":" + ref}})
+			"--force-with-lease=" + ref + ":" + expect, "--", RemoteURL(owner, repo), sha + ":" + ref}})
 	if err == nil {
 		return nil
 	}

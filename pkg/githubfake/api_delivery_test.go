@@ -25,7 +25,7 @@ type localPush struct {
 	pushes int
 }
 
-func (l *localPush) Push(ctx context.Context, tok delivery.Token, repo delivery.Repo, branch, sha string) error {
+func (l *localPush) Push(ctx context.Context, tok delivery.Token, repo delivery.Repo, branch, sha, over string) error {
 	l.pushes++
 	bare := filepath.Join(l.f.root, repo.Owner, repo.Name+".git")
 	if _, err := l.f.git(l.t, l.work, "push", "-q", bare, sha+":refs/heads/"+branch); err != nil {

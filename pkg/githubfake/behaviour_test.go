@@ -40,7 +40,7 @@ func TestFakeRefusesWorkflowMergeWithoutWorkflowsPermission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.gh.Push(ctx, delivery.Token{}, delivery.Repo{Owner: "octo", Name: "app"}, "wf", d.sha)
+	d.gh.Push(ctx, delivery.Token{}, delivery.Repo{Owner: "octo", Name: "app"}, "wf", d.sha, "")
 	pr, err := d.client.CreatePull(ctx, tok, "octo", "app", "wf", "main", "t", "b")
 	if err != nil {
 		t.Fatal(err)

@@ -186,7 +186,7 @@ type benchPush struct {
 	mu         sync.Mutex
 }
 
-func (p *benchPush) Push(ctx context.Context, tok delivery.Token, repo delivery.Repo, branch, sha string) error {
+func (p *benchPush) Push(ctx context.Context, tok delivery.Token, repo delivery.Repo, branch, sha, over string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cmd := exec.Command("git", "push", "-q", filepath.Join(p.root, repo.Owner, repo.Name+".git"), sha+":refs/heads/"+branch)

@@ -15,6 +15,7 @@ const (
 	DeliveryPush        = "push"
 	DeliveryPullRequest = "pull_request"
 	DeliveryCI          = "ci"
+	DeliveryReview      = "review"
 	DeliveryMerge       = "merge"
 	DeliveryMerged      = "merged"
 	DeliveryFailed      = "failed"
@@ -43,6 +44,10 @@ type Delivery struct {
 	Target       DeliveryTarget
 	CandidateSHA string
 	Branch       string
+	// PushOver is the commit the branch must be at for the push (a
+	// follow-up's base, the pull request's previous head); "": the
+	// branch must not exist.
+	PushOver string
 
 	Phase         string
 	PhaseAttempts int
@@ -60,11 +65,16 @@ type Delivery struct {
 	// Usage is the job's model gateway usage when the delivery was read
 	// (nil: not metered); SaveDelivery ignores it.
 	Usage *Usage
+	// Requesters are the logins whose triggers started a job of the
+	// delivery's pull request (this job and, once the pull request
+	// exists, every other job of it), when the delivery was read;
+	// SaveDelivery ignores them.
+	Requesters []string
 }
 
 func validPhase(p string) bool {
 	switch p {
-	case DeliveryPush, DeliveryPullRequest, DeliveryCI, DeliveryMerge, DeliveryMerged, DeliveryFailed:
+	case DeliveryPush, DeliveryPullRequest, DeliveryCI, DeliveryReview, DeliveryMerge, DeliveryMerged, DeliveryFailed:
 		return true
 	}
 	return false
@@ -86,7 +96,8 @@ func printable(s string, max int) bool {
 
 func validDelivery(d Delivery) error {
 	switch {
-	case !ident.ValidRef(d.JobID), !ident.ValidSHA(d.CandidateSHA), !ident.ValidBranch(d.Branch):
+	case !ident.ValidRef(d.JobID), !ident.ValidSHA(d.CandidateSHA), !ident.ValidBranch(d.Branch),
+		d.PushOver != "" && !ident.ValidSHA(d.PushOver):
 		return invalid("malformed delivery identity")
 	case !validPhase(d.Phase), d.PhaseAttempts < 0, d.PRNumber < 0:
 		return invalid("malformed delivery phase")
@@ -109,11 +120,16 @@ func validTarget(t *DeliveryTarget) bool {
 
 // succeedCoding records the success of a coding attempt on job seq: the
 // job ends succeeded, or when it has a delivery target it becomes
-// delivering with a new delivery in the push phase.
+// delivering with a new delivery in the push phase: to its own branch,
+// or for a follow-up to its pull request's branch, over its base.
 func (t *wtx) succeedCoding(seq, events int64, ordinal int, jobID, candidate string, us int64) (string, error) {
-	var repo sql.NullString
-	if err := t.queryRow(`SELECT delivery_repo FROM jobs WHERE seq = ?`, seq).Scan(&repo); err != nil {
+	var repo, branch, over sql.NullString
+	if err := t.queryRow(`SELECT j.delivery_repo, f.branch, CASE WHEN f.branch IS NULL THEN NULL ELSE j.base_sha END
+FROM jobs j LEFT JOIN followups f ON f.job_seq = j.seq WHERE j.seq = ?`, seq).Scan(&repo, &branch, &over); err != nil {
 		return "", err
+	}
+	if !branch.Valid {
+		branch.String = "forge/job-" + jobID
 	}
 	if !repo.Valid {
 		return JobSucceeded, t.finishSucceeded(seq, events, ordinal, nil, candidate, us)
@@ -122,8 +138,8 @@ func (t *wtx) succeedCoding(seq, events int64, ordinal int, jobID, candidate str
   event_count = ?, updated_at = ? WHERE seq = ?`, candidate, events+1, us, seq); err != nil {
 		return "", err
 	}
-	if _, err := t.exec(`INSERT INTO deliveries (job_seq, candidate_sha, branch, phase, next_at, started_at, updated_at)
-VALUES (?, ?, ?, 'push', ?, ?, ?)`, seq, candidate, "forge/job-"+jobID, us, us, us); err != nil {
+	if _, err := t.exec(`INSERT INTO deliveries (job_seq, candidate_sha, branch, push_over, phase, next_at, started_at, updated_at)
+VALUES (?, ?, ?, ?, 'push', ?, ?, ?)`, seq, candidate, branch.String, over, us, us, us); err != nil {
 		return "", err
 	}
 	t.events(seq, events+1, us, ev{typ: EventDelivering, attempt: ordinal})
@@ -142,7 +158,7 @@ func (t *wtx) finishSucceeded(seq, events int64, ordinal int, result any, candid
 
 const deliveryColumns = `j.id, j.delivery_owner, j.delivery_repo, j.delivery_base, d.candidate_sha, d.branch, d.phase,
   d.phase_attempts, d.next_at, d.started_at, d.ci_started_at, d.pr_number, d.pr_url, d.ci_state, d.etag, d.merge_sha,
-  d.failure_code, d.job_seq`
+  d.failure_code, d.push_over, d.job_seq`
 
 func scanDelivery(sc scanner) (Delivery, int64, error) {
 	var (
@@ -150,10 +166,11 @@ func scanDelivery(sc scanner) (Delivery, int64, error) {
 		next, started                 int64
 		ciStarted, pr                 sql.NullInt64
 		url, ci, etag, mergeSHA, code sql.NullString
+		over                          sql.NullString
 		seq                           int64
 	)
 	if err := sc.Scan(&d.JobID, &d.Target.Owner, &d.Target.Repo, &d.Target.BaseBranch, &d.CandidateSHA, &d.Branch,
-		&d.Phase, &d.PhaseAttempts, &next, &started, &ciStarted, &pr, &url, &ci, &etag, &mergeSHA, &code, &seq); err != nil {
+		&d.Phase, &d.PhaseAttempts, &next, &started, &ciStarted, &pr, &url, &ci, &etag, &mergeSHA, &code, &over, &seq); err != nil {
 		return Delivery{}, 0, err
 	}
 	d.NextAt, d.StartedAt = time.UnixMicro(next).UTC(), time.UnixMicro(started).UTC()
@@ -162,6 +179,7 @@ func scanDelivery(sc scanner) (Delivery, int64, error) {
 	}
 	d.PRNumber = int(pr.Int64)
 	d.PRURL, d.CIState, d.ETag, d.MergeSHA, d.FailureCode = url.String, ci.String, etag.String, mergeSHA.String, code.String
+	d.PushOver = over.String
 	return d, seq, nil
 }
 
@@ -193,6 +211,9 @@ WHERE d.phase <> 'merged' AND d.phase <> 'failed' ORDER BY d.job_seq`)
 			if out[i].Usage, err = readJobUsage(ctx, q, seqs[i]); err != nil {
 				return err
 			}
+			if out[i].Requesters, err = readRequesters(ctx, q, seqs[i]); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -215,7 +236,10 @@ FROM deliveries d JOIN jobs j ON j.seq = d.job_seq WHERE j.id = ?`, id))
 		if err != nil {
 			return err
 		}
-		d.Usage, err = readJobUsage(ctx, q, seq)
+		if d.Usage, err = readJobUsage(ctx, q, seq); err != nil {
+			return err
+		}
+		d.Requesters, err = readRequesters(ctx, q, seq)
 		return err
 	})
 	return d, err
@@ -237,7 +261,8 @@ func (s *Store) SaveDelivery(ctx context.Context, prev, next Delivery, now time.
 	if err := validDelivery(next); err != nil {
 		return err
 	}
-	if prev.JobID != next.JobID || prev.CandidateSHA != next.CandidateSHA || prev.Branch != next.Branch || terminalPhase(prev.Phase) {
+	if prev.JobID != next.JobID || prev.CandidateSHA != next.CandidateSHA || prev.Branch != next.Branch ||
+		prev.PushOver != next.PushOver || terminalPhase(prev.Phase) {
 		return invalid("delivery transition changes its identity or leaves a terminal phase")
 	}
 	us := now.UnixMicro()
@@ -258,10 +283,10 @@ WHERE j.id = ?`, next.JobID).Scan(&seq, &events, &status, &phase)
 		if status != JobDelivering || phase != prev.Phase {
 			return ErrStale
 		}
-		if _, err := t.exec(`UPDATE deliveries SET phase = ?, phase_attempts = ?, next_at = ?, ci_started_at = ?,
+		if _, err := t.exec(`UPDATE deliveries SET phase = ?, phase_attempts = ?, next_at = ?, started_at = ?, ci_started_at = ?,
   pr_number = ?, pr_url = ?, ci_state = ?, etag = ?, merge_sha = ?, failure_code = ?, updated_at = ?
 WHERE job_seq = ? AND candidate_sha = ? AND branch = ?`,
-			next.Phase, next.PhaseAttempts, next.NextAt.UnixMicro(), micros(next.CIStartedAt),
+			next.Phase, next.PhaseAttempts, next.NextAt.UnixMicro(), next.StartedAt.UnixMicro(), micros(next.CIStartedAt),
 			nullInt(next.PRNumber), nullable(next.PRURL), nullable(next.CIState), nullable(next.ETag),
 			nullable(next.MergeSHA), nullable(next.FailureCode), us, seq, next.CandidateSHA, next.Branch); err != nil {
 			return err
@@ -328,4 +353,34 @@ func decodeDeliveryView(s sql.NullString) (*DeliveryView, error) {
 	}
 	return &DeliveryView{Phase: v.Phase, Branch: v.Branch, PRURL: str(v.PRURL), CIState: str(v.CIState),
 		MergeSHA: str(v.MergeSHA), FailureCode: str(v.FailureCode)}, nil
+}
+
+// requestersSQL selects, for the job ?1, the actors of the triggers of
+// every job of its pull request: its own, and those of the jobs whose
+// delivery reached the same pull request number or that follow it up.
+const requestersSQL = `WITH pr(repo, number) AS (
+  SELECT j.repository_id, coalesce(f.number, d.pr_number) FROM jobs j
+  LEFT JOIN followups f ON f.job_seq = j.seq LEFT JOIN deliveries d ON d.job_seq = j.seq WHERE j.seq = ?1),
+chain(seq) AS (
+  SELECT ?1
+  UNION SELECT d.job_seq FROM deliveries d JOIN jobs j ON j.seq = d.job_seq JOIN pr ON d.pr_number = pr.number AND j.repository_id = pr.repo
+  UNION SELECT f.job_seq FROM followups f JOIN pr ON f.number = pr.number AND f.repository_id = pr.repo)
+SELECT DISTINCT t.actor FROM intake_triggers t JOIN chain ON t.job_seq = chain.seq ORDER BY t.actor`
+
+// readRequesters returns the Requesters of job seq's delivery.
+func readRequesters(ctx context.Context, q querier, seq int64) ([]string, error) {
+	rows, err := q.QueryContext(ctx, requestersSQL, seq)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
 }

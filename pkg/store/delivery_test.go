@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestCodingSuccessStartsDelivery(t *testing.T) {
 	want := Delivery{JobID: "c1", Target: DeliveryTarget{Owner: "octo", Repo: "project", BaseBranch: "main"},
 		CandidateSHA: deliverSHA, Branch: "forge/job-c1", Phase: DeliveryPush,
 		NextAt: t0.Add(time.Second), StartedAt: t0.Add(time.Second)}
-	if d != want {
+	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("delivery %+v\nwant %+v", d, want)
 	}
 	j := mustJob(t, s, "c1")
@@ -50,7 +51,7 @@ func TestCodingSuccessStartsDelivery(t *testing.T) {
 	}
 	wantTypes(t, s, "c1", EventSubmitted, EventLeased, EventDelivering)
 	active, err := s.ActiveDeliveries(bg)
-	if err != nil || len(active) != 1 || active[0] != want {
+	if err != nil || len(active) != 1 || !reflect.DeepEqual(active[0], want) {
 		t.Fatalf("active %+v %v", active, err)
 	}
 
@@ -95,7 +96,7 @@ func TestSaveDeliveryTransitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := s.Delivery(bg, "c1")
-	if err != nil || got != poll {
+	if err != nil || !reflect.DeepEqual(got, poll) {
 		t.Fatalf("stored %+v\nwant %+v (%v)", got, poll, err)
 	}
 	merged := poll
@@ -162,7 +163,7 @@ func TestSaveDeliveryRejectsBadValues(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if got, _ := s.Delivery(bg, "c1"); got != d {
+	if got, _ := s.Delivery(bg, "c1"); !reflect.DeepEqual(got, d) {
 		t.Fatalf("a refused save changed the delivery: %+v", got)
 	}
 	if _, err := s.Submit(bg, NewJob{ID: "t1", Kind: KindText, Task: []byte(`{}`), Pool: "coding",
@@ -181,7 +182,7 @@ func TestDeliverySurvivesReopen(t *testing.T) {
 	s.Close()
 	s = mustOpen(t, path)
 	active, err := s.ActiveDeliveries(bg)
-	if err != nil || len(active) != 1 || active[0] != d {
+	if err != nil || len(active) != 1 || !reflect.DeepEqual(active[0], d) {
 		t.Fatalf("after reopen %+v %v", active, err)
 	}
 }

@@ -169,6 +169,19 @@
 // restart or a second poller never starts a second job for one event.
 // TriggerJob reads that answer without writing.
 //
+// Iteration (DECISIONS 18): SubmitFollowup does the same for a command on
+// a pull request the Gate delivered, and decides it from what the store
+// holds about the pull request's jobs (the jobs whose delivery reached
+// its number, and its follow-ups): refused (stored once in
+// intake_refusals, with why) when the pull request is not the Gate's, is
+// closed or merged, has a job coding, pushing or merging, has had
+// max_followups follow-ups, or its head is not a delivered candidate;
+// otherwise the follow-up job, its trigger and its followups row (the
+// pull request, its ordinal, the branch) are written in one transaction
+// that also ends a delivery of the pull request waiting for CI or a
+// review failed, superseded. The follow-up's coding success creates a
+// delivery to that branch with push_over = its base: a fast-forward.
+//
 // Fence errors (checked in this order): ErrNotFound (unknown attempt or
 // other job), ErrStale (attempt bound to another lane/generation, finished,
 // or the generation is no longer live), ErrExpired (attempt expired or now

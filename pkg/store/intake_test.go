@@ -183,7 +183,7 @@ func TestIntakeMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"DROP TABLE intake_triggers", "UPDATE schema_version SET version = 2"} {
+	for _, q := range append(undoFollowups, "DROP TABLE intake_triggers", "UPDATE schema_version SET version = 2") {
 		if _, err := raw.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

@@ -10,7 +10,7 @@ import (
 // SchemaVersion is the schema version this build migrates databases to.
 // forge doctor and the installer compare it with a database's recorded
 // version (see ReadSchemaVersion).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // migrations returns the ordered schema steps: element i moves a database
 // from version i to version i+1. Steps are append-only: never edit a
@@ -181,6 +181,65 @@ CREATE TABLE intake_triggers (
   job_seq       INTEGER NOT NULL UNIQUE REFERENCES jobs (seq),
   number        INTEGER NOT NULL CHECK (number >= 1),
   actor         TEXT NOT NULL,
+  created_at    INTEGER NOT NULL,
+  PRIMARY KEY (repository_id, kind, event_id)
+) WITHOUT ROWID;
+`,
+		// 4: iteration on the pull requests the Gate delivered
+		// (DECISIONS 18). deliveries gains the review phase (the merge
+		// policy "review": after CI, waiting for an approval) and
+		// push_over, the commit a follow-up's push requires the branch
+		// to be at (its base; NULL: the branch must be absent), and is
+		// rebuilt for the new phase check. followups links a follow-up
+		// job to its pull request, numbered per pull request (the limit
+		// counts them); intake_refusals keeps each follow-up trigger that
+		// started nothing, once, with why.
+		`
+CREATE TABLE deliveries_4 (
+  job_seq        INTEGER PRIMARY KEY REFERENCES jobs (seq),
+  candidate_sha  TEXT NOT NULL CHECK (length(candidate_sha) = 40),
+  branch         TEXT NOT NULL,
+  phase          TEXT NOT NULL CHECK (phase = 'push' OR phase = 'pull_request' OR phase = 'ci' OR phase = 'review' OR phase = 'merge' OR phase = 'merged' OR phase = 'failed'),
+  phase_attempts INTEGER NOT NULL DEFAULT 0 CHECK (phase_attempts >= 0),
+  next_at        INTEGER NOT NULL,
+  started_at     INTEGER NOT NULL,
+  ci_started_at  INTEGER,
+  pr_number      INTEGER CHECK (pr_number IS NULL OR pr_number >= 1),
+  pr_url         TEXT,
+  ci_state       TEXT,
+  etag           TEXT,
+  merge_sha      TEXT CHECK (merge_sha IS NULL OR length(merge_sha) = 40),
+  failure_code   TEXT,
+  updated_at     INTEGER NOT NULL,
+  push_over      TEXT CHECK (push_over IS NULL OR length(push_over) = 40),
+  CHECK ((phase = 'failed') = (failure_code IS NOT NULL)),
+  CHECK (phase <> 'merged' OR merge_sha IS NOT NULL)
+);
+INSERT INTO deliveries_4 (job_seq, candidate_sha, branch, phase, phase_attempts, next_at, started_at, ci_started_at,
+  pr_number, pr_url, ci_state, etag, merge_sha, failure_code, updated_at)
+SELECT job_seq, candidate_sha, branch, phase, phase_attempts, next_at, started_at, ci_started_at,
+  pr_number, pr_url, ci_state, etag, merge_sha, failure_code, updated_at FROM deliveries;
+DROP TABLE deliveries;
+ALTER TABLE deliveries_4 RENAME TO deliveries;
+CREATE INDEX deliveries_active ON deliveries (job_seq) WHERE phase <> 'merged' AND phase <> 'failed';
+CREATE INDEX deliveries_pr ON deliveries (pr_number) WHERE pr_number IS NOT NULL;
+
+CREATE TABLE followups (
+  job_seq       INTEGER PRIMARY KEY REFERENCES jobs (seq),
+  repository_id TEXT NOT NULL,
+  number        INTEGER NOT NULL CHECK (number >= 1),
+  ordinal       INTEGER NOT NULL CHECK (ordinal >= 1),
+  branch        TEXT NOT NULL,
+  UNIQUE (repository_id, number, ordinal)
+);
+
+CREATE TABLE intake_refusals (
+  repository_id TEXT NOT NULL,
+  kind          TEXT NOT NULL CHECK (kind = 'label' OR kind = 'comment' OR kind = 'review_comment'),
+  event_id      INTEGER NOT NULL CHECK (event_id >= 1),
+  number        INTEGER NOT NULL CHECK (number >= 1),
+  actor         TEXT NOT NULL,
+  reason        TEXT NOT NULL,
   created_at    INTEGER NOT NULL,
   PRIMARY KEY (repository_id, kind, event_id)
 ) WITHOUT ROWID;

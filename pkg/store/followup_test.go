@@ -1,0 +1,272 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// undoFollowups takes a database back from version 4 to version 3's
+// shape: no follow-up tables, deliveries without push_over and with the
+// old phase check.
+var undoFollowups = func() []string {
+	first := migrations()[0]
+	start := strings.Index(first, "CREATE TABLE deliveries (")
+	end := start + strings.Index(first[start:], ");") + 2
+	old := strings.Replace(first[start:end], "CREATE TABLE deliveries (", "CREATE TABLE deliveries_3 (", 1)
+	return []string{"DROP TABLE followups", "DROP TABLE intake_refusals", old,
+		`INSERT INTO deliveries_3 SELECT job_seq, candidate_sha, branch, phase, phase_attempts, next_at, started_at,
+  ci_started_at, pr_number, pr_url, ci_state, etag, merge_sha, failure_code, updated_at FROM deliveries`,
+		"DROP TABLE deliveries", "ALTER TABLE deliveries_3 RENAME TO deliveries",
+		"CREATE INDEX deliveries_active ON deliveries (job_seq) WHERE phase <> 'merged' AND phase <> 'failed'"}
+}()
+
+const followSHA = "fedcba9876543210fedcba9876543210fedcba98"
+
+// deliveredPR starts intake job id with a label trigger by actor, runs it
+// to its delivery and moves that to phase with pull request 3.
+func deliveredPR(t *testing.T, s *Store, id, actor, phase string) Delivery {
+	t.Helper()
+	tr := labelTrigger(int64(len(id)) + 9000)
+	tr.Actor = actor
+	j := intakeJob(id)
+	j.BaseSHA = ""
+	if _, _, err := s.SubmitTrigger(bg, j, tr, t0); err != nil {
+		t.Fatal(err)
+	}
+	d := complete(t, s, id, deliverSHA)
+	next := d
+	next.Phase, next.PRNumber, next.PRURL = phase, 3, "https://github.com/octo/project/pull/3"
+	if err := s.SaveDelivery(bg, d, next, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	return next
+}
+
+// complete leases job id's attempt and succeeds it with candidate sha.
+func complete(t *testing.T, s *Store, id, sha string) Delivery {
+	t.Helper()
+	mustConnect(t, s, "worker-1", gen(1), t0)
+	l, err := s.Lease(bg, "worker-1", gen(1), "coding", []string{"reference"}, []string{"repo"}, t0)
+	if err != nil || l == nil || l.JobID != id {
+		t.Fatalf("lease %+v %v", l, err)
+	}
+	addCandidate(t, s, fenceOf(l, "worker-1", gen(1)), sha, t0)
+	if c, err := s.Complete(bg, fenceOf(l, "worker-1", gen(1)), Outcome{Succeeded: true, CandidateSHA: sha}, t0.Add(time.Second)); err != nil ||
+		c.JobStatus != JobDelivering {
+		t.Fatalf("complete %+v %v", c, err)
+	}
+	d, err := s.Delivery(bg, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func followJob(id, base string) NewJob {
+	j := intakeJob(id)
+	j.BaseSHA = base
+	return j
+}
+
+func reviewTrigger(event int64, actor string) Trigger {
+	return Trigger{RepositoryID: "repo", Kind: TriggerReviewComment, EventID: event, Number: 3, Actor: actor}
+}
+
+var openHead = Followup{Open: true, HeadSHA: deliverSHA, MaxFollowups: 5}
+
+func TestFollowupSupersedesAndPushesToTheSameBranch(t *testing.T) {
+	s, path := openFile(t)
+	deliveredPR(t, s, "orig", "alice", DeliveryReview)
+	res, err := s.SubmitFollowup(bg, followJob("f1", deliverSHA), reviewTrigger(501, "bob"), openHead, t0.Add(time.Hour))
+	if err != nil || res.Refusal != "" || res.Taken || res.Job.ID != "f1" || res.Superseded != "orig" || res.Ordinal != 1 {
+		t.Fatalf("follow-up: %+v %v", res, err)
+	}
+	// The waiting delivery ended: its job failed superseded, with its event.
+	if j := mustJob(t, s, "orig"); j.Status != JobFailed || j.FailureCode != CodeSuperseded ||
+		j.Delivery == nil || j.Delivery.Phase != DeliveryFailed || j.Delivery.FailureCode != CodeSuperseded {
+		t.Fatalf("superseded job %+v %+v", j, j.Delivery)
+	}
+	wantTypes(t, s, "orig", EventSubmitted, EventLeased, EventDelivering, EventDelivery, EventFailed)
+	// The same trigger again (a re-poll, a restart): the same job, nothing written.
+	s.Close()
+	s = mustOpen(t, path)
+	again, err := s.SubmitFollowup(bg, followJob("f1b", deliverSHA), reviewTrigger(501, "bob"), openHead, t0.Add(2*time.Hour))
+	if err != nil || !again.Taken || again.Job.ID != "f1" || again.Refusal != "" {
+		t.Fatalf("again: %+v %v", again, err)
+	}
+	if n := countRows(t, s, "jobs"); n != 2 {
+		t.Fatalf("%d jobs", n)
+	}
+	// Its candidate goes to the pull request's branch, over its base.
+	d := complete(t, s, "f1", followSHA)
+	want := Delivery{JobID: "f1", Target: DeliveryTarget{Owner: "octo", Repo: "project", BaseBranch: "main"},
+		CandidateSHA: followSHA, Branch: "forge/job-orig", PushOver: deliverSHA, Phase: DeliveryPush,
+		NextAt: t0.Add(time.Second), StartedAt: t0.Add(time.Second), Requesters: []string{"alice", "bob"}}
+	if !reflect.DeepEqual(d, want) {
+		t.Fatalf("delivery %+v\nwant %+v", d, want)
+	}
+	// The original job's own delivery names its requesters too.
+	if o, err := s.Delivery(bg, "orig"); err != nil || !reflect.DeepEqual(o.Requesters, []string{"alice", "bob"}) {
+		t.Fatalf("orig requesters %v %v", o.Requesters, err)
+	}
+	// A delivery of its own branch has no push_over.
+	if o, _ := s.Delivery(bg, "orig"); o.PushOver != "" || o.Branch != "forge/job-orig" {
+		t.Fatalf("orig %+v", o)
+	}
+}
+
+func TestFollowupRefusals(t *testing.T) {
+	s := mustOpen(t, ":memory:")
+	refused := func(event int64, f Followup, want string) {
+		t.Helper()
+		res, err := s.SubmitFollowup(bg, followJob("x"+string(rune('a'+event%26)), f.HeadSHA), reviewTrigger(event, "bob"), f, t0)
+		if err != nil || res.Refusal != want || res.Taken || res.Job.ID != "" {
+			t.Fatalf("event %d: %+v %v, want %s", event, res, err, want)
+		}
+		// Stored once: the same trigger answers the same without writing.
+		again, err := s.SubmitFollowup(bg, followJob("y", f.HeadSHA), reviewTrigger(event, "bob"), f, t0)
+		if err != nil || again.Refusal != want || !again.Taken {
+			t.Fatalf("event %d again: %+v %v", event, again, err)
+		}
+	}
+	// No delivery reached pull request 3 yet.
+	refused(1, openHead, RefusedNotDelivered)
+	d := deliveredPR(t, s, "orig", "alice", DeliveryMerge)
+	refused(2, openHead, RefusedBusy) // merging
+	ci := d
+	ci.Phase = DeliveryCI
+	if err := s.SaveDelivery(bg, d, ci, t0); err != nil {
+		t.Fatal(err)
+	}
+	closed := openHead
+	closed.Open = false
+	refused(3, closed, RefusedClosed)
+	moved := openHead
+	moved.HeadSHA = followSHA
+	refused(4, moved, RefusedBaseMoved)
+	none := openHead
+	none.MaxFollowups = 0
+	refused(5, none, RefusedLimit)
+	// Accepted, then busy while it codes; the limit counts follow-ups.
+	one := openHead
+	one.MaxFollowups = 1
+	if res, err := s.SubmitFollowup(bg, followJob("f1", deliverSHA), reviewTrigger(6, "bob"), one, t0); err != nil || res.Job.ID != "f1" {
+		t.Fatalf("first follow-up: %+v %v", res, err)
+	}
+	refused(7, one, RefusedBusy)
+	fd := complete(t, s, "f1", followSHA)
+	ci = fd
+	ci.Phase, ci.PRNumber = DeliveryCI, 3
+	if err := s.SaveDelivery(bg, fd, ci, t0); err != nil {
+		t.Fatal(err)
+	}
+	atFollow := one
+	atFollow.HeadSHA = followSHA
+	refused(8, atFollow, RefusedLimit)
+	// A merged pull request takes none.
+	merged := ci
+	merged.Phase, merged.MergeSHA = DeliveryMerged, followSHA
+	if err := s.SaveDelivery(bg, ci, merged, t0); err != nil {
+		t.Fatal(err)
+	}
+	atFollow.MaxFollowups = 5
+	refused(9, atFollow, RefusedClosed)
+	if n := countRows(t, s, "intake_refusals"); n != 8 {
+		t.Fatalf("%d refusals stored", n)
+	}
+	if n := countRows(t, s, "followups"); n != 1 {
+		t.Fatalf("%d follow-ups", n)
+	}
+
+	// Malformed input writes nothing.
+	for name, c := range map[string]struct {
+		j  NewJob
+		tr Trigger
+		f  Followup
+	}{
+		"label":      {followJob("m", deliverSHA), labelTrigger(50), openHead},
+		"base":       {followJob("m", followSHA), reviewTrigger(51, "bob"), openHead},
+		"no target":  {NewJob{ID: "m", Kind: KindCoding, Task: []byte(`{}`), Pool: "coding", RepositoryID: "repo", BaseSHA: deliverSHA}, reviewTrigger(52, "bob"), openHead},
+		"negative":   {followJob("m", deliverSHA), reviewTrigger(53, "bob"), Followup{Open: true, HeadSHA: deliverSHA, MaxFollowups: -1}},
+		"bad actor":  {followJob("m", deliverSHA), reviewTrigger(54, "b b"), openHead},
+		"bad number": {followJob("m", deliverSHA), Trigger{RepositoryID: "repo", Kind: TriggerComment, EventID: 55, Actor: "bob"}, openHead},
+	} {
+		if _, err := s.SubmitFollowup(bg, c.j, c.tr, c.f, t0); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	if n := countRows(t, s, "intake_refusals"); n != 8 {
+		t.Fatalf("%d refusals after malformed input", n)
+	}
+}
+
+// TestFollowupLimitFiveThenRefusal: six follow-up commands, each after
+// the previous one's delivery reached CI: five jobs, then the refusal.
+func TestFollowupLimitFiveThenRefusal(t *testing.T) {
+	s := mustOpen(t, ":memory:")
+	deliveredPR(t, s, "orig", "alice", DeliveryCI)
+	head := deliverSHA
+	for i := 1; i <= 6; i++ {
+		f := openHead
+		f.HeadSHA = head
+		id := "f" + string(rune('0'+i))
+		res, err := s.SubmitFollowup(bg, followJob(id, head), reviewTrigger(int64(700+i), "bob"), f, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 6 {
+			if res.Refusal != RefusedLimit || res.Job.ID != "" {
+				t.Fatalf("sixth: %+v", res)
+			}
+			break
+		}
+		if res.Job.ID != id || res.Ordinal != i {
+			t.Fatalf("follow-up %d: %+v", i, res)
+		}
+		head = strings.Repeat(string(rune('0'+i)), 40)
+		d := complete(t, s, id, head)
+		ci := d
+		ci.Phase, ci.PRNumber = DeliveryCI, 3
+		if err := s.SaveDelivery(bg, d, ci, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := countRows(t, s, "followups"); n != 5 {
+		t.Fatalf("%d follow-ups", n)
+	}
+}
+
+// TestFollowupMigration: a version 3 database keeps its deliveries and
+// takes follow-ups once migrated.
+func TestFollowupMigration(t *testing.T) {
+	s, path := openFile(t)
+	deliveredPR(t, s, "orig", "alice", DeliveryCI)
+	s.Close()
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range append(undoFollowups, "UPDATE schema_version SET version = 3") {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	raw.Close()
+	s = mustOpen(t, path)
+	d, err := s.Delivery(bg, "orig")
+	if err != nil || d.Phase != DeliveryCI || d.PRNumber != 3 || d.Branch != "forge/job-orig" || d.PushOver != "" {
+		t.Fatalf("delivery after migration %+v %v", d, err)
+	}
+	if res, err := s.SubmitFollowup(bg, followJob("f1", deliverSHA), reviewTrigger(1, "bob"), openHead, t0); err != nil || res.Job.ID != "f1" {
+		t.Fatalf("follow-up after migration: %+v %v", res, err)
+	}
+	review := d
+	review.Phase = DeliveryReview
+	if err := s.SaveDelivery(bg, d, review, t0); !errors.Is(err, ErrStale) {
+		t.Fatalf("superseded delivery saved: %v", err)
+	}
+}
