@@ -244,8 +244,9 @@ func (g *Gate) handleCandidate(w http.ResponseWriter, r *http.Request) {
 	c := source.Candidate{
 		Dir: sa.PreparedPath, Base: sa.BaseSHA, Commit: req.Candidate, Tree: req.Tree,
 		Ref: wire.CandidateRef(req.JobID, req.AttemptID), Author: author,
-		Committer:     wire.CommitterName + " <" + wire.CommitterEmail + ">",
-		UnpackedBytes: g.cfg.CandidateUnpackedBytes,
+		Committer:      wire.CommitterName + " <" + wire.CommitterEmail + ">",
+		UnpackedBytes:  g.cfg.CandidateUnpackedBytes,
+		GitMemoryBytes: g.cfg.CandidateGitMemoryBytes,
 	}
 	// Fencing: the lease is checked again right before anything is
 	// stored, so a candidate of an attempt superseded meanwhile stores

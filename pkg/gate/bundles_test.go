@@ -354,6 +354,14 @@ func TestBundleRefusals(t *testing.T) {
 	}
 	code, body = b.put(testWorkerToken, goodReq, append(b.header(ref, good), bomb...))
 	wantRefused(t, "a delta bomb", code, body, http.StatusUnprocessableEntity, "candidate_refused", source.ReasonBundleUnpacked)
+	// One delta of 1 GiB, within candidate_unpacked_bytes: index-pack
+	// fails at once within candidate_git_memory_bytes.
+	gig, err := os.ReadFile("../gitx/testdata/pack/delta-1g.pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body = b.put(testWorkerToken, goodReq, append(b.header(ref, good), gig...))
+	wantRefused(t, "a 1 GiB delta", code, body, http.StatusUnprocessableEntity, "candidate_refused", source.ReasonBundleMemory)
 	if refs, objects := b.stored(); refs != refs0 || objects != objects0 {
 		t.Fatalf("refused candidates stored something:\nrefs %q -> %q\nobjects %q -> %q", refs0, refs, objects0, objects)
 	}

@@ -57,6 +57,9 @@ type Config struct {
 	// CandidateUnpackedBytes bounds what a candidate's objects add up to
 	// unpacked (0: source.DefaultCandidateUnpackedBytes).
 	CandidateUnpackedBytes int64 `json:"candidate_unpacked_bytes,omitempty"`
+	// CandidateGitMemoryBytes bounds each git an upload runs (0:
+	// source.DefaultCandidateGitMemoryBytes).
+	CandidateGitMemoryBytes int64 `json:"candidate_git_memory_bytes,omitempty"`
 	// WorkerSourceReads bounds one Worker's base bundles in flight (0:
 	// DefaultWorkerSourceReads); its candidate uploads run one at a time.
 	WorkerSourceReads int `json:"worker_source_reads,omitempty"`

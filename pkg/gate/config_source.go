@@ -42,6 +42,9 @@ func (c *Config) validateSources() error {
 	if c.CandidateUnpackedBytes != 0 && (c.CandidateUnpackedBytes < MinCandidateUnpackedBytes || c.CandidateUnpackedBytes > MaxCandidateUnpackedBytes) {
 		return cfgErr("candidate_unpacked_bytes", "must be %d..%d", MinCandidateUnpackedBytes, int64(MaxCandidateUnpackedBytes))
 	}
+	if c.CandidateGitMemoryBytes != 0 && (c.CandidateGitMemoryBytes < MinCandidateGitMemoryBytes || c.CandidateGitMemoryBytes > MaxCandidateGitMemoryBytes) {
+		return cfgErr("candidate_git_memory_bytes", "must be %d..%d", MinCandidateGitMemoryBytes, int64(MaxCandidateGitMemoryBytes))
+	}
 	if c.WorkerSourceReads != 0 && (c.WorkerSourceReads < 1 || c.WorkerSourceReads > MaxWorkerSourceReads) {
 		return cfgErr("worker_source_reads", "must be 1..%d", MaxWorkerSourceReads)
 	}
@@ -93,12 +96,15 @@ const (
 	MaxCandidateBundleBytes = 16 << 30
 )
 
-// Bounds of candidate_unpacked_bytes and worker_source_reads.
+// Bounds of candidate_unpacked_bytes, candidate_git_memory_bytes and
+// worker_source_reads.
 const (
-	MinCandidateUnpackedBytes = 1 << 20
-	MaxCandidateUnpackedBytes = 64 << 30
-	DefaultWorkerSourceReads  = 2
-	MaxWorkerSourceReads      = 64
+	MinCandidateUnpackedBytes  = 1 << 20
+	MaxCandidateUnpackedBytes  = 64 << 30
+	MinCandidateGitMemoryBytes = 64 << 20
+	MaxCandidateGitMemoryBytes = 64 << 30
+	DefaultWorkerSourceReads   = 2
+	MaxWorkerSourceReads       = 64
 )
 
 // Bounds of candidate_ref_ttl and repack_packs.

@@ -50,9 +50,9 @@ func TestConfigPublicSource(t *testing.T) {
 		t.Fatalf("maintenance defaults: %v %d", c.candidateRefTTL(), c.repackPacks())
 	}
 	c, _, err = LoadConfig(bytes.NewReader(publicConfig(t, func(m map[string]any) {
-		m["candidate_ref_ttl"], m["repack_packs"] = "48h", 7
+		m["candidate_ref_ttl"], m["repack_packs"], m["candidate_git_memory_bytes"] = "48h", 7, 64<<20
 	})), testEnv(defaultEnv()))
-	if err != nil || c.candidateRefTTL() != 48*time.Hour || c.repackPacks() != 7 {
+	if err != nil || c.candidateRefTTL() != 48*time.Hour || c.repackPacks() != 7 || c.CandidateGitMemoryBytes != 64<<20 {
 		t.Fatalf("maintenance settings: %v", err)
 	}
 }
@@ -109,6 +109,8 @@ func TestConfigPublicSourceRejects(t *testing.T) {
 		{"ref ttl negative", "candidate_ref_ttl", set("candidate_ref_ttl", "-1h")},
 		{"repack packs negative", "repack_packs", set("repack_packs", -1)},
 		{"repack packs too many", "repack_packs", set("repack_packs", 10001)},
+		{"git memory too small", "candidate_git_memory_bytes", set("candidate_git_memory_bytes", 64<<20-1)},
+		{"git memory too large", "candidate_git_memory_bytes", set("candidate_git_memory_bytes", int64(64<<30+1))},
 		{"git unclean", "git_executable", set("git_executable",
 			filepath.Dir(git)+"/../"+filepath.Base(filepath.Dir(git))+"/git")},
 	}

@@ -37,6 +37,12 @@
 // protocol.file.allow=always instead, and nothing else. ReadBundleHeader
 // parses such a file's header strictly before git ever sees it.
 //
+// A Runner with MemoryBytes (the Gate's git on a candidate a Worker sent)
+// starts each git through /bin/sh, which sets RLIMIT_DATA with ulimit -d
+// and then executes git in its place: the bound holds from git's first
+// instruction, whatever git reads first. A git past it dies as on any
+// refused allocation ("Out of memory"), which OutOfMemory recognises.
+//
 // Errors are *Error values holding only the fixed subcommand name, a
 // fixed reason and the exit code: never argv values, paths, environment
 // values or git's output.

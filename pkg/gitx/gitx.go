@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,7 +70,23 @@ type Runner struct {
 	// that git and its helpers stop even when the caller dies by SIGKILL
 	// (supervise.ReaperPool; the calling binary dispatches ReaperArg).
 	Reaper *supervise.ReaperPool
+	// MemoryBytes, when positive, bounds each command's data (RLIMIT_DATA,
+	// soft and hard: its heap and private writable mappings, not the packs
+	// it maps read-only). git past it fails as when any allocation is
+	// refused (OutOfMemory reports it). /bin/sh sets the limit and then
+	// executes git in its place, so the limit holds from git's first
+	// instruction.
+	MemoryBytes int64
 }
+
+// memoryScript is what /bin/sh runs for a Runner with MemoryBytes: $1 is
+// the limit in KiB, the rest git's argv. A limit it cannot set exits
+// limitFailed before git starts.
+const memoryScript = `ulimit -d "$1" 2>/dev/null || exit 125; shift; exec "$@"`
+
+// limitFailed is the exit status of memoryScript when ulimit fails (git
+// itself never exits 125).
+const limitFailed = 125
 
 // Find returns the absolute path of the git executable on the given PATH
 // value.
@@ -98,9 +115,10 @@ type Error struct {
 	Transport string
 
 	// output is the start of what the failed command wrote (stdout, then
-	// the privately kept stderr). It never reaches Error(); callers may
-	// only ask whether it contains a fixed phrase.
+	// the privately kept stderr from errAt on). It never reaches Error();
+	// callers may only ask whether it contains a fixed phrase.
 	output []byte
+	errAt  int
 }
 
 // OutputContains reports whether the failed command's output (the start
@@ -108,6 +126,18 @@ type Error struct {
 // refusal (a remote's fixed rejection text) without ever seeing the output.
 func (e *Error) OutputContains(phrase string) bool {
 	return phrase != "" && bytes.Contains(e.output, []byte(phrase))
+}
+
+// OutOfMemory reports whether err is a git command that ran and died
+// because an allocation was refused (git's "Out of memory" on stderr, as a
+// Runner's MemoryBytes makes it when a command needs more).
+func OutOfMemory(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || e.Reason != "exit status" {
+		return false
+	}
+	stderr := e.output[e.errAt:]
+	return bytes.Contains(stderr, []byte("Out of memory")) || bytes.Contains(stderr, []byte("out of memory"))
 }
 
 // What a failed HTTPS command met at the remote (Error.Transport).
@@ -345,9 +375,13 @@ func (r *Runner) command(c Cmd, limit int64) (string, supervise.Command, error) 
 	if grace <= 0 {
 		grace = DefaultKillGrace
 	}
+	path, args := r.Git, r.Argv(c)
+	if r.MemoryBytes > 0 {
+		path, args = "/bin/sh", append([]string{"-c", memoryScript, "git", strconv.FormatInt(max(r.MemoryBytes>>10, 1), 10), r.Git}, args...)
+	}
 	return op, supervise.Command{
-		Path:        r.Git,
-		Args:        r.Argv(c),
+		Path:        path,
+		Args:        args,
 		Env:         append(r.Env(), c.Env...),
 		Dir:         dir,
 		OutputLimit: limit,
@@ -375,8 +409,12 @@ func (r *Runner) outcome(op string, c Cmd, res supervise.Result, err error) erro
 		if res.Exit.Signal != 0 {
 			return &Error{Op: op, Reason: "killed by signal"}
 		}
-		out := append(append([]byte(nil), res.Stdout[:min(len(res.Stdout), 4096)]...), res.Stderr...)
-		e := &Error{Op: op, Reason: "exit status", Code: res.Exit.Code, output: out}
+		if r.MemoryBytes > 0 && res.Exit.Code == limitFailed {
+			return &Error{Op: op, Reason: "memory limit not set"}
+		}
+		stdout := res.Stdout[:min(len(res.Stdout), 4096)]
+		out := append(append([]byte(nil), stdout...), res.Stderr...)
+		e := &Error{Op: op, Reason: "exit status", Code: res.Exit.Code, output: out, errAt: len(stdout)}
 		if c.HTTPS {
 			e.Transport = classifyTransport(res.Stderr)
 		}

@@ -52,6 +52,7 @@ const (
 	ReasonBundleUnpacked      = "unpacked_too_large"   // the pack's objects, unpacked, past the bounds (candidate.go)
 	ReasonBundleFsck          = "fsck_failed"          // an object git's strict fsck refuses (a .git entry, a hostile .gitmodules)
 	ReasonBundleObjects       = "wrong_objects"        // the pack's objects are not exactly the candidate's beyond the base
+	ReasonBundleMemory        = "memory_exceeded"      // a git checking it needed more than its memory bound (candidate.go)
 	ReasonNothingToSend       = "nothing_to_send"      // the base is within what the Worker has
 )
 
@@ -193,8 +194,12 @@ func commitsIn(ctx context.Context, g *gitx.Runner, repo string, shas []string) 
 }
 
 // refusedOr maps a git command that exited non-zero to a refusal with
-// reason, anything else (a timeout, a local failure) to an *Error.
+// reason (memory_exceeded when it ran out of its memory bound), anything
+// else (a timeout, a local failure) to an *Error.
 func refusedOr(err error, reason string) error {
+	if gitx.OutOfMemory(err) {
+		return &BundleError{Reason: ReasonBundleMemory}
+	}
 	if _, exited := gitx.ExitCode(err); exited {
 		return &BundleError{Reason: reason}
 	}

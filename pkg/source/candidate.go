@@ -35,6 +35,9 @@ const (
 	// indexCacheBytes is git's delta base cache while it indexes a
 	// candidate (core.deltaBaseCacheLimit).
 	indexCacheBytes = 64 << 20
+	// DefaultCandidateGitMemoryBytes bounds the memory of each git a
+	// candidate's upload runs, unless the Candidate says otherwise.
+	DefaultCandidateGitMemoryBytes = 512 << 20
 )
 
 // Candidate is what a candidate bundle must carry, exactly.
@@ -49,6 +52,9 @@ type Candidate struct {
 	// UnpackedBytes bounds the sum of the pack's object sizes
 	// (0: DefaultCandidateUnpackedBytes); one object is bounded by it too.
 	UnpackedBytes int64
+	// GitMemoryBytes bounds each git the upload runs (gitx.Runner's
+	// MemoryBytes; 0: DefaultCandidateGitMemoryBytes).
+	GitMemoryBytes int64
 }
 
 // StoreCandidate checks the bundle at path against c and, when every
@@ -74,6 +80,10 @@ type Candidate struct {
 //     taken from elsewhere in the repository (another job's candidate);
 //   - fenced returns nil.
 //
+// Every git of the upload runs within c.GitMemoryBytes: one that needs
+// more (say, to resolve a delta that declares 1 GiB, within the scan's
+// bounds) fails at once and the candidate is refused (memory_exceeded).
+//
 // Then git pack-objects writes those objects, and only those, into a new
 // pack moved into c.Dir (kept from repacks until then), and c.Ref is
 // created. A refusal is a
@@ -91,6 +101,10 @@ func (p *Preparer) StoreCandidate(ctx context.Context, r Repository, c Candidate
 	unlock := p.lockAttempt(c.Dir + "\x00" + c.Ref)
 	defer unlock()
 	g := p.runner(r)
+	g.MemoryBytes = c.GitMemoryBytes
+	if g.MemoryBytes <= 0 {
+		g.MemoryBytes = DefaultCandidateGitMemoryBytes
+	}
 	switch now, err := refAt(ctx, g, c.Dir, c.Ref); {
 	case err != nil:
 		return err
@@ -131,7 +145,7 @@ func (p *Preparer) StoreCandidate(ctx context.Context, r Repository, c Candidate
 	}
 	raw, err := g.Run(ctx, gitx.Cmd{GitDir: repo, Args: []string{"cat-file", "commit", c.Commit}})
 	if err != nil {
-		return gitError(PhaseBundle, err)
+		return candidateGitError(err)
 	}
 	if err := checkCommitHeaders(raw, c); err != nil {
 		return err
@@ -159,7 +173,7 @@ func (p *Preparer) StoreCandidate(ctx context.Context, r Repository, c Candidate
 		"pack-objects", "-q", "--window=0", "--depth=" + strconv.Itoa(maxCandidateDepth), "--delta-base-offset",
 		filepath.Join(outDir, "pack")}})
 	if err != nil {
-		return gitError(PhaseBundle, err)
+		return candidateGitError(err)
 	}
 	if !validHex(name) {
 		return &Error{Phase: PhaseBundle, Reason: ReasonGitFailed, Retryable: true}
@@ -241,14 +255,25 @@ func indexConfig() []string {
 	return []string{"-c", "pack.threads=1", "-c", "core.deltaBaseCacheLimit=" + strconv.Itoa(indexCacheBytes)}
 }
 
-// indexRefusal maps a failed index-pack of a received pack: its fsck's
-// refusal, another refusal of the pack, or a local failure.
+// indexRefusal maps a failed index-pack of a received pack: its memory
+// bound's or its fsck's refusal, another refusal of the pack, or a local
+// failure.
 func indexRefusal(err error) error {
 	var ge *gitx.Error
-	if _, exited := gitx.ExitCode(err); exited && errors.As(err, &ge) && ge.OutputContains("fsck error") {
+	if _, exited := gitx.ExitCode(err); exited && !gitx.OutOfMemory(err) && errors.As(err, &ge) && ge.OutputContains("fsck error") {
 		return &BundleError{Reason: ReasonBundleFsck}
 	}
 	return refusedOr(err, ReasonBundleMalformed)
+}
+
+// candidateGitError maps a failed git of an upload that reads only what
+// earlier checks accepted: past its memory bound, a refusal; anything
+// else, a local failure.
+func candidateGitError(err error) error {
+	if gitx.OutOfMemory(err) {
+		return &BundleError{Reason: ReasonBundleMemory}
+	}
+	return gitError(PhaseBundle, err)
 }
 
 // checkThinBases requires every base a reference delta names to be an
@@ -260,7 +285,7 @@ func checkThinBases(ctx context.Context, g *gitx.Runner, repo, base string, refs
 	}
 	out, err := g.Run(ctx, gitx.Cmd{GitDir: repo, Args: []string{"rev-list", "--objects", "--no-object-names", "--no-walk", base}})
 	if err != nil {
-		return gitError(PhaseBundle, err)
+		return candidateGitError(err)
 	}
 	in := map[string]bool{}
 	for _, sha := range strings.Fields(string(out)) {
