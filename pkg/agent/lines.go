@@ -2,7 +2,10 @@ package agent
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"io"
+	"unicode/utf8"
 )
 
 // DefaultMaxLineBytes bounds one event line (without its LF).
@@ -42,4 +45,31 @@ func readLines(r io.Reader, max int, tail *Tail, observe func(line []byte) bool)
 		}
 		line = line[:0]
 	}
+}
+
+// EventObject reports whether line is one event as an adapter may read it:
+// valid UTF-8 holding one JSON object with unique top-level keys
+// (encoding/json would silently keep the last of two).
+func EventObject(line []byte) bool {
+	if !utf8.Valid(line) || !json.Valid(line) {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok || seen[key] {
+			return false
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return false
+		}
+	}
+	return true
 }

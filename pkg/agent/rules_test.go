@@ -121,3 +121,21 @@ func TestReadLinesRecordsRawBeforeParse(t *testing.T) {
 		t.Fatalf("stop not honoured: %d lines", n)
 	}
 }
+
+func TestEventObject(t *testing.T) {
+	for line, want := range map[string]bool{
+		`{"type":"init","n":1,"ok":true}`: true,
+		`{}`:                              true,
+		`{"type":"a","type":"b"}`:         false,
+		`{"a":{"x":1,"x":2}}`:             true, // only the top level is read by key
+		`[{"type":"a"}]`:                  false,
+		`"type"`:                          false,
+		`{"type":"a"} {}`:                 false,
+		"{\"type\":\"\xff\"}":             false,
+		`{"type":`:                        false,
+	} {
+		if got := EventObject([]byte(line)); got != want {
+			t.Errorf("%q: %v", line, got)
+		}
+	}
+}

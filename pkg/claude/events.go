@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"unicode/utf8"
 
 	"github.com/0k-lab/agent-forge/pkg/agent"
 )
@@ -99,7 +98,7 @@ type userMessage struct {
 // error is authentication_failed or whose status is 401 or 403 is a
 // refusal of the credentials.
 func Classify(line []byte) (agent.Event, error) {
-	if len(line) > MaxEventBytes || !utf8.Valid(line) || !json.Valid(line) || !uniqueTopKeys(line) {
+	if len(line) > MaxEventBytes || !agent.EventObject(line) {
 		return agent.Event{}, errMalformedEvent
 	}
 	var h header
@@ -187,27 +186,4 @@ func toolErrors(line []byte) int {
 		}
 	}
 	return n
-}
-
-// uniqueTopKeys reports whether a valid JSON object has no repeated
-// top-level key (encoding/json would silently keep the last).
-func uniqueTopKeys(line []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return false
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		key, ok := tok.(string)
-		if err != nil || !ok || seen[key] {
-			return false
-		}
-		seen[key] = true
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
-			return false
-		}
-	}
-	return true
 }
