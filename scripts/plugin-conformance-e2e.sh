@@ -85,6 +85,17 @@ cp "$root/testdata/fake-claude/claude" "$work/fake-claude"
 chmod 0755 "$work/fake-claude"
 CLAUDE_BIN="$work/fake-claude" FORGE_GATEWAY_PROVIDERS=anthropic=anthropic-messages run_suite "Claude plugin (workspace_edit)" \
   "${gateway_env[@]}" -operation workspace_edit "$work/forge-claude-plugin"
+
+# --- Gemini CLI workspace plugin ----------------------------------------------
+# forge-gemini-plugin runs the deterministic fake Gemini CLI
+# (testdata/fake-gemini-cli, the headless flags the plugin uses), with the
+# gateway's variables as above (GEMINI_BIN passed by name). scripts/gemini-e2e.sh runs the same suite
+# against the real Gemini CLI.
+go build -o "$work/forge-gemini-plugin" ./cmd/forge-gemini-plugin
+cp "$root/testdata/fake-gemini-cli/gemini" "$work/fake-gemini"
+chmod 0755 "$work/fake-gemini"
+GEMINI_BIN="$work/fake-gemini" FORGE_GATEWAY_PROVIDERS=gemini=gemini-generate-content run_suite "Gemini plugin (workspace_edit)" \
+  "${gateway_env[@]}" -env GEMINI_BIN -operation workspace_edit "$work/forge-gemini-plugin"
 # ------------------------------------------------------------------------------
 
 echo "PLUGIN-CONFORMANCE PASS"

@@ -13,6 +13,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/agenttest"
 	"github.com/0k-lab/agent-forge/pkg/claude"
 	"github.com/0k-lab/agent-forge/pkg/codex"
+	"github.com/0k-lab/agent-forge/pkg/gemini"
 	"github.com/0k-lab/agent-forge/pkg/plugin"
 )
 
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) {
 
 // contractOffer is the Worker's providers in the contract: one of each
 // kind the adapters speak.
-const contractOffer = "anthropic=anthropic-messages,openai=openai-responses"
+const contractOffer = "anthropic=anthropic-messages,gemini=gemini-generate-content,openai=openai-responses"
 
 // implementation is one adapter under the contract, with its fake CLI's
 // name for each behaviour.
@@ -53,6 +54,16 @@ func implementations() []implementation {
 			build: func(t *testing.T, mode, pidFile string) agentplugin.Adapter {
 				return claude.Adapter{Config: claude.Config{Bin: agenttest.FakeClaude(t), Reaper: agenttest.Reapers(t), TempDir: t.TempDir(),
 					Env: append(agenttest.GatewayEnv(contractOffer), "PATH=/usr/bin:/bin", "FAKE_CLAUDE_MODE="+mode, "FAKE_CLAUDE_PID_FILE="+pidFile)}}
+			},
+		},
+		{
+			name: "gemini",
+			modes: map[string]string{"complete": "success", "no-completion": "no-result", "unknown": "unknown-event",
+				"late": "late-event", "malformed": "malformed", "provider-failure": "result-error",
+				"refused": "auth-refused", "hang": "hang", "diagnostic": "tool-error"},
+			build: func(t *testing.T, mode, pidFile string) agentplugin.Adapter {
+				return gemini.Adapter{Config: gemini.Config{Bin: agenttest.Program(t, "fake-gemini-cli/gemini"), Reaper: agenttest.Reapers(t), TempDir: t.TempDir(),
+					Env: append(agenttest.GatewayEnv(contractOffer), "PATH=/usr/bin:/bin", "FAKE_GEMINI_MODE="+mode, "FAKE_GEMINI_PID_FILE="+pidFile)}}
 			},
 		},
 	}

@@ -1,7 +1,7 @@
 // Package agentplugin is the protocol v1 workspace_edit plugin over one
-// agent adapter: the part of forge-codex-plugin and forge-claude-plugin
-// that is not about their agent. It parses the command line (-profile
-// FILE, --version), loads the operator profile through the adapter,
+// agent adapter: the part of forge-codex-plugin, forge-claude-plugin and
+// forge-gemini-plugin that is not about their agent. It parses the command
+// line (-profile FILE, --version), loads the operator profile through the adapter,
 // serves one session (pkg/plugin/serve with progress), runs the adapter
 // for the execute, maps a failed run to its protocol category, waits for
 // a still-stopping agent before the process exits, and writes only fixed,
@@ -36,8 +36,8 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
-// Adapter is one agent behind the plugin: forge-codex-plugin's Codex and
-// forge-claude-plugin's Claude Code.
+// Adapter is one agent behind the plugin: forge-codex-plugin's Codex,
+// forge-claude-plugin's Claude Code, forge-gemini-plugin's Gemini CLI.
 type Adapter interface {
 	// Capabilities are the adapter's declared semantics; the plugin
 	// selects protocol capabilities from them.

@@ -51,6 +51,7 @@ var ranks = map[string]int{
 	"pkg/agent":              tierDomain + 1,
 	"pkg/codex":              tierDomain + 2,
 	"pkg/claude":             tierDomain + 2,
+	"pkg/gemini":             tierDomain + 2,
 	"pkg/agentplugin":        tierDomain + 2,
 	"pkg/source":             tierDomain + 1,
 	"pkg/wire":               tierDomain + 2,

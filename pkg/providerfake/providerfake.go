@@ -1,6 +1,7 @@
 // Package providerfake is the plumbing the local stand-ins for model
 // provider APIs share (testdata/fake-anthropic for the Anthropic Messages
-// API, testdata/fake-responses for the OpenAI Responses API), used only by
+// API, testdata/fake-responses for the OpenAI Responses API,
+// testdata/fake-gemini for the Gemini API), used only by
 // the e2e scripts that run the real agent CLIs offline. Each fake keeps its
 // own protocol: the request it reads, the events it streams and its modes.
 //
@@ -176,6 +177,13 @@ func (s *Stream) Event(typ string, fields map[string]any) {
 	fields["type"] = typ
 	b, _ := json.Marshal(fields)
 	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", typ, b)
+}
+
+// Data writes one unnamed event whose data is v as JSON (the Gemini
+// API's server-sent events carry no event name).
+func (s *Stream) Data(v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(s.w, "data: %s\r\n\r\n", b)
 }
 
 // Flush sends what was written so far.

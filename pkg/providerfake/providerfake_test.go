@@ -141,3 +141,14 @@ func TestRunServesTLSAndPlainOnOnePort(t *testing.T) {
 		t.Errorf("plain, with a credential: %+v", o)
 	}
 }
+
+// Data writes an unnamed event (the Gemini API's shape): data only.
+func TestStreamData(t *testing.T) {
+	rec := httptest.NewRecorder()
+	s := StartStream(rec)
+	s.Data(map[string]any{"candidates": []any{}})
+	s.Flush()
+	if got, want := rec.Body.String(), "data: {\"candidates\":[]}\r\n\r\n"; got != want {
+		t.Fatalf("body %q, want %q", got, want)
+	}
+}
