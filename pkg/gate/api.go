@@ -247,7 +247,10 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	} else {
 		nj.Pool, nj.Policy, plugin = g.cfg.DefaultPool, g.textPolicy, g.cfg.DefaultExecution.PluginID
 	}
-	l := g.reserveFor(nj.Pool, plugin, nj.RepositoryID)
+	var l *lane
+	if g.leasing() {
+		l = g.reserveFor(nj.Pool, plugin, nj.RepositoryID)
+	}
 	if l == nil {
 		// No fitting lane is idle: store the job, then wake (a lane may
 		// have become idle meanwhile; lanes that are asking ask again now
@@ -268,6 +271,7 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	// committed lease unsent (the lane would sit out the lease TTL).
 	job, ls, leaseErr, err := g.st.SubmitAndLease(g.ctx, nj, l.leaseRequest(), g.now())
 	if err != nil {
+		g.giveBack(l, ls, err)
 		if g.afterLease(l, nil, nil) {
 			g.startLeasing(l)
 		}

@@ -132,8 +132,8 @@ func (g *Gate) deliveryLoop() {
 		case <-g.failed:
 			return
 		case <-t.C:
-			if g.isFull() {
-				continue // picked up once the Gate leaves storage_full
+			if g.isFull() || g.replicaDown.Load() {
+				continue // picked up once the Gate leaves storage_full or the replica confirms writes again
 			}
 			if err := g.resumeDeliveries(); err != nil && g.ctx.Err() == nil {
 				if g.storageFull(err) || g.unreplicated(err) {

@@ -100,9 +100,10 @@ func (g *Gate) reserveFor(pool, plugin, repo string) *lane {
 func (g *Gate) leaseLoop(l *lane) {
 	defer g.wg.Done()
 	for {
-		if g.isFull() {
-			// storage_full: nothing new is leased; leaving the mode wakes
-			// every idle lane.
+		if !g.leasing() {
+			// storage_full, or a replica that does not confirm writes:
+			// nothing new is leased; leaving either wakes every idle
+			// lane.
 			g.lanes.mu.Lock()
 			l.leaseFailed()
 			g.lanes.mu.Unlock()
@@ -134,6 +135,7 @@ func (g *Gate) afterLease(l *lane, ls *store.Lease, err error) (again bool) {
 	}
 	g.lanes.mu.Unlock()
 	if err != nil {
+		g.giveBack(l, ls, err)
 		g.storeFailed(err)
 		return false
 	}

@@ -59,8 +59,11 @@ type Gate struct {
 	// unreplicatedLog is when the last unconfirmed write was logged
 	// (Unix nanoseconds).
 	unreplicatedLog atomic.Int64
-	lanes           registry
-	act             *activity.Store // live activity of current leases, memory only (activity.go)
+	// replicaDown: a write Litestream did not confirm since the last
+	// successful test write (replication.go).
+	replicaDown atomic.Bool
+	lanes       registry
+	act         *activity.Store // live activity of current leases, memory only (activity.go)
 	// delivery drives automatic deliveries (deliver.go); nil without them.
 	delivery *delivery.Runner
 	due      chan time.Time // earlier wake-up requests for the sweeper
@@ -177,8 +180,8 @@ func (g *Gate) fail(err error) {
 // of space enters storage_full (storage.go); anything else, unless the
 // Gate is already stopping (a closed store, a cancelled context), stops
 // the Gate. Every caller then answers "unavailable" (storage_full on the
-// owner API), and closes a Worker connection unless the Gate is only
-// full (fullErr).
+// owner API), and closes a Worker connection unless the Gate survives
+// the failure (keepsLane).
 func (g *Gate) storeFailed(err error) bool {
 	if !storeFailure(err) {
 		return false
@@ -196,30 +199,18 @@ func (g *Gate) storeFailed(err error) bool {
 	return true
 }
 
-// unreplicatedLogEvery spaces the warnings about writes Litestream did not
-// confirm.
-const unreplicatedLogEvery = 10 * time.Second
-
-// unreplicated reports whether err is a write Litestream did not confirm
-// (sync replication): the write is answered unavailable and retried by
-// its client, and the Gate goes on (warning at most every
-// unreplicatedLogEvery).
-func (g *Gate) unreplicated(err error) bool {
-	if !errors.Is(err, store.ErrUnreplicated) {
-		return false
-	}
-	now := time.Now().UnixNano()
-	if last := g.unreplicatedLog.Load(); now-last >= int64(unreplicatedLogEvery) && g.unreplicatedLog.CompareAndSwap(last, now) {
-		// The reason is the store's fixed text (a route, a status code).
-		g.log.Warn("the replica did not confirm a write: writes answered unavailable until Litestream does", "reason", err.Error())
-	}
-	return true
-}
-
 // fullErr reports whether err is a storage failure the Gate survives in
 // storage_full (storeFailed entered the mode for it).
 func (g *Gate) fullErr(err error) bool {
 	return g.isFull() && (errors.Is(err, store.ErrFull) || errors.Is(err, store.ErrStorageIO))
+}
+
+// keepsLane reports whether a Worker connection whose request failed with
+// err stays open: the Gate survives the failure (storage_full, or a write
+// Litestream did not confirm), so the lane and the attempt it runs go on
+// and the Worker sends the request again later.
+func (g *Gate) keepsLane(err error) bool {
+	return g.fullErr(err) || errors.Is(err, store.ErrUnreplicated)
 }
 
 // storeFailure reports whether err is an unexpected store error (not a
@@ -351,6 +342,10 @@ func (g *Gate) Serve(ctx context.Context, ln net.Listener) error {
 		go g.deliveryLoop()
 		g.wg.Add(1)
 		go g.maintenanceLoop()
+		if g.cfg.Replication == store.ReplicationSync {
+			g.wg.Add(1)
+			go g.replicaLoop()
+		}
 		select {
 		case <-ctx.Done():
 		case <-g.failed:
@@ -428,9 +423,10 @@ func (g *Gate) sweeper() {
 			g.wakeSome(pollWakeLanes)
 		case <-timer.C:
 			now := g.now()
-			if g.storage.hard.Load() || g.storage.deferred.Load() {
-				// Writes fail for lack of space: no expiry while
-				// heartbeats cannot be stored (storage.go).
+			if g.storage.hard.Load() || g.storage.deferred.Load() || g.replicaDown.Load() {
+				// Writes fail for lack of space, or the replica does not
+				// confirm them: no expiry while heartbeats cannot be
+				// stored or acknowledged (storage.go, replication.go).
 				next, dueWake = now.Add(every), false
 				timer.Reset(every)
 				continue

@@ -491,7 +491,7 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 			if !ok {
 				g.storeFailed(err)
 			}
-			return sent && (ok || g.fullErr(err))
+			return sent && (ok || g.keepsLane(err))
 		}
 		if !stored {
 			return g.refuseResult(l, seq, kind, wire.RejectInvalid)
@@ -542,18 +542,19 @@ func (g *Gate) recordAndLease(l *lane, seq uint64, f store.Fence, out store.Outc
 	var c store.Completion
 	var next *store.Lease
 	var err error
-	if g.isFull() {
-		c, err = g.st.Complete(g.ctx, f, out, now) // storage_full: nothing new is leased
+	if !g.leasing() {
+		c, err = g.st.Complete(g.ctx, f, out, now) // storage_full or no replica: nothing new is leased
 	} else {
 		c, next, err = g.st.CompleteAndLease(g.ctx, f, out, l.leaseRequest(), now)
 	}
 	if err != nil {
+		g.giveBack(l, next, err)
 		code, ok := rejectCode(err)
 		sent := g.refuseResult(l, seq, resultAndLease, code)
 		if !ok {
 			g.storeFailed(err)
 		}
-		return sent && (ok || g.fullErr(err))
+		return sent && (ok || g.keepsLane(err))
 	}
 	g.act.End(f.AttemptID)
 	if c.JobStatus == store.JobRetryWait {
@@ -697,14 +698,15 @@ func (l *lane) encodeLease(ls *store.Lease) ([]byte, error) {
 
 // rejectStoreErr answers a request the store refused or failed
 // (rejectCode); it reports whether the connection stays open. After the
-// answer, a store failure stops the Gate.
+// answer, a store failure stops the Gate unless it survives it
+// (keepsLane).
 func (g *Gate) rejectStoreErr(err error, reply func(bool, *wire.Ack, wire.RejectCode) bool) bool {
 	code, ok := rejectCode(err)
 	sent := reply(false, nil, code)
 	if !ok {
 		g.storeFailed(err)
 	}
-	return sent && (ok || g.fullErr(err))
+	return sent && (ok || g.keepsLane(err))
 }
 
 // rejectCode maps a store rejection to a wire reject code (ok). Any other

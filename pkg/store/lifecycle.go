@@ -86,6 +86,9 @@ func (s *Store) SubmitAndLease(ctx context.Context, j NewJob, next LeaseRequest,
 		}
 		return lerr
 	})
+	if errors.Is(err, ErrUnreplicated) {
+		return Job{}, l, nil, err // the granted lease, to give back (see Lease)
+	}
 	if err != nil {
 		return Job{}, nil, nil, err
 	}
@@ -246,7 +249,11 @@ func (r LeaseRequest) valid() bool {
 // holds no leased attempt, creates the attempt (new random 32-hex id,
 // ordinal = previous + 1, deadline = now + the job's lease TTL, the job's
 // policy reference: the identical stored bytes), marks the job leased and records a "leased"
-// event. It returns (nil, nil) when nothing is eligible.
+// event. It returns (nil, nil) when nothing is eligible. With
+// ErrUnreplicated (sync replication: committed here, not confirmed by the
+// replica) it returns the lease it granted too, so the caller can give it
+// back (Release) instead of leaving the lane holding it until it expires;
+// SubmitAndLease and CompleteAndLease do the same.
 func (s *Store) Lease(ctx context.Context, lane, generation, pool string, plugins, repositories []string, now time.Time) (*Lease, error) {
 	req := LeaseRequest{Lane: lane, Generation: generation, Pool: pool, Plugins: plugins, Repositories: repositories}
 	if !req.valid() {
@@ -258,6 +265,9 @@ func (s *Store) Lease(ctx context.Context, lane, generation, pool string, plugin
 		out, err = t.lease(req, us)
 		return err
 	})
+	if errors.Is(err, ErrUnreplicated) {
+		return out, err
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -629,6 +639,9 @@ func (s *Store) CompleteAndLease(ctx context.Context, f Fence, o Outcome, next L
 		l, err = t.grant(next, us)
 		return err
 	})
+	if errors.Is(err, ErrUnreplicated) {
+		return Completion{}, l, err // the granted lease, to give back (see Lease)
+	}
 	if err != nil {
 		return Completion{}, nil, err
 	}

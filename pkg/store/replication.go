@@ -62,6 +62,14 @@ func isAbs(p string) bool { return len(p) > 0 && p[0] == '/' }
 // sync once for everything queued since its last request, so the writer
 // goes on committing while a sync is in flight and one sync covers
 // several commits.
+//
+// A sync that still fails after retryFor puts it "down" for the rest of
+// the outage: from then on a write is answered ErrUnreplicated at once,
+// without waiting for a sync, while the goroutine asks Litestream again
+// every syncRetry until a sync succeeds. Without that each write of an
+// outage waited out a retry window of its own behind the one in flight,
+// so a client sending one request after another (a Worker's lane, whose
+// heartbeats the Gate answers in order) waited longer for each answer.
 type syncedAnswers struct {
 	sync func() error // one Litestream sync -wait
 	// retryFor is how long a failed sync is retried (every syncRetry)
@@ -73,9 +81,13 @@ type syncedAnswers struct {
 	committed int64 // the writer's commits so far
 	synced    int64 // commits a confirmed sync covers
 	queue     []heldBatch
-	kick      chan struct{}
-	quit      chan struct{}
-	done      chan struct{}
+	// down: the last sync failed past retryFor (downErr is why); writes
+	// are answered ErrUnreplicated at once until a sync succeeds.
+	down    bool
+	downErr error
+	kick    chan struct{}
+	quit    chan struct{}
+	done    chan struct{}
 }
 
 // heldBatch is a batch's answers waiting for a sync covering commit seq.
@@ -103,14 +115,22 @@ func (a *syncedAnswers) commit() {
 }
 
 // reply answers batch now if every commit so far is confirmed (its
-// successes then rest on replicated state only), else holds it for the
-// next sync. A batch that committed nothing can still answer a success
-// that depends on an unconfirmed commit (a result replayed before the
-// first one's sync returned), so it waits too.
+// successes then rest on replicated state only), or at once with
+// ErrUnreplicated for its writes while the replica is down; else it holds
+// it for the next sync. A batch that committed nothing can still answer a
+// success that depends on an unconfirmed commit (a result replayed before
+// the first one's sync returned), so it waits too.
 func (a *syncedAnswers) reply(batch []*op, results []error) {
 	a.mu.Lock()
 	if a.synced >= a.committed || !anySuccess(results) {
 		a.mu.Unlock()
+		answer(batch, results)
+		return
+	}
+	if a.down {
+		err := a.downErr
+		a.mu.Unlock()
+		unreplicated(batch, results, err)
 		answer(batch, results)
 		return
 	}
@@ -119,6 +139,16 @@ func (a *syncedAnswers) reply(batch []*op, results []error) {
 	select {
 	case a.kick <- struct{}{}:
 	default:
+	}
+}
+
+// unreplicated turns the successes of a batch's writes into
+// ErrUnreplicated (cause: the failed sync); reads keep theirs.
+func unreplicated(ops []*op, results []error, cause error) {
+	for i, o := range ops {
+		if results[i] == nil && !o.read {
+			results[i] = fmt.Errorf("%w: %w", ErrUnreplicated, cause)
+		}
 	}
 }
 
@@ -134,9 +164,17 @@ func anySuccess(results []error) bool {
 func (a *syncedAnswers) loop() {
 	defer close(a.done)
 	for {
+		var probe <-chan time.Time
+		a.mu.Lock()
+		if a.down {
+			probe = time.After(syncRetry)
+		}
+		a.mu.Unlock()
 		select {
 		case <-a.kick:
 			a.flush()
+		case <-probe:
+			a.probe()
 		case <-a.quit:
 			// The writer has stopped: whatever it queued gets one more
 			// sync, so a clean shutdown acknowledges what it can.
@@ -147,8 +185,9 @@ func (a *syncedAnswers) loop() {
 }
 
 // flush takes everything queued, syncs once (the sync starts after the
-// newest queued commit, so it covers them all) and answers: a write whose
-// sync failed answers ErrUnreplicated.
+// newest queued commit, so it covers them all), retrying for retryFor,
+// and answers. When the sync failed the replica is down: the held writes,
+// and those queued meanwhile, answer ErrUnreplicated.
 func (a *syncedAnswers) flush() {
 	a.mu.Lock()
 	held := a.queue
@@ -169,21 +208,38 @@ func (a *syncedAnswers) flush() {
 		}
 		err = a.sync()
 	}
+	a.mu.Lock()
 	if err == nil {
-		a.mu.Lock()
 		a.synced = max(a.synced, target)
-		a.mu.Unlock()
+	} else {
+		a.down, a.downErr = true, err
+		held = append(held, a.queue...)
+		a.queue = nil
 	}
+	a.mu.Unlock()
 	for _, h := range held {
 		if err != nil {
-			for i, o := range h.ops {
-				if h.results[i] == nil && !o.read {
-					h.results[i] = fmt.Errorf("%w: %w", ErrUnreplicated, err)
-				}
-			}
+			unreplicated(h.ops, h.results, err)
 		}
 		answer(h.ops, h.results)
 	}
+}
+
+// probe asks Litestream for one sync while the replica is down; once one
+// succeeds, writes wait for syncs again.
+func (a *syncedAnswers) probe() {
+	a.mu.Lock()
+	target := a.committed
+	a.mu.Unlock()
+	err := a.sync()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil {
+		a.downErr = err
+		return
+	}
+	a.synced = max(a.synced, target)
+	a.down, a.downErr = false, nil
 }
 
 func (a *syncedAnswers) stop() {

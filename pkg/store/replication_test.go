@@ -331,3 +331,77 @@ func TestLitestreamFilesPassPreflight(t *testing.T) {
 		t.Fatalf("ReadReplicaState without litestream: %v", err)
 	}
 }
+
+// TestSyncedAnswersDuringOutage: once a sync has failed past the retry
+// budget, a later write of the same outage is answered ErrUnreplicated at
+// once, while Litestream still hangs (the old store waited for a sync of
+// its own, retried for the whole budget again, behind the one in flight),
+// a read keeps its answer, and writes are acknowledged again once a sync
+// succeeds, with no write needed to find that out.
+func TestSyncedAnswersDuringOutage(t *testing.T) {
+	var mu sync.Mutex
+	mode := "fail" // fail, hang (until release is closed), ok
+	release := make(chan struct{})
+	a := newSyncedAnswers(func() error {
+		mu.Lock()
+		m := mode
+		mu.Unlock()
+		switch m {
+		case "hang":
+			<-release
+			return errors.New("litestream hung")
+		case "fail":
+			return errors.New("litestream unreachable")
+		}
+		return nil
+	}, 0)
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(a.stop)
+	t.Cleanup(unblock) // runs first: a failed test leaves no sync hanging
+	setMode := func(m string) {
+		mu.Lock()
+		mode = m
+		mu.Unlock()
+	}
+	write := func(read bool) <-chan error {
+		o := &op{read: read, done: make(chan error, 1)}
+		if !read {
+			a.commit()
+		}
+		a.reply([]*op{o}, []error{nil})
+		return o.done
+	}
+	wait := func(c <-chan error) error {
+		t.Helper()
+		select {
+		case err := <-c:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("the write was not answered while litestream hangs")
+		}
+		return nil
+	}
+
+	if err := wait(write(false)); !errors.Is(err, ErrUnreplicated) {
+		t.Fatalf("first write of the outage: %v, want ErrUnreplicated", err)
+	}
+	setMode("hang")
+	if err := wait(write(false)); !errors.Is(err, ErrUnreplicated) {
+		t.Fatalf("second write of the outage: %v, want ErrUnreplicated", err)
+	}
+	if err := wait(write(true)); err != nil {
+		t.Fatalf("a read during the outage: %v", err)
+	}
+	setMode("ok")
+	unblock()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		err := wait(write(false))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrUnreplicated) || time.Now().After(deadline) {
+			t.Fatalf("write once litestream is back: %v", err)
+		}
+	}
+}
