@@ -113,8 +113,8 @@ func (a Access) rights(handled uint64) uint64 {
 }
 
 // RestrictThread puts the calling OS thread into a new Landlock domain
-// that allows exactly p (see the package documentation) and sets
-// no_new_privs on it. Both are per-thread and permanent: the caller must
+// that allows exactly p (see the package documentation), sets
+// no_new_privs on it and drops every capability it has (dropCapabilities). Both are per-thread and permanent: the caller must
 // have locked the goroutine to its thread and must never unlock it (the
 // thread then ends with the goroutine), and should start the one program
 // meant to run inside from it. c, when not nil, keeps p.Shared prepared
@@ -189,7 +189,10 @@ func RestrictThread(p *Policy, c *Cache) (int, error) {
 			return abi, e
 		}
 	}
-	return abi, nil
+	// Landlock does not hold against every capability (CAP_SYS_PTRACE
+	// passes its ptrace check: root's program read other processes'
+	// environ), and many have nothing to do with files: none is left.
+	return abi, dropCapabilities()
 }
 
 // readRights are what the Readable layer handles and grants.

@@ -318,18 +318,15 @@ func fromLockedThreadAs(t *testing.T, setup func() (func(), error), path string,
 		t.Fatal(err)
 	}
 	return fromLockedThread(t, func() (func(), error) {
-		c, err := setup()
-		if err != nil {
-			return nil, err
-		}
-		// Only this locked thread, which ends with the call.
+		// Only this locked thread, which ends with the call; first, as
+		// the sandbox leaves it no capability to change its account.
 		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, unprivileged, unprivileged, unprivileged); e != 0 {
 			return nil, e
 		}
 		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, unprivileged, unprivileged, unprivileged); e != 0 {
 			return nil, e
 		}
-		return c, nil
+		return setup()
 	}, path, argv, env)
 }
 

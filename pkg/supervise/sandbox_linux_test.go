@@ -55,13 +55,39 @@ p git-inside sh -c 'cd "$WS" && git init -q g && cd g && echo x > f && chmod +x 
 // can reach.
 const unprivileged = 65534
 
+// unprivilegedReapers is a reaper pool whose reapers, and so their
+// programs, run as the unprivileged account when the test runs as root
+// (a sandboxed program holds no capability: it could not change its
+// account itself): the test binary, copied where that account can run
+// it, started through setpriv.
+func unprivilegedReapers(t *testing.T) *supervise.ReaperPool {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return reapers(t)
+	}
+	dir, err := os.MkdirTemp("", "sandbox-reaper-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	b, err := os.ReadFile(self(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, wrapper := filepath.Join(dir, "reaper"), filepath.Join(dir, "reaper.sh")
+	script := "#!/bin/sh\nexec " + mustLook(t, "setpriv") + " --reuid=" + strconv.Itoa(unprivileged) + " --regid=" + strconv.Itoa(unprivileged) +
+		" --clear-groups " + bin + " \"$@\"\n"
+	if os.Chmod(dir, 0o755) != nil || os.WriteFile(bin, b, 0o755) != nil || os.WriteFile(wrapper, []byte(script), 0o755) != nil {
+		t.Fatal("cannot place the unprivileged reaper")
+	}
+	pl := supervise.NewReaperPool(wrapper)
+	t.Cleanup(pl.Close)
+	return pl
+}
+
 func probe(t *testing.T, pl *supervise.ReaperPool, policy *sandbox.Policy, ws, secret, out string, target int) map[string]string {
 	t.Helper()
 	c := shell(t, probeScript)
-	if os.Geteuid() == 0 {
-		c.Path = mustLook(t, "setpriv")
-		c.Args = append([]string{"--reuid=" + strconv.Itoa(unprivileged), "--regid=" + strconv.Itoa(unprivileged), "--clear-groups", mustLook(t, "sh")}, c.Args...)
-	}
 	c.Reaper, c.Sandbox = pl, policy
 	c.Env = append(c.Env, "WS="+ws, "SECRET="+secret, "OUT="+out, "T="+strconv.Itoa(target),
 		"RO="+filepath.Join(filepath.Dir(secret), "ro"), "OLD="+filepath.Join(filepath.Dir(secret), "old"),
@@ -151,7 +177,7 @@ func TestSandboxConfinesChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { decoy.Process.Kill(); decoy.Wait() })
-	pl := reapers(t)
+	pl := unprivilegedReapers(t)
 	policy := systemPolicy(ws)
 	policy.Rules = append(policy.Rules, sandbox.Rule{Path: ro, Access: sandbox.ReadOnly},
 		sandbox.Rule{Path: "/dev/urandom", Access: sandbox.Device}) // git's temporary files
@@ -288,6 +314,65 @@ func TestSandboxOpenedProgram(t *testing.T) {
 	c.Sandbox = nil
 	if _, err := supervise.Start(context.Background(), c); err == nil {
 		t.Fatal("an opened program started without a sandbox")
+	}
+}
+
+// A sandboxed program of a Worker running as root holds no capability
+// (effective, permitted, inheritable, ambient and bounding sets empty,
+// the securebits that give uid 0 capabilities locked off): it cannot
+// read another root process's environ (CAP_SYS_PTRACE passed Landlock's
+// ptrace check before: it read both), nor a 0600 file of root's outside
+// its rules, nor raise its priority (CAP_SYS_NICE).
+func TestSandboxRootHoldsNoCapability(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("needs root")
+		}
+		t.Skip("needs root")
+	}
+	ws, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	if err := os.WriteFile(secret, []byte("ROOT-SECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := exec.Command(mustLook(t, "sleep"), "60")
+	other.Env = []string{"OTHER_SECRET=1"}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	c := shell(t, `grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb):' /proc/self/status | tr -d '\t' | tr ':' '='
+p() { n=$1; shift; if "$@" >/dev/null 2>&1; then echo "$n=yes"; else echo "$n=no"; fi; }
+p other-environ cat /proc/$OTHER/environ
+p own-environ cat /proc/$SELF/environ
+p secret cat "$SECRET"
+p renice renice -n -5 -p $$`)
+	c.Reaper, c.Sandbox, c.Dir = reapers(t), systemPolicy(ws), ws
+	c.Env = append(c.Env, "OTHER="+strconv.Itoa(other.Process.Pid), "SELF="+strconv.Itoa(os.Getpid()), "SECRET="+secret, "WS="+ws)
+	res, err := supervise.Run(context.Background(), c, nil)
+	if err != nil || !res.Exit.Success() {
+		t.Fatalf("%v %+v %q", err, res.Exit, res.Stderr)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Fields(string(res.Stdout)) {
+		k, v, _ := strings.Cut(line, "=")
+		got[k] = v
+	}
+	for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+		if got[k] != "0000000000000000" {
+			t.Errorf("%s = %q, want none", k, got[k])
+		}
+	}
+	for _, k := range []string{"other-environ", "own-environ", "secret", "renice"} {
+		if got[k] != "no" {
+			t.Errorf("%s: %q, want no", k, got[k])
+		}
+	}
+	if t.Failed() {
+		t.Logf("%s", res.Stdout)
 	}
 }
 
