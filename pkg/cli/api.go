@@ -68,7 +68,7 @@ type Delivery struct {
 
 func validDeliveryPhase(s string) bool {
 	switch s {
-	case "push", "pull_request", "ci", "merge", "merged", "failed":
+	case "push", "pull_request", "ci", "review", "merge", "merged", "failed":
 		return true
 	}
 	return false

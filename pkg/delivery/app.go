@@ -16,6 +16,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/github"
 	"github.com/0k-lab/agent-forge/pkg/gitx"
 	"github.com/0k-lab/agent-forge/pkg/ident"
+	"github.com/0k-lab/agent-forge/pkg/intake"
 	"github.com/0k-lab/agent-forge/pkg/secretscan"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
@@ -503,4 +504,34 @@ func (a *App) ListRuns(ctx context.Context, tok Token, repo Repo, headSHA, etag 
 		out.Runs = append(out.Runs, Run{ID: r.ID, HeadSHA: r.HeadSHA, Status: r.Status, Conclusion: r.Conclusion})
 	}
 	return out, nil
+}
+
+// Reviews reads pull request n's reviews, conditionally.
+func (a *App) Reviews(ctx context.Context, tok Token, repo Repo, n int, etag string) (Reviews, error) {
+	gt, err := secret(tok)
+	if err != nil {
+		return Reviews{}, err
+	}
+	p, err := a.API.ListReviews(ctx, gt, repo.Owner, repo.Name, n, etag)
+	if err != nil {
+		return Reviews{}, a.classify(err)
+	}
+	out := Reviews{NotModified: p.NotModified, ETag: p.ETag}
+	for _, r := range p.Items {
+		out.List = append(out.List, Review{Login: r.User.Login, Type: r.User.Type, State: r.State, CommitID: r.CommitID})
+	}
+	return out, nil
+}
+
+// Permission asks login's collaborator permission on repo.
+func (a *App) Permission(ctx context.Context, tok Token, repo Repo, login string) (intake.Permission, error) {
+	gt, err := secret(tok)
+	if err != nil {
+		return intake.Permission{}, err
+	}
+	p, err := a.API.Permission(ctx, gt, repo.Owner, repo.Name, login)
+	if err != nil {
+		return intake.Permission{}, a.classify(err)
+	}
+	return intake.Permission{Permission: p.Permission, RoleName: p.RoleName}, nil
 }

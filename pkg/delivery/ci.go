@@ -70,6 +70,9 @@ func (m *Machine) ci(ctx context.Context, s State) (State, error) {
 	case CISuccess:
 		if stable && graceOver {
 			s.CIState = CISuccess
+			if s.Review {
+				return m.advance(s, PhaseReview), nil
+			}
 			return m.advance(s, PhaseMerge), nil
 		}
 		// Passing so far; confirmed by the next poll.

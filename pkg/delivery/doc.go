@@ -10,7 +10,9 @@
 //
 //	push          scan the candidate for the Gate's secrets
 //	              (CheckCandidate: secret_in_candidate, nothing pushed),
-//	              then push it to refs/heads/forge/job-<id>
+//	              then push it to refs/heads/forge/job-<id>, or for a
+//	              follow-up job to its pull request's branch over the
+//	              previous head (State.PushOver; base_moved otherwise)
 //	pull_request  find the branch's pull request (head owner:branch,
 //	              state all) or create it
 //	ci            read the pull request (closed or merged by a person
@@ -18,6 +20,11 @@
 //	              until the verdict of DECISIONS 12: a failure at once, a
 //	              success only with the pull request no_runs_grace old and
 //	              the same runs on two consecutive polls
+//	review        merge policy "review" only (DECISIONS 18): read the pull
+//	              request and its reviews until an authorised person who
+//	              asked for none of its jobs approved exactly the
+//	              candidate (Verdicts; intake.Authorize on the
+//	              collaborator permission); not bounded by the timeout
 //	merge         PUT /pulls/{n}/merge {sha: candidate, merge_method: merge}
 //	merged        terminal: the job succeeded, MergeSHA recorded
 //	failed        terminal: the job failed with one Code of the closed table

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/intake"
 )
 
 // fakeClock advances only through Sleep and Advance.
@@ -46,7 +48,9 @@ type fakeGitHub struct {
 	mu    sync.Mutex
 
 	branches map[string]string // branch -> sha
-	secret   error             // CheckCandidate's answer
+	reviews  []Review
+	perms    map[string]intake.Permission // collaborator permissions by login
+	secret   error                        // CheckCandidate's answer
 	prs      []PullRequest
 	bodies   []string // of the pull requests created, in order
 	runs     []Run
@@ -287,6 +291,31 @@ func (f *fakeGitHub) Merge(ctx context.Context, tok Token, repo Repo, n int, sha
 		return MergeResult{}, &Error{Kind: KindNotMergeable}
 	}
 	return MergeResult{Merged: true, SHA: f.base}, nil
+}
+
+// Reviews answers the reviews set by the test; an unchanged list is a
+// 304 to its last ETag.
+func (f *fakeGitHub) Reviews(ctx context.Context, tok Token, repo Repo, n int, etag string) (Reviews, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.use(tok, "reviews")
+	tag := fmt.Sprintf("%q", fmt.Sprint(f.reviews))
+	if etag == tag {
+		f.calls = append(f.calls, "reviews-304")
+		return Reviews{NotModified: true, ETag: etag}, nil
+	}
+	return Reviews{ETag: tag, List: append([]Review(nil), f.reviews...)}, nil
+}
+
+// Permission answers perms[login], none when absent.
+func (f *fakeGitHub) Permission(ctx context.Context, tok Token, repo Repo, login string) (intake.Permission, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.use(tok, "permission")
+	if p, ok := f.perms[login]; ok {
+		return p, nil
+	}
+	return intake.Permission{Permission: "none", RoleName: "none"}, nil
 }
 
 func (f *fakeGitHub) Merged(ctx context.Context, tok Token, repo Repo, n int) (bool, error) {

@@ -3,6 +3,8 @@ package delivery
 import (
 	"context"
 	"time"
+
+	"github.com/0k-lab/agent-forge/pkg/intake"
 )
 
 // Repo names a GitHub repository.
@@ -80,6 +82,23 @@ type Runs struct {
 	Rate        RateLimit
 }
 
+// Review is one review of a pull request, as GitHub lists them (oldest
+// first): the reviewer's login and account type, the state (APPROVED,
+// CHANGES_REQUESTED, COMMENTED, DISMISSED, PENDING) and the commit it
+// was given on.
+type Review struct {
+	Login, Type     string
+	State, CommitID string
+}
+
+// Reviews is one answer of a pull request's reviews. NotModified:
+// GitHub answered 304 to If-None-Match, List is empty.
+type Reviews struct {
+	NotModified bool
+	ETag        string
+	List        []Review
+}
+
 // MergeResult is the answer of a merge.
 type MergeResult struct {
 	Merged bool
@@ -125,6 +144,12 @@ type GitHub interface {
 	PullRequestIfChanged(ctx context.Context, tok Token, repo Repo, n int, etag string) (pr PullRequest, newETag string, notModified bool, err error)
 	// Merge merges pull request n with merge_method "merge" and sha.
 	Merge(ctx context.Context, tok Token, repo Repo, n int, sha string) (MergeResult, error)
+	// Reviews lists pull request n's reviews with If-None-Match: etag
+	// (when set).
+	Reviews(ctx context.Context, tok Token, repo Repo, n int, etag string) (Reviews, error)
+	// Permission asks GitHub's collaborator permission of login on repo
+	// (intake.Authorize reads it).
+	Permission(ctx context.Context, tok Token, repo Repo, login string) (intake.Permission, error)
 	// Merged asks GET …/pulls/{n}/merge: true on 204, false on 404.
 	Merged(ctx context.Context, tok Token, repo Repo, n int) (bool, error)
 	// ListRuns reads the Actions runs of head_sha with tok (from

@@ -78,7 +78,9 @@ func (m *Machine) Step(ctx context.Context, s State) (State, error) {
 		return s, nil
 	}
 	now := m.clock.Now()
-	if !now.Before(s.StartedAt.Add(m.cfg.Timeout)) {
+	// The wait for a person's review is not bounded: the timeout counts
+	// the Gate's own work, up to the CI verdict and from the approval.
+	if s.Phase != PhaseReview && !now.Before(s.StartedAt.Add(m.cfg.Timeout)) {
 		return m.timedOut(ctx, s)
 	}
 	var (
@@ -92,6 +94,8 @@ func (m *Machine) Step(ctx context.Context, s State) (State, error) {
 		next, err = m.pullRequest(ctx, s)
 	case PhaseCI:
 		next, err = m.ci(ctx, s)
+	case PhaseReview:
+		next, err = m.review(ctx, s)
 	case PhaseMerge:
 		next, err = m.merge(ctx, s)
 	default:
@@ -107,7 +111,7 @@ func (m *Machine) Step(ctx context.Context, s State) (State, error) {
 		m.leaveCI(s.JobID)
 	}
 	// No wait outlasts the delivery: the step at the deadline ends it.
-	if deadline := s.StartedAt.Add(m.cfg.Timeout); !next.Phase.Terminal() && next.NextAt.After(deadline) {
+	if deadline := next.StartedAt.Add(m.cfg.Timeout); !next.Phase.Terminal() && next.Phase != PhaseReview && next.NextAt.After(deadline) {
 		next.NextAt = deadline
 	}
 	return next, nil

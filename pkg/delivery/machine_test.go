@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -112,7 +113,7 @@ func TestTransitionsToMerged(t *testing.T) {
 	if gh.merges != 1 || gh.count("push") != 1 || gh.count("create") != 1 || gh.mints != 1 {
 		t.Fatalf("merges %d pushes %d creates %d mints %d", gh.merges, gh.count("push"), gh.count("create"), gh.mints)
 	}
-	if again, _ := m.Step(context.Background(), s); again != s {
+	if again, _ := m.Step(context.Background(), s); !reflect.DeepEqual(again, s) {
 		t.Fatal("a terminal state changed")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"reflect"
 	"sync"
 	"testing"
 )
@@ -40,7 +41,7 @@ func (s *memStore) SaveDelivery(ctx context.Context, prev, next State) error {
 		s.cancel()
 		return context.Canceled
 	}
-	if s.states[prev.JobID] != prev {
+	if !reflect.DeepEqual(s.states[prev.JobID], prev) {
 		panic("save from a stale state")
 	}
 	s.states[next.JobID] = next

@@ -13,6 +13,7 @@ const (
 	PhasePush        Phase = "push"
 	PhasePullRequest Phase = "pull_request"
 	PhaseCI          Phase = "ci"
+	PhaseReview      Phase = "review"
 	PhaseMerge       Phase = "merge"
 	PhaseMerged      Phase = "merged"
 	PhaseFailed      Phase = "failed"
@@ -24,7 +25,7 @@ func (p Phase) Terminal() bool { return p == PhaseMerged || p == PhaseFailed }
 // Valid reports whether p is one of the phases.
 func (p Phase) Valid() bool {
 	switch p {
-	case PhasePush, PhasePullRequest, PhaseCI, PhaseMerge, PhaseMerged, PhaseFailed:
+	case PhasePush, PhasePullRequest, PhaseCI, PhaseReview, PhaseMerge, PhaseMerged, PhaseFailed:
 		return true
 	}
 	return false
@@ -129,6 +130,17 @@ type State struct {
 	// Usage is the job's model gateway usage as the store read it with
 	// the state (nil: not metered); the pull request's body reports it.
 	Usage *Usage
+	// Review is the repository's merge policy "review" (DECISIONS 18):
+	// after CI the delivery waits in the review phase for an approval of
+	// the candidate by an authorised person who is not one of
+	// Requesters. The Gate sets both each time it reads the state (the
+	// policy from its configuration, the requesters from the store: the
+	// actors of the triggers of the pull request's jobs).
+	Review     bool
+	Requesters []string
+	// ReviewsETag is the ETag of the review phase's last reviews read
+	// (memory only).
+	ReviewsETag string
 }
 
 // Usage is a job's model gateway usage, summed over its attempts

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/0k-lab/agent-forge/pkg/delivery"
 	"github.com/0k-lab/agent-forge/pkg/intake"
 )
 
@@ -100,5 +101,41 @@ func TestIntakeConfigRejects(t *testing.T) {
 				t.Fatalf("error carries the value: %v", err)
 			}
 		})
+	}
+}
+
+// The merge policy of a repository's deliveries: review with intake by
+// default, auto when the section says so or without intake.
+func TestReviewPolicyFollowsIntake(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		section any
+		want    bool
+	}{
+		{"default", map[string]any{}, true},
+		{"review", map[string]any{"merge": "review"}, true},
+		{"auto", map[string]any{"merge": "auto"}, false},
+		{"no intake", nil, false},
+	} {
+		cfg, _, err := LoadConfig(bytes.NewReader(intakeConfig(t, c.section, func(m map[string]any) {
+			if c.section == nil {
+				delete(repo0(m), "intake")
+			}
+		})), testEnv(deliveryEnv()))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		r := &cfg.Repositories[0]
+		owner, name, ok := r.gitHubRepository()
+		if !ok {
+			t.Fatalf("%s: not a GitHub repository", c.name)
+		}
+		g := &Gate{repos: map[string]*RepositoryConfig{r.ID: r}}
+		if got := g.reviewPolicy(delivery.Repo{Owner: owner, Name: name}); got != c.want {
+			t.Fatalf("%s: review %v", c.name, got)
+		}
+		if g.reviewPolicy(delivery.Repo{Owner: owner, Name: name + "-other"}) {
+			t.Fatalf("%s: another repository reviews", c.name)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/0k-lab/agent-forge/pkg/delivery"
 	"github.com/0k-lab/agent-forge/pkg/github"
+	"github.com/0k-lab/agent-forge/pkg/intake"
 	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
@@ -178,8 +179,21 @@ func (s deliveryStore) ActiveDeliveries(ctx context.Context) ([]delivery.State, 
 	out := make([]delivery.State, len(ds))
 	for i, d := range ds {
 		out[i] = fromStore(d)
+		out[i].Review = s.g.reviewPolicy(out[i].Repo)
 	}
 	return out, nil
+}
+
+// reviewPolicy reports whether repo's deliveries merge only after an
+// approval (DECISIONS 18): its intake section's merge policy, "review"
+// by default; a repository without intake merges after CI ("auto").
+func (g *Gate) reviewPolicy(repo delivery.Repo) bool {
+	for _, r := range g.repos {
+		if owner, name, ok := r.gitHubRepository(); ok && owner == repo.Owner && name == repo.Name {
+			return r.Intake != nil && r.Intake.Resolve().Merge == intake.MergeReview
+		}
+	}
+	return false
 }
 
 func (s deliveryStore) SaveDelivery(ctx context.Context, prev, next delivery.State) error {
@@ -207,6 +221,7 @@ func fromStore(d store.Delivery) delivery.State {
 		CandidateSHA: d.CandidateSHA, Branch: d.Branch, PushOver: d.PushOver, Phase: delivery.Phase(d.Phase), PhaseAttempts: d.PhaseAttempts,
 		NextAt: d.NextAt, StartedAt: d.StartedAt, CIStartedAt: d.CIStartedAt, PRNumber: d.PRNumber, PRURL: d.PRURL,
 		CIState: d.CIState, ETag: d.ETag, MergeSHA: d.MergeSHA, Code: d.FailureCode, Usage: deliveryUsage(d.Usage),
+		Requesters: d.Requesters,
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/delivery"
+	"github.com/0k-lab/agent-forge/pkg/intake"
 	"github.com/0k-lab/agent-forge/pkg/store"
 )
 
@@ -26,6 +27,7 @@ type happyGitHub struct {
 	url                     string    // the html_url CreatePullRequest answers (default canonical)
 	body                    string    // of the last pull request created
 	reset                   time.Time // the rate-limit reset every runs answer names
+	reviews                 []delivery.Review
 }
 
 func (h *happyGitHub) MintToken(context.Context, delivery.Repo, bool) (delivery.Token, error) {
@@ -89,6 +91,18 @@ func (h *happyGitHub) Merge(context.Context, delivery.Token, delivery.Repo, int,
 	h.merges++
 	h.pr.Merged, h.pr.State, h.pr.MergeCommitSHA = true, "closed", deliverMerge
 	return delivery.MergeResult{Merged: true, SHA: deliverMerge}, nil
+}
+
+// Reviews answers the reviews the test set (h.reviews).
+func (h *happyGitHub) Reviews(context.Context, delivery.Token, delivery.Repo, int, string) (delivery.Reviews, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return delivery.Reviews{List: append([]delivery.Review(nil), h.reviews...)}, nil
+}
+
+// Permission answers write (the maintain role) for every login.
+func (h *happyGitHub) Permission(context.Context, delivery.Token, delivery.Repo, string) (intake.Permission, error) {
+	return intake.Permission{Permission: "write", RoleName: "maintain"}, nil
 }
 
 func (h *happyGitHub) Merged(context.Context, delivery.Token, delivery.Repo, int) (bool, error) {

@@ -246,7 +246,7 @@ func (g *Gate) replicationFamilies(ctx context.Context) []metrics.Family {
 func (g *Gate) deliveryFamilies(gs store.Gauges) []metrics.Family {
 	active := metrics.Family{Name: "forge_deliveries", Type: metrics.Gauge,
 		Help: "Active deliveries, by phase."}
-	for _, p := range []string{store.DeliveryPush, store.DeliveryPullRequest, store.DeliveryCI, store.DeliveryMerge} {
+	for _, p := range []string{store.DeliveryPush, store.DeliveryPullRequest, store.DeliveryCI, store.DeliveryReview, store.DeliveryMerge} {
 		active.Add(float64(gs.Deliveries[p]), metrics.L("phase", p))
 	}
 	out := []metrics.Family{active}

@@ -43,6 +43,13 @@
 // An answer over MaxResponseBytes is ClassTooLarge and never retried; a
 // feed reader asks for smaller pages instead.
 //
+// For iteration on delivered pull requests (DECISIONS 18) it reads the
+// repository-wide review-comment feed (ListReviewCommentsSince, like the
+// issue-comment feed: each comment with its pull request, file, line and
+// diff hunk) and a pull request's reviews (ListReviews: the first page
+// conditionally, every page when there are more; each review's state and
+// commit), which the merge policy "review" weighs.
+//
 // # Limits and retries
 //
 // Every call is bounded: request time, response size (MaxResponseBytes),
