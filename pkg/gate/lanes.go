@@ -471,9 +471,11 @@ func (g *Gate) handleResult(l *lane, seq uint64, r *wire.Result, now time.Time, 
 	kind := l.beginResult(r.JobID, r.AttemptID)
 	g.lanes.mu.Unlock()
 	out, err := outcome(r)
-	if err != nil {
-		// Unusable (a code outside the failure table): nothing is
-		// recorded, but the Worker is done with the attempt all the same.
+	if err != nil || (l.usage != "" && r.Usage == nil) {
+		// Unusable (a code outside the failure table, or no usage on a
+		// lane that selected it: the job's budget would lose what the
+		// attempt spent): nothing is recorded, but the Worker is done
+		// with the attempt all the same.
 		return g.refuseResult(l, seq, kind, wire.RejectInvalid)
 	}
 	if g.storage.hard.Load() {

@@ -55,3 +55,56 @@ func TestBudgetedJobsGoToMeteringLanes(t *testing.T) {
 		t.Fatalf("aggregate %s", body)
 	}
 }
+
+// TestMeteredResultNeedsUsage: on a lane that selected gateway usage, a
+// result without usage is refused (reject invalid, nothing recorded:
+// the budget would lose what the attempt spent); the same result with
+// its usage is recorded. A lane that offered no usage needs none.
+func TestMeteredResultNeedsUsage(t *testing.T) {
+	cfg, sec := testConfig(t, func(m map[string]any) {
+		repo0(m)["budget"] = map[string]any{"attempt": map[string]any{"max_tokens": 5000}}
+	})
+	tg := startGate(t, cfg, sec, "", nil)
+	repos := []string{"agent-forge"}
+	plain := connectHello(t, tg.addr, testWorkerToken, &wire.Hello{Protocol: wire.Protocol, WorkerID: "worker-1", Slot: 1, Plugins: plugins(), Repositories: repos})
+	coding := tg.submit(`{"repository_id":"agent-forge","base_sha":"` + testSHA + `","instruction":"Fix it."}`)
+	text := tg.submit(`{"input":"x"}`)
+	pl := plain.lease()
+	if pl.JobID != text.ID {
+		t.Fatalf("lease %+v", pl)
+	}
+	out := "done"
+	wantAck(t, plain.request(wire.Envelope{Type: wire.TypeResult, Result: &wire.Result{JobID: pl.JobID, AttemptID: pl.AttemptID,
+		Outcome: wire.OutcomeSucceeded, Output: &out}}))
+
+	metered := connectHello(t, tg.addr, testWorkerToken, &wire.Hello{Protocol: wire.Protocol, WorkerID: "worker-1", Slot: 0,
+		Plugins: plugins(), Repositories: repos, UsageVersions: []string{wire.UsageV1}})
+	l := metered.lease()
+	if l.JobID != coding.ID || l.Budget == nil {
+		t.Fatalf("lease %+v", l)
+	}
+	res := &wire.Result{JobID: l.JobID, AttemptID: l.AttemptID,
+		Outcome: wire.OutcomeFailed, Disposition: wire.DispositionRetryable, FailureCode: wire.FailurePluginFailed}
+	wantReject(t, metered.request(wire.Envelope{Type: wire.TypeResult, Result: res}), wire.RejectInvalid)
+	if a := tg.aggregate(coding.ID); len(a.Attempts) != 1 || a.Attempts[0].Status != store.AttemptLeased {
+		t.Fatalf("a result without usage was recorded: %+v", a.Attempts)
+	}
+	res.Usage = &wire.Usage{Requests: 1, InputTokens: 10, OutputTokens: 5}
+	wantAck(t, metered.request(wire.Envelope{Type: wire.TypeResult, Result: res}))
+	if a := tg.aggregate(coding.ID); a.Attempts[0].Usage == nil || a.Attempts[0].Usage.Requests != 1 {
+		t.Fatalf("attempt %+v", a.Attempts[0])
+	}
+}
+
+func (tg *testGate) aggregate(id string) store.Aggregate {
+	tg.t.Helper()
+	code, body := tg.api("GET", "/v1/jobs/"+id+"/aggregate", testOwnerToken, nil)
+	if code != http.StatusOK {
+		tg.t.Fatalf("aggregate: %d", code)
+	}
+	var a store.Aggregate
+	if err := json.Unmarshal(body, &a); err != nil {
+		tg.t.Fatal(err)
+	}
+	return a
+}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"github.com/0k-lab/agent-forge/pkg/gateway"
+	"github.com/0k-lab/agent-forge/pkg/policy"
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
@@ -12,7 +13,8 @@ import (
 // carries the grant's usage. The gateway refuses a request past the
 // budget (403 budget_exceeded, which the agent sees); the lane then
 // stops the attempt and reports budget_exceeded (terminal). A policy
-// with a budget on a lease the gateway does not meter is refused
+// with a budget on a lease the gateway does not meter, or whose budget
+// does not bound what the policy bounds, is refused
 // (policy_exceeds_ceiling): a budget is never silently unenforced.
 
 // usageOffer is what a lane offers in hello.usage_versions.
@@ -24,19 +26,51 @@ func (w *Worker) usageOffer() []string {
 }
 
 // leaseBudgetCode refuses, before anything runs, a lease that selects a
-// usage version this Worker did not offer, and one whose budget has
-// nothing left.
+// usage version this Worker did not offer, one whose budget does not
+// enforce its policy's (leaseBudgetMatches), and one whose budget has
+// nothing left. A policy that does not decode is left to the executor
+// (invalid_policy).
 func (w *Worker) leaseBudgetCode(l *wire.Lease) string {
-	if l.UsageVersion == "" {
-		return ""
+	if l.UsageVersion != "" && (l.UsageVersion != wire.UsageV1 || w.opt.Gateway == nil) {
+		return CodePolicyExceedsCeiling
 	}
-	if l.UsageVersion != wire.UsageV1 || w.opt.Gateway == nil {
+	if pol, err := policy.Decode(l.Policy); err == nil && !leaseBudgetMatches(pol.Budget, l) {
 		return CodePolicyExceedsCeiling
 	}
 	if b := l.Budget; b != nil && ((b.MaxTokens != nil && *b.MaxTokens == 0) || (b.MaxRequests != nil && *b.MaxRequests == 0)) {
 		return CodeBudgetExceeded
 	}
 	return ""
+}
+
+// leaseBudgetMatches reports whether the lease's budget is what the
+// Gate derives from the policy's (pb, nil: none): none without a policy
+// budget; with one, a metered lease whose budget bounds exactly the
+// dimensions the policy bounds, each at most the smaller of the policy's
+// attempt and job limits. The Gate is trusted with what the job's
+// earlier attempts left, never with dropping a limit.
+func leaseBudgetMatches(pb *policy.Budget, l *wire.Lease) bool {
+	if pb == nil {
+		return l.Budget == nil
+	}
+	if l.UsageVersion != wire.UsageV1 || l.Budget == nil {
+		return false
+	}
+	return dimensionMatches(l.Budget.MaxTokens, pb.Attempt.Tokens(), pb.Job.Tokens()) &&
+		dimensionMatches(l.Budget.MaxRequests, pb.Attempt.Requests(), pb.Job.Requests())
+}
+
+// dimensionMatches: v is nil when both limits are unbounded (0), else at
+// most the smaller bounded one.
+func dimensionMatches(v *int64, attempt, job int64) bool {
+	if attempt == 0 && job == 0 {
+		return v == nil
+	}
+	most := attempt
+	if most == 0 || (job > 0 && job < most) {
+		most = job
+	}
+	return v != nil && *v <= most
 }
 
 // grantBudget is the gateway budget of a lease (unbounded without one).

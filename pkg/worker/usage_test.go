@@ -414,16 +414,40 @@ func (x *countingExec) Execute(ctx context.Context, a *Attempt) Report {
 // reports its (zero) usage.
 func TestLeaseBudgetRefusals(t *testing.T) {
 	fake := newFakeResponses(t)
-	none, some := int64(0), int64(7)
+	none, some, more := int64(0), int64(7), int64(8)
+	// A policy whose budget bounds each attempt to 7 tokens and the job
+	// to 10 requests: a lease of it must bound both, within those.
+	budgeted, err := policy.Decode(testPolicy("reference"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten := int64(10)
+	budgeted.Budget = &policy.Budget{Attempt: &policy.Limits{MaxTokens: &some}, Job: &policy.Limits{MaxRequests: &ten}}
+	budgetedPolicy := budgeted.Canonical()
+	withBudget := func(tokens, requests *int64) func(l *wire.Lease) {
+		return func(l *wire.Lease) {
+			l.Policy, l.UsageVersion = budgetedPolicy, wire.UsageV1
+			if tokens != nil || requests != nil {
+				l.Budget = &wire.Budget{MaxTokens: tokens, MaxRequests: requests}
+			}
+		}
+	}
 	for _, c := range []struct {
 		name     string
 		gateway  bool
 		lease    func(l *wire.Lease)
 		wantCode string
 	}{
-		{"nothing left", true, func(l *wire.Lease) {
-			l.UsageVersion, l.Budget = wire.UsageV1, &wire.Budget{MaxTokens: &some, MaxRequests: &none}
-		}, CodeBudgetExceeded},
+		{"budgeted policy, no lease budget", true, withBudget(nil, nil), CodePolicyExceedsCeiling},
+		{"budgeted policy, a limit dropped", true, withBudget(&some, nil), CodePolicyExceedsCeiling},
+		{"budgeted policy, over the attempt limit", true, withBudget(&more, &ten), CodePolicyExceedsCeiling},
+		{"budgeted policy, over the job limit", true, withBudget(&some, new(int64(11))), CodePolicyExceedsCeiling},
+		{"budgeted policy, unmetered", true, func(l *wire.Lease) { l.Policy = budgetedPolicy }, CodePolicyExceedsCeiling},
+		{"budget without a policy budget", true, func(l *wire.Lease) {
+			l.UsageVersion, l.Budget = wire.UsageV1, &wire.Budget{MaxTokens: &some}
+		}, CodePolicyExceedsCeiling},
+		{"budgeted policy, within it", true, withBudget(&some, &ten), ""},
+		{"nothing left", true, withBudget(&some, &none), CodeBudgetExceeded},
 		{"no gateway", false, func(l *wire.Lease) { l.UsageVersion = wire.UsageV1 }, CodePolicyExceedsCeiling},
 		{"unknown version", true, func(l *wire.Lease) { l.UsageVersion = "gateway_usage/v9" }, CodePolicyExceedsCeiling},
 		{"metered", true, func(l *wire.Lease) { l.UsageVersion = wire.UsageV1 }, ""},
