@@ -89,8 +89,7 @@ CLAUDE_BIN="$work/fake-claude" FORGE_GATEWAY_PROVIDERS=anthropic=anthropic-messa
 # --- Gemini CLI workspace plugin ----------------------------------------------
 # forge-gemini-plugin runs the deterministic fake Gemini CLI
 # (testdata/fake-gemini-cli, the headless flags the plugin uses), with the
-# gateway's variables as above (GEMINI_BIN passed by name). scripts/gemini-e2e.sh runs the same suite
-# against the real Gemini CLI.
+# gateway's variables as above (GEMINI_BIN passed by name).
 go build -o "$work/forge-gemini-plugin" ./cmd/forge-gemini-plugin
 cp "$root/testdata/fake-gemini-cli/gemini" "$work/fake-gemini"
 chmod 0755 "$work/fake-gemini"

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Helpers for the e2e scripts that drive the real agent CLIs
-# (scripts/claude-e2e.sh, scripts/codex-e2e.sh): the pinned npm
+# (scripts/claude-e2e.sh, scripts/codex-e2e.sh, scripts/gemini-e2e.sh): the pinned npm
 # installations, a Worker under strace and the check of what strace saw.
 # Source it after scripts/lib/e2e.sh, before the script changes directory,
 # with

@@ -35,6 +35,10 @@
 //
 // A line "fake-gemini-mode: MODE" in the prompt picks a fault:
 //
+// A conversation is its Forge task (the prompt between the task markers),
+// so a fault "of each conversation" happens once per task, not once per
+// attempt.
+//
 //	cut-first    the first turn-1 stream of each conversation stops after
 //	             its first chunk and the connection is dropped (the CLI
 //	             retries; every later stream is normal)
@@ -163,8 +167,11 @@ var (
 	modeRE  = regexp.MustCompile(`fake-gemini-mode: ([a-z0-9-]+)`)
 )
 
-// taskBegin marks a Forge task in the prompt (pkg/agent).
-const taskBegin = "===== BEGIN TASK ====="
+// taskBegin and taskEnd mark a Forge task in the prompt (pkg/agent).
+const (
+	taskBegin = "===== BEGIN TASK ====="
+	taskEnd   = "===== END TASK ====="
+)
 
 // Function call ids of the fake's own calls.
 const (
@@ -247,7 +254,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "slow":
 		time.Sleep(s.slow)
 	}
-	conv := conversationKey(prompt)
+	conv := conversationKey(task(prompt))
 	if line.Mode == "unavailable-first" && line.Turn == 1 && !line.Utility && s.once.First("unavailable:"+conv) {
 		writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "The model is overloaded. Please try again later.")
 		return
@@ -288,7 +295,7 @@ func (s *server) turn(prompt, mode string, created, editFailed bool, offered map
 		text += "\n" + s.plant
 	}
 	if path == "" && strings.Contains(prompt, taskBegin) {
-		k := conversationKey(prompt)[:12]
+		k := conversationKey(task(prompt))[:12]
 		path, text = "FAKE-GEMINI-"+k+".md", "task "+k
 	}
 	switch {
@@ -354,6 +361,17 @@ func response(parts []part, final bool) map[string]any {
 		"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
 		"modelVersion":  "fake-gemini", "responseId": "fake-response",
 	}
+}
+
+// task is the Forge task of a prompt (between its markers: the CLI's own
+// context around it names the attempt's worktree, which differs between
+// attempts), else the whole prompt.
+func task(prompt string) string {
+	if _, rest, ok := strings.Cut(prompt, taskBegin); ok {
+		t, _, _ := strings.Cut(rest, taskEnd)
+		return t
+	}
+	return prompt
 }
 
 // conversationKey identifies one task's conversation by its prompt.
