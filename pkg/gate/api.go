@@ -221,6 +221,7 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	nj := store.NewJob{ID: newJobID(), Kind: string(parsed.Kind), Task: parsed.Canonical}
 	var plugin string
+	release := func() {} // the pins' read lock of a public source's submit, until its job is stored
 	if parsed.Kind == wire.KindCoding {
 		t := parsed.Coding
 		repo, ok := g.repos[t.RepositoryID]
@@ -230,11 +231,12 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		}
 		// A public source is cloned or fetched, and its base checked,
 		// before any job exists.
-		prepared, err := g.prepareSource(r.Context(), repo, t.BaseSHA)
+		prepared, held, err := g.prepareHeld(r.Context(), repo, t.BaseSHA)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
+		release = held
 		nj.RepositoryID, nj.Pool, nj.Policy, plugin = repo.ID, repo.WorkerPool, g.repoPolicy[repo.ID], repo.Execution.PluginID
 		nj.PreparedPath = prepared
 		nj.DefaultBranch = repo.DefaultBranch
@@ -256,6 +258,7 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		// have become idle meanwhile; lanes that are asking ask again now
 		// that the job is committed).
 		job, err := g.st.Submit(r.Context(), nj, g.now())
+		release()
 		if err != nil {
 			g.storeError(w, err)
 			return
@@ -270,6 +273,7 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	// context, not the request's: a client that goes away must not leave a
 	// committed lease unsent (the lane would sit out the lease TTL).
 	job, ls, leaseErr, err := g.st.SubmitAndLease(g.ctx, nj, l.leaseRequest(), g.now())
+	release()
 	if err != nil {
 		g.giveBack(l, ls, err)
 		if g.afterLease(l, nil, nil) {

@@ -49,6 +49,7 @@ type Gate struct {
 	repoPolicy  map[string][]byte     // canonical policy of coding jobs per repository
 	workerConns []atomic.Int32        // open connections per worker (by index)
 	sources     *source.Preparer      // public-source repositories (nil without any)
+	pins        basePins              // orders submits and pin updates (maintain.go)
 	bundleSlots []workerBundles       // bundle requests in flight per worker (by index, bundles.go)
 	sourceStall time.Duration         // sourceStallTimeout (bundles.go); tests shorten it before Serve
 	reaper      *supervise.ReaperPool // runs the Preparer's git (nil: none, see Run)

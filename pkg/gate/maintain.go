@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/source"
@@ -63,6 +64,22 @@ func (g *Gate) maintainRepositories(ctx context.Context) {
 	}
 }
 
+// basePins orders submits and maintenance's pin updates. A submit checks
+// its base in the prepared repository (on the default branch, found
+// through a ref) and then stores its job; maintenance reads the open
+// jobs' bases and then deletes expired candidate refs and every pin not
+// among them, before it repacks. A job stored between that read and the
+// update would have its base neither pinned nor known to be needed, and
+// a repack could drop it (a base the default branch left, force-pushed
+// upstream). So maintenance reads and updates under mu, and a submit
+// stores its job under mu's read lock, only when no update ran (gen
+// unchanged) since before it checked its base; otherwise it checks again
+// (prepareHeld, source.go).
+type basePins struct {
+	mu  sync.RWMutex
+	gen uint64 // pin updates so far
+}
+
 // maintainRepository expires r's candidate refs that may go, pins its
 // open jobs' bases and repacks it when packs piled up.
 func (g *Gate) maintainRepository(ctx context.Context, r *RepositoryConfig, dir string) error {
@@ -75,13 +92,36 @@ func (g *Gate) maintainRepository(ctx context.Context, r *RepositoryConfig, dir 
 	for _, ref := range refs {
 		ids = append(ids, ref.JobID)
 	}
+	// A finished job stays finished: this may be read before the lock.
 	done, err := g.st.FinishedBefore(ctx, ids, g.now().Add(-g.cfg.candidateRefTTL()))
 	if err != nil {
 		return err
 	}
-	keep, err := g.st.OpenBases(ctx, dir)
+	start := time.Now()
+	expired, err := g.updatePins(ctx, src, dir, refs, done)
 	if err != nil {
 		return err
+	}
+	packs, repacked, err := g.sources.Repack(ctx, src, g.cfg.repackPacks())
+	if err != nil {
+		return err
+	}
+	if expired > 0 || repacked {
+		g.log.Info("repository maintained", "repository_id", r.ID, "candidate_refs_expired", expired,
+			"packs", packs, "repacked", repacked, "duration_ms", time.Since(start).Milliseconds())
+	}
+	return nil
+}
+
+// updatePins reads the open jobs' bases of dir and, under the same lock,
+// deletes the candidate refs of refs whose job is done and that no open
+// job builds on, and pins exactly those bases (basePins).
+func (g *Gate) updatePins(ctx context.Context, src source.Repository, dir string, refs []source.CandidateRef, done map[string]bool) (int, error) {
+	g.pins.mu.Lock()
+	defer g.pins.mu.Unlock()
+	keep, err := g.st.OpenBases(ctx, dir)
+	if err != nil {
+		return 0, err
 	}
 	needed := map[string]bool{}
 	for _, k := range keep {
@@ -93,14 +133,7 @@ func (g *Gate) maintainRepository(ctx context.Context, r *RepositoryConfig, dir 
 			expire = append(expire, ref)
 		}
 	}
-	start := time.Now()
-	res, err := g.sources.Maintain(ctx, src, source.Maintenance{Expire: expire, Keep: keep, PackLimit: g.cfg.repackPacks()})
-	if err != nil {
-		return err
-	}
-	if res.Expired > 0 || res.Repacked {
-		g.log.Info("repository maintained", "repository_id", r.ID, "candidate_refs_expired", res.Expired,
-			"packs", res.Packs, "repacked", res.Repacked, "duration_ms", time.Since(start).Milliseconds())
-	}
-	return nil
+	// Counted even when the update fails: it may have been applied.
+	g.pins.gen++
+	return g.sources.UpdateRefs(ctx, src, source.Maintenance{Expire: expire, Keep: keep})
 }

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -232,4 +233,80 @@ func get(addr, path string) (int, []byte, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, body, err
+}
+
+// A submit whose base check passed before a maintenance round and whose
+// job is stored after it: the round neither pinned its base (the job was
+// not open yet) nor kept it (the default branch left it, force-pushed
+// upstream), and the repack dropped it. The submit checks again after
+// such a round, so the job is refused instead of stored on a base gone.
+// The Gate's git pauses the submit right after its base check.
+func TestSubmitDuringMaintenance(t *testing.T) {
+	files := map[string][]byte{}
+	for i := range 120 { // past fetch.unpackLimit: the fetch keeps a pack
+		files["s"+strconv.Itoa(i)+".txt"] = []byte("file " + strconv.Itoa(i) + "\n")
+	}
+	b := maintainedWorld(t, nil)
+	s, _ := b.commit(b.base, files)
+	runGit(t, b.clone, "push", "-q", b.upstream, s+":refs/heads/main")
+
+	dir := t.TempDir()
+	checked, block := filepath.Join(dir, "checked"), filepath.Join(dir, "block")
+	git := b.tg.cfg.GitExecutable
+	if err := os.Rename(git, git+".inner"); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\ncase \" $* \" in *\" merge-base --is-ancestor " + s + " \"*)\n" +
+		"  '" + git + ".inner' \"$@\"; rc=$?; : >'" + checked + "'; while [ -e '" + block + "' ]; do sleep 0.02; done; exit $rc;;\nesac\n" +
+		"exec '" + git + ".inner' \"$@\"\n"
+	if err := os.WriteFile(git, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(block, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		code int
+		body []byte
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+b.tg.addr+"/v1/jobs",
+			strings.NewReader(`{"repository_id":"agent-forge","base_sha":"`+s+`","instruction":"Fix it."}`))
+		req.Header.Set("Authorization", "Bearer "+testOwnerToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		done <- answer{resp.StatusCode, body, err}
+	}()
+	waitFor(t, "the submit never checked its base", func() bool { _, err := os.Stat(checked); return err == nil })
+	jobs := b.tg.jobCount()
+
+	// Upstream force-pushed back; the branch leaves s; a round runs.
+	runGit(t, b.clone, "push", "-q", "--force", b.upstream, b.base+":refs/heads/main")
+	runGit(t, b.prepared, "fetch", "-q", b.upstream, "+refs/heads/main:refs/heads/main")
+	b.tg.g.maintainRepositories(context.Background())
+	if err := os.Remove(block); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if a.code == http.StatusCreated {
+		t.Fatalf("a job was stored on a base the round did not pin (held now: %v): %s", b.has(s), a.body)
+	}
+	var e errorBody
+	if a.code != http.StatusUnprocessableEntity || json.Unmarshal(a.body, &e) != nil || e.Error.Code != codeSourceFailed {
+		t.Fatalf("the submit after the round: %d %s", a.code, a.body)
+	}
+	if n := b.tg.jobCount(); n != jobs {
+		t.Fatalf("%d jobs, was %d", n, jobs)
+	}
 }

@@ -61,6 +61,37 @@ func (g *Gate) prepareSource(ctx context.Context, r *RepositoryConfig, base stri
 	return g.sources.Prepare(ctx, publicSource(r), base)
 }
 
+// maxPrepareRounds bounds how often a submit checks its base again
+// because maintenance updated the pins meanwhile (one in an hour, see
+// maintain.go).
+const maxPrepareRounds = 3
+
+// prepareHeld is prepareSource for a submit that stores its job next. It
+// returns with the pins' read lock held, release dropping it (call it
+// once the job is stored, or not), and only when no pin update ran since
+// before the base was checked; otherwise it checks again (basePins,
+// maintain.go). Static registrations pass with "" and nothing held.
+func (g *Gate) prepareHeld(ctx context.Context, r *RepositoryConfig, base string) (string, func(), error) {
+	if r.RepositoryURL == "" {
+		return "", func() {}, nil
+	}
+	for range maxPrepareRounds {
+		g.pins.mu.RLock()
+		gen := g.pins.gen
+		g.pins.mu.RUnlock()
+		prepared, err := g.prepareSource(ctx, r, base)
+		if err != nil {
+			return "", nil, err
+		}
+		g.pins.mu.RLock()
+		if g.pins.gen == gen {
+			return prepared, g.pins.mu.RUnlock, nil
+		}
+		g.pins.mu.RUnlock()
+	}
+	return "", nil, &source.Error{Phase: source.PhaseBase, Reason: source.ReasonCancelled, Retryable: true}
+}
+
 // leaseSource marks a coding lease of a job prepared at submit with the
 // base the Gate checked there (the job's base_sha); the path stays in the
 // Gate, which serves the base to the lane (bundles.go).

@@ -13,8 +13,8 @@ import (
 
 // A prepared repository stays bounded: the Gate (which knows which jobs
 // are finished) names the candidate refs that expire and the commits that
-// must survive, and Maintain deletes those refs and repacks once packs
-// pile up. The repack is git repack -a -d: one new pack of everything
+// must survive, UpdateRefs deletes those refs and pins those commits, and
+// Repack repacks once packs pile up. The repack is git repack -a -d: one new pack of everything
 // reachable, moved in before any old pack is deleted, so a reader (a base
 // bundle, a delivery's push) always finds every object it was reading,
 // and what expired refs alone held is gone. Objects that are not reachable
@@ -47,7 +47,7 @@ type CandidateRef struct {
 	Commit string
 }
 
-// Maintenance is what Maintain does to a prepared repository.
+// Maintenance is the refs UpdateRefs changes in a prepared repository.
 type Maintenance struct {
 	// Expire lists candidate refs to delete, each only while it still
 	// names its Commit.
@@ -55,15 +55,6 @@ type Maintenance struct {
 	// Keep lists commits every repack keeps (pinned under
 	// refs/agent-forge/bases/); pins of commits no longer listed go.
 	Keep []string
-	// PackLimit: a repository holding more packs than this is repacked.
-	PackLimit int
-}
-
-// MaintenanceResult says what Maintain did.
-type MaintenanceResult struct {
-	Expired  int  // candidate refs deleted
-	Packs    int  // packs before
-	Repacked bool // whether it repacked
 }
 
 // CandidateRefs lists the candidate refs of r's prepared repository (none
@@ -92,54 +83,67 @@ func (p *Preparer) CandidateRefs(ctx context.Context, r Repository) ([]Candidate
 	return refs, nil
 }
 
-// Maintain deletes m.Expire's refs, pins exactly m.Keep's commits (those
-// the repository holds) and, when the repository holds more than
-// m.PackLimit packs, repacks it. It runs beside base bundles, uploads and
-// fetches without blocking them; maintenances run one at a time.
-func (p *Preparer) Maintain(ctx context.Context, r Repository, m Maintenance) (MaintenanceResult, error) {
-	p.maintaining.Lock()
-	defer p.maintaining.Unlock()
-	var res MaintenanceResult
+// UpdateRefs deletes m.Expire's refs and pins exactly m.Keep's commits
+// (those the repository holds), in one ref transaction, and returns how
+// many candidate refs it deleted. The caller keeps jobs from being
+// submitted between its reading of the open jobs' bases and this (the
+// Gate's pins lock, pkg/gate maintain.go): a base checked then would be
+// neither pinned nor kept by the ref it was found through.
+func (p *Preparer) UpdateRefs(ctx context.Context, r Repository, m Maintenance) (int, error) {
 	dir := p.Dir(r)
 	if _, err := os.Lstat(dir); os.IsNotExist(err) {
-		return res, nil
+		return 0, nil
 	}
 	g := p.runner(r)
 	var tx strings.Builder
+	expired := 0
 	for _, e := range m.Expire {
 		if !ident.ValidCandidateRef(e.Name) || !validHex(e.Commit) {
 			continue
 		}
 		tx.WriteString("delete " + e.Name + " " + e.Commit + "\n")
-		res.Expired++
+		expired++
 	}
 	pins, err := p.pinUpdates(ctx, g, dir, m.Keep)
 	if err != nil {
-		return MaintenanceResult{}, err
+		return 0, err
 	}
 	tx.WriteString(pins)
 	if tx.Len() > 0 {
 		if _, err := g.Run(ctx, gitx.Cmd{GitDir: dir, Stdin: []byte(tx.String()), Args: []string{"update-ref", "--stdin"}}); err != nil {
-			return MaintenanceResult{}, gitError(PhaseMaintain, err)
+			return 0, gitError(PhaseMaintain, err)
 		}
 	}
-	packs, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "pack-*.pack"))
-	res.Packs = len(packs)
-	if res.Packs <= m.PackLimit {
-		return res, nil
+	return expired, nil
+}
+
+// Repack repacks r's prepared repository when it holds more than limit
+// packs, and returns how many it held and whether it repacked. It runs
+// beside base bundles, uploads and fetches without blocking them;
+// repacks run one at a time.
+func (p *Preparer) Repack(ctx context.Context, r Repository, limit int) (int, bool, error) {
+	p.maintaining.Lock()
+	defer p.maintaining.Unlock()
+	dir := p.Dir(r)
+	if _, err := os.Lstat(dir); os.IsNotExist(err) {
+		return 0, false, nil
 	}
+	packs, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "pack-*.pack"))
+	if len(packs) <= limit {
+		return len(packs), false, nil
+	}
+	g := p.runner(r)
 	g.Timeout = max(g.Timeout, repackTimeout)
 	if _, err := g.Run(ctx, gitx.Cmd{GitDir: dir, Args: append(indexConfig(), "repack", "-a", "-d", "-q")}); err != nil {
-		return res, gitError(PhaseMaintain, err)
+		return len(packs), false, gitError(PhaseMaintain, err)
 	}
-	res.Repacked = true
 	// Loose objects no ref reaches (what a force-pushed branch left, a
 	// copy of an expired object) go once older than pruneGrace; younger
 	// ones may be a fetch's that has not written its ref yet.
 	if _, err := g.Run(ctx, gitx.Cmd{GitDir: dir, Args: []string{"prune", "--expire=" + pruneGrace}}); err != nil {
-		return res, gitError(PhaseMaintain, err)
+		return len(packs), true, gitError(PhaseMaintain, err)
 	}
-	return res, nil
+	return len(packs), true, nil
 }
 
 // pinUpdates returns the update-ref lines that make the pins exactly the

@@ -41,7 +41,7 @@ type Preparer struct {
 	repos    map[string]*repoState   // by URL
 	attempts map[string]*attemptLock // StoreCandidate's, by repository and ref
 
-	maintaining sync.Mutex // one Maintain at a time
+	maintaining sync.Mutex // one Repack at a time
 }
 
 // attemptLock serialises one attempt's candidate uploads; users counts
