@@ -58,8 +58,8 @@ var ranks = map[string]int{
 	"pkg/plugin/conformance": tierDomain + 2,
 	"pkg/debugview":          tierDomain + 2,
 	"pkg/github":             tierDomain + 3,
-	"pkg/delivery":           tierDomain + 4,
-	"pkg/intake":             tierDomain + 3, // builds on wire's task rules
+	"pkg/delivery":           tierDomain + 5, // applies intake's trust rule to reviewers
+	"pkg/intake":             tierDomain + 4, // builds on wire's task rules and pkg/github
 	"pkg/install":            tierDomain + 5,
 	"pkg/doctor":             tierDomain + 6, // reads the install layout and receipt
 

@@ -218,6 +218,28 @@ func (a *App) RunsToken(ctx context.Context, repo Repo) (Token, error) {
 	return a.mint(ctx, inst, repo, github.Permissions{github.PermActions: github.Read})
 }
 
+// IntakeToken mints a token for repo holding what the intake poller needs
+// (docs/intake.md): issues write (read issues, their events and comments;
+// react; comment), pull requests read (the comments on pull requests),
+// contents read (the default branch's head). The budget is the
+// installation's, which delivery's polls spend too.
+func (a *App) IntakeToken(ctx context.Context, repo Repo) (*github.Token, string, error) {
+	inst, err := a.installation(ctx, repo)
+	if err != nil {
+		return nil, "", err
+	}
+	tok, err := a.mint(ctx, inst, repo, github.Permissions{github.PermIssues: github.Write,
+		github.PermPullRequests: github.Read, github.PermContents: github.Read})
+	if err != nil {
+		return nil, "", err
+	}
+	g, err := secret(tok)
+	if err != nil {
+		return nil, "", err
+	}
+	return g, tok.Budget, nil
+}
+
 // TouchesWorkflows asks the local repository whether candidate sha
 // changes anything under .github/workflows against its parent.
 func (a *App) TouchesWorkflows(ctx context.Context, repo Repo, sha string) (bool, error) {

@@ -208,6 +208,19 @@ func (m *Machine) reservePoll(tok Token, r RateLimit, now time.Time, paid bool) 
 	return at
 }
 
+// paced is the credential of Pace's reservations: an authenticated reader
+// of the named budget (no secret is held).
+type paced struct{}
+
+// Pace schedules the next read of another poller on budget (the Gate's
+// intake feeds, DECISIONS 17) in the same queue as the runs polls of that
+// budget: no earlier than poll_interval, the usable budget spread evenly
+// until its reset, and after the reads reserved before it; a read that
+// counted (paid; a 304 does not) takes its share.
+func (m *Machine) Pace(budget string, r RateLimit, paid bool) time.Time {
+	return m.reservePoll(Token{Secret: paced{}, Budget: budget}, r, m.clock.Now(), paid)
+}
+
 // usable is what the runs polls may spend of the budget r describes: all
 // of the unauthenticated one (nothing else of the Gate uses it), an
 // installation's less authReserve of its limit.

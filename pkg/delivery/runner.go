@@ -111,5 +111,10 @@ func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// Pace is the Machine's Pace.
+func (r *Runner) Pace(budget string, rate RateLimit, paid bool) time.Time {
+	return r.m.Pace(budget, rate, paid)
+}
+
 // Budgets is the Machine's Budgets.
 func (r *Runner) Budgets() []Budget { return r.m.Budgets() }

@@ -223,29 +223,15 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	var plugin string
 	release := func() {} // the pins' read lock of a public source's submit, until its job is stored
 	if parsed.Kind == wire.KindCoding {
-		t := parsed.Coding
-		repo, ok := g.repos[t.RepositoryID]
+		repo, ok := g.repos[parsed.Coding.RepositoryID]
 		if !ok {
 			writeError(w, errUnknownRepo)
 			return
 		}
-		// A public source is cloned or fetched, and its base checked,
-		// before any job exists.
-		prepared, held, err := g.prepareHeld(r.Context(), repo, t.BaseSHA)
-		if err != nil {
+		if plugin, release, err = g.codingJob(r.Context(), repo, parsed.Coding, &nj); err != nil {
 			writeError(w, err)
 			return
 		}
-		release = held
-		nj.RepositoryID, nj.Pool, nj.Policy, plugin = repo.ID, repo.WorkerPool, g.repoPolicy[repo.ID], repo.Execution.PluginID
-		nj.PreparedPath = prepared
-		nj.DefaultBranch = repo.DefaultBranch
-		nj.BaseSHA = t.BaseSHA
-		nj.TestArgCounts = make([]int, len(t.Tests))
-		for i, argv := range t.Tests {
-			nj.TestArgCounts[i] = len(argv)
-		}
-		nj.Delivery = g.deliveryTarget(repo)
 	} else {
 		nj.Pool, nj.Policy, plugin = g.cfg.DefaultPool, g.textPolicy, g.cfg.DefaultExecution.PluginID
 	}
@@ -293,6 +279,28 @@ func (g *Gate) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		// after all): the committed job still needs a lane.
 		g.wakeFor(nj.Pool, plugin, nj.RepositoryID)
 	}
+}
+
+// codingJob fills nj for coding task t of repo and returns the plugin
+// its lanes run. A public source is cloned or fetched, and its base
+// checked, before any job exists (the error is then a *source.Error);
+// release drops the pins' read lock that is held until the job is stored
+// (prepareHeld).
+func (g *Gate) codingJob(ctx context.Context, repo *RepositoryConfig, t wire.CodingTask, nj *store.NewJob) (plugin string, release func(), err error) {
+	prepared, release, err := g.prepareHeld(ctx, repo, t.BaseSHA)
+	if err != nil {
+		return "", nil, err
+	}
+	nj.RepositoryID, nj.Pool, nj.Policy = repo.ID, repo.WorkerPool, g.repoPolicy[repo.ID]
+	nj.PreparedPath = prepared
+	nj.DefaultBranch = repo.DefaultBranch
+	nj.BaseSHA = t.BaseSHA
+	nj.TestArgCounts = make([]int, len(t.Tests))
+	for i, argv := range t.Tests {
+		nj.TestArgCounts[i] = len(argv)
+	}
+	nj.Delivery = g.deliveryTarget(repo)
+	return repo.Execution.PluginID, release, nil
 }
 
 func (g *Gate) handleJob(w http.ResponseWriter, r *http.Request) {

@@ -67,7 +67,10 @@ type Gate struct {
 	act         *activity.Store // live activity of current leases, memory only (activity.go)
 	// delivery drives automatic deliveries (deliver.go); nil without them.
 	delivery *delivery.Runner
-	due      chan time.Time // earlier wake-up requests for the sweeper
+	// intakeApp polls the repositories with intake (intake.go); nil
+	// without them.
+	intakeApp *delivery.App
+	due       chan time.Time // earlier wake-up requests for the sweeper
 
 	ctx     context.Context // cancelled when the Gate stops
 	stop    context.CancelFunc
@@ -259,8 +262,12 @@ func Run(ctx context.Context, cfg *Config, sec *Secrets, log *slog.Logger, now f
 			return errors.New("gate: delivery: cannot create its private directory")
 		}
 		defer os.RemoveAll(tmp)
-		if err := g.EnableDelivery(g.gitHubApp(tmp)); err != nil {
+		app := g.gitHubApp(tmp)
+		if err := g.EnableDelivery(app); err != nil {
 			return err
+		}
+		if len(g.intakeRepos()) > 0 {
+			g.intakeApp = app
 		}
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -346,6 +353,10 @@ func (g *Gate) Serve(ctx context.Context, ln net.Listener) error {
 		if g.cfg.Replication == store.ReplicationSync {
 			g.wg.Add(1)
 			go g.replicaLoop()
+		}
+		if g.intakeApp != nil {
+			g.wg.Add(1)
+			go g.intakeLoop(g.intakeApp.API, g.intakeApp, g.intakeRepos())
 		}
 		select {
 		case <-ctx.Done():

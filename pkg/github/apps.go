@@ -17,6 +17,7 @@ const (
 	PermPullRequests = "pull_requests"
 	PermWorkflows    = "workflows"
 	PermActions      = "actions"
+	PermIssues       = "issues"
 	Write            = "write"
 	Read             = "read"
 	// WorkflowsDir is the directory whose changes need workflows: write.

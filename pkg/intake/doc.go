@@ -21,7 +21,15 @@
 // author association, label rights and bot accounts, the Gate's own
 // included, never authorise.
 //
-// The poller that finds triggers and asks GitHub, the status comments
-// and the follow-up jobs on pull requests are not built yet
-// (docs/intake.md).
+// # Polling
+//
+// Poller reads each repository's issue and comment feeds through
+// pkg/github (conditional, cursors stored, paced on the installation's
+// budget by its Sink), finds the label and command triggers, asks each
+// actor's collaborator permission, refuses an issue that changed after
+// its trigger (updated_at later than the trigger: the text then is not
+// known), submits the job through its Sink with the trigger in one
+// transaction, reacts to the trigger and keeps one status comment per
+// issue (JobStatus says what it says). Commands on pull requests go to
+// the Sink's follow-up path (docs/intake.md).
 package intake

@@ -250,7 +250,7 @@ func TestFollowupMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range append(undoFollowups, "UPDATE schema_version SET version = 3") {
+	for _, q := range undoIntakeState(append(undoFollowups, "UPDATE schema_version SET version = 3")...) {
 		if _, err := raw.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

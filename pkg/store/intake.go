@@ -105,3 +105,36 @@ func (s *Store) TriggerJob(ctx context.Context, repositoryID, kind string, event
 	})
 	return jobID, ok, err
 }
+
+// JobTrigger returns the trigger that started job id, and whether an
+// intake trigger started it at all.
+func (s *Store) JobTrigger(ctx context.Context, id string) (Trigger, bool, error) {
+	if !ident.ValidRef(id) {
+		return Trigger{}, false, nil
+	}
+	var tr Trigger
+	err := s.read(ctx, func(q querier) error {
+		return q.QueryRowContext(ctx, `SELECT intake_triggers.repository_id, intake_triggers.kind, intake_triggers.event_id, intake_triggers.number, intake_triggers.actor
+FROM intake_triggers JOIN jobs ON jobs.seq = intake_triggers.job_seq WHERE jobs.id = ?`, id).
+			Scan(&tr.RepositoryID, &tr.Kind, &tr.EventID, &tr.Number, &tr.Actor)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return Trigger{}, false, nil
+	}
+	return tr, err == nil, err
+}
+
+// JobTask returns the canonical task of job id as it was submitted.
+func (s *Store) JobTask(ctx context.Context, id string) ([]byte, error) {
+	if !ident.ValidRef(id) {
+		return nil, ErrNotFound
+	}
+	var task string
+	err := s.read(ctx, func(q querier) error {
+		return q.QueryRowContext(ctx, `SELECT task FROM jobs WHERE id = ?`, id).Scan(&task)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return []byte(task), err
+}

@@ -173,8 +173,8 @@ func TestSubmitTriggerConcurrent(t *testing.T) {
 	}
 }
 
-// TestIntakeMigration: a version 2 database (no intake_triggers) keeps
-// its jobs and takes triggers once migrated.
+// TestIntakeMigration: a version 2 database (no intake tables) keeps its
+// jobs and takes triggers, cursors and status comments once migrated.
 func TestIntakeMigration(t *testing.T) {
 	s, path := openFile(t)
 	mustSubmit(t, s, intakeJob("old"), t0)
@@ -183,7 +183,7 @@ func TestIntakeMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range append(undoFollowups, "DROP TABLE intake_triggers", "UPDATE schema_version SET version = 2") {
+	for _, q := range undoIntakeState(append(undoFollowups, "DROP TABLE intake_triggers", "UPDATE schema_version SET version = 2")...) {
 		if _, err := raw.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -196,7 +196,31 @@ func TestIntakeMigration(t *testing.T) {
 	if _, taken, err := s.SubmitTrigger(bg, intakeJob("new"), labelTrigger(1), t0); err != nil || taken {
 		t.Fatalf("trigger after migration: %v %v", taken, err)
 	}
+	if err := s.SetIntakeCursor(bg, "repo", FeedIssues, t0); err != nil {
+		t.Fatalf("cursor after migration: %v", err)
+	}
 	if v, err := ReadSchemaVersion(bg, path); err != nil || v != SchemaVersion {
 		t.Fatalf("schema version %d %v", v, err)
+	}
+}
+
+func TestJobTriggerAndTask(t *testing.T) {
+	s, _ := openFile(t)
+	if _, _, err := s.SubmitTrigger(bg, intakeJob("j1"), labelTrigger(1001), t0); err != nil {
+		t.Fatal(err)
+	}
+	mustSubmit(t, s, intakeJob("plain"), t0)
+	tr, ok, err := s.JobTrigger(bg, "j1")
+	if err != nil || !ok || tr != labelTrigger(1001) {
+		t.Fatalf("%+v %v %v", tr, ok, err)
+	}
+	if _, ok, err := s.JobTrigger(bg, "plain"); ok || err != nil {
+		t.Fatalf("a submitted job has a trigger: %v %v", ok, err)
+	}
+	if task, err := s.JobTask(bg, "plain"); err != nil || string(task) != "{}" {
+		t.Fatalf("task %q %v", task, err)
+	}
+	if _, err := s.JobTask(bg, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing job: %v", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 // SchemaVersion is the schema version this build migrates databases to.
 // forge doctor and the installer compare it with a database's recorded
 // version (see ReadSchemaVersion).
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // migrations returns the ordered schema steps: element i moves a database
 // from version i to version i+1. Steps are append-only: never edit a
@@ -242,6 +242,27 @@ CREATE TABLE intake_refusals (
   reason        TEXT NOT NULL,
   created_at    INTEGER NOT NULL,
   PRIMARY KEY (repository_id, kind, event_id)
+) WITHOUT ROWID;
+`,
+		// 5: the intake poller's state (docs/intake.md): per repository
+		// and feed the since cursor, and per issue or pull request its
+		// one status comment, the job it reports and what it last said.
+		`
+CREATE TABLE intake_cursors (
+  repository_id TEXT NOT NULL,
+  feed          TEXT NOT NULL CHECK (feed = 'issues' OR feed = 'comments' OR feed = 'review_comments'),
+  since         INTEGER NOT NULL,
+  PRIMARY KEY (repository_id, feed)
+) WITHOUT ROWID;
+CREATE TABLE intake_status (
+  repository_id TEXT NOT NULL,
+  number        INTEGER NOT NULL CHECK (number >= 1),
+  comment_id    INTEGER CHECK (comment_id IS NULL OR comment_id >= 1),
+  job_id        TEXT,
+  posted        TEXT NOT NULL,
+  final         INTEGER NOT NULL CHECK (final IN (0, 1)),
+  updated_at    INTEGER NOT NULL,
+  PRIMARY KEY (repository_id, number)
 ) WITHOUT ROWID;
 `,
 	}

@@ -146,12 +146,12 @@ func TestUsageMigrationLeavesOldRowsUnmetered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range append(undoFollowups,
+	for _, q := range undoIntakeState(append(undoFollowups,
 		"DROP TABLE intake_triggers",
 		"ALTER TABLE attempts DROP COLUMN usage_requests", "ALTER TABLE attempts DROP COLUMN usage_input_tokens",
 		"ALTER TABLE attempts DROP COLUMN usage_output_tokens", "ALTER TABLE attempts DROP COLUMN usage_cached_tokens",
 		"UPDATE schema_version SET version = 1",
-	) {
+	)...) {
 		if _, err := raw.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
