@@ -52,7 +52,18 @@ type Machine struct {
 	// waiting: the deliveries in ci reading runs unauthenticated, by job,
 	// with the start of their ci phase (admission, ci.go).
 	waiting map[string]time.Time
+	// describe writes the pull request's title and body (Describe); nil:
+	// the job id and prBody.
+	describe Describer
 }
+
+// Describer writes the title and body of the pull request that delivers
+// s, from what the store knows of its job. An error retries the phase.
+type Describer func(ctx context.Context, s State) (title, body string, err error)
+
+// Describe makes d write every pull request this Machine creates. Call it
+// before the first Step.
+func (m *Machine) Describe(d Describer) { m.describe = d }
 
 // tokenKey names a cached token: the repository and what it may do.
 type tokenKey struct {
@@ -362,14 +373,20 @@ func (m *Machine) pullRequest(ctx context.Context, s State) (State, error) {
 		return s, err
 	}
 	if !found {
+		title, body := "Agent Forge job "+s.JobID, prBody(s)
+		if m.describe != nil {
+			if title, body, err = m.describe(ctx, s); err != nil {
+				return s, &Error{Kind: KindTransient}
+			}
+		}
 		if err := m.mutation(ctx); err != nil {
 			return s, err
 		}
 		pr, err = m.gh.CreatePullRequest(ctx, tok, s.Repo, NewPullRequest{
-			Title: "Agent Forge job " + s.JobID,
+			Title: title,
 			Head:  s.Branch,
 			Base:  s.BaseBranch,
-			Body:  prBody(s),
+			Body:  body,
 		})
 		if err != nil {
 			return s, err
@@ -399,12 +416,16 @@ func (m *Machine) pullRequest(ctx context.Context, s State) (State, error) {
 // prBody is the body of the pull request delivering s: the candidate and
 // what its job's attempts spent through the model gateway.
 func prBody(s State) string {
-	b := "Automatic delivery of the Agent Forge candidate " + s.CandidateSHA + ". It is merged once GitHub Actions pass for this exact commit.\n\n"
-	u := s.Usage
+	return "Automatic delivery of the Agent Forge candidate " + s.CandidateSHA + ". It is merged once GitHub Actions pass for this exact commit.\n\n" +
+		UsageLine(s.Usage)
+}
+
+// UsageLine says what a job's attempts spent through the model gateways.
+func UsageLine(u *Usage) string {
 	if u == nil {
-		return b + "Model usage: not metered (no attempt of this job went through a Worker's model gateway)."
+		return "Model usage: not metered (no attempt of this job went through a Worker's model gateway)."
 	}
-	return b + fmt.Sprintf("Model usage (all attempts, as the providers reported it): %d requests, %d input tokens (%d cached), %d output tokens.",
+	return fmt.Sprintf("Model usage (all attempts, as the providers reported it): %d requests, %d input tokens (%d cached), %d output tokens.",
 		u.Requests, u.InputTokens, u.CachedTokens, u.OutputTokens)
 }
 

@@ -551,3 +551,26 @@ func TestPullRequestBodyReportsUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestDescriberWritesThePullRequest: a Describer's title and body are the
+// pull request's; its failure retries the phase and creates nothing.
+func TestDescriberWritesThePullRequest(t *testing.T) {
+	m, gh, clk, s := setup(t)
+	fail := true
+	m.Describe(func(_ context.Context, st State) (string, string, error) {
+		if fail {
+			return "", "", errors.New("store busy")
+		}
+		return "Fix the parser", "Fixes #7 (job " + st.JobID + ")", nil
+	})
+	s = step(t, m, clk, s) // push
+	s = step(t, m, clk, s) // pull request: the describer fails
+	if s.Phase != PhasePullRequest || s.PhaseAttempts != 1 || len(gh.bodies) != 0 {
+		t.Fatalf("after a failed describer: %s, %d attempts, %d bodies", s.Phase, s.PhaseAttempts, len(gh.bodies))
+	}
+	fail = false
+	s = step(t, m, clk, s)
+	if s.Phase != PhaseCI || len(gh.bodies) != 1 || gh.bodies[0] != "Fixes #7 (job "+s.JobID+")" {
+		t.Fatalf("after pull request: %s, bodies %q", s.Phase, gh.bodies)
+	}
+}

@@ -30,6 +30,7 @@ func (g *Gate) EnableDelivery(gh delivery.GitHub) error {
 	if err != nil {
 		return err
 	}
+	m.Describe(g.describePR)
 	g.delivery = delivery.NewRunner(m, deliveryStore{g}, gateClock{g.now}, g.log, g.deliveryStoreError)
 	return nil
 }
