@@ -395,9 +395,7 @@ func (a *API) getInstallation(w http.ResponseWriter, r *http.Request, owner, rep
 	in := a.installationFor(owner, repo)
 	var body map[string]any
 	if in != nil {
-		body = map[string]any{"id": in.ID, "app_id": a.cfg.AppID, "target_type": "Organization",
-			"account": map[string]any{"login": in.Owner}, "repository_selection": "selected",
-			"permissions": copyPerms(in.Permissions), "events": []string{}, "suspended_at": nil}
+		body = a.installationJSON(in)
 	}
 	a.mu.Unlock()
 	if body == nil {
@@ -500,7 +498,7 @@ func (a *API) createToken(w http.ResponseWriter, r *http.Request, idText string)
 			return
 		}
 		repos[strings.ToLower(known)] = true
-		listed = append(listed, map[string]any{"name": known, "full_name": in.Owner + "/" + known, "private": true})
+		listed = append(listed, a.repoJSON(in.Owner, known))
 	}
 	// Like GitHub, every token that reaches a repository also carries
 	// the read-only metadata permission, requested or not.

@@ -265,7 +265,7 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request, owner, repo, name
 	total := len(all)
 	runs := []map[string]any{}
 	for i := (page - 1) * perPage; i < total && i < page*perPage; i++ {
-		runs = append(runs, all[i])
+		runs = append(runs, a.runJSON(owner, repo, all[i]))
 	}
 	body, _ := json.Marshal(map[string]any{"total_count": total, "workflow_runs": runs})
 	sum := sha256.Sum256(body)

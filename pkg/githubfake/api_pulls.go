@@ -70,16 +70,63 @@ func (a *API) pullJSON(owner, repo string, p *pull) map[string]any {
 	if p.Merged {
 		mergedAt = p.Created.UTC().Format(time.RFC3339)
 	}
+	// The pull request's side as an issue (api_issues.go): its author,
+	// labels, times.
+	t := a.trackerLocked(owner, repo)
+	is := t.issues[p.Number]
+	if is == nil {
+		a.pullIssueLocked(owner, repo, p)
+		is = t.issues[p.Number]
+	}
+	labels := []any{}
+	for _, l := range is.Labels {
+		labels = append(labels, labelJSON(owner, repo, l))
+	}
+	baseSHA, _ := a.branchSHA(owner, repo, p.Base)
+	num := strconv.Itoa(p.Number)
+	api := repoAPI(owner, repo)
+	html := "https://github.com/" + full + "/pull/" + num
+	var body any
+	if p.Body != "" {
+		body = p.Body
+	}
+	var closedAt any
+	if p.State == "closed" {
+		closedAt = stamp(is.Updated)
+		if !is.Closed.IsZero() {
+			closedAt = stamp(is.Closed)
+		}
+	}
+	if p.Merged {
+		mergedAt = closedAt
+		if mergedAt == nil {
+			mergedAt = stamp(p.Created)
+		}
+	}
+	repoObj := a.repoJSON(owner, repo)
+	var mergedBy any
+	if p.Merged && is.ClosedBy != nil {
+		mergedBy = userJSON(is.ClosedBy)
+	}
 	return map[string]any{
-		"number": p.Number, "state": p.State, "title": p.Title, "body": p.Body,
-		"html_url":  "https://github.com/" + full + "/pull/" + strconv.Itoa(p.Number),
-		"url":       "https://api.github.com/repos/" + full + "/pulls/" + strconv.Itoa(p.Number),
-		"merged_at": mergedAt, "mergeable": nil, "draft": false, "merge_commit_sha": a.mergeSHALocked(owner, repo, p),
-		"created_at": p.Created.UTC().Format(time.RFC3339),
-		"head": map[string]any{"ref": p.Head, "sha": p.HeadSHA, "label": owner + ":" + p.Head,
-			"repo": map[string]any{"full_name": full, "name": repo}},
-		"base": map[string]any{"ref": p.Base, "label": owner + ":" + p.Base,
-			"repo": map[string]any{"full_name": full, "name": repo}},
+		"id": stableID("pull", full+"#"+num), "node_id": nodeID("PR", stableID("pull", full+"#"+num)),
+		"number": p.Number, "state": p.State, "locked": false, "title": p.Title, "body": body,
+		"user": userJSON(is.User), "labels": labels, "assignee": nil, "assignees": []any{}, "milestone": nil,
+		"requested_reviewers": []any{}, "requested_teams": []any{},
+		"html_url": html, "url": api + "/pulls/" + num, "diff_url": html + ".diff", "patch_url": html + ".patch",
+		"issue_url": api + "/issues/" + num, "commits_url": api + "/pulls/" + num + "/commits",
+		"review_comments_url": api + "/pulls/" + num + "/comments", "review_comment_url": api + "/pulls/comments{/number}",
+		"comments_url": api + "/issues/" + num + "/comments", "statuses_url": api + "/statuses/" + p.HeadSHA,
+		"merged_at": mergedAt, "closed_at": closedAt, "mergeable": nil, "mergeable_state": "unknown", "rebaseable": nil,
+		"draft": false, "merged": p.Merged, "merged_by": mergedBy, "merge_commit_sha": a.mergeSHALocked(owner, repo, p),
+		"created_at": stamp(p.Created), "updated_at": stamp(is.Updated),
+		"author_association": t.association(owner, is.User), "auto_merge": nil, "active_lock_reason": nil,
+		"maintainer_can_modify": false, "comments": 0, "review_comments": 0, "commits": 1, "additions": 0, "deletions": 0,
+		"changed_files": 0, "_links": pullLinks(owner, repo, p.Number, p.HeadSHA),
+		"head": map[string]any{"ref": p.Head, "sha": p.HeadSHA, "label": owner + ":" + p.Head, "user": ownerJSON(owner),
+			"repo": repoObj},
+		"base": map[string]any{"ref": p.Base, "sha": baseSHA, "label": owner + ":" + p.Base, "user": ownerJSON(owner),
+			"repo": repoObj},
 	}
 }
 

@@ -113,7 +113,7 @@ func (a *API) timedRuns(owner, repo, sha string) ([]map[string]any, bool) {
 			status = "in_progress"
 		}
 		out = append(out, map[string]any{"id": r.id, "name": r.name, "head_sha": r.sha, "status": status,
-			"conclusion": conclusion, "event": r.event, "run_attempt": 1,
+			"conclusion": conclusion, "event": r.event, "run_attempt": 1, "created_at": stamp(r.appear), "updated_at": stamp(now),
 			"html_url": "https://github.com/" + owner + "/" + repo + "/actions/runs/" + strconv.FormatInt(r.id, 10)})
 	}
 	// GitHub lists the newest first.
