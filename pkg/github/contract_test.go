@@ -194,6 +194,22 @@ var contractDrivers = []driver{
 		_, err := c.EditIssueComment(ctx, e.tok, "octo", "app", e.mine, "Running")
 		return err
 	}},
+	{method: "ListReviews", call: func(ctx context.Context, c *github.Client, e *contractEnv) error {
+		p, err := c.ListReviews(ctx, e.tok, "octo", "app", e.pr, "")
+		if err != nil || p.ETag == "" {
+			return firstErr(err, errors.New("no ETag"))
+		}
+		_, err = c.ListReviews(ctx, e.tok, "octo", "app", e.pr, p.ETag)
+		return err
+	}},
+	{method: "ListReviewCommentsSince", call: func(ctx context.Context, c *github.Client, e *contractEnv) error {
+		p, err := c.ListReviewCommentsSince(ctx, e.tok, "octo", "app", e.since, github.FeedPerPage, "")
+		if err != nil || p.ETag == "" {
+			return firstErr(err, errors.New("no ETag"))
+		}
+		_, err = c.ListReviewCommentsSince(ctx, e.tok, "octo", "app", e.since, github.FeedPerPage, p.ETag)
+		return err
+	}},
 	{method: "BranchHead", call: func(ctx context.Context, c *github.Client, e *contractEnv) error {
 		_, err1 := c.BranchHead(ctx, e.tok, "octo", "app", "main")
 		_, err2 := c.BranchHead(ctx, e.tok, "octo", "app", "forge/job-1")
