@@ -728,3 +728,61 @@ func synthesize(method string, clientType reflect.Type, names []string) (driver,
 		return nil
 	}}, nil
 }
+
+// TestFakeRoutesContract holds the fake's routes that no Client method
+// calls yet (pkg/githubfake answers them for intake and iteration) to the
+// same description: each request is an operation and each answer
+// validates against its response schema.
+func TestFakeRoutesContract(t *testing.T) {
+	spec := loadOpenAPI(t)
+	env, handler := newContractEnv(t)
+	rec := &recording{next: handlerTransport{handler}}
+	hc := &http.Client{Transport: rec}
+	pr, issue := fmt.Sprint(env.pr), fmt.Sprint(env.issue)
+	comment, review := fmt.Sprint(env.comment), fmt.Sprint(env.review)
+	for _, r := range []struct{ method, path, body string }{
+		{"GET", "/repos/octo/app/issues/" + issue + "/timeline", ""},
+		{"GET", "/repos/octo/app/issues/" + pr + "/timeline", ""},
+		{"GET", "/repos/octo/app/issues/events?per_page=50", ""},
+		{"GET", "/repos/octo/app/issues/" + issue + "/labels", ""},
+		{"POST", "/repos/octo/app/issues/" + issue + "/labels", `{"labels":["triaged"]}`},
+		{"DELETE", "/repos/octo/app/issues/" + issue + "/labels/triaged", ""},
+		{"POST", "/repos/octo/app/issues/" + issue + "/reactions", `{"content":"rocket"}`},
+		{"GET", "/repos/octo/app/issues/" + issue + "/reactions", ""},
+		{"POST", "/repos/octo/app/issues/comments/" + comment + "/reactions", `{"content":"heart"}`},
+		{"GET", "/repos/octo/app/issues/comments/" + comment + "/reactions?content=heart", ""},
+		{"GET", "/repos/octo/app/issues/comments/" + comment, ""},
+		{"GET", "/repos/octo/app/issues/" + issue + "/comments?since=" + env.since.Format(time.RFC3339), ""},
+		{"GET", "/repos/octo/app/pulls/" + pr + "/comments", ""},
+		{"GET", "/repos/octo/app/pulls/comments/" + review, ""},
+		{"POST", "/repos/octo/app/pulls/comments/" + review + "/reactions", `{"content":"eyes"}`},
+		{"GET", "/repos/octo/app/pulls/comments/" + review + "/reactions", ""},
+		{"POST", "/repos/octo/app/pulls/" + pr + "/reviews", `{"event":"COMMENT","body":"looked at it"}`},
+		{"GET", "/repos/octo/app/pulls/" + pr + "/reviews", ""},
+	} {
+		var body io.Reader
+		if r.body != "" {
+			body = strings.NewReader(r.body)
+		}
+		req, _ := http.NewRequest(r.method, github.APIBase+r.path, body)
+		req.Header.Set("Authorization", "Bearer "+env.tok.Value())
+		req.Header.Set("Accept", "application/vnd.github+json")
+		req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+		if r.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Errorf("%s %s: %d", r.method, r.path, resp.StatusCode)
+		}
+	}
+	for _, x := range rec.log {
+		if op := checkRequest(t, spec, x); op != nil {
+			checkAnswer(t, spec, op, x)
+		}
+	}
+}
