@@ -79,6 +79,12 @@ func (s intakeSink) Followup(ctx context.Context, repo intake.Repo, c intake.Pul
 	return intake.FollowupResult{}, nil
 }
 
+func (s intakeSink) Cancel(ctx context.Context, repo intake.Repo, number int) error {
+	// Cancelling on close or unlabel is not built yet: only logged.
+	s.g.log.Debug("intake: cancel not handled yet", "repository", repo.ID, "number", number)
+	return nil
+}
+
 // errIntakeStorage: the Gate is in storage_full; the trigger is read
 // again by a later poll.
 var errIntakeStorage = errors.New("gate: intake: storage full")

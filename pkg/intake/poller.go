@@ -69,6 +69,9 @@ type Sink interface {
 	// or why it started none; the Poller reacts and keeps the pull
 	// request's status comment.
 	Followup(ctx context.Context, repo Repo, c PullComment) (FollowupResult, error)
+	// Cancel ends the running jobs of issue or pull request number: it
+	// was closed, or an authorised person removed the label.
+	Cancel(ctx context.Context, repo Repo, number int) error
 }
 
 // FollowupResult is what the follow-up path did with a command: the job
@@ -101,10 +104,13 @@ type repoState struct {
 	budget   string
 	issues   feed
 	comments feed
-	// seen: the issues and comments handled at their updated_at, so a
-	// re-read of the overlap window costs no further request.
+	reviews  feed
+	// seen: the issues, comments and review comments handled at their
+	// updated_at, so a re-read of the overlap window costs no further
+	// request.
 	seenIssue   map[int]time.Time
 	seenComment map[int64]time.Time
+	seenReview  map[int64]time.Time
 	perms       map[string]permEntry
 	next        time.Time
 }
@@ -134,7 +140,9 @@ func NewPoller(api *github.Client, st *store.Store, sink Sink, bot string, repos
 		p.repos = append(p.repos, &repoState{Repo: r,
 			issues:    feed{name: store.FeedIssues, perPage: github.FeedPerPage},
 			comments:  feed{name: store.FeedComments, perPage: github.FeedPerPage},
-			seenIssue: map[int]time.Time{}, seenComment: map[int64]time.Time{}, perms: map[string]permEntry{}})
+			reviews:   feed{name: store.FeedReviewComments, perPage: github.FeedPerPage},
+			seenIssue: map[int]time.Time{}, seenComment: map[int64]time.Time{}, seenReview: map[int64]time.Time{},
+			perms: map[string]permEntry{}})
 	}
 	return p
 }
@@ -165,7 +173,7 @@ func (p *Poller) Run(ctx context.Context) {
 // errStop ends a round: what remains is read again on the next one.
 var errStop = errors.New("intake: poll stopped")
 
-// poll reads repo's two feeds once and handles what changed; it returns
+// poll reads repo's three feeds once and handles what changed; it returns
 // when the repository is due again.
 func (p *Poller) poll(ctx context.Context, r *repoState) time.Time {
 	now := p.now()
@@ -178,7 +186,7 @@ func (p *Poller) poll(ctx context.Context, r *repoState) time.Time {
 		r.tok, r.budget = tok, budget
 	}
 	next := now
-	for _, f := range []*feed{&r.issues, &r.comments} {
+	for _, f := range []*feed{&r.issues, &r.comments, &r.reviews} {
 		at, err := p.readFeed(ctx, r, f)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -246,6 +254,18 @@ func (p *Poller) readFeed(ctx context.Context, r *repoState, f *feed) (time.Time
 			f.etag, f.etagTok = page.ETag, r.tok
 			for _, c := range page.Items {
 				if handlErr = p.comment(ctx, r, c); handlErr != nil {
+					break
+				}
+				last = c.UpdatedAt
+			}
+		}
+	case store.FeedReviewComments:
+		page, err := p.api.ListReviewCommentsSince(ctx, r.tok, r.Owner, r.Name, f.since, f.perPage, etag)
+		if readErr = err; err == nil {
+			rate, notMod, full, n = page.Rate, page.NotModified, page.Full, len(page.Items)
+			f.etag, f.etagTok = page.ETag, r.tok
+			for _, c := range page.Items {
+				if handlErr = p.reviewComment(ctx, r, c); handlErr != nil {
 					break
 				}
 				last = c.UpdatedAt
@@ -333,7 +353,22 @@ func (p *Poller) issue(ctx context.Context, r *repoState, is github.Issue) error
 	if seen, ok := r.seenIssue[is.Number]; ok && seen.Equal(is.UpdatedAt) {
 		return nil
 	}
-	if is.IsPull || is.State != "open" || !is.HasLabel(r.Settings.Label) {
+	if is.State != "open" {
+		// Closed: whatever of it runs is cancelled.
+		if err := p.sink.Cancel(ctx, r.Repo, is.Number); err != nil {
+			return err
+		}
+		r.seenIssue[is.Number] = is.UpdatedAt
+		return nil
+	}
+	if is.IsPull {
+		r.seenIssue[is.Number] = is.UpdatedAt
+		return nil
+	}
+	if !is.HasLabel(r.Settings.Label) {
+		if err := p.unlabelled(ctx, r, is); err != nil {
+			return err
+		}
 		r.seenIssue[is.Number] = is.UpdatedAt
 		return nil
 	}
@@ -351,6 +386,35 @@ func (p *Poller) issue(ctx context.Context, r *repoState, is github.Issue) error
 		return err
 	}
 	r.seenIssue[is.Number] = is.UpdatedAt
+	return nil
+}
+
+// unlabelled cancels the running job of an open issue that lost the
+// label, when an authorised person removed it (a triage user can remove
+// labels too: their removal cancels nothing). Only an issue whose status
+// comment still reports a job costs a request.
+func (p *Poller) unlabelled(ctx context.Context, r *repoState, is github.Issue) error {
+	sc, ok, err := p.st.IntakeStatus(ctx, r.ID, int64(is.Number))
+	if err != nil || !ok || sc.JobID == "" || sc.Final {
+		return err
+	}
+	events, err := p.api.IssueEvents(ctx, r.tok, r.Owner, r.Name, is.Number)
+	if err != nil {
+		return err
+	}
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		if (e.Event == "labeled" || e.Event == "unlabeled") && strings.EqualFold(e.Label, r.Settings.Label) {
+			if e.Event == "labeled" {
+				return nil
+			}
+			d, err := p.authorize(ctx, r, Actor{Login: e.Actor.Login, Type: e.Actor.Type}, true)
+			if err != nil || !d.Start {
+				return err
+			}
+			return p.sink.Cancel(ctx, r.Repo, is.Number)
+		}
+	}
 	return nil
 }
 
@@ -389,19 +453,9 @@ func (p *Poller) comment(ctx context.Context, r *repoState, c github.IssueCommen
 	}
 	tr := store.Trigger{RepositoryID: r.ID, Kind: store.TriggerComment, EventID: c.ID, Number: int64(c.IssueNumber), Actor: c.User.Login}
 	if is.IsPull {
-		d, err := p.authorize(ctx, r, actor, true)
-		if err != nil {
+		if err := p.pullCommand(ctx, r, tr, actor, c.CreatedAt, c.UpdatedAt, PullComment{Kind: store.TriggerComment, EventID: c.ID,
+			Number: c.IssueNumber, Actor: c.User.Login, Text: c.Body, At: c.CreatedAt}); err != nil {
 			return err
-		}
-		if d.Start {
-			res, err := p.sink.Followup(ctx, r.Repo, PullComment{Kind: store.TriggerComment, EventID: c.ID, Number: c.IssueNumber,
-				Actor: c.User.Login, Text: c.Body, At: c.CreatedAt})
-			if err != nil {
-				return err
-			}
-			if err := p.followedUp(ctx, r, tr, res); err != nil {
-				return err
-			}
 		}
 		r.seenComment[c.ID] = c.UpdatedAt
 		return nil
@@ -419,6 +473,47 @@ func (p *Poller) comment(ctx context.Context, r *repoState, c github.IssueCommen
 	}
 	r.seenComment[c.ID] = c.UpdatedAt
 	return nil
+}
+
+// reviewComment handles one review comment of the feed: a command by an
+// authorised author goes to the follow-up path with its file, line and
+// diff hunk.
+func (p *Poller) reviewComment(ctx context.Context, r *repoState, c github.ReviewComment) error {
+	if seen, ok := r.seenReview[c.ID]; ok && seen.Equal(c.UpdatedAt) {
+		return nil
+	}
+	actor := Actor{Login: c.User.Login, Type: c.User.Type}
+	if !StartsWithCommand(c.Body, r.Settings.Command) || c.CreatedAt.Before(r.notBefore(&r.reviews)) ||
+		!Authorize(Permission{Permission: permissionAdmin, RoleName: "admin"}, actor, p.bot).Start {
+		r.seenReview[c.ID] = c.UpdatedAt
+		return nil
+	}
+	tr := store.Trigger{RepositoryID: r.ID, Kind: store.TriggerReviewComment, EventID: c.ID, Number: int64(c.PullNumber), Actor: c.User.Login}
+	if err := p.pullCommand(ctx, r, tr, actor, c.CreatedAt, c.UpdatedAt, PullComment{Kind: store.TriggerReviewComment, EventID: c.ID,
+		Number: c.PullNumber, Actor: c.User.Login, Text: c.Body, Path: c.Path, Line: c.Line, DiffHunk: c.DiffHunk, At: c.CreatedAt}); err != nil {
+		return err
+	}
+	r.seenReview[c.ID] = c.UpdatedAt
+	return nil
+}
+
+// pullCommand hands a command on a pull request, made by actor at
+// created and last changed at updated, to the follow-up path when the
+// actor may write and the comment was not edited (what it said when
+// written is not known otherwise), and answers what it decided.
+func (p *Poller) pullCommand(ctx context.Context, r *repoState, tr store.Trigger, actor Actor, created, updated time.Time, c PullComment) error {
+	d, err := p.authorize(ctx, r, actor, true)
+	if err != nil || !d.Start {
+		return err
+	}
+	if !updated.Equal(created) {
+		return p.refuse(ctx, r, tr, RefusedEdited)
+	}
+	res, err := p.sink.Followup(ctx, r.Repo, c)
+	if err != nil {
+		return err
+	}
+	return p.followedUp(ctx, r, tr, res)
 }
 
 // authorize asks GitHub for actor's permission (fresh when fresh is set,

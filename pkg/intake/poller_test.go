@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -91,6 +92,7 @@ type sink struct {
 	jobs     map[string]string // job id -> instruction
 	seq      int
 	followup []PullComment
+	cancels  []int
 }
 
 func (s *sink) Token(ctx context.Context, repo Repo) (*github.Token, string, error) {
@@ -128,6 +130,11 @@ func (s *sink) Followup(_ context.Context, _ Repo, c PullComment) (FollowupResul
 	return FollowupResult{}, nil
 }
 
+func (s *sink) Cancel(_ context.Context, _ Repo, number int) error {
+	s.cancels = append(s.cancels, number)
+	return nil
+}
+
 var testPolicy = policy.Resolve(
 	policy.Lifecycle{LeaseTTL: policy.Duration(time.Minute), RetryBase: policy.Duration(time.Second), MaxAttempts: 1},
 	policy.Execution{PluginID: "reference", Environment: []string{"PATH"},
@@ -137,6 +144,7 @@ var testPolicy = policy.Resolve(
 
 type fixture struct {
 	t      *testing.T
+	root   string
 	clk    *clock
 	fake   *githubfake.API
 	tr     *counting
@@ -187,7 +195,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	f := &fixture{t: t, clk: clk, fake: fake, tr: tr, st: st, client: client,
+	f := &fixture{t: t, root: root, clk: clk, fake: fake, tr: tr, st: st, client: client,
 		sink: &sink{t: t, api: client, app: github.App{ID: "12345", Key: key}, st: st, now: clk.now, jobs: map[string]string{}}}
 	f.restart()
 	return f
@@ -413,8 +421,8 @@ func TestFeedsAreConditionalPerToken(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		f.round()
 	}
-	// Nothing changed: two feeds, five polls, every answer a free 304.
-	if got := f.tr.total() - before; got != 10 || f.tr.notModified != 10 || f.tr.conditional != 10 {
+	// Nothing changed: three feeds, five polls, every answer a free 304.
+	if got := f.tr.total() - before; got != 15 || f.tr.notModified != 15 || f.tr.conditional != 15 {
 		t.Fatalf("%d requests, %d conditional, %d not modified", got, f.tr.conditional, f.tr.notModified)
 	}
 	// A new token (they rotate hourly): its first reads carry no ETag of
@@ -426,7 +434,7 @@ func TestFeedsAreConditionalPerToken(t *testing.T) {
 		t.Fatalf("%d requests sent another token's ETag", f.tr.conditional)
 	}
 	f.round()
-	if f.tr.conditional != 2 {
+	if f.tr.conditional != 3 {
 		t.Fatalf("%d conditional requests after the new token's first answers", f.tr.conditional)
 	}
 	_ = n
@@ -513,5 +521,95 @@ func TestJobStatusTexts(t *testing.T) {
 	auto := MergeAuto
 	if _, text, _ := JobStatus(delivering, (&Config{Merge: &auto}).Resolve()); strings.Contains(text, "review") {
 		t.Errorf("auto policy: %q", text)
+	}
+}
+
+// pull makes the fake's repository a real one with a branch "feature"
+// one commit past main, opens a pull request of it as a person's tool
+// would, and returns its number.
+func (f *fixture) pull() int {
+	f.t.Helper()
+	bare := filepath.Join(f.root, owner, name+".git")
+	work := f.t.TempDir()
+	f.must(os.RemoveAll(bare))
+	for _, args := range [][]string{{"init", "-q", "--bare", bare}, {"init", "-q", "-b", "main", work},
+		{"-C", work, "commit", "-q", "--allow-empty", "-m", "base"}, {"-C", work, "push", "-q", bare, "main"},
+		{"-C", work, "add", "cmd"}, {"-C", work, "commit", "-q", "-m", "change"}, {"-C", work, "push", "-q", bare, "HEAD:refs/heads/feature"}} {
+		if args[len(args)-1] == "cmd" {
+			f.must(os.MkdirAll(filepath.Join(work, "cmd"), 0o755))
+			f.must(os.WriteFile(filepath.Join(work, "cmd", "main.go"), []byte(strings.Repeat("// line\n", 20)), 0o644))
+		}
+		cmd := exec.Command("git", args...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t",
+			"GIT_COMMITTER_EMAIL=t@example.invalid", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			f.t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	ctx := context.Background()
+	inst, err := f.client.InstallationAs(ctx, f.sink.app, owner, name)
+	f.must(err)
+	tok, err := f.client.CreateTokenAs(ctx, f.sink.app, inst.ID, name, github.Permissions{github.PermPullRequests: github.Write, github.PermContents: github.Read})
+	f.must(err)
+	pr, err := f.client.CreatePull(ctx, tok, owner, name, "feature", "main", "A change", "body")
+	f.must(err)
+	return pr.Number
+}
+
+func TestCommandsOnAPullRequestGoToFollowups(t *testing.T) {
+	f := newFixture(t)
+	f.round()
+	n := f.pull()
+	_, err := f.fake.Comment(owner, name, n, "maintainer", "/forge rename the flag")
+	f.must(err)
+	_, err = f.fake.ReviewComment(owner, name, n, "admin2", "cmd/main.go", 12, "/forge use a constant here")
+	f.must(err)
+	_, err = f.fake.ReviewComment(owner, name, n, "reader", "cmd/main.go", 12, "/forge delete everything")
+	f.must(err)
+	_, err = f.fake.Comment(owner, name, n, "helper[bot]", "/forge loop")
+	f.must(err)
+	f.round()
+	f.round()
+	if len(f.sink.followup) != 2 || f.jobs() != 0 {
+		t.Fatalf("follow-ups %+v, %d jobs", f.sink.followup, f.jobs())
+	}
+	conv, review := f.sink.followup[0], f.sink.followup[1]
+	if conv.Kind != store.TriggerComment || conv.Number != n || conv.Actor != "maintainer" || conv.Text != "/forge rename the flag" {
+		t.Fatalf("conversation command %+v", conv)
+	}
+	if review.Kind != store.TriggerReviewComment || review.Number != n || review.Path != "cmd/main.go" || review.Line != 12 ||
+		review.DiffHunk == "" || review.Actor != "admin2" {
+		t.Fatalf("review command %+v", review)
+	}
+	// Closing the pull request cancels what runs for it.
+	f.must(f.fake.PersonAct(owner, name, n, "close"))
+	f.round()
+	if len(f.sink.cancels) != 1 || f.sink.cancels[0] != n {
+		t.Fatalf("cancels %v", f.sink.cancels)
+	}
+}
+
+func TestUnlabelByMaintainerCancels(t *testing.T) {
+	f := newFixture(t)
+	f.round()
+	n, err := f.fake.OpenIssue(owner, name, "reporter", "Fix", "x")
+	f.must(err)
+	f.must(f.fake.Label(owner, name, n, "maintainer", "agent-forge", true))
+	f.round()
+	if f.jobs() != 1 {
+		t.Fatalf("%d jobs", f.jobs())
+	}
+	// A triage user's removal cancels nothing; a maintainer's does.
+	f.must(f.fake.Label(owner, name, n, "triager", "agent-forge", false))
+	f.round()
+	if len(f.sink.cancels) != 0 {
+		t.Fatalf("triage removal cancelled: %v", f.sink.cancels)
+	}
+	f.must(f.fake.Label(owner, name, n, "triager", "agent-forge", true))
+	f.round()
+	f.must(f.fake.Label(owner, name, n, "admin2", "agent-forge", false))
+	f.round()
+	if len(f.sink.cancels) != 1 || f.sink.cancels[0] != n {
+		t.Fatalf("cancels %v", f.sink.cancels)
 	}
 }
