@@ -80,26 +80,31 @@ type basePins struct {
 	gen uint64 // pin updates so far
 }
 
-// maintainRepository expires r's candidate refs that may go, pins its
-// open jobs' bases and repacks it when packs piled up.
+// maintainRepository expires r's candidate refs that may go (a page of
+// refs at a time), pins its open jobs' bases and repacks it when packs
+// piled up.
 func (g *Gate) maintainRepository(ctx context.Context, r *RepositoryConfig, dir string) error {
 	src := publicSource(r)
-	refs, err := g.sources.CandidateRefs(ctx, src)
-	if err != nil {
-		return err
-	}
-	ids := make([]string, 0, len(refs))
-	for _, ref := range refs {
-		ids = append(ids, ref.JobID)
-	}
-	// A finished job stays finished: this may be read before the lock.
-	done, err := g.st.FinishedBefore(ctx, ids, g.now().Add(-g.cfg.candidateRefTTL()))
-	if err != nil {
-		return err
-	}
 	start := time.Now()
-	expired, err := g.updatePins(ctx, src, dir, refs, done)
+	expired := 0
+	err := g.sources.CandidateRefs(ctx, src, func(page []source.CandidateRef) error {
+		ids := make([]string, 0, len(page))
+		for _, ref := range page {
+			ids = append(ids, ref.JobID)
+		}
+		// A finished job stays finished: this may be read before the lock.
+		done, err := g.st.FinishedBefore(ctx, ids, g.now().Add(-g.cfg.candidateRefTTL()))
+		if err != nil || len(done) == 0 {
+			return err
+		}
+		n, err := g.expireRefs(ctx, src, dir, page, done)
+		expired += n
+		return err
+	})
 	if err != nil {
+		return err
+	}
+	if err := g.pinBases(ctx, src, dir); err != nil {
 		return err
 	}
 	packs, repacked, err := g.sources.Repack(ctx, src, g.cfg.repackPacks())
@@ -113,10 +118,10 @@ func (g *Gate) maintainRepository(ctx context.Context, r *RepositoryConfig, dir 
 	return nil
 }
 
-// updatePins reads the open jobs' bases of dir and, under the same lock,
-// deletes the candidate refs of refs whose job is done and that no open
-// job builds on, and pins exactly those bases (basePins).
-func (g *Gate) updatePins(ctx context.Context, src source.Repository, dir string, refs []source.CandidateRef, done map[string]bool) (int, error) {
+// expireRefs reads the open jobs' bases of dir and, under the same lock,
+// deletes the refs of page whose job is done and that no open job builds
+// on (basePins).
+func (g *Gate) expireRefs(ctx context.Context, src source.Repository, dir string, page []source.CandidateRef, done map[string]bool) (int, error) {
 	g.pins.mu.Lock()
 	defer g.pins.mu.Unlock()
 	keep, err := g.st.OpenBases(ctx, dir)
@@ -128,12 +133,28 @@ func (g *Gate) updatePins(ctx context.Context, src source.Repository, dir string
 		needed[k] = true
 	}
 	var expire []source.CandidateRef
-	for _, ref := range refs {
+	for _, ref := range page {
 		if done[ref.JobID] && !needed[ref.Commit] {
 			expire = append(expire, ref)
 		}
 	}
+	if len(expire) == 0 {
+		return 0, nil
+	}
 	// Counted even when the update fails: it may have been applied.
 	g.pins.gen++
-	return g.sources.UpdateRefs(ctx, src, source.Maintenance{Expire: expire, Keep: keep})
+	return g.sources.ExpireRefs(ctx, src, expire)
+}
+
+// pinBases reads the open jobs' bases of dir and, under the same lock,
+// pins exactly those (basePins).
+func (g *Gate) pinBases(ctx context.Context, src source.Repository, dir string) error {
+	g.pins.mu.Lock()
+	defer g.pins.mu.Unlock()
+	keep, err := g.st.OpenBases(ctx, dir)
+	if err != nil {
+		return err
+	}
+	g.pins.gen++
+	return g.sources.PinBases(ctx, src, keep)
 }

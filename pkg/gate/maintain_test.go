@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -308,5 +310,49 @@ func TestSubmitDuringMaintenance(t *testing.T) {
 	}
 	if n := b.tg.jobCount(); n != jobs {
 		t.Fatalf("%d jobs, was %d", n, jobs)
+	}
+}
+
+// Expiry goes on past a candidate-ref listing of 64 MiB (350,000 refs of
+// jobs with ids of the longest, 70 MB): the listing is read a page at a
+// time from a file, where it once hit git_output_bytes' 64 MiB and
+// failed every round, so nothing expired any more.
+func TestCandidateRefsExpirePastLargeListing(t *testing.T) {
+	b := maintainedWorld(t, nil)
+	ref := wire.CandidateRef(b.lease.JobID, b.lease.AttemptID)
+	b.storeCandidate()
+	wantAck(t, b.w.failResult(b.lease, wire.FailureInvalidTask))
+	packed := filepath.Join(b.prepared, "packed-refs")
+	old, err := os.ReadFile(packed)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	lines := []string{}
+	for _, l := range strings.Split(string(old), "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "^") {
+			lines = append(lines, l)
+		}
+	}
+	size := 0
+	for i := range 350_000 {
+		id := fmt.Sprintf("%064d", i)
+		l := b.base + " " + wire.CandidateRef(id, id)
+		size += len(l) + 1
+		lines = append(lines, l)
+	}
+	sort.Slice(lines, func(i, j int) bool { return lines[i][41:] < lines[j][41:] })
+	if err := os.WriteFile(packed, []byte("# pack-refs with: peeled fully-peeled sorted \n"+strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if size <= 64<<20 {
+		t.Fatalf("the listing is %d bytes", size)
+	}
+	b.tg.clock.Advance(24*time.Hour + time.Minute)
+	b.tg.g.maintainRepositories(context.Background())
+	if b.refExists(ref) {
+		t.Fatal("the finished job's candidate ref did not expire")
+	}
+	if n := strings.Count(runGit(t, b.prepared, "for-each-ref", "--format=x", "refs/agent-forge/candidates/"), "x"); n != 350_000 {
+		t.Fatalf("%d refs of unknown jobs left, want 350000", n)
 	}
 }

@@ -40,9 +40,10 @@
 // Preparer's context: a submit that stops waiting does not cancel them.
 //
 // Maintenance (maintain.go). The Gate names the candidate refs that
-// expire and the commits open jobs build on; UpdateRefs deletes the refs
-// and pins those commits under refs/agent-forge/bases/; Repack, once packs
-// pile up, repacks (git repack -a -d, readers never blocked) and prunes loose
+// expire (listed a page at a time, CandidateRefs) and the commits open
+// jobs build on; ExpireRefs deletes the refs and PinBases pins those
+// commits under refs/agent-forge/bases/; Repack, once packs pile up,
+// repacks (git repack -a -d, readers never blocked) and prunes loose
 // objects older than two weeks. A candidate's pack is kept (.keep) from
 // its move until its ref exists.
 //

@@ -1,7 +1,10 @@
 package source
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,8 +16,9 @@ import (
 
 // A prepared repository stays bounded: the Gate (which knows which jobs
 // are finished) names the candidate refs that expire and the commits that
-// must survive, UpdateRefs deletes those refs and pins those commits, and
-// Repack repacks once packs pile up. The repack is git repack -a -d: one new pack of everything
+// must survive, CandidateRefs lists the refs page by page, ExpireRefs
+// deletes those that go, PinBases pins those commits, and Repack repacks
+// once packs pile up. The repack is git repack -a -d: one new pack of everything
 // reachable, moved in before any old pack is deleted, so a reader (a base
 // bundle, a delivery's push) always finds every object it was reading,
 // and what expired refs alone held is gone. Objects that are not reachable
@@ -23,16 +27,23 @@ import (
 // from the move until the candidate ref exists; a fetch's index-pack does
 // the same. New removes .keep files a killed Gate left.
 
-// basePinPrefix holds one ref per commit Maintenance.Keep names, so that a
+// basePinPrefix holds one ref per commit PinBases keeps, so that a
 // repack keeps it even once no branch reaches it (a default branch
 // force-pushed upstream under a job that still needs its base).
 const basePinPrefix = "refs/agent-forge/bases/"
 
 // Bounds of a maintenance's git.
 const (
-	// maintainOutputBytes bounds the listing of a repository's candidate
-	// refs (about 130 bytes a ref).
+	// maintainOutputBytes bounds the listing of a repository's pins
+	// (about 90 bytes a pin, one per open job's base).
 	maintainOutputBytes = 64 << 20
+	// maxRefListingBytes bounds the listing of a repository's candidate
+	// refs (about 130 bytes a ref, up to 200 with the longest ids), which
+	// goes to a temporary file, not to memory.
+	maxRefListingBytes = 4 << 30
+	// candidatePage is how many candidate refs CandidateRefs hands over
+	// at a time.
+	candidatePage = 10_000
 	// repackTimeout bounds one repack, beyond the repository's git_timeout.
 	repackTimeout = 30 * time.Minute
 	// pruneGrace is the age past which an unreachable loose object goes
@@ -47,74 +58,124 @@ type CandidateRef struct {
 	Commit string
 }
 
-// Maintenance is the refs UpdateRefs changes in a prepared repository.
-type Maintenance struct {
-	// Expire lists candidate refs to delete, each only while it still
-	// names its Commit.
-	Expire []CandidateRef
-	// Keep lists commits every repack keeps (pinned under
-	// refs/agent-forge/bases/); pins of commits no longer listed go.
-	Keep []string
-}
-
-// CandidateRefs lists the candidate refs of r's prepared repository (none
-// when it does not exist yet). Refs under the prefix that are not a
-// valid candidate ref are not listed (and never deleted).
-func (p *Preparer) CandidateRefs(ctx context.Context, r Repository) ([]CandidateRef, error) {
+// CandidateRefs calls each with the candidate refs of r's prepared
+// repository (none when it does not exist yet), at most candidatePage at a
+// time, each page its own slice. git lists them into a temporary file
+// first, so a listing of any size (up to maxRefListingBytes) is never held
+// in memory whole and the repository's git_timeout bounds the listing
+// alone, not what each does with a page. Refs under the prefix that are
+// not a valid candidate ref are not listed (and never deleted). An error
+// of each stops the listing and is returned.
+func (p *Preparer) CandidateRefs(ctx context.Context, r Repository, each func([]CandidateRef) error) error {
 	dir := p.Dir(r)
 	if _, err := os.Lstat(dir); os.IsNotExist(err) {
-		return nil, nil
+		return nil
 	}
-	g := p.runner(r)
-	g.OutputBytes = maintainOutputBytes
-	out, err := g.Run(ctx, gitx.Cmd{GitDir: dir, Args: []string{"for-each-ref", "--format=%(objectname) %(refname)", ident.CandidateRefPrefix}})
+	tmp, err := p.Scratch()
 	if err != nil {
-		return nil, gitError(PhaseMaintain, err)
+		return err
 	}
-	var refs []CandidateRef
-	for _, line := range strings.Split(string(out), "\n") {
-		sha, name, ok := strings.Cut(line, " ")
-		if !ok || !validHex(sha) || !ident.ValidCandidateRef(name) {
-			continue
+	defer os.RemoveAll(tmp)
+	f, err := os.OpenFile(filepath.Join(tmp, "refs"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return &Error{Phase: PhaseMaintain, Reason: ReasonLocalFailure, Retryable: true}
+	}
+	defer f.Close()
+	g := p.runner(r)
+	err = g.Stream(ctx, gitx.Cmd{GitDir: dir, Args: []string{"for-each-ref", "--format=%(objectname) %(refname)", ident.CandidateRefPrefix}},
+		maxRefListingBytes, func(out io.Reader) error {
+			if _, err := io.Copy(f, out); err != nil {
+				return &Error{Phase: PhaseMaintain, Reason: ReasonLocalFailure, Retryable: true}
+			}
+			return nil
+		})
+	var se *Error
+	switch {
+	case errors.As(err, &se):
+		return err
+	case err != nil:
+		return gitError(PhaseMaintain, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return &Error{Phase: PhaseMaintain, Reason: ReasonLocalFailure, Retryable: true}
+	}
+	// A valid line is at most 64 hex digits, a space and the prefix with
+	// two ids; a longer one is skipped whole.
+	in := bufio.NewReaderSize(f, 4096)
+	page := make([]CandidateRef, 0, candidatePage)
+	for {
+		line, err := in.ReadSlice('\n')
+		long := errors.Is(err, bufio.ErrBufferFull)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			_, err = in.ReadSlice('\n')
 		}
-		job, _, _ := strings.Cut(strings.TrimPrefix(name, ident.CandidateRefPrefix), "/")
-		refs = append(refs, CandidateRef{Name: name, JobID: job, Commit: sha})
+		if err != nil && !errors.Is(err, io.EOF) {
+			return &Error{Phase: PhaseMaintain, Reason: ReasonLocalFailure, Retryable: true}
+		}
+		if !long {
+			sha, name, ok := strings.Cut(strings.TrimSuffix(string(line), "\n"), " ")
+			if ok && validHex(sha) && ident.ValidCandidateRef(name) {
+				job, _, _ := strings.Cut(strings.TrimPrefix(name, ident.CandidateRefPrefix), "/")
+				page = append(page, CandidateRef{Name: name, JobID: job, Commit: sha})
+			}
+		}
+		if len(page) == candidatePage || (errors.Is(err, io.EOF) && len(page) > 0) {
+			if err := each(page); err != nil {
+				return err
+			}
+			page = make([]CandidateRef, 0, candidatePage)
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
 	}
-	return refs, nil
 }
 
-// UpdateRefs deletes m.Expire's refs and pins exactly m.Keep's commits
-// (those the repository holds), in one ref transaction, and returns how
-// many candidate refs it deleted. The caller keeps jobs from being
-// submitted between its reading of the open jobs' bases and this (the
-// Gate's pins lock, pkg/gate maintain.go): a base checked then would be
-// neither pinned nor kept by the ref it was found through.
-func (p *Preparer) UpdateRefs(ctx context.Context, r Repository, m Maintenance) (int, error) {
+// ExpireRefs deletes refs (candidate refs, each only while it still names
+// its Commit) in one ref transaction and returns how many it deleted. The
+// caller keeps jobs from being submitted between its reading of the open
+// jobs' bases (none of refs may be one) and this (the Gate's pins lock,
+// pkg/gate maintain.go).
+func (p *Preparer) ExpireRefs(ctx context.Context, r Repository, refs []CandidateRef) (int, error) {
 	dir := p.Dir(r)
 	if _, err := os.Lstat(dir); os.IsNotExist(err) {
 		return 0, nil
 	}
-	g := p.runner(r)
 	var tx strings.Builder
-	expired := 0
-	for _, e := range m.Expire {
-		if !ident.ValidCandidateRef(e.Name) || !validHex(e.Commit) {
-			continue
-		}
-		tx.WriteString("delete " + e.Name + " " + e.Commit + "\n")
-		expired++
-	}
-	pins, err := p.pinUpdates(ctx, g, dir, m.Keep)
-	if err != nil {
-		return 0, err
-	}
-	tx.WriteString(pins)
-	if tx.Len() > 0 {
-		if _, err := g.Run(ctx, gitx.Cmd{GitDir: dir, Stdin: []byte(tx.String()), Args: []string{"update-ref", "--stdin"}}); err != nil {
-			return 0, gitError(PhaseMaintain, err)
+	n := 0
+	for _, e := range refs {
+		if ident.ValidCandidateRef(e.Name) && validHex(e.Commit) {
+			tx.WriteString("delete " + e.Name + " " + e.Commit + "\n")
+			n++
 		}
 	}
-	return expired, nil
+	if n == 0 {
+		return 0, nil
+	}
+	if _, err := p.runner(r).Run(ctx, gitx.Cmd{GitDir: dir, Stdin: []byte(tx.String()), Args: []string{"update-ref", "--stdin"}}); err != nil {
+		return 0, gitError(PhaseMaintain, err)
+	}
+	return n, nil
+}
+
+// PinBases pins exactly keep's commits (those the repository holds) under
+// basePinPrefix, so that every repack keeps them; pins of commits no
+// longer listed go. Like ExpireRefs, it runs under the caller's lock
+// against submits.
+func (p *Preparer) PinBases(ctx context.Context, r Repository, keep []string) error {
+	dir := p.Dir(r)
+	if _, err := os.Lstat(dir); os.IsNotExist(err) {
+		return nil
+	}
+	g := p.runner(r)
+	pins, err := p.pinUpdates(ctx, g, dir, keep)
+	if err != nil || pins == "" {
+		return err
+	}
+	if _, err := g.Run(ctx, gitx.Cmd{GitDir: dir, Stdin: []byte(pins), Args: []string{"update-ref", "--stdin"}}); err != nil {
+		return gitError(PhaseMaintain, err)
+	}
+	return nil
 }
 
 // Repack repacks r's prepared repository when it holds more than limit
@@ -149,7 +210,9 @@ func (p *Preparer) Repack(ctx context.Context, r Repository, limit int) (int, bo
 // pinUpdates returns the update-ref lines that make the pins exactly the
 // commits of keep dir holds.
 func (p *Preparer) pinUpdates(ctx context.Context, g *gitx.Runner, dir string, keep []string) (string, error) {
-	out, err := g.Run(ctx, gitx.Cmd{GitDir: dir, Args: []string{"for-each-ref", "--format=%(objectname) %(refname)", basePinPrefix}})
+	list := *g
+	list.OutputBytes = maintainOutputBytes
+	out, err := list.Run(ctx, gitx.Cmd{GitDir: dir, Args: []string{"for-each-ref", "--format=%(objectname) %(refname)", basePinPrefix}})
 	if err != nil {
 		return "", gitError(PhaseMaintain, err)
 	}
