@@ -73,10 +73,7 @@ func (s intakeSink) Pace(budget string, r github.RateLimit, paid bool) time.Time
 }
 
 func (s intakeSink) Followup(ctx context.Context, repo intake.Repo, c intake.PullComment) (intake.FollowupResult, error) {
-	// Follow-ups on delivered pull requests (DECISIONS 18) are not built
-	// yet: the command is only logged.
-	s.g.log.Info("intake: command on a pull request not handled yet", "repository", repo.ID, "number", c.Number, "event", c.EventID)
-	return intake.FollowupResult{}, nil
+	return s.g.followup(ctx, readPull(s.app), repo, c)
 }
 
 func (s intakeSink) Cancel(ctx context.Context, repo intake.Repo, number int) error {

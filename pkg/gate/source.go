@@ -72,6 +72,12 @@ const maxPrepareRounds = 3
 // before the base was checked; otherwise it checks again (basePins,
 // maintain.go). Static registrations pass with "" and nothing held.
 func (g *Gate) prepareHeld(ctx context.Context, r *RepositoryConfig, base string) (string, func(), error) {
+	return g.holdPrepared(r, func() (string, error) { return g.prepareSource(ctx, r, base) })
+}
+
+// holdPrepared runs prepare (a check of a public source's base) under
+// prepareHeld's rule.
+func (g *Gate) holdPrepared(r *RepositoryConfig, prepare func() (string, error)) (string, func(), error) {
 	if r.RepositoryURL == "" {
 		return "", func() {}, nil
 	}
@@ -79,7 +85,7 @@ func (g *Gate) prepareHeld(ctx context.Context, r *RepositoryConfig, base string
 		g.pins.mu.RLock()
 		gen := g.pins.gen
 		g.pins.mu.RUnlock()
-		prepared, err := g.prepareSource(ctx, r, base)
+		prepared, err := prepare()
 		if err != nil {
 			return "", nil, err
 		}

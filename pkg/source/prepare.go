@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/gitx"
+	"github.com/0k-lab/agent-forge/pkg/ident"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
 )
 
@@ -143,6 +144,31 @@ func (p *Preparer) Prepare(ctx context.Context, r Repository, base string) (stri
 	dir := p.Dir(r)
 	if err := p.checkBase(ctx, r, dir, base); err != nil {
 		return "", err
+	}
+	return dir, nil
+}
+
+// PrepareCandidate is Prepare for a follow-up job (DECISIONS 18), whose
+// base is not a commit of the default branch but a candidate the Gate
+// stored for an earlier job of the same pull request: r's repository
+// must be prepared already, and base must be the commit a candidate ref
+// (ident.CandidateRefPrefix) names; nothing is fetched. A base no
+// candidate ref names (never one, or its ref expired) is base_missing.
+func (p *Preparer) PrepareCandidate(ctx context.Context, r Repository, base string) (string, error) {
+	if !ident.ValidSHA(base) {
+		return "", &Error{Phase: PhaseBase, Reason: ReasonBaseMissing}
+	}
+	dir := p.Dir(r)
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return "", &Error{Phase: PhaseBase, Reason: ReasonBaseMissing}
+	}
+	out, err := p.runner(r).Run(ctx, gitx.Cmd{GitDir: dir, Args: []string{"for-each-ref", "--count=1", "--format=%(objectname)",
+		"--points-at=" + base, "--", ident.CandidateRefPrefix}})
+	if err != nil {
+		return "", gitError(PhaseBase, err)
+	}
+	if strings.TrimSpace(string(out)) != base {
+		return "", &Error{Phase: PhaseBase, Reason: ReasonBaseMissing}
 	}
 	return dir, nil
 }

@@ -751,3 +751,34 @@ func TestPrepareFscksUpstream(t *testing.T) {
 		t.Fatalf("the refused commit is stored")
 	}
 }
+
+// A follow-up's base is a candidate the Gate stored: exactly the commit
+// of a candidate ref, never one of a side branch or an expired ref.
+func TestPrepareCandidateBase(t *testing.T) {
+	u := newUpstream(t)
+	first := hostGit(t, u.work, "rev-parse", "HEAD")
+	if _, err := u.p.PrepareCandidate(context.Background(), u.repo(), first); err == nil {
+		t.Fatal("a candidate base before the repository was prepared")
+	}
+	dir, err := u.prepare(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostGit(t, u.work, "checkout", "-q", "-b", "side")
+	cand := u.commit("a candidate")
+	// The candidate arrives as the Workers' bundles do: under its ref.
+	hostGit(t, u.work, "push", "-q", dir, cand+":refs/agent-forge/candidates/"+strings.Repeat("a", 32)+"/"+strings.Repeat("b", 32))
+	if got, err := u.p.PrepareCandidate(context.Background(), u.repo(), cand); err != nil || got != dir {
+		t.Fatalf("candidate base: %q %v", got, err)
+	}
+	// On the default branch but no candidate: refused (Prepare's case).
+	_, err = u.p.PrepareCandidate(context.Background(), u.repo(), first)
+	wantSourceError(t, err, PhaseBase, ReasonBaseMissing, false)
+	// In the repository, not named by a candidate ref.
+	child := u.commit("after the candidate")
+	hostGit(t, u.work, "push", "-q", dir, child+":refs/heads/elsewhere")
+	_, err = u.p.PrepareCandidate(context.Background(), u.repo(), child)
+	wantSourceError(t, err, PhaseBase, ReasonBaseMissing, false)
+	_, err = u.p.PrepareCandidate(context.Background(), u.repo(), "not-a-sha")
+	wantSourceError(t, err, PhaseBase, ReasonBaseMissing, false)
+}

@@ -26,6 +26,9 @@ const (
 	// RefusedBaseMoved: the pull request's head is not a candidate of
 	// the Gate's (someone pushed to its branch).
 	RefusedBaseMoved = "base_moved"
+	// RefusedBaseGone: the head is the Gate's candidate, but its
+	// repository no longer holds it (the candidate ref expired).
+	RefusedBaseGone = "base_gone"
 )
 
 // CodeSuperseded is the failure code of a delivery that a follow-up job
@@ -92,9 +95,26 @@ func (s *Store) SubmitFollowup(ctx context.Context, j NewJob, tr Trigger, f Foll
 	if err != nil {
 		return FollowupResult{}, err
 	}
+	return s.followup(ctx, tr, f, job, insert, now)
+}
+
+// RefuseFollowupBaseGone answers follow-up trigger tr when the Gate's
+// repository holds no candidate ref at f.HeadSHA, so no job can build on
+// it: stored once with SubmitFollowup's verdict, or base_gone where that
+// would have started a job.
+func (s *Store) RefuseFollowupBaseGone(ctx context.Context, tr Trigger, f Followup, now time.Time) (FollowupResult, error) {
+	if !tr.valid() || tr.Kind == TriggerLabel || !ident.ValidSHA(f.HeadSHA) || f.MaxFollowups < 0 {
+		return FollowupResult{}, invalid("malformed follow-up trigger")
+	}
+	return s.followup(ctx, tr, f, Job{}, nil, now)
+}
+
+// followup decides trigger tr in one transaction and, when it starts a
+// job, inserts job with insert (nil: base_gone instead).
+func (s *Store) followup(ctx context.Context, tr Trigger, f Followup, job Job, insert func(t *wtx) error, now time.Time) (FollowupResult, error) {
 	us := now.UnixMicro()
 	var res FollowupResult
-	err = s.w.do(ctx, func(t *wtx) error {
+	err := s.w.do(ctx, func(t *wtx) error {
 		res = FollowupResult{}
 		earlier, refusal, found, err := t.storedTrigger(tr)
 		if err != nil || found {
@@ -106,6 +126,9 @@ func (s *Store) SubmitFollowup(ctx context.Context, j NewJob, tr Trigger, f Foll
 			return err
 		}
 		reason, branch, supersede := followupVerdict(chain, count, f)
+		if reason == "" && insert == nil {
+			reason = RefusedBaseGone
+		}
 		if reason != "" {
 			res.Refusal = reason
 			_, err := t.exec(`INSERT INTO intake_refusals (repository_id, kind, event_id, number, actor, reason, created_at)
@@ -123,12 +146,12 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`, tr.RepositoryID, tr.Kind, tr.EventID, tr.Number, 
 		}
 		if _, err := t.exec(`INSERT INTO intake_triggers (repository_id, kind, event_id, job_seq, number, actor, created_at)
 VALUES (?, ?, ?, (SELECT seq FROM jobs WHERE id = ?), ?, ?, ?)`,
-			tr.RepositoryID, tr.Kind, tr.EventID, j.ID, tr.Number, tr.Actor, us); err != nil {
+			tr.RepositoryID, tr.Kind, tr.EventID, job.ID, tr.Number, tr.Actor, us); err != nil {
 			return err
 		}
 		res.Ordinal = count + 1
 		_, err = t.exec(`INSERT INTO followups (job_seq, repository_id, number, ordinal, branch)
-VALUES ((SELECT seq FROM jobs WHERE id = ?), ?, ?, ?, ?)`, j.ID, tr.RepositoryID, tr.Number, res.Ordinal, branch)
+VALUES ((SELECT seq FROM jobs WHERE id = ?), ?, ?, ?, ?)`, job.ID, tr.RepositoryID, tr.Number, res.Ordinal, branch)
 		return err
 	})
 	if err != nil {
@@ -239,4 +262,29 @@ func (t *wtx) supersede(c chainJob, us int64) error {
 	}
 	t.events(c.seq, c.events+1, us, ev{typ: EventFailed, code: CodeSuperseded})
 	return nil
+}
+
+// TriggerAnswer returns what trigger (repositoryID, kind, eventID) was
+// answered when it was stored: the job it started, or why it started
+// none; ok is false when it is not stored.
+func (s *Store) TriggerAnswer(ctx context.Context, repositoryID, kind string, eventID int64) (jobID, refusal string, ok bool, err error) {
+	err = s.read(ctx, func(q querier) error {
+		jobID, refusal, ok = "", "", false
+		err := q.QueryRowContext(ctx, triggerJobSQL, repositoryID, kind, eventID).Scan(&jobID)
+		if err == nil {
+			ok = true
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		err = q.QueryRowContext(ctx, `SELECT reason FROM intake_refusals WHERE repository_id = ? AND kind = ? AND event_id = ?`,
+			repositoryID, kind, eventID).Scan(&refusal)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		ok = err == nil
+		return err
+	})
+	return jobID, refusal, ok, err
 }

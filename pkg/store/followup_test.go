@@ -270,3 +270,34 @@ func TestFollowupMigration(t *testing.T) {
 		t.Fatalf("superseded delivery saved: %v", err)
 	}
 }
+
+// A head whose candidate ref is gone starts nothing: base_gone where a
+// job would have started, the store's verdict otherwise, each stored once.
+func TestFollowupBaseGone(t *testing.T) {
+	s := mustOpen(t, ":memory:")
+	deliveredPR(t, s, "orig", "alice", DeliveryCI)
+	res, err := s.RefuseFollowupBaseGone(bg, reviewTrigger(1, "bob"), openHead, t0)
+	if err != nil || res.Refusal != RefusedBaseGone || res.Job.ID != "" {
+		t.Fatalf("base gone: %+v %v", res, err)
+	}
+	if job, refusal, ok, err := s.TriggerAnswer(bg, "repo", TriggerReviewComment, 1); err != nil || !ok || job != "" || refusal != RefusedBaseGone {
+		t.Fatalf("answer: %q %q %v %v", job, refusal, ok, err)
+	}
+	closed := openHead
+	closed.Open = false
+	if res, err := s.RefuseFollowupBaseGone(bg, reviewTrigger(2, "bob"), closed, t0); err != nil || res.Refusal != RefusedClosed {
+		t.Fatalf("closed: %+v %v", res, err)
+	}
+	if j := mustJob(t, s, "orig"); j.Status != JobDelivering {
+		t.Fatalf("a refusal superseded the delivery: %+v", j)
+	}
+	if res, err := s.SubmitFollowup(bg, followJob("f1", deliverSHA), reviewTrigger(3, "bob"), openHead, t0); err != nil || res.Job.ID != "f1" {
+		t.Fatalf("follow-up: %+v %v", res, err)
+	}
+	if job, _, ok, err := s.TriggerAnswer(bg, "repo", TriggerReviewComment, 3); err != nil || !ok || job != "f1" {
+		t.Fatalf("answer of a job: %q %v %v", job, ok, err)
+	}
+	if _, _, ok, err := s.TriggerAnswer(bg, "repo", TriggerReviewComment, 4); err != nil || ok {
+		t.Fatalf("unknown trigger: %v %v", ok, err)
+	}
+}
