@@ -32,7 +32,7 @@ func TestAgentPluginList(t *testing.T) {
 			t.Errorf("%s is not shipped and installed", p)
 		}
 	}
-	want := []string{"VERSION", "forge-claude-plugin", "forge-codex-plugin", "forge-ref-plugin", "forge-worker"}
+	want := []string{"VERSION", "forge-claude-plugin", "forge-codex-plugin", "forge-gemini-plugin", "forge-ref-plugin", "forge-worker"}
 	if !slices.Equal(archiveMembers["worker"], want) {
 		t.Fatalf("worker archive %v", archiveMembers["worker"])
 	}

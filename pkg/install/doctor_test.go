@@ -79,7 +79,7 @@ func TestDoctorChecksEveryAgentPlugin(t *testing.T) {
 	i := slices.Index(doctor.Checks, "worker-containment")
 	want := agentPluginChecks()
 	if len(want) < 2 || i < 0 || !slices.Equal(doctor.Checks[i+1:i+1+len(want)], want) ||
-		!slices.Contains(want, "claude-plugin") || !slices.Contains(want, "codex-plugin") {
+		!slices.Contains(want, "claude-plugin") || !slices.Contains(want, "codex-plugin") || !slices.Contains(want, "gemini-plugin") {
 		t.Fatalf("checks %v", doctor.Checks)
 	}
 }
