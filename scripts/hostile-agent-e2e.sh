@@ -164,8 +164,29 @@ def dns():
         q, peer = udp.recvfrom(512)
         udp.sendto(q[:2] + b"\x81\x80" + q[4:], peer)
 threading.Thread(target=dns, daemon=True).start()
+# A pathname UNIX socket of the Worker's own account (HOSTILE_OWN_UID),
+# open to all, saying hello: a stand-in for its per-user service manager
+# or session bus, which would start unconfined processes on request.
+own_path = os.path.join(os.path.dirname(path), "own-account.sock")
+if os.path.exists(own_path):
+    os.unlink(own_path)
+own = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+own.bind(own_path)
+os.chmod(own_path, 0o777)
+own_uid = int(os.environ["HOSTILE_OWN_UID"])
+os.chown(own_path, own_uid, own_uid)
+own.listen(16)
+def own_hello():
+    while True:
+        c, _ = own.accept()
+        try:
+            c.sendall(b"hello\n")
+        except OSError:
+            pass
+        c.close()
+threading.Thread(target=own_hello, daemon=True).start()
 targets = {"tcp": "127.0.0.1:%d" % tcp.getsockname()[1], "udp": "127.0.0.1:%d" % udp.getsockname()[1],
-           "tcp_far": "%s:%d" % (far or "127.0.0.1", tcp.getsockname()[1])}
+           "tcp_far": "%s:%d" % (far or "127.0.0.1", tcp.getsockname()[1]), "unix_own": own_path}
 with open(addr_file + ".targets.tmp", "w") as f:
     json.dump(targets, f)
 os.rename(addr_file + ".targets.tmp", addr_file + ".targets")
@@ -312,7 +333,7 @@ source_setup
 ip addr add 198.51.100.7/32 dev lo || fail "add a non-loopback address"
 export HOSTILE_FAR_ADDR=198.51.100.7
 # The collector runs as the caller (root in CI): not a target of signals.
-collect "$tmp/collector.addr" "$tmp/reports/current.jsonl" 2>"$tmp/collector.log" &
+HOSTILE_OWN_UID=$account collect "$tmp/collector.addr" "$tmp/reports/current.jsonl" 2>"$tmp/collector.log" &
 pids+=($!)
 for _ in $(seq 200); do [ -s "$tmp/collector.addr.targets" ] && break; sleep 0.05; done
 report_addr=$(cat "$tmp/collector.addr") || fail "collector did not start"
@@ -486,11 +507,12 @@ sparse_round() {
 
 secrets=("$FORGE_OWNER_TOKEN" "$FORGE_WORKER_TOKEN" "$key_marker" "$decoy_token" "$attempt_secret")
 # The network around the Worker's gateway (net.go): direct TCP to a
-# loopback port and to a non-loopback address, DNS over UDP, TCP Fast Open;
+# loopback port and to a non-loopback address, DNS over UDP, TCP Fast Open,
+# a UNIX socket of the Worker's own account (a user manager's stand-in);
 # beside them (not required to reach unconfined) a CONNECT through the
 # attempt's proxy to a host its policy does not list (the proxy refuses it
 # either way) and, in the public-source layout, the other attempt's proxy.
-net_kinds="net-tcp-loopback net-tcp-far net-udp-dns net-fastopen"
+net_kinds="net-tcp-loopback net-tcp-far net-udp-dns net-fastopen net-unix-own-account"
 source_kinds="cache-read cache-write cache-chmod alternates attempt-read attempt-write gate-repo-read gate-repo-write worker-source worker-candidate"
 
 # 2. Sandboxed (the default).

@@ -118,14 +118,22 @@ PY
 # 1. A passing job; the plugin waits on a loopback rendezvous (reachable
 # from inside the Worker's sandbox) while the API is read: its first
 # connection says it started, its second is held until release exists.
+# A sandboxed program connects only to sockets of its own or to those of
+# another account that every account may use (docs/sandbox.md): the
+# rendezvous socket is uid 65534's, in a directory every account may
+# search (the Worker may run as root).
+chmod 0711 "$tmp"
+mkdir -m 0755 "$tmp/rv"
 python3 - "$tmp" <<'PY' &
 import os, socket, sys, time
 tmp = sys.argv[1]
+path = tmp + "/rv/rendezvous.sock"
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # a sandbox opens no TCP connection but to the gateway
-s.bind(tmp + "/rendezvous.sock")
-os.chmod(tmp + "/rendezvous.sock", 0o777)
+s.bind(path)
+os.chmod(path, 0o777)
+os.chown(path, 65534, 65534)
 s.listen(2)
-open(tmp + "/rendezvous.addr.tmp", "w").write(tmp + "/rendezvous.sock")
+open(tmp + "/rendezvous.addr.tmp", "w").write(path)
 os.rename(tmp + "/rendezvous.addr.tmp", tmp + "/rendezvous.addr")
 c, _ = s.accept()
 c.close()

@@ -131,19 +131,10 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 			return errors.New(msg)
 		}
 		defer cgroups.Close()
-		// A per-user service manager or session bus of this account
-		// would start, for any sandboxed program that asked, a process
-		// outside every confinement (docs/sandbox.md). Said loudly, not
-		// refused: a developer's own account (make demo on a desktop)
-		// has one; a Worker that runs agents for a team must not.
-		if p := sandbox.ReachableUserManager(os.Geteuid(), os.Getenv); p != "" {
-			log.Warn("the sandbox does not hold on this account: sandboxed programs can ask its per-user service manager or session bus to start unconfined processes; run the Worker as an account without a login session (the installed unit does)",
-				"socket", p)
-		}
 		log.Info("sandbox", "sandbox", cfg.Sandbox, "landlock_abi", abi, "scoped", sandbox.Scoped(abi), "metadata_guard", true,
 			"containment", "cgroup", "cgroup_controllers", strings.Join(cgroups.Controllers(), " "))
 		if !sandbox.Scoped(abi) {
-			log.Warn("sandbox weakened: sandboxed programs can signal processes of the Worker's account and reach abstract UNIX sockets", "sandbox", cfg.Sandbox)
+			log.Warn("sandbox weakened: sandboxed programs can signal processes of the Worker's account", "sandbox", cfg.Sandbox)
 		}
 	}
 	self, err := supervise.Self()

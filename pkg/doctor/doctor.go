@@ -293,7 +293,7 @@ func sandboxVerdict(mode string, abi int, probe func() error) string {
 		case probe() != nil:
 			return "the sandbox's metadata guard (seccomp user notification) is not available: the Worker refuses to start"
 		case mode == sandbox.ModeUnscoped && !sandbox.Scoped(abi):
-			return fmt.Sprintf(`%s says "sandbox": "landlock-unscoped": sandboxed programs can signal the Worker and other processes of its account and reach abstract UNIX sockets (Landlock ABI %d here; ABI %d scopes them)`,
+			return fmt.Sprintf(`%s says "sandbox": "landlock-unscoped": sandboxed programs can signal the Worker and other processes of its account (Landlock ABI %d here; ABI %d scopes signals)`,
 				install.WorkerConfig, abi, sandbox.MinABI)
 		case mode == sandbox.ModeUnscoped:
 			return fmt.Sprintf(`%s says "sandbox": "landlock-unscoped", which this kernel (Landlock ABI %d) does not need: remove it, or an older kernel runs unscoped`,

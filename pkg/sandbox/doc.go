@@ -42,7 +42,15 @@
 // is made by the guard, bound to the loopback device, and installed in
 // the program; every TCP connect is made by the guard on the program's
 // socket to the address it read, refused and counted (Refusals) unless it
-// is an endpoint; sends with MSG_FASTOPEN are refused.
+// is an endpoint; every UNIX connect too, to a pathname socket of the
+// program's read-write trees or of another account open to all only
+// (never the Worker's own account's: its user manager, its session bus),
+// never to an abstract one; sends with MSG_FASTOPEN are refused.
+//
+// Every capability of the thread is dropped too (bounding set, securebits
+// locked, ambient, effective, permitted, inheritable): Landlock's ptrace
+// check does not hold against CAP_SYS_PTRACE, so a Worker running as root
+// starts programs that are uid 0 without any privilege.
 //
 // A domain applies to a thread and cannot be lifted, so the caller
 // (pkg/supervise's reaper) restricts a locked thread that it never gives

@@ -121,16 +121,12 @@ func (rs rootSet) handle(lfd int, net *netArm) bool {
 		args[i] = binary.NativeEndian.Uint64(n[32+8*i:])
 	}
 	errno := syscall.ENOSYS
-	flags := uint32(0)
 	if arch == auditArchNative && (nr == sysSocket || nr == sysConnect) {
-		a := answerNet(lfd, id, tid, nr, args, net)
+		a := answerNet(lfd, id, tid, nr, args, net, rs)
 		if a.sent {
 			return true
 		}
 		errno = a.errno
-		if a.cont {
-			flags = notifContinue
-		}
 	} else if arch == auditArchNative {
 		for _, c := range nativeCalls {
 			if c.nr == nr {
@@ -142,7 +138,6 @@ func (rs rootSet) handle(lfd int, net *netArm) bool {
 	var resp [respSize]byte
 	binary.NativeEndian.PutUint64(resp[0:], id)
 	binary.NativeEndian.PutUint32(resp[16:], uint32(-int32(errno)))
-	binary.NativeEndian.PutUint32(resp[20:], flags)
 	syscall.Syscall(syscall.SYS_IOCTL, uintptr(lfd), notifSend, uintptr(unsafe.Pointer(&resp[0])))
 	return true
 }

@@ -5,6 +5,10 @@ package sandbox
 import (
 	"encoding/binary"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -13,7 +17,6 @@ import (
 const (
 	notifAddFD      = 0x40182103 // SECCOMP_IOCTL_NOTIF_ADDFD, struct seccomp_notif_addfd (24 bytes)
 	addFDFlagSend   = 1 << 1     // SECCOMP_ADDFD_FLAG_SEND: the new descriptor is the call's result
-	notifContinue   = 1 << 0     // SECCOMP_USER_NOTIF_FLAG_CONTINUE
 	maxSockaddr     = 128        // sizeof(struct sockaddr_storage)
 	sockaddrIn      = 16         // sizeof(struct sockaddr_in)
 	sockaddrIn6Min  = 24         // SIN6_LEN_RFC2133: the least an IPv6 connect takes
@@ -32,12 +35,10 @@ type netArm struct {
 	refusals *Refusals
 }
 
-// netAnswer is how the guard answers one network call: an errno, the
-// kernel's own handling of it (cont), or nothing more (sent: the answer
-// went with a descriptor).
+// netAnswer is how the guard answers one network call: an errno, or
+// nothing more (sent: the answer went with a descriptor).
 type netAnswer struct {
 	errno syscall.Errno
-	cont  bool
 	sent  bool
 }
 
@@ -50,17 +51,15 @@ type netAnswer struct {
 // result: whatever address it connects it to, it reaches only this host,
 // and a socket it listens on hears only loopback.
 //
-// A connect on a TCP socket is made here, on the program's own socket
-// (pidfd_getfd), to the address as read once (bounded): refused (EACCES)
-// and counted unless it is one of the policy's endpoints, so a program
-// that rewrites the address once it was read changes nothing. A connect on
-// any other socket (UNIX: the only other kind the filter lets a program
-// make) is the kernel's (cont), which also keeps Landlock's scoping of
-// abstract UNIX sockets. Should the program put a TCP socket in that
-// descriptor's place meanwhile, the kernel's checks still hold: Landlock
-// lets it connect to the endpoints' ports only, and the socket reaches
-// this host only.
-func answerNet(lfd int, id uint64, tid int, nr uint32, args [6]uint64, na *netArm) netAnswer {
+// Every connect is made here, on the program's own socket (pidfd_getfd),
+// to the address as read once (bounded), so a program that rewrites the
+// address or swaps the descriptor once they were read changes nothing;
+// none is left to the kernel (a continued call would read the address
+// again). On a TCP socket it is refused (EACCES) and counted unless it
+// is one of the policy's endpoints. On a UNIX socket see connectUnix. On
+// any other (routing netlink, the only other kind the filter lets a
+// program make) the address read is connected as it is.
+func answerNet(lfd int, id uint64, tid int, nr uint32, args [6]uint64, na *netArm, rs rootSet) netAnswer {
 	if na == nil {
 		return netAnswer{errno: syscall.EACCES}
 	}
@@ -68,13 +67,13 @@ func answerNet(lfd int, id uint64, tid int, nr uint32, args [6]uint64, na *netAr
 	case sysSocket:
 		return makeSocket(lfd, id, args)
 	case sysConnect:
-		return connectFor(lfd, id, tid, args, na)
+		return connectFor(lfd, id, tid, args, na, rs)
 	}
 	return netAnswer{errno: syscall.ENOSYS}
 }
 
 // connectFor answers one connect (see answerNet).
-func connectFor(lfd int, id uint64, tid int, args [6]uint64, na *netArm) netAnswer {
+func connectFor(lfd int, id uint64, tid int, args [6]uint64, na *netArm, rs rootSet) netAnswer {
 	pidfd, _, e := syscall.Syscall(sysPidfdOpen, uintptr(tid), pidfdThread, 0)
 	if e != 0 {
 		return netAnswer{errno: syscall.ENOENT} // the caller is gone
@@ -87,11 +86,12 @@ func connectFor(lfd int, id uint64, tid int, args [6]uint64, na *netArm) netAnsw
 	}
 	sfd, _, e := syscall.Syscall(sysPidfdGetfd, pidfd, uintptr(int32(uint32(args[0]))), 0)
 	if e != 0 {
-		return netAnswer{cont: true} // EBADF and the like: the kernel answers
+		return netAnswer{errno: syscall.EBADF}
 	}
 	defer syscall.Close(int(sfd))
-	if dom, err := syscall.GetsockoptInt(int(sfd), syscall.SOL_SOCKET, soDomain); err != nil || dom != afInet && dom != afInet6 {
-		return netAnswer{cont: true}
+	dom, err := syscall.GetsockoptInt(int(sfd), syscall.SOL_SOCKET, soDomain)
+	if err != nil {
+		return netAnswer{errno: syscall.ENOTSOCK}
 	}
 	n := int(int32(uint32(args[2])))
 	if n < 0 || n > maxSockaddr {
@@ -102,10 +102,17 @@ func connectFor(lfd int, id uint64, tid int, args [6]uint64, na *netArm) netAnsw
 		return netAnswer{errno: syscall.EFAULT}
 	}
 	b = b[:n]
+	switch dom {
+	case afInet, afInet6:
+	case syscall.AF_UNIX:
+		return connectUnix(lfd, id, tid, int(sfd), b, rs)
+	default:
+		return netAnswer{errno: connectRaw(int(sfd), b)}
+	}
 	ep, inet, ok := decodeSockaddr(b)
 	unspec := len(b) >= 2 && binary.NativeEndian.Uint16(b) == syscall.AF_UNSPEC // a disconnect
 	if unspec || inet && ok && allowsConnect(na.connect, ep) {
-		_, _, e := syscall.Syscall(syscall.SYS_CONNECT, sfd, uintptr(unsafe.Pointer(&b[0])), uintptr(n))
+		e := connectRaw(int(sfd), b)
 		if !unspec && (e == syscall.EISCONN || e == syscall.EALREADY) {
 			e = restarted(int(sfd), ep, e)
 		}
@@ -122,6 +129,115 @@ func connectFor(lfd int, id uint64, tid int, args [6]uint64, na *netArm) netAnsw
 	}
 	na.refusals.Add(ep.Addr().Unmap().WithZone("").String(), ep.Port())
 	return netAnswer{errno: syscall.EACCES}
+}
+
+// connectRaw connects fd to the address b as it is and returns the errno.
+func connectRaw(fd int, b []byte) syscall.Errno {
+	var p unsafe.Pointer
+	if len(b) > 0 {
+		p = unsafe.Pointer(&b[0])
+	}
+	_, _, e := syscall.Syscall(syscall.SYS_CONNECT, uintptr(fd), uintptr(p), uintptr(len(b)))
+	return e
+}
+
+// sockaddrUn is sizeof(struct sockaddr_un).
+const sockaddrUn = 110
+
+// connectUnix answers a connect on a UNIX socket (sfd, the program's),
+// to the address b it read. Landlock (ABI 7 and below) does not govern
+// connecting to a pathname socket, and a per-user service manager or
+// session bus takes requests from every process of its account that
+// reaches its socket: it would start a process outside the sandbox. So:
+//
+//   - An abstract address is refused (EPERM, what Landlock's scoping
+//     answers for one outside the domain): scoping refuses all of those
+//     from ABI 6 on; the guard cannot leave the call to the kernel
+//     without letting the address be rewritten to a pathname one, nor
+//     make it itself without the scoping.
+//   - A pathname is opened here (O_PATH, following links as connect does,
+//     no magic link but the program's own descriptors) as the calling
+//     thread names it, and the socket found is connected to only when it
+//     lies beneath one of the program's read-write trees (its own), or
+//     belongs to another account than the Worker's and every account may
+//     connect to it (others may write it and search every directory
+//     above it): what any process of the host reaches. Refused (EACCES):
+//     every socket of the Worker's own account outside the trees (its
+//     user manager, its session bus, any other service it runs; for a
+//     Worker running as root, the system's manager and bus, container
+//     runtimes), and every socket only a group or its owner may use.
+//   - The connect is made to that opened socket (/proc/self/fd/N), not
+//     to the name again.
+//
+// Anything else (no AF_UNIX family: AF_UNSPEC disconnects a datagram
+// socket) is connected as read, and the kernel answers it.
+func connectUnix(lfd int, id uint64, tid, sfd int, b []byte, rs rootSet) netAnswer {
+	if len(b) < 2 || binary.NativeEndian.Uint16(b) != syscall.AF_UNIX {
+		return netAnswer{errno: connectRaw(sfd, b)}
+	}
+	if len(b) <= 2 || len(b) > sockaddrUn {
+		return netAnswer{errno: syscall.EINVAL}
+	}
+	path := b[2:]
+	if path[0] == 0 {
+		return netAnswer{errno: syscall.EPERM}
+	}
+	for i, c := range path {
+		if c == 0 {
+			path = path[:i]
+			break
+		}
+	}
+	req := metaReq{dirfd: atFDCWD, path: string(path), follow: true}
+	obj, e := openObject(tid, &req)
+	if e != 0 {
+		return netAnswer{errno: e}
+	}
+	defer syscall.Close(obj)
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(lfd), notifIDValid, uintptr(unsafe.Pointer(&id))); e != 0 {
+		return netAnswer{errno: syscall.ENOENT}
+	}
+	var st syscall.Stat_t
+	if syscall.Fstat(obj, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
+		return netAnswer{errno: syscall.ECONNREFUSED} // what connect answers for a file that is no socket
+	}
+	if !rs.inside(obj, &st) && !publicSocket(obj, &st) {
+		return netAnswer{errno: syscall.EACCES}
+	}
+	var sa [sockaddrUn]byte
+	binary.NativeEndian.PutUint16(sa[:], syscall.AF_UNIX)
+	name := copy(sa[2:], "/proc/self/fd/"+strconv.Itoa(obj))
+	e = connectRaw(sfd, sa[:2+name+1])
+	if e == syscall.EISCONN {
+		// A call restarted after the guard connected it (see restarted).
+		if _, err := syscall.Getpeername(sfd); err == nil {
+			e = 0
+		}
+	}
+	return netAnswer{errno: e}
+}
+
+// publicSocket reports whether the socket obj (stat st) belongs to
+// another account than the Worker's and any account may connect to it:
+// others may write it and search every directory above it (its name
+// from the root, as the kernel gives it).
+func publicSocket(obj int, st *syscall.Stat_t) bool {
+	if int(st.Uid) == os.Geteuid() || st.Mode&0o002 == 0 {
+		return false
+	}
+	name, ok := fdName(obj)
+	if !ok || !strings.HasPrefix(name, "/") {
+		return false
+	}
+	for d := filepath.Dir(name); ; d = filepath.Dir(d) {
+		var ds syscall.Stat_t
+		if syscall.Stat(d, &ds) != nil || ds.Mode&0o001 == 0 {
+			return false
+		}
+		if d == "/" {
+			return true
+		}
+	}
 }
 
 // restarted answers a connect the guard already made once: a signal

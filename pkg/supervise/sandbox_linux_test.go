@@ -2,11 +2,13 @@ package supervise_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -369,6 +371,124 @@ p renice renice -n -5 -p $$`)
 	for _, k := range []string{"other-environ", "own-environ", "secret", "renice"} {
 		if got[k] != "no" {
 			t.Errorf("%s: %q, want no", k, got[k])
+		}
+	}
+	if t.Failed() {
+		t.Logf("%s", res.Stdout)
+	}
+}
+
+// A sandboxed program connects to pathname UNIX sockets of its own trees
+// and to those of another account that every account may use, and to
+// none of the Worker's account outside its trees: not its per-user
+// service manager (systemd-run --user through XDG_RUNTIME_DIR, a stand-in
+// listener that never accepts a connection), not its session bus; not a
+// socket only a group may use, nor an abstract one. Before, the kernel
+// connected them all (only the abstract one was refused, by scoping).
+func TestSandboxUnixSockets(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	dir, err := os.MkdirTemp("", "sandbox-unix-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws, run, pub := filepath.Join(dir, "ws"), filepath.Join(dir, "run", "user", strconv.Itoa(os.Geteuid())), filepath.Join(dir, "pub")
+	for _, d := range []string{ws, filepath.Join(run, "systemd"), pub} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	accepted := map[string]*int{}
+	var mu sync.Mutex
+	listen := func(name, path string, mode os.FileMode, uid int) {
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		if path[0] != '@' {
+			if err := os.Chmod(path, mode); err != nil {
+				t.Fatal(err)
+			}
+			if uid >= 0 {
+				if err := os.Chown(path, uid, uid); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		n := new(int)
+		accepted[name] = n
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				*n++
+				mu.Unlock()
+				c.Close()
+			}
+		}()
+	}
+	root := os.Geteuid() == 0
+	listen("manager", filepath.Join(run, "systemd", "private"), 0o777, -1)
+	listen("bus", filepath.Join(run, "bus"), 0o777, -1)
+	listen("inside", filepath.Join(ws, "in.sock"), 0o700, -1)
+	listen("abstract", "@forge-sandbox-unix-"+strconv.Itoa(os.Getpid()), 0, -1)
+	if root { // sockets of another account
+		listen("public", filepath.Join(pub, "pub.sock"), 0o777, unprivileged)
+		listen("group", filepath.Join(pub, "group.sock"), 0o770, unprivileged)
+	}
+	connect := filepath.Join(dir, "connect")
+	if err := os.WriteFile(connect, []byte("#!/usr/bin/python3\nimport socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1].replace('@', '\\0', 1))\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := shell(t, `p() { n=$1; shift; if "$@" >/dev/null 2>&1; then echo "$n=yes"; else echo "$n=no"; fi; }
+p manager $C "$RUN/systemd/private"
+p manager-relative sh -c 'cd "$RUN/systemd" && $C private'
+p bus $C "$RUN/bus"
+p inside $C "$WS/in.sock"
+p abstract $C "$ABSTRACT"
+p public $C "$PUB/pub.sock"
+p group $C "$PUB/group.sock"
+p systemd-run timeout 5 systemd-run --user --scope true`)
+	c.Env = append(c.Env, "C="+connect)
+	p := systemPolicy(ws)
+	p.Rules = append(p.Rules, sandbox.Rule{Path: connect, Access: sandbox.ReadOnly})
+	c.Reaper, c.Sandbox, c.Dir = reapers(t), p, ws
+	c.Env = append(c.Env, "RUN="+run, "WS="+ws, "PUB="+pub, "ABSTRACT=@forge-sandbox-unix-"+strconv.Itoa(os.Getpid()), "XDG_RUNTIME_DIR="+run)
+	res, err := supervise.Run(context.Background(), c, nil)
+	if err != nil || !res.Exit.Success() {
+		t.Fatalf("%v %+v %q", err, res.Exit, res.Stderr)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Fields(string(res.Stdout)) {
+		k, v, _ := strings.Cut(line, "=")
+		got[k] = v
+	}
+	want := map[string]string{"manager": "no", "manager-relative": "no", "bus": "no", "inside": "yes", "abstract": "no", "systemd-run": "no"}
+	if root {
+		want["public"], want["group"] = "yes", "no"
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, k := range []string{"manager", "bus", "abstract", "group"} {
+		if n := accepted[k]; n != nil && *n != 0 {
+			t.Errorf("the %s listener accepted %d connections", k, *n)
 		}
 	}
 	if t.Failed() {

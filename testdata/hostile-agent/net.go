@@ -15,11 +15,14 @@ import (
 // netTargets are the collector's network stand-ins (it names them on
 // request): a TCP listener on a loopback port that is not the gateway's,
 // the same listener on an address of this host that is not loopback, and
-// a UDP responder that answers a DNS query for any name.
+// a UDP responder that answers a DNS query for any name, and a pathname
+// UNIX socket of the Worker's own account (a per-user service manager's
+// stand-in).
 type netTargets struct {
-	TCP    string `json:"tcp"`
-	TCPFar string `json:"tcp_far"`
-	UDP    string `json:"udp"`
+	TCP     string `json:"tcp"`
+	TCPFar  string `json:"tcp_far"`
+	UDP     string `json:"udp"`
+	UnixOwn string `json:"unix_own"`
 }
 
 func (a *agent) askTargets() (netTargets, bool) {
@@ -43,9 +46,10 @@ func (a *agent) askTargets() (netTargets, bool) {
 
 // probeNetwork tries the network around the gateway: a direct TCP
 // connection to a loopback listener and to a non-loopback address, a DNS
-// query over UDP for an arbitrary name, and a TCP Fast Open send (which
-// connects without connect(2)). Each is reached when the collector's
-// stand-in answered.
+// query over UDP for an arbitrary name, a TCP Fast Open send (which
+// connects without connect(2)) and a connection to a UNIX socket of the
+// Worker's own account. Each is reached when the collector's stand-in
+// answered.
 func (a *agent) probeNetwork() {
 	t, ok := a.askTargets()
 	if !ok {
@@ -55,6 +59,10 @@ func (a *agent) probeNetwork() {
 	a.add("net-tcp-far", t.TCPFar, greeted(dialTCP(t.TCPFar)), nil)
 	a.add("net-udp-dns", t.UDP, dnsAnswered(t.UDP), nil)
 	a.add("net-fastopen", t.TCP, greeted(fastOpen(t.TCP)), nil)
+	if t.UnixOwn != "" {
+		c, _ := net.DialTimeout("unix", t.UnixOwn, 3*time.Second)
+		a.add("net-unix-own-account", t.UnixOwn, greeted(c), nil)
+	}
 	a.probeProxy(t)
 	// Bounded: unconfined in the script's namespace no server answers.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
