@@ -83,6 +83,17 @@ func (s *Store) JobSource(ctx context.Context, jobID string) (repositoryID, prep
 // maxFinishedQuery bounds the job ids one query of FinishedBefore names.
 const maxFinishedQuery = 500
 
+// openBasesQuery is OpenBases' union: each part reads one partial index
+// of live rows (INDEXED BY: a query that could not use it fails instead of
+// scanning every job), the live rows first (CROSS JOIN keeps SQLite from
+// putting jobs outside).
+const openBasesQuery = `SELECT base_sha FROM jobs INDEXED BY jobs_ready
+  WHERE status IN ('pending', 'retry_wait') AND prepared_path = ?1 AND base_sha IS NOT NULL
+UNION SELECT j.base_sha FROM attempts a INDEXED BY attempts_leased CROSS JOIN jobs j ON j.seq = a.job_seq
+  WHERE a.status = 'leased' AND j.status = 'leased' AND j.prepared_path = ?1 AND j.base_sha IS NOT NULL
+UNION SELECT j.base_sha FROM deliveries d INDEXED BY deliveries_active CROSS JOIN jobs j ON j.seq = d.job_seq
+  WHERE d.phase <> 'merged' AND d.phase <> 'failed' AND j.status = 'delivering' AND j.prepared_path = ?1 AND j.base_sha IS NOT NULL`
+
 // FinishedBefore returns which of jobIDs are jobs that finished
 // (succeeded or failed, their delivery over) before the given time. Ids
 // the store does not know are not returned.
@@ -123,13 +134,15 @@ func (s *Store) FinishedBefore(ctx context.Context, jobIDs []string, before time
 
 // OpenBases returns the distinct bases of the jobs prepared in the
 // repository prepared that have not finished (pending, leased, waiting
-// for a retry or delivering): what that repository must keep.
+// for a retry or delivering): what that repository must keep. It reads
+// the live jobs through the partial indexes that hold only them (ready
+// jobs, leased attempts, active deliveries), never the finished jobs,
+// which grow without bound.
 func (s *Store) OpenBases(ctx context.Context, prepared string) ([]string, error) {
 	var bases []string
 	err := s.read(ctx, func(q querier) error {
 		bases = nil
-		rows, err := q.QueryContext(ctx, `SELECT DISTINCT base_sha FROM jobs WHERE prepared_path = ? AND base_sha IS NOT NULL
-  AND status <> 'succeeded' AND status <> 'failed'`, prepared)
+		rows, err := q.QueryContext(ctx, openBasesQuery, prepared)
 		if err != nil {
 			return err
 		}
