@@ -357,7 +357,14 @@ func (g *Gate) handleRequest(l *lane, e wire.Envelope) bool {
 			return reply(false, nil, wire.RejectUnavailable)
 		}
 		f := store.Fence{JobID: e.Heartbeat.JobID, AttemptID: e.Heartbeat.AttemptID, Lane: l.name, Generation: l.generation}
-		deadline, err := g.st.Heartbeat(g.ctx, f, now)
+		var usage *store.Usage
+		if u := e.Heartbeat.Usage; u != nil {
+			if l.usage == "" {
+				return reply(false, nil, wire.RejectInvalid) // usage the lane never offered
+			}
+			usage = &store.Usage{Requests: u.Requests, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}
+		}
+		deadline, err := g.st.HeartbeatUsage(g.ctx, f, usage, now)
 		if err != nil {
 			return g.rejectStoreErr(err, reply)
 		}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/store"
 	"github.com/0k-lab/agent-forge/pkg/wire"
@@ -107,4 +108,58 @@ func (tg *testGate) aggregate(id string) store.Aggregate {
 		tg.t.Fatal(err)
 	}
 	return a
+}
+
+// TestHeartbeatUsageCountsAfterExpiry: a metering lane's heartbeats
+// carry the attempt's usage so far, which the Gate records (never
+// lowering it); the attempt then expires without a result, and the
+// retry's lease is given what that usage left of the job's budget. A
+// heartbeat with usage on a lane that did not select it is refused.
+func TestHeartbeatUsageCountsAfterExpiry(t *testing.T) {
+	cfg, sec := testConfig(t, func(m map[string]any) {
+		repo0(m)["budget"] = map[string]any{"job": map[string]any{"max_requests": 9, "max_tokens": 5000}}
+	})
+	tg := startGate(t, cfg, sec, "", nil)
+	repos := []string{"agent-forge"}
+	w := connectHello(t, tg.addr, testWorkerToken, &wire.Hello{Protocol: wire.Protocol, WorkerID: "worker-1", Slot: 0,
+		Plugins: plugins(), Repositories: repos, UsageVersions: []string{wire.UsageV1}})
+	job := tg.submit(`{"repository_id":"agent-forge","base_sha":"` + testSHA + `","instruction":"Fix it."}`)
+	l1 := w.lease()
+	if l1.JobID != job.ID || l1.Budget == nil || *l1.Budget.MaxRequests != 9 || *l1.Budget.MaxTokens != 5000 {
+		t.Fatalf("first lease %+v", l1)
+	}
+	beat := func(u *wire.Usage) wire.Envelope {
+		return w.request(wire.Envelope{Type: wire.TypeHeartbeat, Heartbeat: &wire.Heartbeat{JobID: l1.JobID, AttemptID: l1.AttemptID, Usage: u}})
+	}
+	wantAck(t, beat(&wire.Usage{Requests: 4, InputTokens: 1000, OutputTokens: 200, CachedTokens: 500}))
+	wantAck(t, beat(&wire.Usage{Requests: 3})) // lower: changes nothing
+	want := store.Usage{Requests: 4, InputTokens: 1000, OutputTokens: 200, CachedTokens: 500}
+	if a := tg.aggregate(job.ID); a.Attempts[0].Usage == nil || *a.Attempts[0].Usage != want {
+		t.Fatalf("after the heartbeats: %+v", a.Attempts[0].Usage)
+	}
+
+	tg.clock.Advance(31 * time.Second)
+	if c := w.push(); c.Cancel == nil || c.Cancel.Reason != wire.CancelExpired {
+		t.Fatalf("want the expiry's cancel, got %+v", c)
+	}
+	if err := w.c.Send(wire.Envelope{Type: wire.TypeIdle, Idle: &wire.Idle{JobID: l1.JobID, AttemptID: l1.AttemptID}}); err != nil {
+		t.Fatal(err)
+	}
+	tg.clock.Advance(time.Second)
+	l2 := w.lease()
+	if l2.JobID != job.ID || l2.Ordinal != 2 || l2.Budget == nil || *l2.Budget.MaxRequests != 5 || *l2.Budget.MaxTokens != 3800 {
+		t.Fatalf("retry lease %+v budget %+v, want 5 requests and 3800 tokens left", l2, l2.Budget)
+	}
+	if a := tg.aggregate(job.ID); a.Job.Usage == nil || *a.Job.Usage != want {
+		t.Fatalf("job usage %+v", a.Job.Usage)
+	}
+
+	plain := connectHello(t, tg.addr, testWorkerToken, &wire.Hello{Protocol: wire.Protocol, WorkerID: "worker-1", Slot: 1, Plugins: plugins(), Repositories: nil})
+	text := tg.submit(`{"input":"x"}`)
+	pl := plain.lease()
+	if pl.JobID != text.ID {
+		t.Fatalf("lease %+v", pl)
+	}
+	wantReject(t, plain.request(wire.Envelope{Type: wire.TypeHeartbeat, Heartbeat: &wire.Heartbeat{JobID: pl.JobID, AttemptID: pl.AttemptID,
+		Usage: &wire.Usage{Requests: 1}}}), wire.RejectInvalid)
 }

@@ -136,6 +136,8 @@
 //	  nil when nothing is eligible; ErrStale if the generation is not live,
 //	  ErrLaneBusy if it already holds a leased attempt.
 //	Heartbeat(ctx, Fence, now) (deadline time.Time, error)
+//	HeartbeatUsage(ctx, Fence, *Usage, now) (deadline time.Time, error)
+//	  the same, raising the attempt's usage to what the lane reported.
 //	AddEvidence(ctx, Fence, batch, records, now) (replayed bool, error)
 //	Complete(ctx, Fence, Outcome, now) (Completion, error)
 //	CompleteAndLease(ctx, Fence, Outcome, LeaseRequest, now) (Completion, *Lease, error)

@@ -487,8 +487,20 @@ func (t *wtx) execFenced(query string, args ...any) error {
 // strictly before the current deadline, for a leased attempt bound to the
 // lane's live generation.
 func (s *Store) Heartbeat(ctx context.Context, f Fence, now time.Time) (time.Time, error) {
+	return s.HeartbeatUsage(ctx, f, nil, now)
+}
+
+// HeartbeatUsage is Heartbeat that also records the attempt's model
+// gateway usage so far (u; nil: none reported), never lowering a count
+// already recorded: usage a lane reports with its heartbeats counts
+// toward the job's budget even if the attempt then expires or is
+// cancelled without a result.
+func (s *Store) HeartbeatUsage(ctx context.Context, f Fence, u *Usage, now time.Time) (time.Time, error) {
 	if err := validFence(f); err != nil {
 		return time.Time{}, err
+	}
+	if u != nil && !u.valid() {
+		return time.Time{}, invalid("usage counts out of range")
 	}
 	us := now.UnixMicro()
 	var deadline int64
@@ -498,8 +510,8 @@ func (s *Store) Heartbeat(ctx context.Context, f Fence, now time.Time) (time.Tim
 			return err
 		}
 		deadline = max(r.deadline, us+r.ttl)
-		return t.execFenced(`UPDATE attempts SET deadline_at = ?, heartbeat_at = ? WHERE `+fencedAttempt,
-			append([]any{deadline, us}, fencedArgs(r, f, us)...)...)
+		return t.execFenced(`UPDATE attempts SET deadline_at = ?, heartbeat_at = ?, `+usageSet+` WHERE `+fencedAttempt,
+			append(append([]any{deadline, us}, usageArgs(u)...), fencedArgs(r, f, us)...)...)
 	})
 	if err != nil {
 		return time.Time{}, err

@@ -7,8 +7,10 @@ import "github.com/0k-lab/agent-forge/pkg/policy"
 // attempt's usage_* columns (NULL: not metered). A job's policy may carry
 // a budget; each lease of it carries the attempt's part (Lease.Budget):
 // the per-attempt limit, lowered to what the job's earlier attempts left
-// of the per-job limit. Only reported usage counts: an attempt that
-// expired or lost its lease reported none.
+// of the per-job limit. Only reported usage counts: a metering lane
+// reports it with every heartbeat (HeartbeatUsage) and with the result,
+// so an attempt that expired or was cancelled counts what it had spent
+// at its last heartbeat.
 
 // budgetFacts are a policy's budget limits (0: unbounded).
 type budgetFacts struct {
@@ -62,8 +64,13 @@ func part(attempt, job, used int64) *int64 {
 	return &v
 }
 
-// usageSet assigns an attempt's usage columns (usageArgs' order).
-const usageSet = `usage_requests = ?, usage_input_tokens = ?, usage_output_tokens = ?, usage_cached_tokens = ?`
+// usageSet raises an attempt's usage columns to usageArgs' counts
+// (never lowering one a heartbeat recorded); NULL arguments (nothing
+// reported) leave them as they are. SQLite's max() of a NULL is NULL.
+const usageSet = `usage_requests = coalesce(max(coalesce(usage_requests, 0), ?), usage_requests),
+  usage_input_tokens = coalesce(max(coalesce(usage_input_tokens, 0), ?), usage_input_tokens),
+  usage_output_tokens = coalesce(max(coalesce(usage_output_tokens, 0), ?), usage_output_tokens),
+  usage_cached_tokens = coalesce(max(coalesce(usage_cached_tokens, 0), ?), usage_cached_tokens)`
 
 func usageArgs(u *Usage) []any {
 	if u == nil {

@@ -181,3 +181,55 @@ func TestUsageMigrationLeavesOldRowsUnmetered(t *testing.T) {
 		t.Fatalf("schema version %d %v", v, err)
 	}
 }
+
+// TestHeartbeatUsageOutlivesTheAttempt: usage recorded with heartbeats
+// is never lowered (by a later heartbeat or by the result), counts for
+// an attempt that expires without a result, and so lowers the retry's
+// budget; usage out of range is refused.
+func TestHeartbeatUsageOutlivesTheAttempt(t *testing.T) {
+	s, _ := openFile(t)
+	mustConnect(t, s, "worker-1", gen(1), t0)
+	b := &policy.Budget{Job: &policy.Limits{MaxTokens: i64(150), MaxRequests: i64(5)}}
+	mustSubmit(t, s, budgetedJob("j", 3, b), t0)
+	l := mustLease(t, s, "worker-1", gen(1), t0)
+	f := fenceOf(l, "worker-1", gen(1))
+	if _, err := s.HeartbeatUsage(bg, f, &Usage{Requests: -1}, t0); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("negative usage: %v", err)
+	}
+	first := Usage{Requests: 2, InputTokens: 60, OutputTokens: 30, CachedTokens: 50}
+	for _, u := range []*Usage{&first, {Requests: 1, InputTokens: 70}, nil} {
+		if _, err := s.HeartbeatUsage(bg, f, u, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := Usage{Requests: 2, InputTokens: 70, OutputTokens: 30, CachedTokens: 50}
+	if a, _ := s.Aggregate(bg, "j"); a.Attempts[0].Usage == nil || *a.Attempts[0].Usage != want {
+		t.Fatalf("after the heartbeats %+v, want %+v", a.Attempts[0].Usage, want)
+	}
+	if _, err := s.Sweep(bg, t0.Add(time.Minute)); err != nil { // expires
+		t.Fatal(err)
+	}
+	l2 := mustLease(t, s, "worker-1", gen(1), t0.Add(2*time.Minute))
+	if tok, req := limits(l2.Budget); tok != 50 || req != 3 {
+		t.Fatalf("retry budget %d tokens %d requests, want 50 and 3", tok, req)
+	}
+	f2 := fenceOf(l2, "worker-1", gen(1))
+	if _, err := s.HeartbeatUsage(bg, f2, &Usage{Requests: 3, InputTokens: 40}, t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	o := retryable()
+	o.Usage = &Usage{Requests: 1, OutputTokens: 5}
+	if _, err := s.Complete(bg, f2, o, t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Aggregate(bg, "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := a.Attempts[1].Usage; u == nil || *u != (Usage{Requests: 3, InputTokens: 40, OutputTokens: 5}) {
+		t.Fatalf("second attempt %+v", u)
+	}
+	if u := a.Job.Usage; u == nil || u.Requests != 5 || u.InputTokens+u.OutputTokens != 145 {
+		t.Fatalf("job usage %+v", u)
+	}
+}

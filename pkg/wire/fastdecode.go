@@ -85,6 +85,10 @@ func fillEnvelope(data []byte, e *Envelope) bool {
 			h := &Heartbeat{}
 			e.Heartbeat = h
 			return r.Object(func(k []byte) bool {
+				if string(k) == "usage" {
+					h.Usage = &Usage{}
+					return r.usage(h.Usage)
+				}
 				return r.refs(k, &h.JobID, &h.AttemptID)
 			})
 		case "welcome":
@@ -192,21 +196,8 @@ func (r *checked) result(res *Result) bool {
 		case "failure_code":
 			return textTo(r, &res.FailureCode)
 		case "usage":
-			u := &Usage{}
-			res.Usage = u
-			return r.Object(func(k []byte) bool {
-				switch string(k) {
-				case "requests":
-					return r.int64(&u.Requests)
-				case "input_tokens":
-					return r.int64(&u.InputTokens)
-				case "output_tokens":
-					return r.int64(&u.OutputTokens)
-				case "cached_tokens":
-					return r.int64(&u.CachedTokens)
-				}
-				return false
-			})
+			res.Usage = &Usage{}
+			return r.usage(res.Usage)
 		case "agent_report":
 			a := &AgentReport{}
 			res.AgentReport = a
@@ -290,4 +281,21 @@ func (r *checked) raw(dst *json.RawMessage) bool {
 func (r *checked) time(t *time.Time) bool {
 	b, ok := r.Quoted()
 	return ok && t.UnmarshalJSON(b) == nil
+}
+
+// usage fills a usage object (result or heartbeat).
+func (r *checked) usage(u *Usage) bool {
+	return r.Object(func(k []byte) bool {
+		switch string(k) {
+		case "requests":
+			return r.int64(&u.Requests)
+		case "input_tokens":
+			return r.int64(&u.InputTokens)
+		case "output_tokens":
+			return r.int64(&u.OutputTokens)
+		case "cached_tokens":
+			return r.int64(&u.CachedTokens)
+		}
+		return false
+	})
 }

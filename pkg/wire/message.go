@@ -143,6 +143,10 @@ type Activity = activity.Payload
 type Heartbeat struct {
 	JobID     string `json:"job_id"`
 	AttemptID string `json:"attempt_id"`
+	// Usage is what the attempt spent through the gateway so far (only
+	// on a lease that selected UsageV1: Gate records it, so that an
+	// attempt that never returns a result still counts).
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // Evidence binds one batch of evidence records to the named attempt. Batch 1

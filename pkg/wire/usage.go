@@ -57,10 +57,10 @@ func (b *Budget) validate() error {
 	return nil
 }
 
-func (u *Usage) validate() error {
+func (u *Usage) validate(field string) error {
 	for _, v := range []int64{u.Requests, u.InputTokens, u.OutputTokens, u.CachedTokens} {
 		if v < 0 || v > MaxUsage {
-			return fieldErr("result.usage", "counts must be 0 to 2^53")
+			return fieldErr(field, "counts must be 0 to 2^53")
 		}
 	}
 	return nil

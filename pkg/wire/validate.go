@@ -216,7 +216,15 @@ func (l *Lease) validateFields() error {
 }
 
 // Validate checks a heartbeat.
-func (h *Heartbeat) Validate() error { return validateRefs("heartbeat", h.JobID, h.AttemptID) }
+func (h *Heartbeat) Validate() error {
+	if err := validateRefs("heartbeat", h.JobID, h.AttemptID); err != nil {
+		return err
+	}
+	if h.Usage != nil {
+		return h.Usage.validate("heartbeat.usage")
+	}
+	return nil
+}
 
 // Validate checks an evidence batch's envelope; the records' own schema is
 // checked where they are stored.
@@ -283,7 +291,7 @@ func (r *Result) Validate() error {
 		return fieldErr("result.outcome", "must be succeeded or failed")
 	}
 	if r.Usage != nil {
-		return r.Usage.validate()
+		return r.Usage.validate("result.usage")
 	}
 	return nil
 }

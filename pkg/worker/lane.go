@@ -371,6 +371,11 @@ func (l *lane) attempt(ctx context.Context, conn *wire.Conn, msgs <-chan wire.En
 			pending[l.seq] = now
 			hb := wire.Envelope{Type: wire.TypeHeartbeat, Seq: l.seq,
 				Heartbeat: &wire.Heartbeat{JobID: lease.JobID, AttemptID: lease.AttemptID}}
+			if lease.UsageVersion == wire.UsageV1 {
+				// The usage so far: it counts toward the job's budget even
+				// if no result follows (budget.go).
+				hb.Heartbeat.Usage = wireUsage(attempt.Grant)
+			}
 			if err := conn.SendDeadline(hb, time.Now().Add(sendTimeout)); err != nil {
 				dropConn()
 			}

@@ -566,3 +566,49 @@ func TestCodingAttemptBudget(t *testing.T) {
 	}
 	f.assertClean()
 }
+
+// callThenWait calls the model once, says so, and waits to be released.
+type callThenWait struct{ called, release chan struct{} }
+
+func (x *callThenWait) Execute(ctx context.Context, a *Attempt) Report {
+	modelCall(a.Grant, `{"model":"m","input":"hi","stream":true}`)
+	close(x.called)
+	<-x.release
+	return Report{Succeeded: true, Output: "done"}
+}
+
+// TestHeartbeatsCarryUsage: on a metered lease every heartbeat carries
+// the attempt's usage so far, so that the Gate counts it even if no
+// result follows (the lease expires or is cancelled).
+func TestHeartbeatsCarryUsage(t *testing.T) {
+	fake := newFakeResponses(t)
+	g := newFakeGate(t)
+	cfg := laneConfig(t, g, 1)
+	x := &callThenWait{called: make(chan struct{}), release: make(chan struct{})}
+	startWorker(t, Options{Config: cfg, Gateway: meteredGateway(t, cfg, fake), Executors: map[wire.Kind]Executor{wire.KindText: x}})
+	conn := g.accept()
+	e := textLease("j", "a", testPolicy("reference"), "x")
+	e.Lease.UsageVersion = wire.UsageV1
+	conn.lease(t, e)
+	recv(t, x.called, "the model call")
+	want := wire.Usage{Requests: 1, InputTokens: 40, OutputTokens: 20, CachedTokens: 30}
+	for i := 0; ; i++ {
+		hb := conn.next(t)
+		if hb.Type != wire.TypeHeartbeat || hb.Heartbeat.Usage == nil {
+			t.Fatalf("got %s %+v, want a heartbeat with usage", hb.Type, hb.Heartbeat)
+		}
+		conn.reply(t, hb.Seq, true)
+		if *hb.Heartbeat.Usage == want {
+			break
+		}
+		if i > 100 {
+			t.Fatalf("heartbeats carry %+v, want %+v", *hb.Heartbeat.Usage, want)
+		}
+	}
+	close(x.release)
+	res := conn.nextOf(t, wire.TypeResult)
+	conn.reply(t, res.Seq, true)
+	if res.Result.Usage == nil || *res.Result.Usage != want {
+		t.Fatalf("result usage %+v", res.Result.Usage)
+	}
+}
