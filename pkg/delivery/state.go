@@ -61,6 +61,7 @@ const (
 	CodeSecretInCandidate  = "secret_in_candidate"   // the candidate holds a secret of the Gate's (a token, the App key): never pushed
 	CodeBaseMoved          = "base_moved"            // a follow-up's branch is no longer at its base: someone pushed; nothing pushed
 	CodeSuperseded         = "superseded"            // a follow-up job took the pull request over (written by the store)
+	CodeCancelled          = "cancelled"             // a person removed the label or closed the pull request (written by the store)
 )
 
 // Codes is the closed failure-code table.
@@ -69,7 +70,7 @@ var codes = map[string]bool{
 	CodePRClosed: true, CodePRRefused: true, CodeMergeRefused: true, CodePermissionDenied: true,
 	CodeNotInstalled: true, CodeRepositoryNotFound: true, CodePushRejected: true,
 	CodeWorkflowPermission: true, CodeUnavailable: true, CodeTimedOut: true, CodeUnconfigured: true,
-	CodeSecretInCandidate: true, CodeBaseMoved: true, CodeSuperseded: true,
+	CodeSecretInCandidate: true, CodeBaseMoved: true, CodeSuperseded: true, CodeCancelled: true,
 }
 
 // ValidCode reports whether c is in the failure-code table.

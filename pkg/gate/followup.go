@@ -135,3 +135,26 @@ func followupAnswer(job, refusal string) intake.FollowupResult {
 	}
 	return intake.FollowupResult{Refusal: refusal, Text: followupWords[refusal]}
 }
+
+// cancelIntake ends the unfinished jobs of issue or pull request number
+// of repository repoID (its label removed by someone who may, or it was
+// closed): store.CancelIntake, then the lanes running one of their
+// attempts are told to stop, as for an expired lease.
+func (g *Gate) cancelIntake(ctx context.Context, repoID string, number int) error {
+	g.checkSpace()
+	if g.isFull() {
+		return errIntakeStorage
+	}
+	c, err := g.st.CancelIntake(ctx, repoID, int64(number), g.now())
+	if err != nil {
+		return err
+	}
+	for _, e := range c.Attempts {
+		g.cancelExpired(e)
+	}
+	if len(c.Jobs) > 0 {
+		g.log.Info("intake: jobs cancelled", "repository_id", repoID, "number", number, "jobs", len(c.Jobs),
+			"attempts", len(c.Attempts), "code", store.CodeCancelled)
+	}
+	return nil
+}

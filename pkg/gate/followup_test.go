@@ -12,6 +12,7 @@ import (
 	"github.com/0k-lab/agent-forge/pkg/intake"
 	"github.com/0k-lab/agent-forge/pkg/source"
 	"github.com/0k-lab/agent-forge/pkg/store"
+	"github.com/0k-lab/agent-forge/pkg/wire"
 )
 
 // stalledGitHub never lets a delivery move: every token is rate limited
@@ -135,4 +136,23 @@ func TestFollowupCommandStartsAJobOnThePullRequestsHead(t *testing.T) {
 	if n := tg.jobCount(); n != 2 {
 		t.Fatalf("%d jobs", n)
 	}
+
+	// Closing the pull request (or removing the label) cancels the
+	// follow-up while a lane runs it: the lane is told to stop, the job
+	// fails cancelled, what the attempt sends later is refused.
+	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), []string{"agent-forge"})
+	fl := w.lease()
+	if fl.JobID != res.JobID || fl.BaseSHA != cand {
+		t.Fatalf("follow-up lease %+v", fl)
+	}
+	if err := tg.g.cancelIntake(ctx, "agent-forge", 3); err != nil {
+		t.Fatal(err)
+	}
+	if m := w.push(); m.Cancel == nil || m.Cancel.AttemptID != fl.AttemptID {
+		t.Fatalf("want cancel, got %+v", m)
+	}
+	if j, _ := tg.st.Job(ctx, res.JobID); j.Status != store.JobFailed || j.FailureCode != store.CodeCancelled {
+		t.Fatalf("cancelled follow-up %+v", j)
+	}
+	wantReject(t, w.heartbeat(fl), wire.RejectStale)
 }

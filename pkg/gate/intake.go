@@ -77,9 +77,7 @@ func (s intakeSink) Followup(ctx context.Context, repo intake.Repo, c intake.Pul
 }
 
 func (s intakeSink) Cancel(ctx context.Context, repo intake.Repo, number int) error {
-	// Cancelling on close or unlabel is not built yet: only logged.
-	s.g.log.Debug("intake: cancel not handled yet", "repository", repo.ID, "number", number)
-	return nil
+	return s.g.cancelIntake(ctx, repo.ID, number)
 }
 
 // errIntakeStorage: the Gate is in storage_full; the trigger is read

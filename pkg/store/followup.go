@@ -264,6 +264,104 @@ func (t *wtx) supersede(c chainJob, us int64) error {
 	return nil
 }
 
+// CodeCancelled is the failure code of an intake job a person cancelled
+// on GitHub: the label removed from its issue, or its pull request
+// closed.
+const CodeCancelled = "cancelled"
+
+// Cancelled is what CancelIntake ended: the jobs, and of those the
+// attempts that were running (their lanes are told to stop).
+type Cancelled struct {
+	Jobs     []string
+	Attempts []Expiry
+}
+
+// cancelSQL selects the unfinished jobs of issue or pull request ?2 of
+// repository ?1: those its triggers started, those whose delivery reached
+// it, and its follow-ups, with their attempt and delivery phase.
+const cancelSQL = `WITH chain(seq) AS (
+  SELECT job_seq FROM intake_triggers WHERE repository_id = ?1 AND number = ?2
+  UNION SELECT d.job_seq FROM deliveries d JOIN jobs j ON j.seq = d.job_seq WHERE d.pr_number = ?2 AND j.repository_id = ?1
+  UNION SELECT job_seq FROM followups WHERE repository_id = ?1 AND number = ?2)
+SELECT j.seq, j.id, j.status, j.event_count, j.current_attempt, a.ordinal, a.lane, a.generation, d.phase
+FROM chain JOIN jobs j ON j.seq = chain.seq
+LEFT JOIN attempts a ON a.job_seq = j.seq AND a.id = j.current_attempt
+LEFT JOIN deliveries d ON d.job_seq = j.seq
+WHERE j.status <> 'succeeded' AND j.status <> 'failed' ORDER BY j.seq`
+
+// CancelIntake ends every unfinished job of issue or pull request number
+// of repositoryID failed, cancelled, in one transaction (DECISIONS 18:
+// removing the label or closing the pull request cancels a running
+// job): a queued or waiting job at once, a running attempt failed
+// terminal (its lane is to be told, Cancelled.Attempts), a delivery
+// before its merge phase failed with the same code. A delivery already
+// merging is left to finish: its merge request may be on its way.
+func (s *Store) CancelIntake(ctx context.Context, repositoryID string, number int64, now time.Time) (Cancelled, error) {
+	if !ident.ValidID(repositoryID) || number < 1 || number > MaxGitHubID {
+		return Cancelled{}, invalid("malformed issue")
+	}
+	us := now.UnixMicro()
+	var out Cancelled
+	err := s.w.do(ctx, func(t *wtx) error {
+		out = Cancelled{}
+		rows, err := t.query(cancelSQL, repositoryID, number)
+		if err != nil {
+			return err
+		}
+		type row struct {
+			seq, events       int64
+			id, status        string
+			attempt, lane     sql.NullString
+			generation, phase sql.NullString
+			ordinal           sql.NullInt64
+		}
+		var due []row
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.seq, &r.id, &r.status, &r.events, &r.attempt, &r.ordinal, &r.lane, &r.generation, &r.phase); err != nil {
+				rows.Close()
+				return err
+			}
+			due = append(due, r)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, r := range due {
+			switch {
+			case r.status == JobDelivering && r.phase.String == DeliveryMerge:
+				continue
+			case r.status == JobDelivering:
+				if _, err := t.exec(`UPDATE deliveries SET phase = 'failed', failure_code = ?, updated_at = ? WHERE job_seq = ?`,
+					CodeCancelled, us, r.seq); err != nil {
+					return err
+				}
+			case r.status == JobLeased:
+				if _, err := t.exec(`UPDATE attempts SET status = 'failed', completed_at = ?, disposition = 'terminal', failure_code = ?
+WHERE job_seq = ? AND id = ? AND status = 'leased'`, us, CodeCancelled, r.seq, r.attempt.String); err != nil {
+					return err
+				}
+				out.Attempts = append(out.Attempts, Expiry{JobID: r.id, AttemptID: r.attempt.String, Ordinal: int(r.ordinal.Int64),
+					Lane: r.lane.String, Generation: r.generation.String, JobStatus: JobFailed})
+			}
+			if _, err := t.exec(`UPDATE jobs SET status = 'failed', current_attempt = NULL, retry_at = NULL, failure_code = ?,
+  event_count = ?, updated_at = ? WHERE seq = ?`, CodeCancelled, r.events+1, us, r.seq); err != nil {
+				return err
+			}
+			t.events(r.seq, r.events+1, us, ev{typ: EventFailed, code: CodeCancelled})
+			out.Jobs = append(out.Jobs, r.id)
+		}
+		return nil
+	})
+	if err != nil {
+		return Cancelled{}, err
+	}
+	return out, nil
+}
+
 // TriggerAnswer returns what trigger (repositoryID, kind, eventID) was
 // answered when it was stored: the job it started, or why it started
 // none; ok is false when it is not stored.

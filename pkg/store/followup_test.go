@@ -271,6 +271,84 @@ func TestFollowupMigration(t *testing.T) {
 	}
 }
 
+func TestCancelIntake(t *testing.T) {
+	s := mustOpen(t, ":memory:")
+	// Issue 7: one job waiting in the queue, one running (leased).
+	if _, _, err := s.SubmitTrigger(bg, intakeJob("queued"), labelTrigger(1), t0); err != nil {
+		t.Fatal(err)
+	}
+	mustConnect(t, s, "worker-1", gen(1), t0)
+	l, err := s.Lease(bg, "worker-1", gen(1), "coding", []string{"reference"}, []string{"repo"}, t0)
+	if err != nil || l == nil || l.JobID != "queued" {
+		t.Fatalf("lease %+v %v", l, err)
+	}
+	if _, _, err := s.SubmitTrigger(bg, intakeJob("waiting"), labelTrigger(2), t0); err != nil {
+		t.Fatal(err)
+	}
+	other := labelTrigger(3)
+	other.Number = 8
+	if _, _, err := s.SubmitTrigger(bg, intakeJob("other"), other, t0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.CancelIntake(bg, "repo", 7, t0.Add(time.Minute))
+	if err != nil || !reflect.DeepEqual(got.Jobs, []string{"queued", "waiting"}) || len(got.Attempts) != 1 ||
+		got.Attempts[0].AttemptID != l.AttemptID || got.Attempts[0].Lane != "worker-1" || got.Attempts[0].Generation != gen(1) {
+		t.Fatalf("cancel issue 7: %+v %v", got, err)
+	}
+	for _, id := range []string{"queued", "waiting"} {
+		if j := mustJob(t, s, id); j.Status != JobFailed || j.FailureCode != CodeCancelled {
+			t.Fatalf("%s: %+v", id, j)
+		}
+	}
+	if j := mustJob(t, s, "other"); j.Status != JobPending {
+		t.Fatalf("another issue's job: %+v", j)
+	}
+	// The cancelled attempt's result is refused: nothing it sends counts.
+	if _, err := s.Complete(bg, fenceOf(l, "worker-1", gen(1)), Outcome{Succeeded: true, CandidateSHA: deliverSHA}, t0.Add(2*time.Minute)); err == nil {
+		t.Fatal("a cancelled attempt completed")
+	}
+	// Again: nothing left to cancel.
+	if got, err := s.CancelIntake(bg, "repo", 7, t0.Add(time.Hour)); err != nil || len(got.Jobs) != 0 {
+		t.Fatalf("second cancel: %+v %v", got, err)
+	}
+	if _, err := s.CancelIntake(bg, "repo", 0, t0); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("number 0: %v", err)
+	}
+}
+
+// Closing a pull request cancels its follow-up and a delivery waiting
+// for CI; a delivery already merging is left to finish.
+func TestCancelIntakePullRequest(t *testing.T) {
+	s := mustOpen(t, ":memory:")
+	deliveredPR(t, s, "orig", "alice", DeliveryReview)
+	if res, err := s.SubmitFollowup(bg, followJob("f1", deliverSHA), reviewTrigger(1, "bob"), openHead, t0); err != nil || res.Job.ID != "f1" {
+		t.Fatalf("follow-up %+v %v", res, err)
+	}
+	got, err := s.CancelIntake(bg, "repo", 3, t0.Add(time.Minute))
+	if err != nil || !reflect.DeepEqual(got.Jobs, []string{"f1"}) {
+		t.Fatalf("cancel pull request: %+v %v", got, err)
+	}
+	// A delivery in ci ends cancelled; one merging does not.
+	s = mustOpen(t, ":memory:")
+	d := deliveredPR(t, s, "orig", "alice", DeliveryCI)
+	if got, err := s.CancelIntake(bg, "repo", 3, t0.Add(time.Minute)); err != nil || len(got.Jobs) != 1 {
+		t.Fatalf("cancel in ci: %+v %v", got, err)
+	}
+	if j := mustJob(t, s, "orig"); j.Status != JobFailed || j.Delivery.Phase != DeliveryFailed || j.Delivery.FailureCode != CodeCancelled {
+		t.Fatalf("cancelled delivery: %+v %+v", j, j.Delivery)
+	}
+	next := d
+	next.Phase = DeliveryMerge
+	if err := s.SaveDelivery(bg, d, next, t0); !errors.Is(err, ErrStale) {
+		t.Fatalf("save after cancel: %v", err)
+	}
+	s = mustOpen(t, ":memory:")
+	deliveredPR(t, s, "orig", "alice", DeliveryMerge)
+	if got, err := s.CancelIntake(bg, "repo", 3, t0.Add(time.Minute)); err != nil || len(got.Jobs) != 0 || mustJob(t, s, "orig").Status != JobDelivering {
+		t.Fatalf("cancel while merging: %+v %v", got, err)
+	}
+}
+
 // A head whose candidate ref is gone starts nothing: base_gone where a
 // job would have started, the store's verdict otherwise, each stored once.
 func TestFollowupBaseGone(t *testing.T) {
