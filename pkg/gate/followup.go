@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
+	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/delivery"
+	"github.com/0k-lab/agent-forge/pkg/github"
 	"github.com/0k-lab/agent-forge/pkg/intake"
 	"github.com/0k-lab/agent-forge/pkg/source"
 	"github.com/0k-lab/agent-forge/pkg/store"
@@ -40,13 +43,31 @@ type pullView struct {
 	Author      string
 }
 
+// followupTokenMargin: a cached token is replaced this long before it
+// expires.
+const followupTokenMargin = 5 * time.Minute
+
 // readPull reads pull request n of repo through the App: the pull
-// request (state, head) and its issue (title, description).
-func readPull(app *delivery.App) func(ctx context.Context, repo intake.Repo, n int) (pullView, error) {
+// request (state, head) and its issue (title, description), with an
+// intake token kept per repository until shortly before it expires (a
+// command costs its two reads, not a token too).
+func readPull(app *delivery.App, now func() time.Time) func(ctx context.Context, repo intake.Repo, n int) (pullView, error) {
+	var (
+		mu     sync.Mutex
+		tokens = map[string]*github.Token{}
+	)
 	return func(ctx context.Context, repo intake.Repo, n int) (pullView, error) {
-		tok, _, err := app.IntakeToken(ctx, delivery.Repo{Owner: repo.Owner, Name: repo.Name})
-		if err != nil {
-			return pullView{}, err
+		mu.Lock()
+		tok := tokens[repo.ID]
+		mu.Unlock()
+		if tok == nil || !now().Before(tok.ExpiresAt.Add(-followupTokenMargin)) {
+			var err error
+			if tok, _, err = app.IntakeToken(ctx, delivery.Repo{Owner: repo.Owner, Name: repo.Name}); err != nil {
+				return pullView{}, err
+			}
+			mu.Lock()
+			tokens[repo.ID] = tok
+			mu.Unlock()
 		}
 		pr, err := app.API.GetPull(ctx, tok, repo.Owner, repo.Name, n)
 		if err != nil {

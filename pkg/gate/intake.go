@@ -53,15 +53,16 @@ func (g *Gate) intakeLoop(api *github.Client, app *delivery.App, repos []intake.
 		case <-time.After(intakeAppRetry):
 		}
 	}
-	p := intake.NewPoller(api, g.st, intakeSink{g: g, app: app}, slug+"[bot]", repos, g.now, g.log)
+	p := intake.NewPoller(api, g.st, intakeSink{g: g, app: app, read: readPull(app, g.now)}, slug+"[bot]", repos, g.now, g.log)
 	g.log.Info("intake: polling", "repositories", len(repos))
 	p.Run(g.ctx)
 }
 
 // intakeSink is the Gate's side of the Poller.
 type intakeSink struct {
-	g   *Gate
-	app *delivery.App
+	g    *Gate
+	app  *delivery.App
+	read func(context.Context, intake.Repo, int) (pullView, error) // readPull: a follow-up's pull request
 }
 
 func (s intakeSink) Token(ctx context.Context, repo intake.Repo) (*github.Token, string, error) {
@@ -73,7 +74,7 @@ func (s intakeSink) Pace(budget string, r github.RateLimit, paid bool) time.Time
 }
 
 func (s intakeSink) Followup(ctx context.Context, repo intake.Repo, c intake.PullComment) (intake.FollowupResult, error) {
-	return s.g.followup(ctx, readPull(s.app), repo, c)
+	return s.g.followup(ctx, s.read, repo, c)
 }
 
 func (s intakeSink) Cancel(ctx context.Context, repo intake.Repo, number int) error {
