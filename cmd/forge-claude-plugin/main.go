@@ -10,6 +10,7 @@
 //
 //	forge-claude-plugin [-profile FILE]  speak protocol v1 on stdin/stdout
 //	forge-claude-plugin --version        print the version line
+//	forge-claude-plugin --cli            print its CLI's variable, default name and checked release
 //
 // -profile names the operator profile (strict JSON: model, effort, the
 // worker.json provider id; see claude.ParseProfile and docs/agents.md).
@@ -42,7 +43,8 @@ import (
 func main() { os.Exit(agentplugin.Main(claudePlugin())) }
 
 func claudePlugin() agentplugin.Plugin {
-	return agentplugin.Plugin{Name: "forge-claude-plugin", Agent: claude.Name, New: newAdapter}
+	return agentplugin.Plugin{Name: "forge-claude-plugin", Agent: claude.Name, New: newAdapter,
+		CLI: agentplugin.CLI{Env: "CLAUDE_BIN", Default: claude.DefaultBin, Checked: "@anthropic-ai/claude-code@2.1.328"}}
 }
 
 func newAdapter(s agentplugin.Setup) (agentplugin.Adapter, error) {

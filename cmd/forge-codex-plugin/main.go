@@ -10,6 +10,7 @@
 //
 //	forge-codex-plugin [-profile FILE]  speak protocol v1 on stdin/stdout
 //	forge-codex-plugin --version        print the version line
+//	forge-codex-plugin --cli            print its CLI's variable, default name and checked release
 //
 // -profile names the operator profile (strict JSON: model, reasoning
 // effort, the worker.json provider id; see codex.ParseProfile and
@@ -45,7 +46,8 @@ import (
 func main() { os.Exit(agentplugin.Main(codexPlugin())) }
 
 func codexPlugin() agentplugin.Plugin {
-	return agentplugin.Plugin{Name: "forge-codex-plugin", Agent: codex.Name, New: newAdapter}
+	return agentplugin.Plugin{Name: "forge-codex-plugin", Agent: codex.Name, New: newAdapter,
+		CLI: agentplugin.CLI{Env: "CODEX_BIN", Default: "codex", Checked: "@openai/codex@0.169.0"}}
 }
 
 func newAdapter(s agentplugin.Setup) (agentplugin.Adapter, error) {

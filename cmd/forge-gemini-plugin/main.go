@@ -10,6 +10,7 @@
 //
 //	forge-gemini-plugin [-profile FILE]  speak protocol v1 on stdin/stdout
 //	forge-gemini-plugin --version        print the version line
+//	forge-gemini-plugin --cli            print its CLI's variable, default name and checked release
 //
 // -profile names the operator profile (strict JSON: model and the
 // worker.json provider id; see gemini.ParseProfile and docs/agents.md).
@@ -43,7 +44,8 @@ import (
 func main() { os.Exit(agentplugin.Main(geminiPlugin())) }
 
 func geminiPlugin() agentplugin.Plugin {
-	return agentplugin.Plugin{Name: "forge-gemini-plugin", Agent: gemini.Name, New: newAdapter}
+	return agentplugin.Plugin{Name: "forge-gemini-plugin", Agent: gemini.Name, New: newAdapter,
+		CLI: agentplugin.CLI{Env: "GEMINI_BIN", Default: gemini.DefaultBin, Checked: "@google/gemini-cli@0.61.0"}}
 }
 
 func newAdapter(s agentplugin.Setup) (agentplugin.Adapter, error) {

@@ -104,6 +104,11 @@ func TestVersionAndUsage(t *testing.T) {
 		t.Fatalf("version: %q, %v", out.String(), err)
 	}
 	out.Reset()
+	if err := agentplugin.RunWith(context.Background(), geminiPlugin(), agentplugin.Setup{}, []string{"--cli"}, strings.NewReader(""), &out, &errb); err != nil ||
+		out.String() != "GEMINI_BIN gemini @google/gemini-cli@0.61.0\n" {
+		t.Fatalf("cli: %q, %v", out.String(), err)
+	}
+	out.Reset()
 	err := agentplugin.RunWith(context.Background(), geminiPlugin(), agentplugin.Setup{}, []string{"extra"}, strings.NewReader(""), &out, &errb)
 	if agentplugin.ExitCode(err) != 2 || out.Len() != 0 {
 		t.Fatalf("usage: exit %d, stdout %q", agentplugin.ExitCode(err), out.String())

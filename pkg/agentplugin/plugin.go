@@ -1,8 +1,8 @@
 // Package agentplugin is the protocol v1 workspace_edit plugin over one
 // agent adapter: the part of forge-codex-plugin, forge-claude-plugin and
 // forge-gemini-plugin that is not about their agent. It parses the command
-// line (-profile FILE, --version), loads the operator profile through the adapter,
-// serves one session (pkg/plugin/serve with progress), runs the adapter
+// line (-profile FILE, --version, --cli), loads the operator profile
+// through the adapter, serves one session (pkg/plugin/serve with progress), runs the adapter
 // for the execute, maps a failed run to its protocol category, waits for
 // a still-stopping agent before the process exits, and writes only fixed,
 // value-free diagnostic lines on stderr (plus, after a failed run, the
@@ -60,7 +60,16 @@ type Setup struct {
 type Plugin struct {
 	Name  string // the binary's name: forge-codex-plugin
 	Agent string // the adapter's name: codex
+	CLI   CLI
 	New   func(Setup) (Adapter, error)
+}
+
+// CLI is the agent CLI a plugin drives, as --cli prints it for forge
+// doctor: "ENV DEFAULT CHECKED", one line.
+type CLI struct {
+	Env     string // the variable naming its executable: CODEX_BIN
+	Default string // the name looked up in PATH without it: codex
+	Checked string // the npm release the adapter was checked against: @openai/codex@0.169.0
 }
 
 // Main is the whole main function of a plugin binary: the subreaper mode,
@@ -132,13 +141,18 @@ func RunWith(ctx context.Context, p Plugin, s Setup, args []string, stdin io.Rea
 	fs := flag.NewFlagSet(p.Name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	version := fs.Bool("version", false, "print the version line")
+	cli := fs.Bool("cli", false, "print the agent CLI's variable, default name and checked release")
 	profile := fs.String("profile", "", "operator profile file")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		diag.line("error: usage: " + p.Name + " [-profile FILE] | --version")
+		diag.line("error: usage: " + p.Name + " [-profile FILE] | --version | --cli")
 		return ErrUsage
 	}
 	if *version {
 		_, err := fmt.Fprintln(stdout, buildinfo.Line(p.Name))
+		return err
+	}
+	if *cli {
+		_, err := fmt.Fprintln(stdout, p.CLI.Env, p.CLI.Default, p.CLI.Checked)
 		return err
 	}
 	s.Profile = *profile

@@ -226,7 +226,10 @@ func (d *doctor) checkAgentPlugin(bin string) string {
 	if err != nil || string(out) != bin+" "+r.Version+" "+r.Commit+"\n" {
 		return path + " does not report the installed release"
 	}
-	return handshake(d.ctx, d.f, path)
+	if p := handshake(d.ctx, d.f, path); p != "" {
+		return p
+	}
+	return d.checkAgentCLI(path)
 }
 
 // handshake starts the plugin (no profile, the fixed environment of

@@ -54,8 +54,14 @@ func report(failing ...string) string {
 	for _, id := range doctor.Checks {
 		if bad[id] {
 			b.WriteString("FAIL " + id + "\n")
-		} else {
-			b.WriteString("PASS " + id + "\n")
+			continue
+		}
+		b.WriteString("PASS " + id + "\n")
+		if agent, ok := strings.CutSuffix(id, "-plugin"); ok {
+			// No worker.json of a test machine runs an agent plugin, and
+			// no CLI is installed.
+			b.WriteString("INFO worker.json does not run it; its CLI " + agent + " (checked against @example/" + agent + "@1.0.0) is not found (" +
+				strings.ToUpper(agent) + "_BIN, or " + agent + " in the PATH of " + install.WorkerEnv + ")\n")
 		}
 	}
 	if len(failing) == 0 {
@@ -430,5 +436,34 @@ func TestDoctorReplication(t *testing.T) {
 	code, out, errOut := runDoctor(t, e, self())
 	if code != doctor.ExitUnhealthy || !strings.Contains(out, "FAIL replication\n") || !strings.Contains(errOut, "FAIL replication: replication async: Litestream's control socket") {
 		t.Fatalf("doctor without litestream: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestDoctorReportsTheAgentCLI: an agent plugin worker.json runs fails its
+// check while its CLI is missing, and passes once the Worker's environment
+// names one; each check says where the CLI is and which release the
+// adapter was checked against.
+func TestDoctorReportsTheAgentCLI(t *testing.T) {
+	e := installedMachine(t)
+	plugin := install.BinDir + "/forge-gemini-plugin"
+	wc := filepath.Join(e.RootDir(), install.WorkerConfig)
+	b, _ := os.ReadFile(wc)
+	os.WriteFile(wc, bytes.Replace(b, []byte(`"plugins":[`), []byte(`"plugins":[{"id":"gemini","argv":["`+plugin+`"]},`), 1), 0o600)
+	code, out, errOut := runDoctor(t, e, self())
+	if code != doctor.ExitUnhealthy ||
+		!strings.Contains(out, "FAIL gemini-plugin\nINFO worker.json runs it; its CLI gemini (checked against @example/gemini@1.0.0) is not found (GEMINI_BIN") ||
+		!strings.Contains(errOut, "worker.json runs "+plugin+" but its CLI gemini is not found") || strings.Contains(out, "FAIL claude-plugin") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	os.WriteFile(filepath.Join(e.RootDir(), "opt", "gemini"), []byte("#!/bin/sh\n"), 0o755)
+	f, err := os.OpenFile(filepath.Join(e.RootDir(), install.WorkerEnv), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("GEMINI_BIN=/opt/gemini\n")
+	f.Close()
+	code, out, errOut = runDoctor(t, e, self())
+	if code != doctor.ExitHealthy || !strings.Contains(out, "PASS gemini-plugin\nINFO worker.json runs it; its CLI gemini (checked against @example/gemini@1.0.0) is found at /opt/gemini\n") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 }

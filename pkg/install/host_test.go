@@ -573,12 +573,21 @@ func writeRelease(t *testing.T, o releaseOpt) Request {
 	return Request{Version: o.version, Commit: o.commit, AssetDir: dir, SumsSHA256: sha256hex(sums)}
 }
 
-// agentPluginScript prints the version line for --version and otherwise
+// agentCLILine is the --cli line of the test release's agent plugin name:
+// forge-x-plugin drives x, named by X_BIN, checked against @example/x@1.0.0.
+func agentCLILine(name string) string {
+	agent := strings.TrimSuffix(strings.TrimPrefix(name, "forge-"), "-plugin")
+	return strings.ToUpper(agent) + "_BIN " + agent + " @example/" + agent + "@1.0.0"
+}
+
+// agentPluginScript prints the version line for --version, its CLI for
+// --cli (agentCLILine) and otherwise
 // answers a protocol v1 initialize as a workspace_edit plugin, then fails
 // (no execute follows), as forge doctor's handshake expects.
 func agentPluginScript(name, version, commit string) []byte {
 	return []byte("#!/bin/sh\n" +
 		"if [ \"$1\" = --version ]; then echo '" + name + " " + version + " " + commit + "'; exit 0; fi\n" +
+		"if [ \"$1\" = --cli ]; then echo '" + agentCLILine(name) + "'; exit 0; fi\n" +
 		"read -r line\n" +
 		"id=$(printf '%s' \"$line\" | sed -n 's/.*\"id\":\"\\([0-9a-f]*\\)\".*/\\1/p')\n" +
 		"printf '{\"version\":\"v1\",\"id\":\"%s\",\"type\":\"initialized\",\"capabilities\":[\"workspace_edit\"]}\\n' \"$id\"\n" +
