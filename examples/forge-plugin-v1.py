@@ -21,6 +21,7 @@ the initialized frame); 2 for command-line misuse.
 """
 
 import json
+import os
 import re
 import sys
 
@@ -230,5 +231,21 @@ def main(argv):
     return 0
 
 
+def exit_now(status):
+    """Exit at once, skipping the interpreter's teardown.
+
+    The Worker allows 250 ms after closing stdin for stdout EOF and exit.
+    Python's own teardown has no such bound: on a busy machine (load 20 on
+    two cores) it alone often took longer. The frames are already flushed,
+    so nothing is lost.
+    """
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        pass
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    exit_now(main(sys.argv))
