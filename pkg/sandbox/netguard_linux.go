@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"encoding/binary"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -74,17 +75,17 @@ func answerNet(lfd int, id uint64, tid int, nr uint32, args [6]uint64, na *netAr
 
 // connectFor answers one connect (see answerNet).
 func connectFor(lfd int, id uint64, tid int, args [6]uint64, na *netArm, rs rootSet) netAnswer {
-	pidfd, _, e := syscall.Syscall(sysPidfdOpen, uintptr(tid), pidfdThread, 0)
+	pidfd, e := callerPidfd(tid, pidfdOpen)
 	if e != 0 {
 		return netAnswer{errno: syscall.ENOENT} // the caller is gone
 	}
-	defer syscall.Close(int(pidfd))
+	defer syscall.Close(pidfd)
 	// A thread id can be reused: the pidfd is the caller's only while
 	// the call still waits.
 	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(lfd), notifIDValid, uintptr(unsafe.Pointer(&id))); e != 0 {
 		return netAnswer{errno: syscall.ENOENT}
 	}
-	sfd, _, e := syscall.Syscall(sysPidfdGetfd, pidfd, uintptr(int32(uint32(args[0]))), 0)
+	sfd, _, e := syscall.Syscall(sysPidfdGetfd, uintptr(pidfd), uintptr(int32(uint32(args[0]))), 0)
 	if e != 0 {
 		return netAnswer{errno: syscall.EBADF}
 	}
@@ -129,6 +130,66 @@ func connectFor(lfd int, id uint64, tid int, args [6]uint64, na *netArm, rs root
 	}
 	na.refusals.Add(ep.Addr().Unmap().WithZone("").String(), ep.Port())
 	return netAnswer{errno: syscall.EACCES}
+}
+
+// pidfdOpen is pidfd_open(2).
+func pidfdOpen(pid int, flags uintptr) (int, syscall.Errno) {
+	fd, _, e := syscall.Syscall(sysPidfdOpen, uintptr(pid), flags, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(fd), 0
+}
+
+// callerPidfd opens (with open, pidfdOpen but in tests) a pidfd through
+// which pidfd_getfd reads the descriptors of thread tid: the thread's
+// own (PIDFD_THREAD), or, where the kernel does not know that flag
+// (EINVAL: Linux before 6.9, 6.7 and 6.8 among the kernels Landlock ABI 4
+// needs), its process's (the thread group leader named in
+// /proc/<tid>/status), whose descriptor table the thread shares unless it
+// unshared it: then the guard reads the process's descriptor of that
+// number, a socket of the program's still, which it connects only where
+// the policy allows. The caller confirms afterwards that the call still
+// waits (a thread id can be reused).
+func callerPidfd(tid int, open func(int, uintptr) (int, syscall.Errno)) (int, syscall.Errno) {
+	fd, e := open(tid, pidfdThread)
+	if e != syscall.EINVAL {
+		return fd, e
+	}
+	b := make([]byte, maxStatus)
+	f, err := os.Open("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return -1, syscall.ESRCH
+	}
+	n, _ := io.ReadFull(f, b)
+	f.Close()
+	tgid, ok := parseTgid(b[:n])
+	if !ok {
+		return -1, syscall.ESRCH
+	}
+	return open(tgid, 0)
+}
+
+// maxStatus bounds what is read of /proc/<tid>/status: Tgid is its
+// fourth line, well within.
+const maxStatus = 4096
+
+// parseTgid finds the "Tgid:\t<n>" line of a /proc/<tid>/status text: a
+// positive decimal below PID_MAX_LIMIT (2^22).
+func parseTgid(b []byte) (int, bool) {
+	for _, line := range strings.Split(string(b), "\n") {
+		v, ok := strings.CutPrefix(line, "Tgid:")
+		if !ok {
+			continue
+		}
+		v = strings.TrimLeft(v, " \t")
+		if v == "" || len(v) > 7 || strings.TrimLeft(v, "0123456789") != "" {
+			return 0, false
+		}
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n > 0 && n <= 1<<22
+	}
+	return 0, false
 }
 
 // connectRaw connects fd to the address b as it is and returns the errno.
