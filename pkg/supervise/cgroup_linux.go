@@ -26,19 +26,63 @@ const (
 	cgroupPoll       = 5 * time.Millisecond
 )
 
-// invPrefix starts every invocation's cgroup: sbx-PID-N, PID the process
-// that made it.
+// invPrefix starts every invocation's cgroup: sbx-PID-START-N, PID and
+// START the process that made it (its start time, in clock ticks since
+// boot: /proc/<pid>/stat's field 22), N a counter of that process's. A
+// pid alone could be a predecessor's: a Worker that is PID 1 of a
+// container has the same pid after every restart. Cgroups do not outlive
+// a boot, so pid and start time name one process.
 const invPrefix = "sbx-"
 
-// invMaker is the PID in an invocation cgroup's name.
-func invMaker(name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, invPrefix)
-	if !ok {
-		return 0, false
+// invMaker is the process named in an invocation cgroup's name: its pid
+// and start time; old reports a name of the form before start times
+// (sbx-PID-N), which this code never makes.
+func invMaker(name string) (pid int, start uint64, old, ok bool) {
+	rest, found := strings.CutPrefix(name, invPrefix)
+	if !found {
+		return 0, 0, false, false
 	}
-	pid, _, ok := strings.Cut(rest, "-")
-	n, err := strconv.Atoi(pid)
-	return n, ok && err == nil && n > 0 && strconv.Itoa(n) == pid
+	parts := strings.Split(rest, "-")
+	if len(parts) < 2 || len(parts) > 3 {
+		return 0, 0, false, false
+	}
+	for _, p := range parts {
+		if p == "" || len(p) > 20 || strings.TrimLeft(p, "0123456789") != "" || len(p) > 1 && p[0] == '0' {
+			return 0, 0, false, false
+		}
+	}
+	pid, err := strconv.Atoi(parts[0])
+	if err != nil || pid <= 0 || pid > 1<<22 {
+		return 0, 0, false, false
+	}
+	if len(parts) == 2 {
+		return pid, 0, true, true
+	}
+	start, err = strconv.ParseUint(parts[1], 10, 64)
+	return pid, start, false, err == nil
+}
+
+// selfStart is the calling process's start time (see invPrefix).
+func selfStart() (uint64, bool) {
+	st, ok := readProcStat(os.Getpid())
+	return st.start, ok
+}
+
+// makerRuns reports whether the process an invocation cgroup is named
+// after still runs: a process with that pid and that start time. An old
+// name (no start time) counts as running when its pid runs, unless that
+// pid is the caller's own: the caller never makes such a name, so it is
+// a predecessor's that had the same pid.
+func makerRuns(pid int, start uint64, old bool) bool {
+	if old {
+		if pid == os.Getpid() {
+			return false
+		}
+		_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+		return err == nil
+	}
+	st, ok := readProcStat(pid)
+	return ok && st.start == start
 }
 
 // Cgroups is a cgroup v2 subtree that contains sandboxed programs: each
@@ -51,6 +95,7 @@ type Cgroups struct {
 	dir   string // for diagnostics only
 	dirfd int    // the subtree's root (O_RDONLY|O_DIRECTORY)
 	home  int    // the cgroup the caller and its reapers live in
+	start uint64 // the caller's start time (see invPrefix)
 	seq   atomic.Uint64
 }
 
@@ -107,19 +152,16 @@ func DelegatedCgroups() (*Cgroups, error) {
 }
 
 // sweepLeftovers empties and removes the invocation cgroups below dir
-// whose maker (sbx-PID-N) no longer runs.
+// whose maker (see invPrefix) no longer runs.
 func sweepLeftovers(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return cgroupError("cannot list the cgroup", err)
 	}
 	for _, e := range entries {
-		maker, ok := invMaker(e.Name())
-		if !e.IsDir() || !ok {
-			continue
-		}
-		if _, err := os.Stat("/proc/" + strconv.Itoa(maker)); err == nil {
-			continue // another process's, running (or one that took its pid)
+		pid, start, old, ok := invMaker(e.Name())
+		if !e.IsDir() || !ok || makerRuns(pid, start, old) {
+			continue // not an invocation cgroup, or its maker's, running
 		}
 		fd, err := syscall.Open(dir+"/"+e.Name(), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 		if err != nil {
@@ -160,7 +202,13 @@ func NewCgroups(dir string) (*Cgroups, error) {
 		syscall.Close(fd)
 		return nil, cgroupError("cannot open the process's own cgroup", err)
 	}
-	cg := &Cgroups{dir: dir, dirfd: fd, home: home}
+	start, ok := selfStart()
+	if !ok {
+		syscall.Close(fd)
+		syscall.Close(home)
+		return nil, cgroupError("cannot read the process's start time", nil)
+	}
+	cg := &Cgroups{dir: dir, dirfd: fd, home: home, start: start}
 	if err := cg.Probe(); err != nil {
 		cg.Close()
 		return nil, err
@@ -219,7 +267,7 @@ type invocation struct {
 }
 
 func (cg *Cgroups) create() (*invocation, error) {
-	name := invPrefix + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(cg.seq.Add(1), 10)
+	name := invPrefix + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(cg.start, 10) + "-" + strconv.FormatUint(cg.seq.Add(1), 10)
 	if err := syscall.Mkdirat(cg.dirfd, name, 0o755); err != nil {
 		return nil, cgroupError("cannot create a cgroup for the program", err)
 	}

@@ -52,8 +52,8 @@ func startIn(t *testing.T, dir string) *exec.Cmd {
 // longer runs left (a sleeper in it dies), but not one whose maker runs.
 func TestDelegatedCgroupsSweepsDeadMakersOnly(t *testing.T) {
 	dir := cgrouptest.Own(t)
-	dead := filepath.Join(dir, "sbx-"+strconv.Itoa(1<<22+1)+"-1") // above PID_MAX_LIMIT: never running
-	live := filepath.Join(dir, "sbx-"+strconv.Itoa(os.Getpid())+"-1")
+	dead := filepath.Join(dir, "sbx-"+strconv.Itoa(1<<22)+"-1-1") // PID_MAX_LIMIT: never running
+	live := filepath.Join(dir, "sbx-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(supervise.SelfStart(), 10)+"-1")
 	for _, d := range []string{dead, live} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -84,4 +84,75 @@ func TestDelegatedCgroupsSweepsDeadMakersOnly(t *testing.T) {
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("the running maker's cgroup is gone: %v", err)
 	}
+}
+
+// The leftover sweep keys an invocation cgroup on its maker's pid and
+// start time: one named after this very pid but another start time (a
+// predecessor that had the same pid, as a Worker that is PID 1 of a
+// container has after a restart) is emptied and removed, and so is one
+// of the older form (no start time) that carries this pid; one of a
+// running process under its true start time is kept, under another
+// start time it is not. Before, every name with a running pid was kept,
+// this process's own included.
+func TestSweepLeftoversSamePid(t *testing.T) {
+	dir := cgrouptest.Own(t)
+	pid, start := strconv.Itoa(os.Getpid()), supervise.SelfStart()
+	parent, ok := procStart(os.Getppid())
+	if !ok {
+		t.Fatal("cannot read the parent's start time")
+	}
+	names := map[string]bool{ // kept?
+		"sbx-" + pid + "-" + strconv.FormatUint(start+1, 10) + "-1": false,
+		"sbx-" + pid + "-2": false,
+		"sbx-" + pid + "-" + strconv.FormatUint(start, 10) + "-3":                           true,
+		"sbx-" + strconv.Itoa(os.Getppid()) + "-" + strconv.FormatUint(parent, 10) + "-4":   true,
+		"sbx-" + strconv.Itoa(os.Getppid()) + "-" + strconv.FormatUint(parent+7, 10) + "-5": false,
+		"sbx-" + strconv.Itoa(os.Getppid()) + "-6":                                          true,
+	}
+	procs := map[string]*exec.Cmd{}
+	for name := range names {
+		if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		procs[name] = startIn(t, filepath.Join(dir, name))
+	}
+	if err := supervise.SweepLeftovers(dir); err != nil {
+		t.Fatal(err)
+	}
+	for name, kept := range names {
+		_, err := os.Stat(filepath.Join(dir, name))
+		// Killed by the sweep, it is a zombie until the test reaps it.
+		alive := procState(procs[name].Process.Pid) != "Z"
+		if kept != (err == nil) || kept != alive {
+			t.Errorf("%s: cgroup there %v, process alive %v; want kept %v", name, err == nil, alive, kept)
+		}
+	}
+}
+
+// procState is field 3 of /proc/<pid>/stat ("" when it cannot be read).
+func procState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	i := strings.LastIndexByte(string(b), ')')
+	if err != nil || i < 0 {
+		return ""
+	}
+	if f := strings.Fields(string(b[i+1:])); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
+// procStart is field 22 of /proc/<pid>/stat.
+func procStart(pid int) (uint64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(f[19], 10, 64)
+	return n, err == nil
 }

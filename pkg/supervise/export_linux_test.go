@@ -26,3 +26,13 @@ func IdleGuarded(pl *ReaperPool) int {
 
 // ReaperPid is the pid of the reaper running p's child.
 func ReaperPid(p *Process) int { return p.rc.cmd.Process.Pid }
+
+// SweepLeftovers is sweepLeftovers: the leftover sweep a Worker makes at
+// startup, run in the test's own process.
+func SweepLeftovers(dir string) error { return sweepLeftovers(dir) }
+
+// SelfStart is the process's start time, as invocation cgroups name it.
+func SelfStart() uint64 {
+	s, _ := selfStart()
+	return s
+}
