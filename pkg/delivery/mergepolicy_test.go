@@ -154,3 +154,14 @@ func TestReviewPolicyClosedWhileWaiting(t *testing.T) {
 		t.Fatalf("closed: %+v", s)
 	}
 }
+
+// Every delivery failure code has words of its own in an intake status
+// comment (what the maintainer does next).
+func TestEveryCodeHasIntakeAdvice(t *testing.T) {
+	generic := intake.FailureAdvice("no_such_code")
+	for c := range codes {
+		if intake.FailureAdvice(c) == generic {
+			t.Errorf("no advice for %s", c)
+		}
+	}
+}

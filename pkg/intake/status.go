@@ -216,12 +216,16 @@ var advice = map[string]string{
 	"secret_in_candidate":        "The change held a secret of the Gate's, so nothing was pushed. The operator must find how it got there and rotate it.",
 	"permission_denied":          "GitHub refused the App. The operator checks the App's permissions (docs/delivery.md).",
 	"app_not_installed":          "The App is not installed on this repository.",
+	"repository_not_found":       "GitHub answered that the repository or the pull request does not exist for the App. The operator checks repository_url and that the repository is still public.",
 	"github_unavailable":         "GitHub did not answer well enough for too long. Add the label again later.",
 	"delivery_timed_out":         "The delivery ran out of time. Add the label again later.",
 	"delivery_unconfigured":      "The Gate restarted without delivery. The operator restores the delivery section; then add the label again.",
 	"budget_exceeded":            "The job spent the repository's model budget. Narrow the issue, or have the operator raise the budget, then add the label again.",
 	"max_attempts_exceeded":      "Every attempt of the agent failed. Make the issue more precise (what to change, how to check it), then remove the label and add it again.",
 	"lease_expired":              "The Worker stopped answering. Add the label again; if it repeats, the operator checks the Workers.",
+	"superseded":                 "A follow-up command on the pull request took it over: this job's commit stays on the branch and the follow-up's goes on top. Its progress is in the pull request's status comment.",
+	"base_moved":                 "Someone pushed to the pull request's branch after the follow-up command, so nothing was pushed over their commit. Look at the branch; merge or close the pull request by hand, or add the label again.",
+	"cancelled":                  "A person removed the label or closed the issue or pull request, which cancels the job. Add the label again to start over.",
 }
 
 // FailureAdvice says what to do after a job failed with code.
