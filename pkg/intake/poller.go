@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,7 +109,7 @@ type repoState struct {
 	// seen: the issues, comments and review comments handled at their
 	// updated_at, so a re-read of the overlap window costs no further
 	// request.
-	seenIssue   map[int]time.Time
+	seenIssue   map[int]string // issueKey
 	seenComment map[int64]time.Time
 	seenReview  map[int64]time.Time
 	perms       map[string]permEntry
@@ -141,7 +142,7 @@ func NewPoller(api *github.Client, st *store.Store, sink Sink, bot string, repos
 			issues:    feed{name: store.FeedIssues, perPage: github.FeedPerPage},
 			comments:  feed{name: store.FeedComments, perPage: github.FeedPerPage},
 			reviews:   feed{name: store.FeedReviewComments, perPage: github.FeedPerPage},
-			seenIssue: map[int]time.Time{}, seenComment: map[int64]time.Time{}, seenReview: map[int64]time.Time{},
+			seenIssue: map[int]string{}, seenComment: map[int64]time.Time{}, seenReview: map[int64]time.Time{},
 			perms: map[string]permEntry{}})
 	}
 	return p
@@ -350,7 +351,8 @@ func (r *repoState) notBefore(f *feed) time.Time { return f.since.Add(-Overlap) 
 // issue handles one issue of the feed: an open issue (not a pull
 // request) carrying the label may hold a new labeled event.
 func (p *Poller) issue(ctx context.Context, r *repoState, is github.Issue) error {
-	if seen, ok := r.seenIssue[is.Number]; ok && seen.Equal(is.UpdatedAt) {
+	key := issueKey(is)
+	if r.seenIssue[is.Number] == key {
 		return nil
 	}
 	if is.State != "open" {
@@ -358,18 +360,18 @@ func (p *Poller) issue(ctx context.Context, r *repoState, is github.Issue) error
 		if err := p.sink.Cancel(ctx, r.Repo, is.Number); err != nil {
 			return err
 		}
-		r.seenIssue[is.Number] = is.UpdatedAt
+		r.seenIssue[is.Number] = key
 		return nil
 	}
 	if is.IsPull {
-		r.seenIssue[is.Number] = is.UpdatedAt
+		r.seenIssue[is.Number] = key
 		return nil
 	}
 	if !is.HasLabel(r.Settings.Label) {
 		if err := p.unlabelled(ctx, r, is); err != nil {
 			return err
 		}
-		r.seenIssue[is.Number] = is.UpdatedAt
+		r.seenIssue[is.Number] = key
 		return nil
 	}
 	events, err := p.api.IssueEvents(ctx, r.tok, r.Owner, r.Name, is.Number)
@@ -378,15 +380,27 @@ func (p *Poller) issue(ctx context.Context, r *repoState, is github.Issue) error
 	}
 	ev, ok := LatestLabel(events, r.Settings.Label)
 	if !ok || ev.CreatedAt.Before(r.notBefore(&r.issues)) {
-		r.seenIssue[is.Number] = is.UpdatedAt
+		r.seenIssue[is.Number] = key
 		return nil
 	}
 	tr := store.Trigger{RepositoryID: r.ID, Kind: store.TriggerLabel, EventID: ev.ID, Number: int64(is.Number), Actor: ev.Actor.Login}
 	if err := p.trigger(ctx, r, tr, Actor{Login: ev.Actor.Login, Type: ev.Actor.Type}, ev.CreatedAt, Trigger{Kind: store.TriggerLabel, Actor: ev.Actor.Login}, nil); err != nil {
 		return err
 	}
-	r.seenIssue[is.Number] = is.UpdatedAt
+	r.seenIssue[is.Number] = key
 	return nil
+}
+
+// issueKey is what the poller remembers of an issue it handled: its
+// updated_at (to the second on GitHub), state and labels, so that a label
+// added in the same second as the last change is still seen.
+func issueKey(is github.Issue) string {
+	labels := slices.Clone(is.Labels)
+	for i := range labels {
+		labels[i] = strings.ToLower(labels[i])
+	}
+	slices.Sort(labels)
+	return is.UpdatedAt.Format(time.RFC3339Nano) + "\x00" + is.State + "\x00" + strings.Join(labels, "\x00")
 }
 
 // unlabelled cancels the running job of an open issue that lost the
@@ -543,10 +557,15 @@ func (p *Poller) authorize(ctx context.Context, r *repoState, actor Actor, fresh
 // it. is, when set, is the issue already read.
 func (p *Poller) trigger(ctx context.Context, r *repoState, tr store.Trigger, actor Actor, at time.Time, t Trigger, is *github.Issue) error {
 	if job, ok, err := p.st.TriggerJob(ctx, r.ID, tr.Kind, tr.EventID); err != nil || ok {
-		if ok {
-			return p.answered(ctx, r, tr, job)
+		if !ok {
+			return err
 		}
-		return err
+		// Answered before when the status comment reports it (or a later
+		// job): the reaction went first.
+		if sc, found, err := p.st.IntakeStatus(ctx, r.ID, tr.Number); err != nil || found && sc.JobID >= job {
+			return err
+		}
+		return p.answered(ctx, r, tr, job)
 	}
 	d, err := p.authorize(ctx, r, actor, true)
 	if err != nil {

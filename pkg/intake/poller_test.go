@@ -613,3 +613,26 @@ func TestUnlabelByMaintainerCancels(t *testing.T) {
 		t.Fatalf("cancels %v", f.sink.cancels)
 	}
 }
+
+// A label added in the same second as the issue's last change, after a
+// poll saw the issue without it, still starts the job.
+func TestLabelInTheSameSecondIsSeen(t *testing.T) {
+	f := newFixture(t)
+	f.round()
+	n, err := f.fake.OpenIssue(owner, name, "reporter", "Fix", "x")
+	f.must(err)
+	ctx := context.Background()
+	f.p.poll(ctx, f.p.repos[0]) // sees the issue, unlabelled
+	f.must(f.fake.Label(owner, name, n, "maintainer", "agent-forge", true))
+	f.p.poll(ctx, f.p.repos[0]) // the same second
+	if f.jobs() != 1 {
+		t.Fatalf("%d jobs", f.jobs())
+	}
+	// Handled: later polls ask nothing about it.
+	before := f.tr.total()
+	f.round()
+	f.round()
+	if got := f.tr.total() - before; got > 6+3 {
+		t.Fatalf("%d requests for two idle rounds", got)
+	}
+}

@@ -29,8 +29,12 @@
 //	                     POST .../PROVIDER/responses; a refusal (any
 //	                     status but 200) ends with failure{execution_failed}
 //
-// Unknown commands end with failure{invalid_request}. It emits fixed
-// progress text only.
+// Unknown commands end with failure{invalid_request}. An intake
+// instruction (docs/intake.md: the issue's text quoted between
+// "<<<ISSUE TEXT t>>>" and "<<<END ISSUE TEXT t>>>") is read as the
+// script of the quoted body's lines only, where write, subject and report
+// are run and every other line is skipped (it is an issue's prose). It
+// emits fixed progress text only.
 package main
 
 import (
@@ -59,9 +63,16 @@ func edit(ctx context.Context, req serve.Request, progress serve.Progress) (serv
 	progress(plugin.StageStarted, "editing")
 	var res serve.Result
 	ws := req.Workspace
-	for _, line := range strings.Split(req.Instruction, "\n") {
+	lines, framed := issueBody(req.Instruction)
+	if !framed {
+		lines = strings.Split(req.Instruction, "\n")
+	}
+	for _, line := range lines {
 		cmd, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
 		arg, text, _ := strings.Cut(rest, " ")
+		if framed && cmd != "write" && cmd != "subject" && cmd != "report" {
+			continue
+		}
 		var err error
 		switch cmd {
 		case "":
@@ -152,6 +163,30 @@ func edit(ctx context.Context, req serve.Request, progress serve.Progress) (serv
 	}
 	progress(plugin.StageFinalizing, "done")
 	return res, nil
+}
+
+// issueBody returns the lines of an intake instruction's quoted body:
+// after the "Body:" line, up to the first heading the frame puts after it
+// (a comment, the request) or the end marker.
+func issueBody(instruction string) ([]string, bool) {
+	_, rest, ok := strings.Cut(instruction, "\n<<<ISSUE TEXT ")
+	if !ok {
+		return nil, false
+	}
+	token, rest, _ := strings.Cut(rest, ">>>\n")
+	quoted, _, ok := strings.Cut(rest, "<<<END ISSUE TEXT "+token+">>>")
+	_, body, found := strings.Cut(quoted, "\nBody:\n")
+	if !ok || !found {
+		return nil, false
+	}
+	var out []string
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "Comment by ") || strings.HasPrefix(line, "Request by ") || strings.HasPrefix(line, "[Agent Forge left out") {
+			break
+		}
+		out = append(out, line)
+	}
+	return out, true
 }
 
 // callModel posts n (text) Responses requests to provider through the
