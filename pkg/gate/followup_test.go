@@ -23,15 +23,13 @@ func (*stalledGitHub) MintToken(context.Context, delivery.Repo, bool) (delivery.
 	return delivery.Token{}, &delivery.Error{Kind: delivery.KindRateLimited, RetryAt: time.Now().Add(time.Hour)}
 }
 
-// The follow-up path of a command on a delivered pull request: a job on
-// the pull request's head, with the review comment's place in its
-// instruction, the waiting delivery superseded; the same command again
-// answers the same job without reading GitHub; a head that is not a
-// candidate of the Gate's, or a pull request it did not deliver, starts
-// nothing and says why.
-func TestFollowupCommandStartsAJobOnThePullRequestsHead(t *testing.T) {
+// followupGate is a public-source Gate with delivery (stalled) and intake
+// whose job orig delivered its candidate (returned) as pull request 3,
+// waiting for CI.
+func followupGate(t *testing.T) (tg *testGate, work, first, cand string, orig store.Job) {
+	t.Helper()
 	key := writeAppKey(t)
-	tg, work, first := publicGateSetup(t, false, func(g *Gate) {
+	tg, work, first = publicGateSetup(t, false, func(g *Gate) {
 		if err := g.EnableDelivery(&stalledGitHub{}); err != nil {
 			t.Fatal(err)
 		}
@@ -40,11 +38,11 @@ func TestFollowupCommandStartsAJobOnThePullRequestsHead(t *testing.T) {
 		repo0(m)["intake"] = map[string]any{"checks": [][]string{{"make", "test"}}}
 	})
 	ctx := context.Background()
-	orig := tg.submit(`{"repository_id":"agent-forge","base_sha":"` + first + `","instruction":"Fix it."}`)
+	orig = tg.submit(`{"repository_id":"agent-forge","base_sha":"` + first + `","instruction":"Fix it."}`)
 	// The Worker's candidate, in the Gate's repository under its ref.
 	prepared := filepath.Join(tg.cfg.PublicRepositoryRoot, source.DirName(testPublicURL))
 	runGit(t, work, "commit", "-q", "--allow-empty", "-m", "candidate")
-	cand := runGit(t, work, "rev-parse", "HEAD")
+	cand = runGit(t, work, "rev-parse", "HEAD")
 	runGit(t, work, "push", "-q", prepared, cand+":refs/agent-forge/candidates/"+strings.Repeat("a", 32)+"/"+strings.Repeat("b", 32))
 	now := time.Now()
 	if err := tg.st.ConnectLane(ctx, "direct", "worker-1", 0, "g1", now); err != nil {
@@ -72,6 +70,54 @@ func TestFollowupCommandStartsAJobOnThePullRequestsHead(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	return tg, work, first, cand, orig
+}
+
+// codeFollowup runs job id's attempt to success with a new commit on
+// top of base, stored as a Worker's candidate, and moves its delivery to
+// ci on pull request 3; it returns the commit.
+func codeFollowup(t *testing.T, tg *testGate, work, id, base string) string {
+	t.Helper()
+	ctx := context.Background()
+	runGit(t, work, "checkout", "-q", "--detach", base)
+	runGit(t, work, "commit", "-q", "--allow-empty", "-m", "follow-up "+id)
+	sha := runGit(t, work, "rev-parse", "HEAD")
+	prepared := filepath.Join(tg.cfg.PublicRepositoryRoot, source.DirName(testPublicURL))
+	runGit(t, work, "push", "-q", prepared, sha+":refs/agent-forge/candidates/"+id+"/"+strings.Repeat("b", 32))
+	now := time.Now()
+	l, err := tg.st.Lease(ctx, "direct", "g1", "coding", []string{"codex", "reference"}, []string{"agent-forge"}, now)
+	if err != nil || l == nil || l.JobID != id {
+		t.Fatalf("lease %+v %v", l, err)
+	}
+	fence := store.Fence{JobID: id, AttemptID: l.AttemptID, Lane: "direct", Generation: "g1"}
+	if _, err := tg.st.AddEvidence(ctx, fence, 1, []json.RawMessage{json.RawMessage(`{"phase":"candidate_commit"}`)}, sha, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tg.st.Complete(ctx, fence, store.Outcome{Succeeded: true, CandidateSHA: sha}, now); err != nil {
+		t.Fatal(err)
+	}
+	d, err := tg.st.Delivery(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := d
+	ci.Phase, ci.PRNumber, ci.PRURL, ci.CIState = store.DeliveryCI, 3, "https://github.com/octo-org/hello/pull/3", "waiting"
+	if err := tg.st.SaveDelivery(ctx, d, ci, now); err != nil {
+		t.Fatal(err)
+	}
+	return sha
+}
+
+// The follow-up path of a command on a delivered pull request: a job on
+// the pull request's head, with the review comment's place in its
+// instruction, the waiting delivery superseded; the same command again
+// answers the same job without reading GitHub; a head that is not a
+// candidate of the Gate's, or a pull request it did not deliver, starts
+// nothing and says why.
+func TestFollowupCommandStartsAJobOnThePullRequestsHead(t *testing.T) {
+	tg, _, first, cand, orig := followupGate(t)
+	ctx := context.Background()
+	now := time.Now()
 	reads := 0
 	head := cand
 	read := func(_ context.Context, repo intake.Repo, n int) (pullView, error) {
@@ -155,4 +201,41 @@ func TestFollowupCommandStartsAJobOnThePullRequestsHead(t *testing.T) {
 		t.Fatalf("cancelled follow-up %+v", j)
 	}
 	wantReject(t, w.heartbeat(fl), wire.RejectStale)
+}
+
+// Six follow-up commands, each after the previous follow-up's commit
+// reached CI: five jobs, then the refusal that says how a person raises
+// the limit; the same refused command again answers the same.
+func TestSixFollowupsFiveJobsAndARefusal(t *testing.T) {
+	tg, work, _, cand, _ := followupGate(t)
+	ctx := context.Background()
+	head := cand
+	read := func(context.Context, intake.Repo, int) (pullView, error) {
+		return pullView{Open: true, HeadSHA: head, Title: "Fix it", Author: "agent-forge[bot]"}, nil
+	}
+	repo := intake.Repo{ID: "agent-forge", Owner: "octo-org", Name: "hello", DefaultBranch: "main",
+		Settings: intake.Settings{Command: "/forge", Merge: intake.MergeReview, MaxFollowups: intake.DefaultMaxFollowups}}
+	for i := 1; i <= 6; i++ {
+		c := intake.PullComment{Kind: store.TriggerComment, EventID: int64(100 + i), Number: 3, Actor: "bob", Text: "/forge more"}
+		res, err := tg.g.followup(ctx, read, repo, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 6 {
+			if res.JobID != "" || res.Refusal != store.RefusedLimit || !strings.Contains(res.Text, "max_followups") {
+				t.Fatalf("sixth: %+v", res)
+			}
+			if again, err := tg.g.followup(ctx, read, repo, c); err != nil || again != res {
+				t.Fatalf("sixth again: %+v %v", again, err)
+			}
+			break
+		}
+		if res.JobID == "" {
+			t.Fatalf("follow-up %d: %+v", i, res)
+		}
+		head = codeFollowup(t, tg, work, res.JobID, head)
+	}
+	if n := tg.jobCount(); n != 6 {
+		t.Fatalf("%d jobs: the first and five follow-ups expected", n)
+	}
 }
