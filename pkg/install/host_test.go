@@ -153,6 +153,7 @@ type fakeServices struct {
 	enabled  map[string]bool
 	active   map[string]bool
 	serving  string // "version commit" of the running Gate
+	schema   int    // the schema version it reports (its receipt's)
 	token    string
 	reloads  int
 	loaded   map[string]uint64 // unit files systemd loaded (nil: never reloaded)
@@ -369,12 +370,22 @@ func (s *fakeServices) stateDirectories(u string) error {
 	if u != GateUnit {
 		return nil
 	}
+	s.schema = r.SchemaVersion
 	db := filepath.Join(s.root, Database)
 	if _, err := os.Lstat(db); err == nil {
-		return nil
+		// A Gate of this build migrates an older database when it opens
+		// it; one of an older release leaves it as it is.
+		v, err := store.ReadSchemaVersion(context.Background(), db)
+		if err != nil || r.SchemaVersion != store.SchemaVersion || v >= r.SchemaVersion {
+			return nil
+		}
 	}
 	dir := filepath.Join(s.root, GateStateDir)
 	os.Chown(dir, 0, 0)
+	old, _ := filepath.Glob(db + "*")
+	for _, p := range old {
+		os.Chown(p, 0, 0)
+	}
 	st, err := store.Open(context.Background(), db)
 	if err != nil {
 		return err
@@ -422,7 +433,7 @@ func (s *fakeServices) IsEnabled(ctx context.Context, u string) (bool, error) {
 
 func (s *fakeServices) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	gate, worker, serving, token := s.active[GateUnit], s.active[WorkerUnit], s.serving, s.token
+	gate, worker, serving, token, schema := s.active[GateUnit], s.active[WorkerUnit], s.serving, s.token, s.schema
 	v, _, _ := strings.Cut(serving, " ")
 	ready := gate && !s.badReady[v]
 	if r.Header.Get("Authorization") != "" && s.impostor != 0 {
@@ -444,7 +455,7 @@ func (s *fakeServices) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/version":
 		v, c, _ := strings.Cut(serving, " ")
-		fmt.Fprintf(w, `{"version":%q,"commit":%q,"schema_version":%d}`, v, c, store.SchemaVersion)
+		fmt.Fprintf(w, `{"version":%q,"commit":%q,"schema_version":%d}`, v, c, schema)
 	case "/v1/debug/workers":
 		fmt.Fprintf(w, `{"lanes":[{"lane":"worker-1","worker_id":"worker-1","pool":"local","connected":%v}],"as_of":"x"}`, worker)
 	default:

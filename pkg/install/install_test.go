@@ -277,7 +277,7 @@ func TestRefusalsChangeNothing(t *testing.T) {
 		"same-version upgrade":   {req: with(same, true, true), stage: "preflight"},
 		"upgrade without enable": {req: with(newer, true, false), stage: "preflight"},
 		"implicit replacement":   {req: with(newer, false, true), stage: "preflight"},
-		"schema differs":         {req: with(newer, true, true), self: &Self{Version: "v1.2.0", Commit: commitOf('c'), Schema: store.SchemaVersion + 1}, stage: "preflight"},
+		"older schema":           {req: with(newer, true, true), self: &Self{Version: "v1.2.0", Commit: commitOf('c'), Schema: store.SchemaVersion - 1}, stage: "preflight"},
 		"tampered sums":          {req: func() Request { r := with(newer, true, true); r.SumsSHA256 = strings.Repeat("0", 64); return r }(), stage: "trust"},
 		"extra archive": {req: with(writeRelease(t, releaseOpt{version: "v1.2.0", commit: commitOf('c'), sums: func(l []string) []string {
 			return append(l, strings.Repeat("1", 64)+"  agent-forge-worker_v1.2.0_darwin_arm64.tar.gz")

@@ -3,6 +3,7 @@ package install
 import (
 	"errors"
 	"io/fs"
+	"strconv"
 
 	"github.com/0k-lab/agent-forge/pkg/store"
 )
@@ -30,8 +31,8 @@ func (r *run) upgrade(old *Receipt) error {
 	case c < 0:
 		return refused("preflight", "downgrade from "+old.Version+" refused")
 	}
-	if old.SchemaVersion != r.self.Schema {
-		return refused("preflight", "the release's Gate schema version differs from the installed one (schema migration is not supported)")
+	if old.SchemaVersion > r.self.Schema {
+		return refused("preflight", "the installed Gate's schema version is newer than this release's")
 	}
 	if r.req.RunAsRoot != old.RunAsRoot {
 		return refused("preflight", "an upgrade cannot change the service identity (--run-as-root)")
@@ -42,11 +43,16 @@ func (r *run) upgrade(old *Receipt) error {
 	if problems := CheckStateRoot(r.f); len(problems) > 0 {
 		return refused("preflight", "untrusted state directory: "+problems[0])
 	}
+	// The new Gate migrates a database of an older schema when it opens
+	// it, after writing a copy of it as it was (store.MigrationBackup),
+	// which a rollback puts back in place.
+	migrates := false
 	if _, err := r.f.Lstat(Database); err == nil {
 		v, err := store.ReadSchemaVersion(r.ctx, RealPath(r.f, Database))
 		if err != nil || v != old.SchemaVersion {
 			return refused("preflight", "the database schema version is not the installed one")
 		}
+		migrates = v < r.self.Schema
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return refused("preflight", "the database cannot be inspected")
 	}
@@ -134,6 +140,12 @@ func (r *run) upgrade(old *Receipt) error {
 	// Once the previous unit files are back, systemd reloads them (when it
 	// has seen the new ones) before any previous service restarts.
 	r.tx.push("systemd's view of the restored units", r.reloadAfterUndo)
+	if migrates {
+		// Once the new Gate is stopped, before the previous one starts.
+		r.tx.push("the database of schema "+strconv.Itoa(old.SchemaVersion), func() error {
+			return r.unmigrate(old.SchemaVersion)
+		})
+	}
 
 	// Swap each path: the previous one moves aside, the staged one takes
 	// its place; both renames refuse to replace anything.
@@ -151,7 +163,38 @@ func (r *run) upgrade(old *Receipt) error {
 	}
 	r.commit()
 	r.say("upgraded %s to %s (%s); Gate ready and Worker connected", old.Version, rc.Version, rc.Commit)
+	if migrates {
+		r.say("the Gate migrated its database from schema %d to %d; the copy from before is %s (remove it once the upgrade is kept)",
+			old.SchemaVersion, r.self.Schema, store.MigrationBackup(Database, old.SchemaVersion))
+	}
 	return nil
+}
+
+// unmigrate undoes the new Gate's migration of the database from schema
+// version (rollback): unless the database is still at that version (the
+// new Gate never migrated it), the copy the new Gate's store wrote before
+// migrating (store.MigrationBackup: the Gate's account, mode 0600) takes
+// its place, after the migrated database's -wal and -shm are removed (a
+// WAL left beside the copy would be replayed into it). The copy holds the
+// same content as the database before the upgrade, not the same file.
+func (r *run) unmigrate(version int) error {
+	if v, err := store.ReadSchemaVersion(r.undoCtx, RealPath(r.f, Database)); err == nil && v == version {
+		return nil
+	}
+	backup := store.MigrationBackup(Database, version)
+	fi, err := r.f.Lstat(backup)
+	if err != nil || !fi.Mode().IsRegular() {
+		return errors.New("the database was migrated and " + backup + " is missing")
+	}
+	if v, err := store.ReadSchemaVersion(r.undoCtx, RealPath(r.f, backup)); err != nil || v != version {
+		return errors.New(backup + " is not a database of schema " + strconv.Itoa(version))
+	}
+	for _, p := range []string{Database + "-wal", Database + "-shm", Database} {
+		if err := r.f.RemoveAll(p); err != nil {
+			return err
+		}
+	}
+	return r.f.Rename(backup, Database)
 }
 
 // swap moves dest aside to a hidden sibling and the staged path into dest.

@@ -70,7 +70,10 @@
 // runs SQLite, the error is the cancellation ("store: open interrupted",
 // matching context.Canceled), not whichever check happened to fail. Open always migrates inside an
 // IMMEDIATE transaction and records SchemaVersion in schema_version; a
-// database from a newer build fails with ErrSchemaTooNew.
+// database from a newer build fails with ErrSchemaTooNew. Before it
+// migrates a file database of an older version it writes a checked copy
+// of it as it was beside it (MigrationBackup), which the installer's
+// rollback puts back.
 // ReadSchemaVersion(ctx, dsn) reads the recorded version without
 // migrating, locking or creating files (for forge doctor and the
 // installer); a file without the application id fails with

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 )
 
 // SchemaVersion is the schema version this build migrates databases to.
@@ -14,7 +16,8 @@ const SchemaVersion = 5
 
 // migrations returns the ordered schema steps: element i moves a database
 // from version i to version i+1. Steps are append-only: never edit a
-// released one.
+// released one. A new step comes with testdata/schema/schema-<i>.db.gz,
+// a database written by the build before it (migrate_test.go).
 func migrations() []string {
 	return []string{
 		// 1: policies, jobs, attempts, events, evidence, lanes. State checks with more
@@ -275,7 +278,14 @@ var ErrSchemaTooNew = errors.New("store: database schema is newer than this buil
 // migrate brings the database on conn to SchemaVersion inside one IMMEDIATE
 // transaction. It always writes (the version row is rewritten even when no
 // migration is pending), so startup proves the database is writable.
-func migrate(ctx context.Context, conn *sql.Conn) (err error) {
+// Before it migrates a file database (path) of an older version V it
+// writes a copy of it as it is (MigrationBackup).
+func migrate(ctx context.Context, conn *sql.Conn, path string) (err error) {
+	if path != "" {
+		if err := backupBeforeMigrating(ctx, conn, path); err != nil {
+			return err
+		}
+	}
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("store: migrate: begin: %w", err)
 	}
@@ -313,6 +323,71 @@ ON CONFLICT (id) DO UPDATE SET version = excluded.version`, len(steps)); err != 
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		return fmt.Errorf("store: migrate: commit: %w", err)
+	}
+	return nil
+}
+
+// MigrationBackup is the copy Open makes of a file database of schema
+// version (older than SchemaVersion) before migrating it: beside the
+// database, named after it and the version ("forge.db.schema-3.backup").
+// The migration itself is one transaction (all of it or nothing); the
+// copy is what a build of that version opens again, should its operator go
+// back (the installer's rollback puts it in place, docs/install.md).
+func MigrationBackup(path string, version int) string {
+	return fmt.Sprintf("%s.schema-%d.backup", path, version)
+}
+
+// backupBeforeMigrating writes MigrationBackup for the database at path
+// when its recorded version is older than this build's (a new database
+// or a current one needs none): VACUUM INTO a new file beside it, fsynced,
+// checked (CheckCopy: integrity, application id, the same version), mode
+// 0600, renamed over any earlier copy of that version, the directory
+// fsynced. Any failure fails Open with nothing migrated.
+func backupBeforeMigrating(ctx context.Context, conn *sql.Conn, path string) error {
+	var version int
+	err := conn.QueryRowContext(ctx, "SELECT version FROM schema_version WHERE id = 1").Scan(&version)
+	if err != nil || version < 1 || version >= SchemaVersion {
+		return nil // new, current or too new: migrate decides
+	}
+	dst := MigrationBackup(path, version)
+	tmp := dst + ".tmp-" + randomSuffix()
+	fail := func(why string) error {
+		os.Remove(tmp)
+		return fmt.Errorf("store: migrate: backup of schema %d before migrating: %s", version, why)
+	}
+	if _, err := conn.ExecContext(ctx, "VACUUM INTO ?", tmp); err != nil {
+		why := fail(sqliteReason(err))
+		switch c := classify(err); {
+		case errors.Is(c, ErrFull): // the Gate waits for space (storage_full)
+			return fmt.Errorf("%w: %w", ErrFull, why)
+		case errors.Is(c, ErrStorageIO):
+			return fmt.Errorf("%w: %w", ErrStorageIO, why)
+		}
+		return why
+	}
+	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
+	if err != nil {
+		return fail(fsReason(err))
+	}
+	err = f.Chmod(0o600)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fail(fsReason(err))
+	}
+	info, err := CheckCopy(ctx, tmp)
+	if err != nil || info.SchemaVersion != version {
+		return fail("the copy does not check")
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return fail(fsReason(err))
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("store: migrate: backup of schema %d: %s", version, fsReason(err))
 	}
 	return nil
 }

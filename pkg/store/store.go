@@ -187,7 +187,11 @@ func OpenReplicated(ctx context.Context, dsn string, r Replication) (_ *Store, e
 			return nil, errors.New("store: open: synchronous is not FULL")
 		}
 	}
-	if err := migrate(ctx, conn); err != nil {
+	backupPath := ""
+	if !loc.memory {
+		backupPath = loc.path
+	}
+	if err := migrate(ctx, conn, backupPath); err != nil {
 		conn.Close()
 		return nil, err
 	}
