@@ -135,9 +135,11 @@ type ReplicaState struct {
 	LastSync time.Time
 }
 
-// Lag is how long ago the replica last confirmed a sync at now: an upper
-// bound of what a loss of the host at now would lose; ok is false when
-// the replica has never synced.
+// Lag is how long ago the replica last confirmed a sync at now. That sync
+// uploaded the database as it was when it began, and Litestream reports
+// only its end, so Lag is short of what a loss of the host at now would
+// lose by that sync's upload time; ok is false when the replica has never
+// synced.
 func (r ReplicaState) Lag(now time.Time) (time.Duration, bool) {
 	if r.LastSync.IsZero() {
 		return 0, false
