@@ -160,3 +160,52 @@ func wantOwned(t *testing.T, path string, uid int) {
 		t.Fatalf("%s: mode %v owner %d, want a 0600 file of %d", path, fi.Mode(), st.Uid, uid)
 	}
 }
+
+// TestMigratingUpgradeFailureAtEveryStepRestores: every mutating step of
+// an upgrade whose new Gate migrates the database fails once in turn;
+// each failure leaves the previous release serving its database of the
+// older schema with every job, and no copy behind.
+func TestMigratingUpgradeFailureAtEveryStepRestores(t *testing.T) {
+	e, old := installedAtOlderSchema(t, writeRelease(t, v1))
+	db := filepath.Join(e.root, Database)
+	up := with(writeRelease(t, v2), true, true)
+	beforeState := e.state()
+	want := fmt.Sprintf("schema %d jobs %s", old, fixtureJobIDs)
+	migrated := false // in this run, before its fault
+	e.h.svc.onStart = func(u string) {
+		if v, err := store.ReadSchemaVersion(context.Background(), db); err == nil && v == store.SchemaVersion {
+			migrated = true
+		}
+	}
+	unmigrated := 0
+	for k := 1; ; k++ {
+		migrated = false
+		e.arm(k)
+		err, out := e.run(up)
+		if e.h.f.hit == "" || err == nil {
+			if err != nil {
+				t.Fatalf("unfaulted upgrade failed: %v", err)
+			}
+			break
+		}
+		ie := wantCode(t, err, ExitRefused)
+		if got := schemaAndJobs(t, db); got != want {
+			t.Fatalf("fault %d (%s, stage %s): %s, want %s (%s)", k, e.h.f.hit, ie.Stage, got, want, out)
+		}
+		if _, err := os.Lstat(store.MigrationBackup(db, old)); !os.IsNotExist(err) {
+			t.Fatalf("fault %d (%s): the copy is left behind: %v", k, e.h.f.hit, err)
+		}
+		if migrated {
+			unmigrated++
+		}
+		if got := e.state(); got != beforeState {
+			t.Fatalf("fault %d (%s): state %s, want %s", k, e.h.f.hit, got, beforeState)
+		}
+	}
+	if unmigrated < 1 {
+		t.Fatalf("only %d faults after the new Gate migrated the database", unmigrated)
+	}
+	if got := schemaAndJobs(t, db); got != fmt.Sprintf("schema %d jobs %s", store.SchemaVersion, fixtureJobIDs) {
+		t.Fatalf("after the upgrade: %s", got)
+	}
+}
