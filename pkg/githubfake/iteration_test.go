@@ -181,6 +181,7 @@ func TestReviewCommentFollowupOnTheSameBranch(t *testing.T) {
 	if err != nil || pr.HeadSHA != d.sha {
 		t.Fatalf("pull %+v %v", pr, err)
 	}
+	before := f.apiRequests()
 	res, err := st.SubmitFollowup(ctx, f.job("f1", pr.HeadSHA),
 		store.Trigger{RepositoryID: "app", Kind: store.TriggerReviewComment, EventID: rc.ID, Number: int64(rc.PullNumber), Actor: rc.User.Login},
 		store.Followup{Open: pr.Open(), HeadSHA: pr.HeadSHA, MaxFollowups: intake.DefaultMaxFollowups}, d.clock.Now())
@@ -229,4 +230,32 @@ func TestReviewCommentFollowupOnTheSameBranch(t *testing.T) {
 	if j, _ := st.Job(ctx, "orig"); j.Status != store.JobFailed || j.FailureCode != store.CodeSuperseded {
 		t.Fatalf("first job %+v", j)
 	}
+	after := f.apiRequests()
+	t.Logf("the follow-up's delivery, from its command to the merge (three approvals read): %d API requests that count, %d free 304s",
+		after.paid-before.paid, after.free-before.free)
+}
+
+type requestCount struct{ paid, free int }
+
+// apiRequests counts the fake API's requests so far: those that spend a
+// budget, and the 304s that do not.
+func (f *iterationFixture) apiRequests() requestCount {
+	f.t.Helper()
+	b, err := os.ReadFile(f.logPath)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var c requestCount
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e LogEntry
+		if json.Unmarshal([]byte(line), &e) != nil || e.Host != "api.github.com" {
+			continue
+		}
+		if e.Status == 304 {
+			c.free++
+		} else {
+			c.paid++
+		}
+	}
+	return c
 }
