@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -192,14 +193,56 @@ func parseTgid(b []byte) (int, bool) {
 	return 0, false
 }
 
-// connectRaw connects fd to the address b as it is and returns the errno.
+// connectWait bounds how long the guard waits in one connect on a
+// blocking socket: the program's other calls wait behind it (its guard
+// answers one call at a time), and so does the end of its attempt. A
+// UNIX connect to a listener whose backlog is full waits until it
+// accepts, which it may never do; a TCP one for a listener that drops
+// SYNs, for minutes.
+const connectWait = time.Second
+
+// connectRaw connects fd, a duplicate of the program's socket, to the
+// address b as it is and returns the errno. On a blocking socket the
+// kernel's wait is bounded by connectWait (SO_SNDTIMEO, which bounds a
+// connect's wait, set for the call and put back after): past it a TCP
+// connect answers EINPROGRESS (it goes on), a UNIX one EAGAIN.
 func connectRaw(fd int, b []byte) syscall.Errno {
 	var p unsafe.Pointer
 	if len(b) > 0 {
 		p = unsafe.Pointer(&b[0])
 	}
+	if fl, err := fcntlGetfl(fd); err == nil && fl&syscall.O_NONBLOCK == 0 {
+		if old, err := getTimeval(fd); err == nil {
+			bound := syscall.NsecToTimeval(connectWait.Nanoseconds())
+			if old.Sec == 0 && old.Usec == 0 || old.Nano() > bound.Nano() {
+				if syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &bound) == nil {
+					defer syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &old)
+				}
+			}
+		}
+	}
 	_, _, e := syscall.Syscall(syscall.SYS_CONNECT, uintptr(fd), uintptr(p), uintptr(len(b)))
 	return e
+}
+
+func fcntlGetfl(fd int) (int, error) {
+	fl, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(fl), nil
+}
+
+// getTimeval reads a socket's SO_SNDTIMEO.
+func getTimeval(fd int) (syscall.Timeval, error) {
+	var tv syscall.Timeval
+	n := uint32(unsafe.Sizeof(tv))
+	_, _, e := syscall.Syscall6(syscall.SYS_GETSOCKOPT, uintptr(fd), syscall.SOL_SOCKET, syscall.SO_SNDTIMEO,
+		uintptr(unsafe.Pointer(&tv)), uintptr(unsafe.Pointer(&n)), 0)
+	if e != 0 {
+		return tv, e
+	}
+	return tv, nil
 }
 
 // sockaddrUn is sizeof(struct sockaddr_un).

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/sandbox"
 	"github.com/0k-lab/agent-forge/pkg/supervise"
@@ -493,6 +494,40 @@ p systemd-run timeout 5 systemd-run --user --scope true`)
 	}
 	if t.Failed() {
 		t.Logf("%s", res.Stdout)
+	}
+}
+
+// The guard's own connect on a blocking socket is bounded: a UNIX
+// connect to a listener of the program's whose backlog is full (it never
+// accepts) answers EAGAIN, instead of holding the guard, and with it every
+// other call of the program and the end of its attempt, until the
+// listener goes (it waited until the program was killed before).
+func TestSandboxConnectBounded(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	ws := t.TempDir()
+	c := shell(t, `/usr/bin/python3 -c '
+import errno, os, socket
+ln = socket.socket(socket.AF_UNIX)
+ln.bind("full.sock")
+ln.listen(0)
+held = []
+for i in range(4):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect("full.sock")
+        held.append(s)
+    except OSError as e:
+        print("refused" if e.errno == errno.EAGAIN else "errno=%d" % e.errno)
+        break
+os.chmod("full.sock", 0o600)
+print("after")
+'`)
+	c.Reaper, c.Sandbox, c.Dir, c.Timeout = reapers(t), systemPolicy(ws), ws, time.Minute
+	res, err := supervise.Run(context.Background(), c, nil)
+	if err != nil || !res.Exit.Success() || string(res.Stdout) != "refused\nafter\n" {
+		t.Fatalf("%v %+v %q %q", err, res.Exit, res.Stdout, res.Stderr)
 	}
 }
 
