@@ -417,8 +417,10 @@ func (d *doctor) owned(p string, dir bool, perm fs.FileMode, uid, gid int) strin
 }
 
 // checkUnit requires the unit enabled and active, without drop-ins (they
-// change the unit past its receipt digest), its main process executing
-// the installed binary.
+// change the unit past its receipt digest) except the Worker's network
+// drop-in exactly as docs/install.md gives it (install.CheckWorkerDropIns),
+// which it requires when the configuration needs the network, its main
+// process executing the installed binary.
 func (d *doctor) checkUnit(unit string) string {
 	s := d.h.Services()
 	if unit == install.GateUnit {
@@ -444,7 +446,16 @@ func (d *doctor) checkUnit(unit string) string {
 	if err != nil {
 		return unit + ": " + err.Error()
 	}
-	if len(dropIns) > 0 {
+	if unit == install.WorkerUnit {
+		if p := install.CheckWorkerDropIns(d.f, dropIns); p != "" {
+			return p
+		}
+		if len(dropIns) == 0 {
+			if what := d.networkDeclared(); what != "" {
+				return what + " but " + install.WorkerDropIn + " is missing: under IPAddressDeny=any the Worker reaches no provider or network_allow host"
+			}
+		}
+	} else if len(dropIns) > 0 {
 		return unit + " has drop-ins: " + strings.Join(dropIns, " ")
 	}
 	want := install.BinDir + "/forge-worker"
@@ -485,4 +496,49 @@ func (d *doctor) checkSchema() string {
 		return "the database schema version is not the installed one"
 	}
 	return ""
+}
+
+// networkDeclared names what in the installed configuration needs the
+// Worker's network: providers in worker.json, or a network_allow list
+// anywhere in gate.json; "" when neither (or a file is unreadable or not
+// JSON: the Worker and Gate refuse such a file themselves).
+func (d *doctor) networkDeclared() string {
+	if b, err := d.f.ReadFile(install.WorkerConfig, 1<<20); err == nil {
+		var c struct {
+			Providers []json.RawMessage `json:"providers"`
+		}
+		if json.Unmarshal(b, &c) == nil && len(c.Providers) > 0 {
+			return "worker.json declares providers"
+		}
+	}
+	if b, err := d.f.ReadFile(install.GateConfig, 1<<20); err == nil {
+		var v any
+		if json.Unmarshal(b, &v) == nil && listsNetworkAllow(v, 0) {
+			return "gate.json lists network_allow"
+		}
+	}
+	return ""
+}
+
+// listsNetworkAllow reports a non-empty "network_allow" array in v, at
+// most 32 levels down.
+func listsNetworkAllow(v any, depth int) bool {
+	if depth > 32 {
+		return false
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if a, ok := e.([]any); k == "network_allow" && ok && len(a) > 0 || listsNetworkAllow(e, depth+1) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if listsNetworkAllow(e, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }

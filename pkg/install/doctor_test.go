@@ -467,3 +467,130 @@ func TestDoctorReportsTheAgentCLI(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// writeWorkerDropIn writes a drop-in for the Worker unit at p (root-owned,
+// mode 0644, in a 0755 directory) and makes it the unit's only one.
+func writeWorkerDropIn(t *testing.T, e *install.TestEnv, p, text string) {
+	t.Helper()
+	real := filepath.Join(e.RootDir(), p)
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(real, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.SetDropIns(install.WorkerUnit, []string{p})
+}
+
+// editConfig rewrites an installed configuration file in place (owner and
+// mode kept), replacing its first old with new.
+func editConfig(t *testing.T, e *install.TestEnv, p, old, new string) {
+	t.Helper()
+	real := filepath.Join(e.RootDir(), p)
+	b, err := os.ReadFile(real)
+	if err != nil || !bytes.Contains(b, []byte(old)) {
+		t.Fatalf("%s has no %q", p, old)
+	}
+	if err := os.WriteFile(real, bytes.Replace(b, []byte(old), []byte(new), 1), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func declareProviders(t *testing.T, e *install.TestEnv) {
+	editConfig(t, e, install.WorkerConfig, `"repositories":[],`, `"providers":[{"id":"openai"}],"repositories":[],`)
+}
+
+func declareNetworkAllow(t *testing.T, e *install.TestEnv) {
+	editConfig(t, e, install.GateConfig, `"default_execution":{`, `"default_execution":{"network_allow":["registry.npmjs.org:443"],`)
+}
+
+// The Worker unit takes exactly one drop-in, the one docs/install.md
+// gives for providers and network_allow, and needs it when the
+// configuration declares either; any other drop-in, or that one changed,
+// fails worker-unit.
+func TestDoctorWorkerNetworkDropIn(t *testing.T) {
+	other := install.UnitDir + "/" + install.WorkerUnit + ".d/other.conf"
+	cases := map[string]struct {
+		set    func(t *testing.T, e *install.TestEnv)
+		reason string // "" when healthy
+	}{
+		"providers with the drop-in": {set: func(t *testing.T, e *install.TestEnv) {
+			declareProviders(t, e)
+			writeWorkerDropIn(t, e, install.WorkerDropIn, install.WorkerDropInText)
+		}},
+		"network_allow with the drop-in": {set: func(t *testing.T, e *install.TestEnv) {
+			declareNetworkAllow(t, e)
+			writeWorkerDropIn(t, e, install.WorkerDropIn, install.WorkerDropInText)
+		}},
+		"the drop-in without a need": {set: func(t *testing.T, e *install.TestEnv) {
+			writeWorkerDropIn(t, e, install.WorkerDropIn, install.WorkerDropInText)
+		}},
+		"providers without the drop-in": {set: declareProviders,
+			reason: "worker.json declares providers but " + install.WorkerDropIn + " is missing"},
+		"network_allow without the drop-in": {set: declareNetworkAllow,
+			reason: "gate.json lists network_allow but " + install.WorkerDropIn + " is missing"},
+		"the drop-in loosening more": {set: func(t *testing.T, e *install.TestEnv) {
+			declareProviders(t, e)
+			writeWorkerDropIn(t, e, install.WorkerDropIn, install.WorkerDropInText+"ProtectHome=no\n")
+		}, reason: install.WorkerDropIn + " is not the drop-in docs/install.md gives"},
+		"the drop-in edited": {set: func(t *testing.T, e *install.TestEnv) {
+			declareProviders(t, e)
+			writeWorkerDropIn(t, e, install.WorkerDropIn, strings.Replace(install.WorkerDropInText, "IPAddressDeny=", "IPAddressAllow=any", 1))
+		}, reason: install.WorkerDropIn + " is not the drop-in docs/install.md gives"},
+		"the same text under another name": {set: func(t *testing.T, e *install.TestEnv) {
+			declareProviders(t, e)
+			writeWorkerDropIn(t, e, other, install.WorkerDropInText)
+		}, reason: "has drop-ins other than " + install.WorkerDropIn + ": " + other},
+		"another drop-in beside it": {set: func(t *testing.T, e *install.TestEnv) {
+			writeWorkerDropIn(t, e, install.WorkerDropIn, install.WorkerDropInText)
+			e.SetDropIns(install.WorkerUnit, []string{install.WorkerDropIn, other})
+		}, reason: "has drop-ins other than"},
+		"the drop-in group-writable": {set: func(t *testing.T, e *install.TestEnv) {
+			writeWorkerDropIn(t, e, install.WorkerDropIn, install.WorkerDropInText)
+			os.Chmod(filepath.Join(e.RootDir(), install.WorkerDropIn), 0o664)
+		}, reason: install.WorkerDropIn + " is not a root-owned regular file only root can write"},
+		"the drop-in owned by the worker": {set: func(t *testing.T, e *install.TestEnv) {
+			writeWorkerDropIn(t, e, install.WorkerDropIn, install.WorkerDropInText)
+			os.Lchown(filepath.Join(e.RootDir(), install.WorkerDropIn), 991, 991)
+		}, reason: install.WorkerDropIn + " is not a root-owned regular file only root can write"},
+		"the drop-in a symlink": {set: func(t *testing.T, e *install.TestEnv) {
+			writeWorkerDropIn(t, e, install.WorkerDropIn+".real", install.WorkerDropInText)
+			os.Symlink("providers.conf.real", filepath.Join(e.RootDir(), install.WorkerDropIn))
+			e.SetDropIns(install.WorkerUnit, []string{install.WorkerDropIn})
+		}, reason: install.WorkerDropIn + " is not a root-owned regular file"},
+		"the drop-in directory writable by others": {set: func(t *testing.T, e *install.TestEnv) {
+			writeWorkerDropIn(t, e, install.WorkerDropIn, install.WorkerDropInText)
+			os.Chmod(filepath.Dir(filepath.Join(e.RootDir(), install.WorkerDropIn)), 0o777)
+		}, reason: "is not a root-owned directory only root can write"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := installedMachine(t)
+			c.set(t, e)
+			before := e.Digest()
+			code, out, errOut := runDoctor(t, e, self())
+			if c.reason == "" {
+				if code != doctor.ExitHealthy || out != report() || errOut != "" {
+					t.Fatalf("exit %d\n%s%s", code, out, errOut)
+				}
+			} else if code != doctor.ExitUnhealthy || out != report("worker-unit") || !strings.Contains(errOut, c.reason) {
+				t.Fatalf("exit %d\n%s%s", code, out, errOut)
+			}
+			if e.Digest() != before {
+				t.Fatal("doctor changed the machine")
+			}
+		})
+	}
+}
+
+// docs/install.md gives the Worker's drop-in with the path and bytes
+// forge doctor accepts.
+func TestInstallDocGivesTheWorkerDropIn(t *testing.T) {
+	b, err := os.ReadFile("../../docs/install.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("```\n# "+install.WorkerDropIn+"\n"+install.WorkerDropInText+"```\n")) {
+		t.Fatal("docs/install.md does not show " + install.WorkerDropIn + " as forge doctor accepts it")
+	}
+}

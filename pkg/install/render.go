@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io/fs"
 	"strings"
 )
 
@@ -161,4 +162,49 @@ StateDirectoryMode=0700
 [Install]
 WantedBy=multi-user.target
 `)
+}
+
+// WorkerDropIn is the one drop-in forge doctor accepts on the Worker
+// unit, and WorkerDropInText its only accepted content (docs/install.md
+// shows it). IPAddressDeny=any holds for the Worker's own process, where
+// the model gateway and the attempts' CONNECT proxy dial from: a Worker
+// with providers or a policy with network_allow needs the network, and
+// the Codex plugin (a JIT) writable executable memory. The attempts stay
+// confined by the Worker's own sandbox (loopback only) whatever the unit
+// says. Nothing else of the hardening may change.
+const (
+	WorkerDropIn     = UnitDir + "/" + WorkerUnit + ".d/providers.conf"
+	WorkerDropInText = "[Service]\nIPAddressDeny=\nMemoryDenyWriteExecute=no\n"
+)
+
+// CheckWorkerDropIns checks the Worker unit's drop-in files (systemd's
+// DropInPaths): none, or exactly WorkerDropIn with WorkerDropInText, a
+// root-owned regular file no one else can write in a root-owned
+// directory no one else can write. It returns a value-free problem or "".
+func CheckWorkerDropIns(f FS, paths []string) string {
+	switch {
+	case len(paths) == 0:
+		return ""
+	case len(paths) > 1 || paths[0] != WorkerDropIn:
+		return WorkerUnit + " has drop-ins other than " + WorkerDropIn + ": " + strings.Join(paths, " ")
+	}
+	for _, p := range []string{dirOf(WorkerDropIn), WorkerDropIn} {
+		fi, err := f.Lstat(p)
+		if err != nil {
+			return p + " cannot be inspected"
+		}
+		uid, gid := Owner(fi)
+		kind, ok := "regular file", fi.Mode().IsRegular()
+		if p != WorkerDropIn {
+			kind, ok = "directory", fi.IsDir()
+		}
+		if !ok || uid != 0 || gid != 0 || fi.Mode()&(0o022|fs.ModeSetuid|fs.ModeSetgid) != 0 {
+			return p + " is not a root-owned " + kind + " only root can write"
+		}
+	}
+	b, err := f.ReadFile(WorkerDropIn, 4096)
+	if err != nil || string(b) != WorkerDropInText {
+		return WorkerDropIn + " is not the drop-in docs/install.md gives (it may change nothing but IPAddressDeny= and MemoryDenyWriteExecute=no)"
+	}
+	return ""
 }
