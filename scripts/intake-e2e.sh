@@ -17,7 +17,10 @@
 #     job.
 #  5. the Gate SIGKILLed right after it started a job, then restarted: one
 #     job, one status comment, one pull request.
-# About 2.5 minutes, a minute of it the review phase's once-a-minute poll.
+#  6. a review comment's command: a follow-up commit on the same branch and
+#     pull request, CI again; the old head's and the requester's approvals
+#     do not merge it, a second maintainer's does.
+# About 4.5 minutes, two of them the review phase's once-a-minute poll.
 # INTAKE_E2E_KEEP=DIR copies the run's directory there when it fails.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/e2e.sh
@@ -279,5 +282,44 @@ done
 prs=$(count_in "$tmp/github-requests.log" "e['method']=='POST' and e['path']=='/repos/$owner/$project/pulls' and e['status']==201")
 [ "$prs" = 3 ] || fail "scenario 5: $prs pull requests created for 3 jobs"
 echo "intake-e2e: Gate SIGKILLed after starting a job: one job, one status comment"
+
+# 6. A review comment's follow-up: one more commit on the same branch and
+#    pull request, CI again, the approval of the old head and the
+#    requester's approval do not merge, a second maintainer's does.
+ctl ci "{\"owner\":\"$owner\",\"repo\":\"$project\",\"mode\":\"none\"}" >/dev/null
+n6=$(issue "Iterate" $'Please add it.\nwrite result6.txt done')
+act maintainer label "$n6" label agent-forge >/dev/null
+j6=$(job_of "$n6")
+pr6=$((n6 + 1))
+for _ in $(seq 300); do
+  status "$n6" | grep -q "ci_no_runs" && break
+  sleep 0.2
+done
+status "$n6" | grep -q "ci_no_runs" || fail "scenario 6: the first delivery did not end ci_no_runs: $(status "$n6")"
+head6=$(git --git-dir="$remote" rev-parse "refs/heads/forge/job-$j6") || fail "scenario 6: no branch"
+act second review "$pr6" state APPROVED commit "$head6" >/dev/null
+ctl ci "{\"owner\":\"$owner\",\"repo\":\"$project\",\"mode\":\"success\"}" >/dev/null
+act maintainer review-comment "$pr6" path result6.txt line 1 body $'/forge one more file\nwrite extra6.txt more' >/dev/null
+head7=""
+for _ in $(seq 300); do
+  head7=$(git --git-dir="$remote" rev-parse "refs/heads/forge/job-$j6")
+  [ "$head7" != "$head6" ] && break
+  sleep 0.2
+done
+[ "$head7" != "$head6" ] || fail "scenario 6: no follow-up commit on the branch"
+[ "$(git --git-dir="$remote" rev-parse "$head7^")" = "$head6" ] || fail "scenario 6: the follow-up is not one more commit on the branch"
+pr_state() { state "$pr6" | python3 -c 'import json,sys; print(json.load(sys.stdin)["issue"]["state"])'; }
+# The old head's approval (given above) and the requester's own do not
+# count: through CI again and a review poll (once a minute), it stays open.
+act maintainer review "$pr6" state APPROVED commit "$head7" >/dev/null
+sleep 70
+[ "$(pr_state)" = open ] || fail "scenario 6: merged on the old head's or the requester's approval"
+act second review "$pr6" state APPROVED commit "$head7" >/dev/null
+for _ in $(seq 400); do
+  [ "$(pr_state)" = closed ] && break
+  sleep 0.2
+done
+[ "$(git --git-dir="$remote" rev-parse refs/heads/main^2)" = "$head7" ] || fail "scenario 6: the follow-up's head was not merged"
+echo "intake-e2e: review comment follow-up: one more commit on the same branch, CI again, old and requester approvals void, merged after a second maintainer's approval"
 
 echo "intake-e2e: PASS ($(($(date +%s) - start_time)) s)"

@@ -32,8 +32,9 @@
 // Unknown commands end with failure{invalid_request}. An intake
 // instruction (docs/intake.md: the issue's text quoted between
 // "<<<ISSUE TEXT t>>>" and "<<<END ISSUE TEXT t>>>") is read as the
-// script of the quoted body's lines only, where write, subject and report
-// are run and every other line is skipped (it is an issue's prose). It
+// script of the quoted body's and request's lines only, where write,
+// subject and report are run and every other line is skipped (it is an
+// issue's prose). It
 // emits fixed progress text only.
 package main
 
@@ -165,9 +166,9 @@ func edit(ctx context.Context, req serve.Request, progress serve.Progress) (serv
 	return res, nil
 }
 
-// issueBody returns the lines of an intake instruction's quoted body:
-// after the "Body:" line, up to the first heading the frame puts after it
-// (a comment, the request) or the end marker.
+// issueBody returns the script lines of an intake instruction: the
+// quoted body's (after "Body:") and the request's (after "Request by …",
+// up to a review comment's place), never the other comments'.
 func issueBody(instruction string) ([]string, bool) {
 	_, rest, ok := strings.Cut(instruction, "\n<<<ISSUE TEXT ")
 	if !ok {
@@ -175,16 +176,23 @@ func issueBody(instruction string) ([]string, bool) {
 	}
 	token, rest, _ := strings.Cut(rest, ">>>\n")
 	quoted, _, ok := strings.Cut(rest, "<<<END ISSUE TEXT "+token+">>>")
-	_, body, found := strings.Cut(quoted, "\nBody:\n")
-	if !ok || !found {
+	if !ok || !strings.Contains(quoted, "\nBody:\n") {
 		return nil, false
 	}
 	var out []string
-	for _, line := range strings.Split(body, "\n") {
-		if strings.HasPrefix(line, "Comment by ") || strings.HasPrefix(line, "Request by ") || strings.HasPrefix(line, "[Agent Forge left out") {
-			break
+	run := false
+	for _, line := range strings.Split(quoted, "\n") {
+		switch {
+		case line == "Body:" || strings.HasPrefix(line, "Request by "):
+			run = true
+			continue
+		case strings.HasPrefix(line, "Comment by ") || strings.HasPrefix(line, "[Agent Forge left out") ||
+			strings.HasPrefix(line, "The review comment is on the file "):
+			run = false
 		}
-		out = append(out, line)
+		if run {
+			out = append(out, line)
+		}
 	}
 	return out, true
 }
