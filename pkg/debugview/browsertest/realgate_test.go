@@ -349,7 +349,8 @@ func TestViewerOnRealGate(t *testing.T) {
 	ids := []string{rg.submit(t, secrets[0]), rg.submit(t, secrets[1]), rg.submit(t, secrets[2])}
 	lane := connectRawLane(t, rg.addr)
 	first := lane.lease()
-	lane.result(&wire.Result{JobID: first.JobID, AttemptID: first.AttemptID, Outcome: wire.OutcomeSucceeded, Output: &secrets[3]})
+	lane.result(&wire.Result{JobID: first.JobID, AttemptID: first.AttemptID, Outcome: wire.OutcomeSucceeded, Output: &secrets[3],
+		Usage: &wire.Usage{}})
 	second := lane.lease()
 	lane.result(&wire.Result{JobID: second.JobID, AttemptID: second.AttemptID, Outcome: wire.OutcomeFailed,
 		Disposition: wire.DispositionTerminal, FailureCode: wire.FailureInvalidTask,
