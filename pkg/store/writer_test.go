@@ -235,7 +235,7 @@ func TestCloseAnswersEveryone(t *testing.T) {
 	}
 }
 
-// TestLingerWaitsForExpected: linger returns as soon as the batch holds the
+// TestLingerWaitsForExpected: linger returns once the batch holds the
 // expected operations (taking whatever else is queued too), and reports a
 // wait that ran out, or was cut short by Close, as not paid off.
 func TestLingerWaitsForExpected(t *testing.T) {
@@ -243,12 +243,12 @@ func TestLingerWaitsForExpected(t *testing.T) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	batch := []*op{{}}
-	go func() {
-		for i := 0; i < 3; i++ {
-			w.ops <- &op{}
-		}
-	}()
-	if !w.linger(&batch, 3, timer) || len(batch) < 3 {
+	// Queued before the wait starts: a goroutine sending them could be
+	// starved past lingerFor on a loaded machine.
+	for i := 0; i < 3; i++ {
+		w.ops <- &op{}
+	}
+	if !w.linger(&batch, 3, timer) || len(batch) != 4 {
 		t.Fatalf("linger with arrivals: batch of %d", len(batch))
 	}
 	batch = []*op{{}}
