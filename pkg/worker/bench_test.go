@@ -746,9 +746,32 @@ func sandboxSessions(args []string) int {
 		return 2
 	}
 	sb := sandboxConfig(args[0], &Config{Sandbox: SandboxLandlock, WorktreeRoot: args[3], RuntimeRoot: args[4]})
-	reapers := supervise.NewReaperPool(args[2])
-	total := 0
 	start := processCPU()
+	reapers := supervise.NewReaperPool(args[2])
+	if sb != nil {
+		// Contained as the Worker contains them: a cgroup per sandboxed
+		// start, below one made for these sessions (as root, or in a
+		// cgroup delegated to the account), its making counted.
+		own, err := supervise.OwnCgroup()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		dir := filepath.Join(own, "forge-bench-"+strconv.Itoa(os.Getpid()))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "a cgroup for the contained sessions (root, or a delegated cgroup):", err)
+			return 1
+		}
+		defer os.Remove(dir)
+		cg, err := supervise.NewCgroups(dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer cg.Close()
+		reapers.Contain(cg)
+	}
+	total := 0
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		k, err := strconv.Atoi(in.Text())
