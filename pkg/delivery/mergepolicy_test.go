@@ -165,3 +165,16 @@ func TestEveryCodeHasIntakeAdvice(t *testing.T) {
 		}
 	}
 }
+
+// A delivery waiting for a review when the Gate restarts with the policy
+// auto merges without one.
+func TestReviewPhaseUnderAutoMerges(t *testing.T) {
+	m, gh, c, s := toReview(t, "alice")
+	s.Review = false
+	if s = step(t, m, c, s); s.Phase != PhaseMerge || gh.count("reviews") != 0 {
+		t.Fatalf("auto in review: %+v", s)
+	}
+	if s = runToEnd(t, m, c, s); s.Phase != PhaseMerged {
+		t.Fatalf("%+v", s)
+	}
+}

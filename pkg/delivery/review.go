@@ -77,6 +77,13 @@ func excludedLogin(login string, excluded []string) bool {
 // latest verdict requests changes. The merge phase's timeout counts from
 // then.
 func (m *Machine) review(ctx context.Context, s State) (State, error) {
+	if !s.Review {
+		// The policy became auto (a restarted Gate's configuration): CI
+		// passed, nothing more is waited for.
+		s = m.advance(s, PhaseMerge)
+		s.StartedAt = s.NextAt
+		return s, nil
+	}
 	next, done, err := m.prDuringCI(ctx, s)
 	if err != nil || done {
 		return next, err
