@@ -147,18 +147,24 @@ func (g *Gate) Start(ctx context.Context) error {
 	return nil
 }
 
-// startWrites is Start's writing part.
+// startWrites is Start's writing part. A write Litestream did not confirm
+// (sync replication) is committed here all the same: the Gate starts with
+// its replica down (replication.go) rather than stopping, and sweeps and
+// delivers once Litestream confirms writes.
 func (g *Gate) startWrites(ctx context.Context) error {
 	now := g.now()
-	if _, err := g.st.MarkAllLanesDisconnected(ctx, now); err != nil {
+	if _, err := g.st.MarkAllLanesDisconnected(ctx, now); err != nil && !g.unreplicated(err) {
 		return fmt.Errorf("gate: mark lanes disconnected: %w", err)
 	}
 	res, err := g.st.Sweep(ctx, now)
-	if err != nil {
+	switch {
+	case err != nil && g.unreplicated(err):
+		return nil // the sweep and deliveries run again once the replica is back
+	case err != nil:
 		return fmt.Errorf("gate: startup sweep: %w", err)
 	}
 	g.log.Info("recovered", "expired", len(res.Expired))
-	if err := g.resumeDeliveries(); err != nil {
+	if err := g.resumeDeliveries(); err != nil && !g.unreplicated(err) {
 		return fmt.Errorf("gate: resume deliveries: %w", err)
 	}
 	if res.HasNext {

@@ -181,3 +181,64 @@ func (tg *testGate) waitLaneIdle(w *rawWorker) {
 		}
 	}
 }
+
+// TestSyncReplicationStartsWithoutLitestream: a sync-mode Gate started
+// while Litestream is down starts (the old Gate stopped: its startup
+// writes were not confirmed), serves reads and answers submits 503
+// unavailable, and takes submits once Litestream is there.
+func TestSyncReplicationStartsWithoutLitestream(t *testing.T) {
+	bin, err := exec.LookPath("litestream")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("litestream is not installed (.ci/run installs it)")
+		}
+		t.Skip("litestream is not installed")
+	}
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "state"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(root, "state", "forge.db")
+	sock := filepath.Join(root, "litestream.sock")
+	cfgPath := filepath.Join(root, "litestream.yml")
+	os.WriteFile(cfgPath, []byte(fmt.Sprintf("socket:\n  enabled: true\n  path: %s\n  permissions: 0600\ndbs:\n  - path: %s\n    replica:\n      type: file\n      path: %s\n",
+		sock, db, filepath.Join(root, "replica"))), 0o600)
+	cfg, sec := testConfig(t, func(m map[string]any) {
+		m["database"], m["replication"], m["replication_socket"] = db, "sync", sock
+	})
+	st, err := store.OpenReplicated(context.Background(), db, cfg.replication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	tg := startGateOn(t, cfg, sec, db, st, time.Now, logs, nil)
+	code, body := tg.api("POST", "/v1/jobs", testOwnerToken, []byte(`{"input":"early"}`))
+	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), `"unavailable"`) {
+		t.Fatalf("submit without litestream: %d %s", code, body)
+	}
+	if code, _ := tg.api("GET", "/readyz", "", nil); code != http.StatusOK {
+		t.Fatalf("/readyz without litestream: %d", code)
+	}
+	ls := exec.Command(bin, "replicate", "-config", cfgPath)
+	ls.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := ls.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		tg.stop() // before Litestream: its last writes are confirmed
+		syscall.Kill(-ls.Process.Pid, syscall.SIGKILL)
+		ls.Wait()
+	}()
+	for deadline := time.Now().Add(waitLimit); ; time.Sleep(50 * time.Millisecond) {
+		code, body = tg.api("POST", "/v1/jobs", testOwnerToken, []byte(`{"input":"later"}`))
+		if code == http.StatusCreated {
+			break
+		}
+		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("submit once litestream runs: %d %s", code, body)
+		}
+	}
+	w := connect(t, tg.addr, testWorkerToken, "worker-1", 0, plugins(), noRepos())
+	l := w.lease()
+	wantAck(t, w.textResult(l, "done"))
+}
