@@ -27,8 +27,10 @@ vet:
 unit:
 	$(GO) test ./...
 
+# Two scripts at a time (E2E_JOBS), each one's output printed whole when
+# it ends, a summary with wall times last.
 e2e: build
-	@for s in $(E2E); do echo "== $$s"; bash $$s || exit 1; done
+	@scripts/e2e-all.sh $(E2E)
 
 lint-workflows:
 	@scripts/lint-workflows.sh
