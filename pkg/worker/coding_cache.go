@@ -147,9 +147,13 @@ func (j *codingJob) fetchBase(ctx context.Context, cache string) error {
 	haves := strings.Fields(string(out))
 	file := filepath.Join(j.gitHome, "base.bundle")
 	start := j.x.opt.Now()
-	tctx, cancel := context.WithTimeout(ctx, j.git.Timeout)
-	defer cancel()
-	size, err := j.attempt.Gate.FetchBase(tctx, base, haves, file, MaxBaseBundleBytes)
+	// git_timeout bounds each wait for the Gate, not the whole download:
+	// a cold base of a large repository may take longer while it flows.
+	idle := j.git.Timeout
+	if idle <= 0 {
+		idle = gitx.DefaultTimeout
+	}
+	size, err := j.attempt.Gate.FetchBase(ctx, base, haves, file, MaxBaseBundleBytes, idle)
 	defer os.Remove(file)
 	if linkStatus(err) == http.StatusConflict {
 		return errCacheBroken // the cache names bases it does not hold

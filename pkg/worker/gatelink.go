@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/0k-lab/agent-forge/pkg/wire"
 )
@@ -60,8 +61,14 @@ func newGateLink(gateURL *url.URL, token string, client *http.Client, b wire.Att
 
 // FetchBase asks for want (the lease's base) minus haves and writes the
 // bundle to a new file at dst, at most limit bytes. It returns the bytes
-// written.
-func (l *GateLink) FetchBase(ctx context.Context, want string, haves []string, dst string, limit int64) (int64, error) {
+// written. The request ends when idle passes without a byte from the
+// Gate (its answer or the next bytes of the bundle), however long the
+// whole download takes while bytes flow; ctx bounds it in all.
+func (l *GateLink) FetchBase(ctx context.Context, want string, haves []string, dst string, limit int64, idle time.Duration) (int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stall := time.AfterFunc(idle, cancel)
+	defer stall.Stop()
 	q := wire.SourceRequest{AttemptBinding: l.bind, Want: want, Haves: haves}.Query()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.origin+wire.SourcePath+"?"+q, nil)
 	if err != nil {
@@ -83,7 +90,8 @@ func (l *GateLink) FetchBase(ctx context.Context, want string, haves []string, d
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(f, io.LimitReader(resp.Body, limit+1))
+	stall.Reset(idle)
+	n, err := io.Copy(f, io.LimitReader(progress{resp.Body, func() { stall.Reset(idle) }}, limit+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -94,6 +102,20 @@ func (l *GateLink) FetchBase(ctx context.Context, want string, haves []string, d
 		return n, &LinkError{Status: resp.StatusCode, Code: "unexpected_body"}
 	}
 	return n, nil
+}
+
+// progress calls moved after each read that returned bytes.
+type progress struct {
+	r     io.Reader
+	moved func()
+}
+
+func (p progress) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.moved()
+	}
+	return n, err
 }
 
 // PutCandidate uploads the bundle at path as the attempt's candidate
