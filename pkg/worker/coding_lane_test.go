@@ -54,7 +54,9 @@ func TestCodingLaneEvidenceBeforeCleanupAndResult(t *testing.T) {
 		t.Fatal("the worktree is gone before the evidence was acknowledged")
 	}
 	c.reply(t, e.Seq, true)
-	r := c.nextOf(t, wire.TypeResult).Result
+	res := c.nextOf(t, wire.TypeResult)
+	c.reply(t, res.Seq, true) // else the stopping Worker waits out its reply timeout
+	r := res.Result
 	if r.Outcome != wire.OutcomeSucceeded || r.CandidateSHA == "" || r.Output != nil || r.AgentReport == nil || r.AgentReport.Summary != "Did it" {
 		t.Fatalf("result %+v", r)
 	}
@@ -113,7 +115,9 @@ func TestCodingLaneUnavailableEvidenceIsSentAgain(t *testing.T) {
 		t.Fatalf("evidence sent again: %+v (first %+v)", again, first)
 	}
 	c.reply(t, again.Seq, true)
-	if r := c.nextOf(t, wire.TypeResult).Result; r.Outcome != wire.OutcomeSucceeded || r.CandidateSHA == "" {
+	res := c.nextOf(t, wire.TypeResult)
+	if r := res.Result; r.Outcome != wire.OutcomeSucceeded || r.CandidateSHA == "" {
 		t.Fatalf("result %+v", r)
 	}
+	c.reply(t, res.Seq, true) // else the stopping Worker waits out its reply timeout
 }

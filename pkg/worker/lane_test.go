@@ -492,7 +492,9 @@ func TestUnavailableResultIsSentAgain(t *testing.T) {
 	c.reply(t, res.Seq, true)
 	waitEvent(t, ev, EventReported)
 	c.lease(t, textLease("j_next", "a_2", testPolicy("reference"), "next"))
-	if r := c.nextOf(t, wire.TypeResult).Result; r.JobID != "j_next" {
+	next := c.nextOf(t, wire.TypeResult)
+	if r := next.Result; r.JobID != "j_next" {
 		t.Fatalf("next result %+v", r)
 	}
+	c.reply(t, next.Seq, true) // else the stopping Worker waits out its reply timeout
 }
