@@ -41,15 +41,31 @@ type codingFixture struct {
 
 const codingSecret = "sk-live-THIS-MUST-NEVER-LEAVE"
 
+// editPlugin is testdata/edit-plugin built once per test binary run (a go
+// build of it costs about a second even when cached, and some twenty
+// tests use it); TestMain removes its directory.
+var editPlugin struct {
+	once      sync.Once
+	dir, path string
+	out       []byte
+	err       error
+}
+
 func buildEditPlugin(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "edit-plugin")
-	cmd := exec.Command("go", "build", "-o", out, "./testdata/edit-plugin")
-	cmd.Dir = "../.."
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build edit plugin: %v\n%s", err, b)
+	editPlugin.once.Do(func() {
+		if editPlugin.dir, editPlugin.err = os.MkdirTemp("", "worker-edit-plugin-"); editPlugin.err != nil {
+			return
+		}
+		editPlugin.path = filepath.Join(editPlugin.dir, "edit-plugin")
+		cmd := exec.Command("go", "build", "-o", editPlugin.path, "./testdata/edit-plugin")
+		cmd.Dir = "../.."
+		editPlugin.out, editPlugin.err = cmd.CombinedOutput()
+	})
+	if editPlugin.err != nil {
+		t.Fatalf("build edit plugin: %v\n%s", editPlugin.err, editPlugin.out)
 	}
-	return out
+	return editPlugin.path
 }
 
 func gitT(t testing.TB, dir string, args ...string) string {

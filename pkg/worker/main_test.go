@@ -41,7 +41,11 @@ func TestMain(m *testing.M) {
 			syscall.Exit(sandboxSessions(os.Args[2:]))
 		}
 	}
-	os.Exit(withProviderTLS(m.Run))
+	code := withProviderTLS(m.Run)
+	if editPlugin.dir != "" {
+		os.RemoveAll(editPlugin.dir)
+	}
+	os.Exit(code)
 }
 
 // testPlugin is a protocol v1 plugin with scripted behaviour:
