@@ -22,7 +22,9 @@
 #   forge doctor is healthy (every agent plugin of the release installed
 #   and answering its version) and read-only, and unhealthy (exit 2) for a
 #   wrong mode, a changed binary, a tampered bin/forge (which never runs),
-#   /var/lib/agent-forge at 0777, a stopped Gate and a stopped Worker;
+#   /var/lib/agent-forge at 0777, a stopped Gate and a stopped Worker,
+#   passes the Worker's providers drop-in as docs/install.md gives it and
+#   fails it with one more line (worker-unit);
 #   refusals (tampered SHA256SUMS, an extra archive in SHA256SUMS or in the
 #   directory, a malformed flag, a concurrent upgrade, upgrade without
 #   --enable-now) change nothing; with the Worker stopped a
@@ -360,6 +362,22 @@ sed 's/^/  /' "$tmp/doctor1.log"
 [ "$(snapshot)" = "$before" ] || fail "forge doctor changed files"
 tok_sha=$(c sha256sum /etc/agent-forge/gate.env | cut -d' ' -f1)
 grep -q "$(c sed -n 's/^FORGE_OWNER_TOKEN=//p' /etc/agent-forge/gate.env)" "$tmp/doctor1.log" && fail "doctor printed the owner token"
+
+# The Worker's providers drop-in exactly as docs/install.md gives it
+# passes under the real systemd (its DropInPaths is that one path); one
+# more line in it fails worker-unit.
+c mkdir -m 0755 /etc/systemd/system/agent-forge-worker.service.d
+printf '[Service]\nIPAddressDeny=\nMemoryDenyWriteExecute=no\n' |
+  c sh -c 'umask 022; cat >/etc/systemd/system/agent-forge-worker.service.d/providers.conf'
+c systemctl daemon-reload
+doctor 0 doctor-providers.log
+doctor_has "PASS worker-unit" doctor-providers.log
+c sh -c 'echo ProtectHome=no >>/etc/systemd/system/agent-forge-worker.service.d/providers.conf'
+c systemctl daemon-reload
+doctor 2 doctor-providers-more.log
+doctor_has "FAIL worker-unit" doctor-providers-more.log
+c rm -r /etc/systemd/system/agent-forge-worker.service.d
+c systemctl daemon-reload
 
 c chmod 0775 /opt/agent-forge/bin/forge-gate
 doctor 2 doctor-mode.log
