@@ -25,7 +25,8 @@ const (
 // it empties the bounding set and locks the securebits that would give
 // uid 0 capabilities again at an exec (SECBIT_NOROOT) or on a setuid
 // (SECBIT_NO_SETUID_FIXUP), then it clears the ambient set and sets the
-// effective, permitted and inheritable sets to nothing. Without
+// effective, permitted and inheritable sets to nothing (no capset when
+// they hold nothing already). Without
 // CAP_SETPCAP the bounding set stays as it is, which grants nothing
 // under no_new_privs (no file capability or set-user-ID bit is honoured
 // at an exec) with an empty permitted set. It checks the result and
@@ -49,6 +50,13 @@ func dropCapabilities() error {
 	}
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClearAll, 0, 0, 0, 0); e != 0 && e != syscall.EINVAL {
 		return e // EINVAL: a kernel before ambient capabilities (4.3)
+	}
+	if caps == ([3]uint64{}) {
+		// Nothing to clear (the ambient set is within the permitted
+		// one), and capset may be refused: the installed Worker unit
+		// holds no capability and its SystemCallFilter=~@privileged
+		// answers capset EPERM.
+		return nil
 	}
 	hdr := [2]uint32{capVersion3, 0}
 	var data [6]uint32 // two struct __user_cap_data_struct, all zero
