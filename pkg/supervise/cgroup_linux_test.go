@@ -161,6 +161,8 @@ func TestContainedCleanProgram(t *testing.T) {
 	var se *supervise.StartError
 	if _, err := supervise.Start(context.Background(), c); !errors.As(err, &se) {
 		t.Fatalf("missing program: %v, want a StartError", err)
+	} else if se.Reason != "open program" || !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("missing program: %v, want the step open program with ENOENT", err)
 	}
 	entries, _ := os.ReadDir(cg.Dir())
 	for _, e := range entries {

@@ -243,7 +243,7 @@ func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
 	var st started
 	switch {
 	case m.spawn.sandbox != nil && !s.guarded:
-		st.err = syscall.EPERM // its metadata calls would be ungoverned
+		st.err, st.step = syscall.EPERM, stepSandbox // its metadata calls would be ungoverned
 		if m.prog >= 0 {
 			syscall.Close(m.prog)
 		}
@@ -268,7 +268,9 @@ func (s *reaperServer) start(m inbound, exited chan<- struct{}) int {
 		}
 	}
 	if st.err != nil {
-		s.send(failed(st.err))
+		r := failed(st.err)
+		r.step = st.step
+		s.send(r)
 		return 0
 	}
 	s.send(reply{kind: msgStarted, pid: st.pid})
@@ -309,7 +311,7 @@ func (s *reaperServer) startContained(m inbound, exited chan<- struct{}) started
 		if m.prog >= 0 {
 			syscall.Close(m.prog)
 		}
-		return started{err: err}
+		return started{err: err, step: stepCgroup}
 	}
 	st := startSandboxed(m, &s.layers, exited)
 	if err := migrateSelf(m.home); err != nil {
@@ -354,6 +356,7 @@ func failed(err error) reply {
 type started struct {
 	pid, pidfd int
 	err        error
+	step       byte // with err: the step that failed
 }
 
 // forkExec starts the program of m with sys. The program dies with the
@@ -399,14 +402,14 @@ func startSandboxed(m inbound, layers *sandbox.Cache, exited chan<- struct{}) st
 			prog, err = sandbox.OpenProgram(m.spawn.path)
 		}
 		if err != nil {
-			res <- started{err: err}
+			res <- started{err: err, step: stepProgram}
 			return
 		}
 		policy := *m.spawn.sandbox
 		policy.Program = prog
 		if _, err := sandbox.RestrictThread(&policy, layers); err != nil {
 			prog.Close()
-			res <- started{err: err}
+			res <- started{err: err, step: stepSandbox}
 			return
 		}
 		m.spawn.path = prog.ExecPath()

@@ -259,7 +259,7 @@ func (pl *ReaperPool) spawn(req spawnRequest, files [3]*os.File, prog *os.File, 
 		if r.kind == msgFailed {
 			rc.disarm()
 			pl.put(rc)
-			return nil, 0, &StartError{Reason: "spawn", Err: syscall.Errno(r.errno)}
+			return nil, 0, &StartError{Reason: stepNames[r.step], Err: syscall.Errno(r.errno)}
 		}
 		return rc, r.pid, nil
 	}

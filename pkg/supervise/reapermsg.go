@@ -20,7 +20,8 @@ import (
 //	                 'T' terminate the program's group, 'K' kill it,
 //	                 'G' guard yourself (once, before any spawn),
 //	                 'Y' go: start the contained program just sent
-//	from the reaper: 'P' started (pid), 'F' start or guard failed (errno),
+//	from the reaper: 'P' started (pid), 'F' start or guard failed (errno,
+//	                     then the step that failed: stepExec…),
 //	                 'X' the program was reaped and its descendants swept
 //	                     (or, contained, its cgroup emptied),
 //	                 'L' guarded (with 1 fd: the metadata filter's listener)
@@ -316,15 +317,29 @@ func (d *msgDecoder) strs() []string {
 // reply is one message from the reaper.
 type reply struct {
 	kind   byte
-	pid    int // msgStarted
-	errno  int // msgFailed
-	code   int // msgExited: exit code, or -1 when a signal ended it
-	signal int // msgExited: the signal, or 0
+	pid    int  // msgStarted
+	errno  int  // msgFailed
+	step   byte // msgFailed: the step of the start that failed (stepExec…)
+	code   int  // msgExited: exit code, or -1 when a signal ended it
+	signal int  // msgExited: the signal, or 0
 	// msgExited: what the sweep did (see sweepReport).
 	fast, timedOut             bool
 	term, kill                 int
 	contained, held, survivors bool
 }
+
+// Steps of a start, named by a failed message so that the Worker's
+// record says which one the system refused (an errno alone does not).
+const (
+	stepExec    = iota // the fork and exec, or a request that is no start
+	stepCgroup         // the reaper's move into or out of the program's cgroup
+	stepProgram        // opening the program's file
+	stepSandbox        // the thread's sandbox (Landlock, capabilities) or an unguarded reaper
+	stepLast    = stepSandbox
+)
+
+// stepNames are the steps as StartError reasons.
+var stepNames = [...]string{stepExec: "spawn", stepCgroup: "enter cgroup", stepProgram: "open program", stepSandbox: "restrict thread"}
 
 // Flag bits of an exited message.
 const (
@@ -343,6 +358,7 @@ func (r reply) encode() []byte {
 		b = binary.LittleEndian.AppendUint32(b, uint32(r.pid))
 	case msgFailed:
 		b = binary.LittleEndian.AppendUint32(b, uint32(r.errno))
+		b = append(b, r.step)
 	case msgExited:
 		b = binary.LittleEndian.AppendUint32(b, uint32(int32(r.code)))
 		b = binary.LittleEndian.AppendUint32(b, uint32(r.signal))
@@ -385,7 +401,8 @@ func decodeReply(b []byte) (reply, error) {
 		}
 	case msgFailed:
 		r.errno = int(d.u32())
-		if r.errno <= 0 || r.errno > 4095 {
+		r.step = d.byte()
+		if r.errno <= 0 || r.errno > 4095 || r.step > stepLast {
 			d.bad = true
 		}
 	case msgExited:

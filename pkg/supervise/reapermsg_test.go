@@ -146,6 +146,7 @@ func TestReplyRoundTripAndRejects(t *testing.T) {
 	for _, r := range []reply{
 		{kind: msgStarted, pid: 4242},
 		{kind: msgFailed, errno: 2},
+		{kind: msgFailed, errno: 1, step: stepSandbox},
 		{kind: msgExited, code: 7, fast: true},
 		{kind: msgExited, code: -1, signal: 9, term: 2, kill: 1, timedOut: true},
 		{kind: msgExited, code: 0, contained: true, held: true},
@@ -160,6 +161,7 @@ func TestReplyRoundTripAndRejects(t *testing.T) {
 	for name, r := range map[string]reply{
 		"zero pid":              {kind: msgStarted},
 		"zero errno":            {kind: msgFailed},
+		"unknown step":          {kind: msgFailed, errno: 1, step: stepLast + 1},
 		"code with signal":      {kind: msgExited, code: 3, signal: 9},
 		"negative code":         {kind: msgExited, code: -2},
 		"code over 255":         {kind: msgExited, code: 256},

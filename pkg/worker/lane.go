@@ -443,6 +443,9 @@ func (l *lane) report(ctx context.Context, conn *wire.Conn, msgs <-chan wire.Env
 	} else {
 		res.Outcome = wire.OutcomeFailed
 		res.Disposition, res.FailureCode = wireFailure(r.Code)
+		if r.Cause != "" {
+			log.Warn("plugin not started", "code", r.Code, "cause", r.Cause)
+		}
 	}
 	var seq uint64
 	send := func() bool {

@@ -125,7 +125,9 @@ func runFailure(err error) Report {
 			return Report{Code: CodePluginIncompatible}
 		}
 		return Report{Code: CodePluginFailed}
-	case host.KindSpawn, host.KindRequest:
+	case host.KindSpawn:
+		return Report{Code: CodePluginSpawnFailed, Cause: err.Error()}
+	case host.KindRequest:
 		return Report{Code: CodePluginSpawnFailed}
 	case host.KindSurvivors:
 		return Report{Code: CodeExecutionFailed}

@@ -326,3 +326,32 @@ func TestLeaseLossCancelsPlugin(t *testing.T) {
 		})
 	}
 }
+
+// TestSpawnFailureCause: a plugin whose start the system refuses fails
+// plugin_spawn_failed with the refused step and errno as the Worker-local
+// cause (logged with the failure), which names no path.
+func TestSpawnFailureCause(t *testing.T) {
+	c, _ := pluginConfig(t)
+	exe := filepath.Join(t.TempDir(), "gone-plugin")
+	b, err := os.ReadFile(testBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.Plugins = append(c.Plugins, Plugin{ID: "gone", Argv: []string{exe, pluginArg, "upper"}})
+	if _, err := CheckHost(c, envWith(map[string]string{"FORGE_WORKER_TOKEN": testToken})); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(exe); err != nil {
+		t.Fatal(err)
+	}
+	r := newTestExecutor(t, c).Execute(context.Background(), &Attempt{Lease: leaseFor(t, testPolicy("gone"), "x")})
+	if r.Succeeded || r.Code != CodePluginSpawnFailed {
+		t.Fatalf("report %+v, want %s", r, CodePluginSpawnFailed)
+	}
+	if !strings.Contains(r.Cause, "no such file or directory") || strings.Contains(r.Cause, exe) {
+		t.Errorf("cause %q, want the errno and no path", r.Cause)
+	}
+}

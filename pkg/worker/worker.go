@@ -77,6 +77,10 @@ type Report struct {
 	Output    string
 	Code      string
 	Cancelled bool
+	// Cause is why the system refused a plugin's start (the step and its
+	// errno, no path or argument): the Worker logs it with the failure
+	// and never sends it.
+	Cause string
 	// CandidateSHA (coding) replaces Output on success, with the plugin's
 	// self-reported AgentReport when one was negotiated and sent.
 	CandidateSHA string
