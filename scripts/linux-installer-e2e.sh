@@ -576,8 +576,11 @@ repo=/var/lib/agent-forge/worker/repositories/demo
 as agent-forge-worker env HOME=/nonexistent GIT_CONFIG_GLOBAL=/dev/null sh -c "git init -q -b main $repo && printf 'demo\n' >$repo/README.md &&
   git -C $repo add -A && git -C $repo -c user.name=Seed -c user.email=seed@example.invalid commit -q -m base" || fail "seed repository"
 base=$(as agent-forge-worker env GIT_CONFIG_GLOBAL=/dev/null git -C "$repo" rev-parse HEAD)
+# Its socket of the Worker's own account stands in for that account's
+# user manager (the guard refuses it: net-unix-own-account).
+worker_uid=$(c id -u agent-forge-worker) || fail "the Worker's account has no uid"
 # shellcheck disable=SC2016 # expanded inside the container
-c sh -c 'echo $$ >/run/hostile/collector.pid; exec /mnt/share/scripts/hostile-agent-e2e.sh collect /run/hostile/addr /run/hostile/report.jsonl' \
+c env HOSTILE_OWN_UID="$worker_uid" sh -c 'echo $$ >/run/hostile/collector.pid; exec /mnt/share/scripts/hostile-agent-e2e.sh collect /run/hostile/addr /run/hostile/report.jsonl' \
   >"$tmp/collector.log" 2>&1 &
 collector=$!
 for _ in $(seq 1 100); do c test -s /run/hostile/addr && break; sleep 0.1; done
@@ -642,14 +645,14 @@ scripts/hostile-agent-e2e.sh count "$tmp/hostile-sandboxed.jsonl" "$owner" "$wor
   fail "the hostile agent reached something under the installed units"
 }
 cat "$tmp/hostile-count.out"
-python3 - "$tmp/hostile-sandboxed.jsonl" <<'PY' || fail "the plugin and the check did not both report"
+python3 - "$tmp/hostile-sandboxed.jsonl" <<'PY' || fail "the plugin and the check did not both report; the collector said: $(tail -n 5 "$tmp/collector.log")"
 import json, sys
 who = {json.loads(l)["who"] for l in open(sys.argv[1]) if l.strip()}
 assert who == {"plugin", "check"}, who
 PY
 tried=$(sed -n 's/^tried=\([0-9]*\) .*/\1/p' "$tmp/hostile-count.out")
 [ "${tried:-0}" -ge 50 ] || fail "only ${tried:-0} hostile tries"
-for kind in read list write symlink hardlink gate-no-token; do
+for kind in read list write symlink hardlink gate-no-token net-unix-own-account; do
   grep -q "^  $kind " "$tmp/hostile-count.out" || fail "no hostile $kind try under the installed units"
 done
 if ! grep -Eq '^  (proc-environ|proc-mem|ptrace|signal) ' "$tmp/hostile-count.out"; then
