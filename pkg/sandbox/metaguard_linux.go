@@ -279,8 +279,18 @@ func openObject(tid int, req *metaReq) (int, syscall.Errno) {
 	return -1, syscall.EACCES
 }
 
-// openat2 is openat2(2) with struct open_how {flags, mode 0, resolve}.
+// openat2 is openat2(2) with struct open_how {flags, mode 0, resolve};
+// where the kernel call answers ENOSYS, walkOpen does its work.
 func openat2(dirfd int, path string, flags, resolve uint64) (int, syscall.Errno) {
+	fd, e := openat2raw(dirfd, path, flags, resolve)
+	if e == syscall.ENOSYS {
+		return walkOpen(dirfd, path, flags, resolve)
+	}
+	return fd, e
+}
+
+// openat2raw is the kernel call alone.
+func openat2raw(dirfd int, path string, flags, resolve uint64) (int, syscall.Errno) {
 	p, err := syscall.BytePtrFromString(path)
 	if err != nil {
 		return -1, syscall.EINVAL
