@@ -138,7 +138,7 @@ chmod 0755 "$ns" "$ns/opt" "$ns/units" "$ns/var-lib"
 # seccomp filter refuses Landlock unless told otherwise: the container must
 # not hide what the Worker unit's filter allows.
 systemd-nspawn -D / --volatile=yes -b --private-network --register=no --keep-unit \
-  --system-call-filter="landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp" \
+  --system-call-filter="landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp pidfd_getfd" \
   --machine="forge-e2e-$$" --overlay="/etc:$ns/etc-upper:/etc" \
   --bind="$ns/opt:/opt" --bind="$ns/units:/etc/systemd/system" --bind="$ns/var-lib:/var/lib" \
   --bind-ro="$share:/mnt/share" </dev/null >"$tmp/nspawn.log" 2>&1 &
@@ -310,6 +310,7 @@ probe="import ctypes,sys,platform;l=ctypes.CDLL(None,use_errno=True);n=l.syscall
 filter=$(c systemctl show -p SystemCallFilter agent-forge-worker)
 grep -q landlock_create_ruleset <<<"$filter" || fail "the Worker unit's filter lacks the Landlock calls"
 grep -qw seccomp <<<"$filter" || fail "the Worker unit's filter lacks seccomp"
+grep -qw pidfd_getfd <<<"$filter" || fail "the Worker unit's filter lacks pidfd_getfd (the guard's UNIX connects)"
 c mkdir -p /etc/systemd/system/agent-forge-worker.service.d
 printf '[Service]\nExecStartPre=/usr/bin/python3 -c "%s"\n' "$probe" | c sh -c 'cat >/etc/systemd/system/agent-forge-worker.service.d/e2e-landlock.conf'
 c systemctl daemon-reload

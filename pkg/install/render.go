@@ -111,8 +111,12 @@ func identity(runAsRoot bool, account string) string {
 // a seccomp filter keeping it off the network, docs/codex.md, and fails
 // the command when that is refused). Installing a filter only ever takes
 // rights away (and needs no_new_privs, which the unit sets), so allowing
-// it costs no exposure.
-const sandboxSyscalls = "SystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp\n"
+// it costs no exposure. pidfd_getfd (only in @debug) is how the guard
+// takes a sandboxed program's socket to make its UNIX connects itself:
+// refused, every such connect failed (EBADF). It reaches only processes
+// the Worker may ptrace (its own account's), and a sandboxed program's
+// Landlock domain keeps it off every process outside that domain.
+const sandboxSyscalls = "SystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp pidfd_getfd\n"
 
 // workerCgroup delegates the Worker unit's own cgroup to it (DECISIONS
 // 21): every sandboxed program runs in a cgroup of its own below it,

@@ -224,7 +224,7 @@ func TestTwoAccountsAreSeparated(t *testing.T) {
 	unit, _ := os.ReadFile(filepath.Join(e.root, UnitPath(GateUnit)))
 	wunit, _ := os.ReadFile(filepath.Join(e.root, UnitPath(WorkerUnit)))
 	if !strings.Contains(string(unit), "User="+GateAccount+"\n") || !strings.Contains(string(wunit), "User="+WorkerAccount+"\n") ||
-		!strings.Contains(string(wunit), "SystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp\n") {
+		!strings.Contains(string(wunit), "SystemCallFilter=landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp pidfd_getfd\n") {
 		t.Fatal("units do not run as the two accounts with the Landlock and seccomp calls allowed")
 	}
 	// @system-service includes @aio: io_uring, whose operations no
