@@ -284,26 +284,7 @@ func feedQuery(since time.Time, perPage int) url.Values {
 // rate limit is not waited out: it fails at once as ClassRateLimited with
 // RetryAfter, for the poller to schedule.
 func (c *Client) ListIssuesSince(ctx context.Context, token *Token, owner, repo string, since time.Time, perPage int, etag string) (*Page[Issue], error) {
-	const op = "list_issues"
-	if !validRepo(owner, repo, token) || perPage < 1 || perPage > FeedPerPage || since.IsZero() || !boundedToken(etag, maxETagBytes) {
-		return nil, &APIError{Op: op, Class: ClassMalformed}
-	}
-	q := feedQuery(since, perPage)
-	q.Set("state", "all")
-	resp, err := c.getOnce(ctx, op, token, "/repos/"+owner+"/"+repo+"/issues", q, etag)
-	if err != nil {
-		return nil, err
-	}
-	p := &Page[Issue]{Rate: rateOf(resp.header), ETag: etagOf(resp, etag)}
-	if resp.status == http.StatusNotModified {
-		p.NotModified = true
-		return p, nil
-	}
-	if p.Items, err = ParseIssues(resp.body); err != nil || len(p.Items) > perPage {
-		return nil, &APIError{Op: op, Status: resp.status, Class: ClassMalformed}
-	}
-	p.Full = len(p.Items) == perPage
-	return p, nil
+	return readFeed(ctx, c, "list_issues", token, owner, repo, "/issues", url.Values{"state": {"all"}}, since, perPage, etag, ParseIssues)
 }
 
 // ListIssueCommentsSince reads the first page of the conversation
@@ -312,20 +293,32 @@ func (c *Client) ListIssuesSince(ctx context.Context, token *Token, owner, repo 
 // /repos/{o}/{r}/issues/comments?sort=updated&direction=asc&since=),
 // like ListIssuesSince.
 func (c *Client) ListIssueCommentsSince(ctx context.Context, token *Token, owner, repo string, since time.Time, perPage int, etag string) (*Page[IssueComment], error) {
-	const op = "list_issue_comments"
+	return readFeed(ctx, c, "list_issue_comments", token, owner, repo, "/issues/comments", nil, since, perPage, etag,
+		func(b []byte) ([]IssueComment, error) { return ParseIssueComments(b, owner, repo) })
+}
+
+// readFeed reads one page of a repository-wide feed of changes since a
+// time (the List…Since calls): the arguments checked, the read made once
+// and conditionally, a 304 answered NotModified, the page parsed and
+// bounded by perPage.
+func readFeed[T any](ctx context.Context, c *Client, op string, token *Token, owner, repo, path string, extra url.Values, since time.Time, perPage int, etag string, parse func([]byte) ([]T, error)) (*Page[T], error) {
 	if !validRepo(owner, repo, token) || perPage < 1 || perPage > FeedPerPage || since.IsZero() || !boundedToken(etag, maxETagBytes) {
 		return nil, &APIError{Op: op, Class: ClassMalformed}
 	}
-	resp, err := c.getOnce(ctx, op, token, "/repos/"+owner+"/"+repo+"/issues/comments", feedQuery(since, perPage), etag)
+	q := feedQuery(since, perPage)
+	for k, v := range extra {
+		q[k] = v
+	}
+	resp, err := c.getOnce(ctx, op, token, "/repos/"+owner+"/"+repo+path, q, etag)
 	if err != nil {
 		return nil, err
 	}
-	p := &Page[IssueComment]{Rate: rateOf(resp.header), ETag: etagOf(resp, etag)}
+	p := &Page[T]{Rate: rateOf(resp.header), ETag: etagOf(resp, etag)}
 	if resp.status == http.StatusNotModified {
 		p.NotModified = true
 		return p, nil
 	}
-	if p.Items, err = ParseIssueComments(resp.body, owner, repo); err != nil || len(p.Items) > perPage {
+	if p.Items, err = parse(resp.body); err != nil || len(p.Items) > perPage {
 		return nil, &APIError{Op: op, Status: resp.status, Class: ClassMalformed}
 	}
 	p.Full = len(p.Items) == perPage

@@ -197,22 +197,6 @@ func ParseReviewComments(body []byte, owner, repo string) ([]ReviewComment, erro
 // /repos/{o}/{r}/pulls/comments?sort=updated&direction=asc&since=), like
 // ListIssueCommentsSince.
 func (c *Client) ListReviewCommentsSince(ctx context.Context, token *Token, owner, repo string, since time.Time, perPage int, etag string) (*Page[ReviewComment], error) {
-	const op = "list_review_comments"
-	if !validRepo(owner, repo, token) || perPage < 1 || perPage > FeedPerPage || since.IsZero() || !boundedToken(etag, maxETagBytes) {
-		return nil, &APIError{Op: op, Class: ClassMalformed}
-	}
-	resp, err := c.getOnce(ctx, op, token, "/repos/"+owner+"/"+repo+"/pulls/comments", feedQuery(since, perPage), etag)
-	if err != nil {
-		return nil, err
-	}
-	p := &Page[ReviewComment]{Rate: rateOf(resp.header), ETag: etagOf(resp, etag)}
-	if resp.status == http.StatusNotModified {
-		p.NotModified = true
-		return p, nil
-	}
-	if p.Items, err = ParseReviewComments(resp.body, owner, repo); err != nil || len(p.Items) > perPage {
-		return nil, &APIError{Op: op, Status: resp.status, Class: ClassMalformed}
-	}
-	p.Full = len(p.Items) == perPage
-	return p, nil
+	return readFeed(ctx, c, "list_review_comments", token, owner, repo, "/pulls/comments", nil, since, perPage, etag,
+		func(b []byte) ([]ReviewComment, error) { return ParseReviewComments(b, owner, repo) })
 }
